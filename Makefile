@@ -1,0 +1,45 @@
+# nodewright build entry points. `make help` lists them.
+SHELL := /bin/bash
+GO ?= go
+FUNCTIONS := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
+LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
+
+.PHONY: help build cli test bench lint vet fmt demo synth clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+build: ## every Lambda as dist/<function>/bootstrap (linux/arm64, CGO off) and the CLI as bin/nodewright
+	@set -e; for fn in $(FUNCTIONS); do \
+		echo "build dist/$$fn/bootstrap"; \
+		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o dist/$$fn/bootstrap ./functions/$$fn; \
+	done
+	@$(MAKE) --no-print-directory cli
+
+cli: ## the nodewright CLI as bin/nodewright
+	$(GO) build -o bin/nodewright ./cmd/nodewright
+
+test: ## vet and unit tests of the root module (never compiles awscdk or k8s.io/kubernetes)
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+bench: ## solver benchmarks (see shared/scheduling/BENCHMARKS.md)
+	$(GO) test -run '^$$' -bench . -benchtime 1x -benchmem ./shared/scheduling/
+
+lint: vet ## gofmt check and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+demo: ## the whole system on a local stack (arrives with the local-stack work)
+	@echo "make demo: the local stack is not built yet; see README.md (Status)." >&2; exit 1
+
+synth: ## synthesize the CDK app (arrives with the infra work)
+	@echo "make synth: the CDK app (infra/) is not built yet; see README.md (Status)." >&2; exit 1
+
+clean:
+	rm -rf dist bin

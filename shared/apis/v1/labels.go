@@ -1,0 +1,131 @@
+// Package v1 is nodewright's versioned JSON contract: the Karpenter v1 API
+// types (karpenter.sh/v1 NodePool and NodeClaim, karpenter.k8s.aws/v1
+// EC2NodeClass), their defaults and validation, and the well-known label,
+// annotation, taint and finalizer keys. It reads users' Karpenter manifests
+// unchanged.
+package v1
+
+// API groups and kinds.
+const (
+	Group            = "karpenter.sh"
+	AWSGroup         = "karpenter.k8s.aws"
+	KindNodePool     = "NodePool"
+	KindNodeClaim    = "NodeClaim"
+	KindEC2NodeClass = "EC2NodeClass"
+)
+
+// Well-known labels (karpenter: pkg/apis/v1/labels.go; aws: pkg/apis/v1/labels.go).
+const (
+	LabelNodePool     = "karpenter.sh/nodepool"
+	LabelCapacityType = "karpenter.sh/capacity-type"
+	LabelRegistered   = "karpenter.sh/registered"
+	LabelInitialized  = "karpenter.sh/initialized"
+	LabelDoNotSyncTaints = "karpenter.sh/do-not-sync-taints"
+
+	LabelTopologyZone   = "topology.kubernetes.io/zone"
+	LabelTopologyRegion = "topology.kubernetes.io/region"
+	LabelInstanceType   = "node.kubernetes.io/instance-type"
+	LabelArch           = "kubernetes.io/arch"
+	LabelOS             = "kubernetes.io/os"
+	LabelHostname       = "kubernetes.io/hostname"
+	LabelWindowsBuild   = "node.kubernetes.io/windows-build"
+	LabelZoneID         = "topology.k8s.aws/zone-id"
+
+	LabelEC2NodeClass                      = "karpenter.k8s.aws/ec2nodeclass"
+	LabelInstanceCategory                  = "karpenter.k8s.aws/instance-category"
+	LabelInstanceFamily                    = "karpenter.k8s.aws/instance-family"
+	LabelInstanceGeneration                = "karpenter.k8s.aws/instance-generation"
+	LabelInstanceSize                      = "karpenter.k8s.aws/instance-size"
+	LabelInstanceCPU                       = "karpenter.k8s.aws/instance-cpu"
+	LabelInstanceCPUManufacturer           = "karpenter.k8s.aws/instance-cpu-manufacturer"
+	LabelInstanceCPUSustainedClockSpeedMhz = "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz"
+	LabelInstanceMemory                    = "karpenter.k8s.aws/instance-memory"
+	LabelInstanceEBSBandwidth              = "karpenter.k8s.aws/instance-ebs-bandwidth"
+	LabelInstanceNetworkBandwidth          = "karpenter.k8s.aws/instance-network-bandwidth"
+	LabelInstanceLocalNVME                 = "karpenter.k8s.aws/instance-local-nvme"
+	LabelInstanceHypervisor                = "karpenter.k8s.aws/instance-hypervisor"
+	LabelInstanceEncryptionInTransit       = "karpenter.k8s.aws/instance-encryption-in-transit-supported"
+	LabelInstanceCapabilityFlex            = "karpenter.k8s.aws/instance-capability-flex"
+	LabelInstanceGPUName                   = "karpenter.k8s.aws/instance-gpu-name"
+	LabelInstanceGPUManufacturer           = "karpenter.k8s.aws/instance-gpu-manufacturer"
+	LabelInstanceGPUCount                  = "karpenter.k8s.aws/instance-gpu-count"
+	LabelInstanceGPUMemory                 = "karpenter.k8s.aws/instance-gpu-memory"
+	LabelInstanceAcceleratorName           = "karpenter.k8s.aws/instance-accelerator-name"
+	LabelInstanceAcceleratorManufacturer   = "karpenter.k8s.aws/instance-accelerator-manufacturer"
+	LabelInstanceAcceleratorCount          = "karpenter.k8s.aws/instance-accelerator-count"
+	LabelInstanceTenancy                   = "karpenter.k8s.aws/instance-tenancy"
+	LabelCapacityReservationID             = "karpenter.k8s.aws/capacity-reservation-id"
+	LabelCapacityReservationType           = "karpenter.k8s.aws/capacity-reservation-type"
+	LabelCapacityReservationInterruptible  = "karpenter.k8s.aws/capacity-reservation-interruptible"
+	LabelPlacementGroupID                  = "karpenter.k8s.aws/placement-group-id"
+	LabelPlacementGroupPartition           = "karpenter.k8s.aws/placement-group-partition"
+	// LabelNitroSandbox is newer than v1.14.1 (HEAD only); tolerated.
+	LabelNitroSandbox = "karpenter.k8s.aws/nitro-sandbox"
+)
+
+// Capacity types (values of karpenter.sh/capacity-type).
+const (
+	CapacityTypeOnDemand = "on-demand"
+	CapacityTypeSpot     = "spot"
+	CapacityTypeReserved = "reserved"
+)
+
+// Annotations.
+const (
+	AnnotationDoNotDisrupt                = "karpenter.sh/do-not-disrupt"
+	AnnotationNodePoolHash                = "karpenter.sh/nodepool-hash"
+	AnnotationNodePoolHashVersion         = "karpenter.sh/nodepool-hash-version"
+	AnnotationNodeClaimTerminationTime    = "karpenter.sh/nodeclaim-termination-timestamp"
+	AnnotationNodeClaimMinValuesRelaxed   = "karpenter.sh/nodeclaim-min-values-relaxed"
+	AnnotationEC2NodeClassHash            = "karpenter.k8s.aws/ec2nodeclass-hash"
+	AnnotationEC2NodeClassHashVersion     = "karpenter.k8s.aws/ec2nodeclass-hash-version"
+	AnnotationInstanceProfileName         = "karpenter.k8s.aws/instance-profile-name"
+	AnnotationInstanceTagged              = "karpenter.k8s.aws/tagged"
+	AnnotationClusterNameTaggedCompatible = "compatibility.karpenter.k8s.aws/cluster-name-tagged"
+
+	// NodePoolHashVersion is the value Karpenter v1.14.1 writes.
+	NodePoolHashVersion = "v3"
+	// EC2NodeClassHashVersion is the value karpenter-provider-aws v1.14.1 writes.
+	EC2NodeClassHashVersion = "v5"
+)
+
+// Taint keys.
+const (
+	TaintKeyDisrupted    = "karpenter.sh/disrupted"
+	TaintKeyUnregistered = "karpenter.sh/unregistered"
+)
+
+// Finalizers.
+const (
+	TerminationFinalizer          = "karpenter.sh/termination"
+	EC2NodeClassTerminationFinalizer = "karpenter.k8s.aws/termination"
+)
+
+// WellKnownLabels are the scheduling keys every instance type defines; a
+// pod may constrain them without a NodePool defining them.
+var WellKnownLabels = map[string]bool{
+	LabelNodePool: true, LabelTopologyZone: true, LabelTopologyRegion: true,
+	LabelInstanceType: true, LabelArch: true, LabelOS: true, LabelCapacityType: true,
+	LabelWindowsBuild: true, LabelZoneID: true, LabelEC2NodeClass: true,
+	LabelInstanceCategory: true, LabelInstanceFamily: true, LabelInstanceGeneration: true,
+	LabelInstanceSize: true, LabelInstanceCPU: true, LabelInstanceCPUManufacturer: true,
+	LabelInstanceCPUSustainedClockSpeedMhz: true, LabelInstanceMemory: true,
+	LabelInstanceEBSBandwidth: true, LabelInstanceNetworkBandwidth: true,
+	LabelInstanceLocalNVME: true, LabelInstanceHypervisor: true,
+	LabelInstanceEncryptionInTransit: true, LabelInstanceCapabilityFlex: true,
+	LabelInstanceGPUName: true, LabelInstanceGPUManufacturer: true, LabelInstanceGPUCount: true,
+	LabelInstanceGPUMemory: true, LabelInstanceAcceleratorName: true,
+	LabelInstanceAcceleratorManufacturer: true, LabelInstanceAcceleratorCount: true,
+	LabelInstanceTenancy: true, LabelCapacityReservationID: true,
+	LabelCapacityReservationType: true, LabelCapacityReservationInterruptible: true,
+	LabelPlacementGroupID: true, LabelPlacementGroupPartition: true,
+}
+
+// NormalizedLabels maps deprecated label keys to their stable equivalents.
+var NormalizedLabels = map[string]string{
+	"failure-domain.beta.kubernetes.io/zone":   LabelTopologyZone,
+	"failure-domain.beta.kubernetes.io/region": LabelTopologyRegion,
+	"beta.kubernetes.io/arch":                  LabelArch,
+	"beta.kubernetes.io/os":                    LabelOS,
+	"beta.kubernetes.io/instance-type":         LabelInstanceType,
+}
