@@ -54,3 +54,43 @@ type Offering struct {
 
 // Offerings is a list of offerings.
 type Offerings []Offering
+
+// Allocatable is Capacity minus kube-reserved, system-reserved and the
+// eviction threshold, per resource, floored at zero (karpenter:
+// pkg/cloudprovider/types.go computeAllocatable). Zero-valued resources are
+// omitted.
+func (it *InstanceType) Allocatable() corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, c := range it.Capacity {
+		q := c.DeepCopy()
+		for _, l := range []corev1.ResourceList{it.Overhead.KubeReserved, it.Overhead.SystemReserved, it.Overhead.EvictionThreshold} {
+			if v, ok := l[name]; ok {
+				q.Sub(v)
+			}
+		}
+		if q.Sign() > 0 {
+			out[name] = q
+		}
+	}
+	return out
+}
+
+// Options configure Resolve.
+type Options struct {
+	// Region selects the price table and the default zone list, e.g. "us-east-1".
+	Region string
+	// Zones limits offerings to these zones. Empty means the zones of the
+	// node class's resolved subnets (status.subnets) if any, else every zone
+	// of Region.
+	Zones []string
+	// SpotPriceRatio prices spot offerings at on-demand x ratio when no spot
+	// price is known (offline); 0 means no spot offerings.
+	SpotPriceRatio float64
+	// ReservedENIs is Karpenter's RESERVED_ENIS setting (default 0).
+	ReservedENIs int
+	// VMMemoryOverheadPercent is VM_MEMORY_OVERHEAD_PERCENT; nil means 0.075.
+	VMMemoryOverheadPercent *float64
+	// Unavailable reports offerings marked unavailable (insufficient
+	// capacity cache); nil means none.
+	Unavailable func(instanceType, zone, capacityType string) bool
+}

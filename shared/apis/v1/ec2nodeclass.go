@@ -27,20 +27,20 @@ type EC2NodeClassSpec struct {
 	AMISelectorTerms                 []AMISelectorTerm                 `json:"amiSelectorTerms"`
 	// AMIFamily is AL2, AL2023, Bottlerocket, Custom, Windows2019, Windows2022
 	// or Windows2025; required unless an alias term names the family.
-	AMIFamily           *string              `json:"amiFamily,omitempty"`
-	UserData            *string              `json:"userData,omitempty"`
-	Role                string               `json:"role,omitempty"`
-	InstanceProfile     *string              `json:"instanceProfile,omitempty"`
-	Tags                map[string]string    `json:"tags,omitempty"`
+	AMIFamily           *string               `json:"amiFamily,omitempty"`
+	UserData            *string               `json:"userData,omitempty"`
+	Role                string                `json:"role,omitempty"`
+	InstanceProfile     *string               `json:"instanceProfile,omitempty"`
+	Tags                map[string]string     `json:"tags,omitempty"`
 	Kubelet             *KubeletConfiguration `json:"kubelet,omitempty"`
 	BlockDeviceMappings []*BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
-	InstanceStorePolicy *string              `json:"instanceStorePolicy,omitempty"`
-	NetworkInterfaces   []NetworkInterface   `json:"networkInterfaces,omitempty"`
-	DetailedMonitoring  *bool                `json:"detailedMonitoring,omitempty"`
-	MetadataOptions     *MetadataOptions     `json:"metadataOptions,omitempty"`
-	ConnectionTracking  *ConnectionTracking  `json:"connectionTracking,omitempty"`
-	Context             *string              `json:"context,omitempty"`
-	CPUOptions          *CPUOptions          `json:"cpuOptions,omitempty"`
+	InstanceStorePolicy *string               `json:"instanceStorePolicy,omitempty"`
+	NetworkInterfaces   []NetworkInterface    `json:"networkInterfaces,omitempty"`
+	DetailedMonitoring  *bool                 `json:"detailedMonitoring,omitempty"`
+	MetadataOptions     *MetadataOptions      `json:"metadataOptions,omitempty"`
+	ConnectionTracking  *ConnectionTracking   `json:"connectionTracking,omitempty"`
+	Context             *string               `json:"context,omitempty"`
+	CPUOptions          *CPUOptions           `json:"cpuOptions,omitempty"`
 }
 
 // SubnetSelectorTerm selects subnets by tags or id (terms ORed, fields ANDed).
@@ -99,9 +99,9 @@ type KubeletConfiguration struct {
 
 // BlockDeviceMapping is one EBS volume of the launch template.
 type BlockDeviceMapping struct {
-	DeviceName *string         `json:"deviceName,omitempty"`
-	EBS        *BlockDevice    `json:"ebs,omitempty"`
-	RootVolume bool            `json:"rootVolume,omitempty"`
+	DeviceName *string      `json:"deviceName,omitempty"`
+	EBS        *BlockDevice `json:"ebs,omitempty"`
+	RootVolume bool         `json:"rootVolume,omitempty"`
 }
 
 // BlockDevice is the EBS part of a BlockDeviceMapping.

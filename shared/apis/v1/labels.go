@@ -16,10 +16,10 @@ const (
 
 // Well-known labels (karpenter: pkg/apis/v1/labels.go; aws: pkg/apis/v1/labels.go).
 const (
-	LabelNodePool     = "karpenter.sh/nodepool"
-	LabelCapacityType = "karpenter.sh/capacity-type"
-	LabelRegistered   = "karpenter.sh/registered"
-	LabelInitialized  = "karpenter.sh/initialized"
+	LabelNodePool        = "karpenter.sh/nodepool"
+	LabelCapacityType    = "karpenter.sh/capacity-type"
+	LabelRegistered      = "karpenter.sh/registered"
+	LabelInitialized     = "karpenter.sh/initialized"
 	LabelDoNotSyncTaints = "karpenter.sh/do-not-sync-taints"
 
 	LabelTopologyZone   = "topology.kubernetes.io/zone"
@@ -97,7 +97,7 @@ const (
 
 // Finalizers.
 const (
-	TerminationFinalizer          = "karpenter.sh/termination"
+	TerminationFinalizer             = "karpenter.sh/termination"
 	EC2NodeClassTerminationFinalizer = "karpenter.k8s.aws/termination"
 )
 

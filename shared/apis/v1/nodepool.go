@@ -77,8 +77,8 @@ type Budget struct {
 
 // NodeClaimTemplate is spec.template of a NodePool.
 type NodeClaimTemplate struct {
-	ObjectMeta ObjectMeta              `json:"metadata,omitempty"`
-	Spec       NodeClaimTemplateSpec   `json:"spec"`
+	ObjectMeta ObjectMeta            `json:"metadata,omitempty"`
+	Spec       NodeClaimTemplateSpec `json:"spec"`
 }
 
 // ObjectMeta is the subset of metadata a NodeClaim template may carry.
