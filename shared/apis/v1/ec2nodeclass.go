@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"encoding/json"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -81,20 +83,25 @@ type AMISelectorTerm struct {
 	SSMParameter string            `json:"ssmParameter,omitempty"`
 }
 
-// KubeletConfiguration is the v1.14.1 typed spec.kubelet (spec §9.4).
+// KubeletConfiguration is the v1.14.1 typed spec.kubelet (aws:
+// pkg/apis/v1/ec2nodeclass.go; karpenter-spec §9.4).
 type KubeletConfiguration struct {
-	ClusterDNS                  []string                   `json:"clusterDNS,omitempty"`
-	MaxPods                     *int32                     `json:"maxPods,omitempty"`
-	PodsPerCore                 *int32                     `json:"podsPerCore,omitempty"`
-	SystemReserved              map[string]string          `json:"systemReserved,omitempty"`
-	KubeReserved                map[string]string          `json:"kubeReserved,omitempty"`
-	EvictionHard                map[string]string          `json:"evictionHard,omitempty"`
-	EvictionSoft                map[string]string          `json:"evictionSoft,omitempty"`
-	EvictionSoftGracePeriod     map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
-	EvictionMaxPodGracePeriod   *int32                     `json:"evictionMaxPodGracePeriod,omitempty"`
-	ImageGCHighThresholdPercent *int32                     `json:"imageGCHighThresholdPercent,omitempty"`
-	ImageGCLowThresholdPercent  *int32                     `json:"imageGCLowThresholdPercent,omitempty"`
-	CPUCFSQuota                 *bool                      `json:"cpuCFSQuota,omitempty"`
+	ClusterDNS                  []string            `json:"clusterDNS,omitempty"`
+	MaxPods                     *int32              `json:"maxPods,omitempty"`
+	PodsPerCore                 *int32              `json:"podsPerCore,omitempty"`
+	SystemReserved              map[string]string   `json:"systemReserved,omitempty"`
+	KubeReserved                map[string]string   `json:"kubeReserved,omitempty"`
+	EvictionHard                map[string]string   `json:"evictionHard,omitempty"`
+	EvictionSoft                map[string]string   `json:"evictionSoft,omitempty"`
+	EvictionSoftGracePeriod     map[string]Duration `json:"evictionSoftGracePeriod,omitempty"`
+	EvictionMaxPodGracePeriod   *int32              `json:"evictionMaxPodGracePeriod,omitempty"`
+	ImageGCHighThresholdPercent *int32              `json:"imageGCHighThresholdPercent,omitempty"`
+	ImageGCLowThresholdPercent  *int32              `json:"imageGCLowThresholdPercent,omitempty"`
+	CPUCFSQuota                 *bool               `json:"cpuCFSQuota,omitempty"`
+	// Extra holds keys outside the v1.14.1 typed schema: Karpenter HEAD
+	// accepts any upstream KubeletConfiguration key. They survive a round
+	// trip and are reported as warnings; nodewright does not act on them.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // BlockDeviceMapping is one EBS volume of the launch template.

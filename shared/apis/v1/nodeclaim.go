@@ -22,7 +22,7 @@ type NodeClaimSpec struct {
 	Requirements           []NodeSelectorRequirementWithMinValues `json:"requirements"`
 	Resources              ResourceRequirements                   `json:"resources,omitempty"`
 	NodeClassRef           *NodeClassReference                    `json:"nodeClassRef"`
-	TerminationGracePeriod *metav1.Duration                       `json:"terminationGracePeriod,omitempty"`
+	TerminationGracePeriod *Duration                              `json:"terminationGracePeriod,omitempty"`
 	ExpireAfter            NillableDuration                       `json:"expireAfter,omitzero"`
 }
 
@@ -40,7 +40,7 @@ type NodeClaimStatus struct {
 	Capacity         corev1.ResourceList `json:"capacity,omitempty"`
 	Allocatable      corev1.ResourceList `json:"allocatable,omitempty"`
 	Conditions       []metav1.Condition  `json:"conditions,omitempty"`
-	LastPodEventTime metav1.Time         `json:"lastPodEventTime,omitempty"`
+	LastPodEventTime metav1.Time         `json:"lastPodEventTime,omitzero"`
 }
 
 // NodeClaimList is a list of NodeClaims.

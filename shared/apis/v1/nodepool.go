@@ -72,7 +72,7 @@ type Budget struct {
 	Reasons  []DisruptionReason `json:"reasons,omitempty"`
 	Nodes    string             `json:"nodes"`
 	Schedule *string            `json:"schedule,omitempty"`
-	Duration *metav1.Duration   `json:"duration,omitempty"`
+	Duration *Duration          `json:"duration,omitempty"`
 }
 
 // NodeClaimTemplate is spec.template of a NodePool.
@@ -94,7 +94,7 @@ type NodeClaimTemplateSpec struct {
 	StartupTaints          []corev1.Taint                         `json:"startupTaints,omitempty"`
 	Requirements           []NodeSelectorRequirementWithMinValues `json:"requirements"`
 	NodeClassRef           *NodeClassReference                    `json:"nodeClassRef"`
-	TerminationGracePeriod *metav1.Duration                       `json:"terminationGracePeriod,omitempty"`
+	TerminationGracePeriod *Duration                              `json:"terminationGracePeriod,omitempty"`
 	// ExpireAfter is a duration or "Never"; default 720h.
 	ExpireAfter NillableDuration `json:"expireAfter,omitzero"`
 }

@@ -1,0 +1,304 @@
+// Package apijson decodes JSON into Kubernetes-style API types the way the
+// Kubernetes API server does: field names match case-sensitively, integers
+// stay integers, unknown fields are reported by their path instead of being
+// silently dropped, and a value of the wrong type is reported with the exact
+// path of the field (for example "spec.template.spec.requirements[1].minValues")
+// rather than with Go type names.
+//
+// It wraps sigs.k8s.io/json, the decoder the Kubernetes API machinery uses.
+// It never panics on malformed input.
+package apijson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	kjson "sigs.k8s.io/json"
+)
+
+// FieldError is a decode failure located at one field.
+type FieldError struct {
+	// Path is the field path in Kubernetes notation ("spec.limits[cpu]",
+	// "spec.budgets[0].nodes"); empty for the document itself.
+	Path string
+	// Err says what is wrong with the value.
+	Err error
+}
+
+func (e *FieldError) Error() string {
+	if e.Path == "" {
+		return e.Err.Error()
+	}
+	return e.Path + ": " + e.Err.Error()
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Stray is a key of the document that did not land in the decoded value.
+type Stray struct {
+	// Path is the key's field path ("spec.template.spec.foo").
+	Path string
+	// Duplicate is true for a key that appears twice in one object (the
+	// last value wins); false for a key v's type does not define.
+	Duplicate bool
+}
+
+// Unmarshal decodes data into v (a non-nil pointer). It returns the keys
+// that v's type does not define and the duplicated keys, in document order,
+// and a *FieldError when a value does not fit its field. Strays are not an
+// error: the rest of the document is still decoded.
+func Unmarshal(data []byte, v any) (strays []Stray, err error) {
+	strict, err := kjson.UnmarshalStrict(data, v)
+	if err != nil {
+		rv := reflect.ValueOf(v)
+		if rv.Kind() != reflect.Pointer || rv.IsNil() {
+			return nil, fmt.Errorf("decode into %T: target must be a non-nil pointer", v)
+		}
+		return nil, locate(data, rv.Type().Elem(), "", err)
+	}
+	for _, se := range strict {
+		var fe kjson.FieldError
+		st := Stray{Path: se.Error(), Duplicate: strings.HasPrefix(se.Error(), "duplicate field")}
+		if errors.As(se, &fe) {
+			st.Path = fe.FieldPath()
+		}
+		strays = append(strays, st)
+	}
+	return strays, nil
+}
+
+// locate walks data alongside t to find the innermost field whose value does
+// not decode, so the error can name it. whole is the error of decoding the
+// entire value and is returned when no narrower field can be blamed.
+func locate(data []byte, t reflect.Type, path string, whole error) *FieldError {
+	if fe := walk(data, t, path); fe != nil {
+		return fe
+	}
+	return &FieldError{Path: path, Err: describe(whole, t)}
+}
+
+func walk(data []byte, t reflect.Type, path string) *FieldError {
+	data = bytes.TrimSpace(data)
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, reflect.New(t).Interface()); err == nil {
+		return nil
+	} else if isLeaf(t) || bytes.Equal(data, []byte("null")) {
+		var inner *FieldError
+		if errors.As(err, &inner) {
+			// A custom unmarshaler located the problem inside its value.
+			return &FieldError{Path: joinPath(path, inner.Path), Err: inner.Err}
+		}
+		return &FieldError{Path: path, Err: describe(err, t)}
+	} else {
+		base := t
+		for base.Kind() == reflect.Pointer {
+			base = base.Elem()
+		}
+		switch base.Kind() {
+		case reflect.Struct:
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(data, &obj) != nil {
+				return &FieldError{Path: path, Err: mismatch(data, base)}
+			}
+			fields := jsonFields(base)
+			for _, k := range sortedKeys(obj) {
+				ft, ok := fields[k]
+				if !ok {
+					continue
+				}
+				if fe := walk(obj[k], ft, join(path, k)); fe != nil {
+					return fe
+				}
+			}
+		case reflect.Map:
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(data, &obj) != nil {
+				return &FieldError{Path: path, Err: mismatch(data, base)}
+			}
+			for _, k := range sortedKeys(obj) {
+				if fe := walk(obj[k], base.Elem(), path+"["+k+"]"); fe != nil {
+					return fe
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			var items []json.RawMessage
+			if json.Unmarshal(data, &items) != nil {
+				return &FieldError{Path: path, Err: mismatch(data, base)}
+			}
+			for i, item := range items {
+				if fe := walk(item, base.Elem(), fmt.Sprintf("%s[%d]", path, i)); fe != nil {
+					return fe
+				}
+			}
+		}
+		return &FieldError{Path: path, Err: describe(err, t)}
+	}
+}
+
+// hasUnmarshaler reports whether t (or what it points to) decodes itself.
+func hasUnmarshaler(t reflect.Type) bool {
+	for {
+		if t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+			return true
+		}
+		if t.Kind() != reflect.Pointer {
+			return false
+		}
+		t = t.Elem()
+	}
+}
+
+// isLeaf reports whether t decodes itself (a custom unmarshaler) or is a
+// scalar, so that no narrower path exists below it.
+func isLeaf(t reflect.Type) bool {
+	if hasUnmarshaler(t) {
+		return true
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map, reflect.Array:
+		return false
+	case reflect.Slice:
+		return t.Elem().Kind() == reflect.Uint8
+	}
+	return true
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// jsonFields maps the JSON names of t's fields (following inline embedded
+// structs) to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if f.Anonymous && name == "" {
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range jsonFields(ft) {
+					if _, ok := out[k]; !ok {
+						out[k] = v
+					}
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = ft
+	}
+	return out
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// joinPath appends a relative field path ("a.b", "[0].c") to path.
+func joinPath(path, rel string) string {
+	if rel == "" || path == "" || strings.HasPrefix(rel, "[") {
+		return path + rel
+	}
+	return path + "." + rel
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// describe turns a decoder error into a message about the value, without Go
+// type names where the JSON shape explains the problem.
+func describe(err error, t reflect.Type) error {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "quantities must match") || errors.Is(err, resource.ErrFormatWrong) {
+		return errors.New(`expected a quantity such as "500m", "4" or "16Gi"`)
+	}
+	if hasUnmarshaler(t) {
+		// The type's own decoder explains its format.
+		return errors.New(strings.TrimPrefix(msg, "json: "))
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("expected %s, got %s", kindName(t), te.Value)
+	}
+	if strings.HasPrefix(msg, "json: cannot unmarshal ") {
+		// The sigs.k8s.io/json type error carries the same shape as
+		// encoding/json's but is a distinct type.
+		rest := strings.TrimPrefix(msg, "json: cannot unmarshal ")
+		got, _, _ := strings.Cut(rest, " into ")
+		return fmt.Errorf("expected %s, got %s", kindName(t), got)
+	}
+	return errors.New(strings.TrimPrefix(msg, "json: "))
+}
+
+func mismatch(data []byte, t reflect.Type) error {
+	return fmt.Errorf("expected %s, got %s", kindName(t), jsonKind(data))
+}
+
+func jsonKind(data []byte) string {
+	if len(data) == 0 {
+		return "nothing"
+	}
+	switch data[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number " + string(data)
+}
+
+func kindName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a " + t.Kind().String()
+}

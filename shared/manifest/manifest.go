@@ -1,0 +1,387 @@
+// Package manifest reads Kubernetes manifests (multi-document YAML or JSON)
+// from files, directories or a stream, and decodes the kinds nodewright
+// understands into typed objects: Karpenter's NodePool, NodeClaim and
+// EC2NodeClass (shared/apis/v1), and the Pods, Nodes, workload controllers
+// and PodDisruptionBudgets the solver reasons about.
+//
+// Decoding follows the Kubernetes API server: field names are
+// case-sensitive, and for the three Karpenter kinds unknown fields are
+// reported as warnings with their path. Reading never panics on bad input;
+// every problem is returned as a *DocumentError naming the document.
+package manifest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodewright/nodewright/shared/apis/apijson"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+// Object is one Kubernetes object read from a manifest.
+type Object struct {
+	// Source says where the object came from: "<path>#<n>" where n is the
+	// 1-based position of the document in the file (empty documents count),
+	// with ".items[i]" appended for an item of a List.
+	Source string
+	// APIVersion, Kind, Namespace and Name are copied from the object
+	// (empty when absent).
+	APIVersion, Kind, Namespace, Name string
+	// Raw is the object as JSON.
+	Raw []byte
+	// Typed is a pointer to the decoded object for the kinds listed in the
+	// package doc (*v1.NodePool, *v1.NodeClaim, *v1.EC2NodeClass,
+	// *corev1.Pod, *corev1.Node, *appsv1.Deployment, *appsv1.ReplicaSet,
+	// *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.Job,
+	// *policyv1.PodDisruptionBudget), and nil for every other kind.
+	// It is neither defaulted nor validated.
+	Typed any
+	// Warnings lists fields that were read but not used: for the three
+	// Karpenter kinds, fields unknown to Karpenter v1.14.1 (tolerated, never
+	// an error) and the v1.14.1 consolidateAfter subtlety (see
+	// v1.DecodeNodePool); for a Karpenter kind of an unsupported API version,
+	// a note on apiVersion.
+	Warnings []v1.FieldError
+}
+
+// DocumentError is a document that could not be read: not valid YAML or
+// JSON, or a known kind whose fields do not decode.
+type DocumentError struct {
+	// Source is "<path>#<n>" as in Object.Source.
+	Source string
+	// Kind and Name identify the object when they could be read.
+	Kind, Name string
+	// Path is the field path of the bad value ("spec.weight"); empty when the
+	// document itself is malformed.
+	Path string
+	// Err describes the problem.
+	Err error
+}
+
+// Error formats as `<source>: <Kind> "<name>": <path>: <problem>`, leaving
+// out the parts that are unknown.
+func (e *DocumentError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Source)
+	b.WriteString(": ")
+	if e.Kind != "" {
+		fmt.Fprintf(&b, "%s %q: ", e.Kind, e.Name)
+	}
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *DocumentError) Unwrap() error { return e.Err }
+
+// Read reads every document of r, naming them "<source>#<n>". Documents that
+// are empty (or only comments) are skipped, and so are documents that are
+// not a mapping. It returns the objects it could read, in order, and an
+// error joining one *DocumentError per document it could not (nil when
+// there is none), so that a caller can report every bad document at once.
+func Read(r io.Reader, source string) ([]Object, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", source, err)
+	}
+	return parse(data, source)
+}
+
+// parse splits data into documents and decodes each.
+func parse(data []byte, source string) ([]Object, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	var objs []Object
+	var errs []error
+	for _, doc := range split(data) {
+		src := source + "#" + strconv.Itoa(doc.number)
+		got, err := decodeDocument(doc, src)
+		objs = append(objs, got...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return objs, errors.Join(errs...)
+}
+
+// document is one YAML or JSON document of a stream.
+type document struct {
+	number    int    // 1-based position in the stream
+	firstLine int    // 1-based line of the stream where the document starts
+	text      []byte // the document itself
+	json      bool   // text is already JSON
+}
+
+var separator = regexp.MustCompile(`^(---|\.\.\.)(\s.*)?$`)
+
+// split cuts a stream into documents. A stream that is a sequence of JSON
+// values is split on value boundaries; anything else is YAML, split on
+// "---" (and "...") lines.
+func split(data []byte) []document {
+	if docs, ok := splitJSON(data); ok {
+		return docs
+	}
+	var docs []document
+	cur := document{number: 1, firstLine: 1}
+	var buf bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if separator.MatchString(strings.TrimRight(text, "\r")) {
+			if line > 1 || buf.Len() > 0 {
+				cur.text = bytes.Clone(buf.Bytes())
+				docs = append(docs, cur)
+				cur = document{number: cur.number + 1}
+			}
+			cur.firstLine = line + 1
+			buf.Reset()
+			continue
+		}
+		buf.WriteString(text)
+		buf.WriteByte('\n')
+	}
+	cur.text = bytes.Clone(buf.Bytes())
+	return append(docs, cur)
+}
+
+// splitJSON returns the values of a stream of JSON values, or false when
+// data is not entirely JSON.
+func splitJSON(data []byte) ([]document, bool) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var docs []document
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == io.EOF {
+			return docs, true
+		}
+		if err != nil {
+			return nil, false
+		}
+		docs = append(docs, document{number: len(docs) + 1, firstLine: 1, text: raw, json: true})
+	}
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// toJSON converts one document to JSON; it returns nil for an empty
+// document. YAML line numbers in errors are made relative to the stream.
+func toJSON(doc document) (out []byte, err error) {
+	if doc.json {
+		return doc.text, nil
+	}
+	defer func() {
+		// The YAML parser is third-party code fed with arbitrary input: a
+		// bug there must become an error, not a crash.
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("not valid YAML: parser failure: %v", r)
+		}
+	}()
+	j, err := yaml.YAMLToJSON(doc.text)
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+		msg = yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+			n, _ := strconv.Atoi(strings.TrimPrefix(m, "line "))
+			return "line " + strconv.Itoa(n+doc.firstLine-1)
+		})
+		return nil, fmt.Errorf("not valid YAML: %s", msg)
+	}
+	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
+		return nil, nil
+	}
+	return j, nil
+}
+
+// header is the part of every object needed to route it.
+type header struct {
+	APIVersion string
+	Kind       string
+	Namespace  string
+	Name       string
+}
+
+func readHeader(m map[string]json.RawMessage) header {
+	var h header
+	_ = json.Unmarshal(m["apiVersion"], &h.APIVersion)
+	_ = json.Unmarshal(m["kind"], &h.Kind)
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(m["metadata"], &meta) == nil {
+		_ = json.Unmarshal(meta["name"], &h.Name)
+		_ = json.Unmarshal(meta["namespace"], &h.Namespace)
+		if h.Name == "" {
+			_ = json.Unmarshal(meta["generateName"], &h.Name)
+		}
+	}
+	return h
+}
+
+func decodeDocument(doc document, source string) ([]Object, error) {
+	raw, err := toJSON(doc)
+	if err != nil {
+		return nil, &DocumentError{Source: source, Err: err}
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, nil // a scalar or a sequence: not a Kubernetes object
+	}
+	h := readHeader(m)
+	if isList(h, m) {
+		return decodeList(h, m, source)
+	}
+	obj, err := decodeObject(h, raw, source)
+	if err != nil {
+		return nil, err
+	}
+	return []Object{obj}, nil
+}
+
+// isList reports whether the object is a v1 List or a typed list
+// (NodePoolList, PodList, ...) carrying items.
+func isList(h header, m map[string]json.RawMessage) bool {
+	_, hasItems := m["items"]
+	return hasItems && strings.HasSuffix(h.Kind, "List")
+}
+
+func decodeList(h header, m map[string]json.RawMessage, source string) ([]Object, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(m["items"], &items); err != nil {
+		return nil, &DocumentError{Source: source, Kind: h.Kind, Name: h.Name, Path: "items", Err: errors.New("expected a list")}
+	}
+	itemKind := strings.TrimSuffix(h.Kind, "List")
+	var objs []Object
+	var errs []error
+	for i, item := range items {
+		src := fmt.Sprintf("%s.items[%d]", source, i)
+		var im map[string]json.RawMessage
+		if json.Unmarshal(item, &im) != nil {
+			errs = append(errs, &DocumentError{Source: src, Err: errors.New("list item is not an object")})
+			continue
+		}
+		ih := readHeader(im)
+		if ih.Kind == "" && h.Kind != "List" {
+			// Items of a typed list may omit their kind and apiVersion.
+			ih.Kind, ih.APIVersion = itemKind, h.APIVersion
+		}
+		obj, err := decodeObject(ih, item, src)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		objs = append(objs, obj)
+	}
+	return objs, errors.Join(errs...)
+}
+
+// decodeObject decodes raw into the type registered for its apiVersion and
+// kind; other kinds come back with Typed nil.
+func decodeObject(h header, raw []byte, source string) (Object, error) {
+	obj := Object{Source: source, APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Namespace, Name: h.Name, Raw: raw}
+	fail := func(err error) (Object, error) {
+		de := &DocumentError{Source: source, Kind: h.Kind, Name: h.Name, Err: err}
+		var fe *apijson.FieldError
+		if errors.As(err, &fe) {
+			de.Path, de.Err = fe.Path, fe.Err
+		}
+		return Object{}, de
+	}
+	group, version := splitAPIVersion(h.APIVersion)
+	switch {
+	case group == v1.Group && version == "v1" && h.Kind == v1.KindNodePool:
+		np, warnings, err := v1.DecodeNodePool(raw)
+		if err != nil {
+			return fail(err)
+		}
+		obj.Typed, obj.Warnings = np, warnings
+		return obj, nil
+	case group == v1.Group && version == "v1" && h.Kind == v1.KindNodeClaim:
+		nc, warnings, err := v1.DecodeNodeClaim(raw)
+		if err != nil {
+			return fail(err)
+		}
+		obj.Typed, obj.Warnings = nc, warnings
+		return obj, nil
+	case group == v1.AWSGroup && version == "v1" && h.Kind == v1.KindEC2NodeClass:
+		nc, warnings, err := v1.DecodeEC2NodeClass(raw)
+		if err != nil {
+			return fail(err)
+		}
+		obj.Typed, obj.Warnings = nc, warnings
+		return obj, nil
+	case (group == v1.Group || group == v1.AWSGroup) && isKarpenterKind(h.Kind):
+		obj.Warnings = []v1.FieldError{{
+			Path:    "apiVersion",
+			Message: fmt.Sprintf("%s %s is not supported (only karpenter.sh/v1 and karpenter.k8s.aws/v1); object skipped", h.APIVersion, h.Kind),
+		}}
+		return obj, nil
+	}
+	target := newCoreObject(group, version, h.Kind)
+	if target == nil {
+		return obj, nil
+	}
+	if _, err := apijson.Unmarshal(raw, target); err != nil {
+		return fail(err)
+	}
+	obj.Typed = target
+	return obj, nil
+}
+
+func isKarpenterKind(kind string) bool {
+	return kind == v1.KindNodePool || kind == v1.KindNodeClaim || kind == v1.KindEC2NodeClass
+}
+
+// newCoreObject returns a pointer to a zero value of the Kubernetes type for
+// (group, version, kind), or nil for kinds nodewright does not read.
+func newCoreObject(group, version, kind string) any {
+	switch group + "/" + version + "/" + kind {
+	case "/v1/Pod":
+		return &corev1.Pod{}
+	case "/v1/Node":
+		return &corev1.Node{}
+	case "apps/v1/Deployment":
+		return &appsv1.Deployment{}
+	case "apps/v1/ReplicaSet":
+		return &appsv1.ReplicaSet{}
+	case "apps/v1/StatefulSet":
+		return &appsv1.StatefulSet{}
+	case "apps/v1/DaemonSet":
+		return &appsv1.DaemonSet{}
+	case "batch/v1/Job":
+		return &batchv1.Job{}
+	case "policy/v1/PodDisruptionBudget":
+		return &policyv1.PodDisruptionBudget{}
+	}
+	return nil
+}
+
+// splitAPIVersion splits "group/version"; the core group is "".
+func splitAPIVersion(apiVersion string) (group, version string) {
+	if g, v, ok := strings.Cut(apiVersion, "/"); ok {
+		return g, v
+	}
+	return "", apiVersion
+}
