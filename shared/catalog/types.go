@@ -5,6 +5,8 @@
 package catalog
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -17,13 +19,18 @@ type InstanceType struct {
 	Name string
 	// Labels holds the value of every well-known instance-type label
 	// (kubernetes.io/arch, kubernetes.io/os, node.kubernetes.io/instance-type,
-	// karpenter.k8s.aws/instance-*). A well-known key the type does not have
-	// (e.g. instance-gpu-count on a CPU type) is absent: the requirement
-	// algebra treats it as DoesNotExist. Zone and capacity type are not here;
-	// they come from Offerings.
+	// karpenter.k8s.aws/instance-*, node.kubernetes.io/windows-build for
+	// Windows families) plus topology.kubernetes.io/region. A well-known key
+	// the type does not have (e.g. instance-gpu-count on a CPU type) is
+	// absent: the requirement algebra treats it as DoesNotExist. Zone, zone
+	// ID and capacity type are not here; they come from Offerings.
+	// karpenter.k8s.aws/instance-tenancy (In [default, dedicated]) has two
+	// values and is not represented.
 	Labels map[string]string
 	// Capacity is the node's capacity (cpu, memory, ephemeral-storage, pods,
-	// extended resources) as Karpenter computes it (spec §3.5).
+	// extended resources) as Karpenter computes it (spec §3.5). cpu, memory,
+	// ephemeral-storage and pods are always present; extended resources only
+	// when non-zero.
 	Capacity corev1.ResourceList
 	// Overhead is kube-reserved + system-reserved + eviction threshold.
 	Overhead Overhead
@@ -31,7 +38,8 @@ type InstanceType struct {
 	Offerings Offerings
 }
 
-// Overhead is what the kubelet holds back from capacity.
+// Overhead is what the kubelet holds back from capacity. SystemReserved is
+// nil unless kubelet.systemReserved is set.
 type Overhead struct {
 	KubeReserved      corev1.ResourceList
 	SystemReserved    corev1.ResourceList
@@ -40,10 +48,16 @@ type Overhead struct {
 
 // Offering is one purchasable (zone, capacity type) of an instance type.
 type Offering struct {
+	// Zone is the availability-zone name, e.g. "us-east-1a".
 	Zone string
+	// ZoneID is the zone's ID (topology.k8s.aws/zone-id) when the node
+	// class's status.subnets names it, else "".
+	ZoneID string
 	// CapacityType is "on-demand", "spot" or "reserved".
 	CapacityType string
-	// Price is in the price table's currency per instance-hour.
+	// Price is in the price table's currency per instance-hour (see
+	// PriceSource); 0 when the type has no price, in which case the
+	// offering is unavailable.
 	Price float64
 	// Available is false when the offering is marked unavailable (e.g. an
 	// insufficient-capacity error within the last 3 minutes) or has no price.
@@ -56,16 +70,28 @@ type Offering struct {
 type Offerings []Offering
 
 // Allocatable is Capacity minus kube-reserved, system-reserved and the
-// eviction threshold, per resource, floored at zero (karpenter:
-// pkg/cloudprovider/types.go computeAllocatable). Zero-valued resources are
-// omitted.
+// eviction threshold, per resource, with hugepages-* capacity also taken from
+// memory, floored at zero (karpenter: pkg/cloudprovider/types.go
+// computeAllocatable). Zero-valued resources are omitted. It allocates a new
+// list on each call; see AllocatableVector for an allocation-free form.
 func (it *InstanceType) Allocatable() corev1.ResourceList {
-	out := corev1.ResourceList{}
+	out := make(corev1.ResourceList, len(it.Capacity))
 	for name, c := range it.Capacity {
 		q := c.DeepCopy()
-		for _, l := range []corev1.ResourceList{it.Overhead.KubeReserved, it.Overhead.SystemReserved, it.Overhead.EvictionThreshold} {
-			if v, ok := l[name]; ok {
-				q.Sub(v)
+		if v, ok := it.Overhead.KubeReserved[name]; ok {
+			q.Sub(v)
+		}
+		if v, ok := it.Overhead.SystemReserved[name]; ok {
+			q.Sub(v)
+		}
+		if v, ok := it.Overhead.EvictionThreshold[name]; ok {
+			q.Sub(v)
+		}
+		if name == corev1.ResourceMemory {
+			for hp, h := range it.Capacity {
+				if strings.HasPrefix(string(hp), corev1.ResourceHugePagesPrefix) {
+					q.Sub(h)
+				}
 			}
 		}
 		if q.Sign() > 0 {
@@ -79,18 +105,21 @@ func (it *InstanceType) Allocatable() corev1.ResourceList {
 type Options struct {
 	// Region selects the price table and the default zone list, e.g. "us-east-1".
 	Region string
-	// Zones limits offerings to these zones. Empty means the zones of the
-	// node class's resolved subnets (status.subnets) if any, else every zone
-	// of Region.
+	// Zones limits offerings to these zones; each must belong to Region.
+	// Empty means the zones of the node class's resolved subnets
+	// (status.subnets) if any, else every zone of Region (a small embedded
+	// table: see Resolve).
 	Zones []string
 	// SpotPriceRatio prices spot offerings at on-demand x ratio when no spot
-	// price is known (offline); 0 means no spot offerings.
+	// price is known (offline); 0 means no spot offerings. Must be >= 0.
 	SpotPriceRatio float64
-	// ReservedENIs is Karpenter's RESERVED_ENIS setting (default 0).
+	// ReservedENIs is Karpenter's RESERVED_ENIS setting (default 0, >= 0).
 	ReservedENIs int
-	// VMMemoryOverheadPercent is VM_MEMORY_OVERHEAD_PERCENT; nil means 0.075.
+	// VMMemoryOverheadPercent is VM_MEMORY_OVERHEAD_PERCENT as a fraction
+	// (0 <= value < 1); nil means 0.075.
 	VMMemoryOverheadPercent *float64
 	// Unavailable reports offerings marked unavailable (insufficient
-	// capacity cache); nil means none.
+	// capacity cache); nil means none. It is called once per generated
+	// offering and must not retain its arguments.
 	Unavailable func(instanceType, zone, capacityType string) bool
 }
