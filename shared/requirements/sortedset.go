@@ -39,10 +39,28 @@ func contains(s []string, v string) bool {
 	return found
 }
 
+// skewed reports whether probing b once per element of a beats a merge:
+// a is small and b much larger (an instance-type list, say).
+func skewed(a, b []string) bool {
+	return len(a) <= linearMax && len(b) > 4*linearMax
+}
+
 // intersect returns the values in both sorted sets a and b.
 func intersect(a, b []string) []string {
 	if len(a) == 0 || len(b) == 0 {
 		return nil
+	}
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	if skewed(a, b) {
+		var out []string
+		for _, v := range a {
+			if contains(b, v) {
+				out = append(out, v)
+			}
+		}
+		return out
 	}
 	var out []string
 	i, j := 0, 0
@@ -69,7 +87,7 @@ func overlaps(a, b []string) bool {
 	if len(a) > len(b) {
 		a, b = b, a
 	}
-	if len(a) <= linearMax && len(b) > 4*linearMax {
+	if skewed(a, b) {
 		for _, v := range a {
 			if contains(b, v) {
 				return true
@@ -95,6 +113,22 @@ func overlaps(a, b []string) bool {
 // returns a itself when nothing is removed (sets are never mutated).
 func difference(a, b []string) []string {
 	if len(a) == 0 || len(b) == 0 {
+		return a
+	}
+	if skewed(a, b) {
+		for i, v := range a {
+			if !contains(b, v) {
+				continue
+			}
+			out := make([]string, i, len(a)-1)
+			copy(out, a[:i])
+			for _, w := range a[i+1:] {
+				if !contains(b, w) {
+					out = append(out, w)
+				}
+			}
+			return out
+		}
 		return a
 	}
 	var out []string
