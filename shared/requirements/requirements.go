@@ -10,7 +10,10 @@
 // callers, and only on a Requirement they built themselves.
 //
 // All output is deterministic: keys and values come back sorted, and errors
-// list keys in sorted order.
+// list keys in sorted order. Reading Requirements from several goroutines is
+// safe; Add writes the map and needs exclusive access. Checks used in the
+// solver's hot loops (Has, Intersects, Compatible, AdmitsLabels) do not
+// allocate unless they fail.
 package requirements
 
 import (

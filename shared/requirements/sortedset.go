@@ -4,9 +4,13 @@ import (
 	"slices"
 )
 
-// Value sets are sorted, duplicate-free string slices: cheaper than maps for
-// the small sets requirements hold, allocation-free to query, and already in
-// the deterministic order every output needs.
+// Value sets are sorted, duplicate-free string slices. Building and
+// intersecting them costs one allocation and no hashing, they are already in
+// the deterministic order every output needs, and membership is a scan
+// (small sets) or a binary search. A map answers membership in a large set
+// faster (BenchmarkMembership: about 15 ns against 55 ns at 600 values), but
+// the solver builds and intersects sets far more often than it probes big
+// ones.
 
 // linearMax is the set size up to which contains scans instead of searching.
 const linearMax = 8
