@@ -186,7 +186,7 @@ func (s *evictionSignal) threshold(capacity resource.Quantity) resource.Quantity
 	if !s.relative {
 		return s.absolute.DeepCopy()
 	}
-	return *resource.NewQuantity(int64(math.Ceil(capacity.AsApproximateFloat64()/100*s.percent)), resource.DecimalSI)
+	return *resource.NewQuantity(int64(math.Ceil(capacity.AsApproximateFloat64()/100*s.percent)), capacity.Format)
 }
 
 // memoryCapacityMiB is the memory capacity in MiB: nominal MiB, less 64 MiB
@@ -377,7 +377,7 @@ func overhead(t *typeInfo, cfg *launchConfig, capacity corev1.ResourceList) Over
 	storage := capacity[corev1.ResourceEphemeralStorage]
 	eviction := corev1.ResourceList{
 		corev1.ResourceMemory:           *resource.NewQuantity(100*mi, resource.BinarySI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(math.Ceil(float64(storage.Value())/100*10)), resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(math.Ceil(float64(storage.Value())/100*10)), storage.Format),
 	}
 	if cfg.evictionMemory != nil {
 		eviction[corev1.ResourceMemory] = cfg.evictionMemory.threshold(capacity[corev1.ResourceMemory])
