@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/requirements"
@@ -545,5 +546,83 @@ func TestCloneIsDeep(t *testing.T) {
 	}
 	if requirements.Requirements(nil).Clone() != nil {
 		t.Errorf("Clone() of nil is not nil")
+	}
+}
+
+// compatibilityOperands are the fifteen single-key requirement sets of
+// Karpenter's compatibility matrix (karpenter: pkg/scheduling/requirements_test.go
+// "Compatibility"), in the order of the rows and columns of the matrices below.
+func compatibilityOperands(key string) []requirements.Requirements {
+	one := func(op corev1.NodeSelectorOperator, values ...string) requirements.Requirements {
+		return reqs(requirements.New(key, op, values...))
+	}
+	return []requirements.Requirements{
+		reqs(),            // unconstrained
+		one(exist),        // exists
+		one(dne),          // doesNotExist
+		one(in, "A"),      // inA
+		one(in, "B"),      // inB
+		one(in, "A", "B"), // inAB
+		one(notIn, "A"),   // notInA
+		one(in, "1"),      // in1
+		one(in, "9"),      // in9
+		one(in, "1", "9"), // in19
+		one(notIn, "1", "2"),
+		one(gt, "1"),
+		one(gt, "9"),
+		one(lt, "1"),
+		one(lt, "9"),
+	}
+}
+
+// TestCompatibilityMatrix ports Karpenter's matrix: row.Compatible(column)
+// succeeds where the matrix has '+'. The outcomes are Karpenter's.
+func TestCompatibilityMatrix(t *testing.T) {
+	names := []string{"unconstrained", "exists", "doesNotExist", "inA", "inB", "inAB", "notInA", "in1", "in9", "in19", "notIn12", "greaterThan1", "greaterThan9", "lessThan1", "lessThan9"}
+	shared := []string{
+		// exists through lessThan9; the unconstrained row differs below.
+		"++-++++++++++++",
+		"+-+---+---+----",
+		"++-+-+----+----",
+		"++--+++---+----",
+		"++-++++---+----",
+		"+++-+++++++++++",
+		"++----++-+----+",
+		"++----+-++++---",
+		"++----++++++--+",
+		"+++++++-+++++++",
+		"++----+-+++++-+",
+		"++----+---+++--",
+		"++----+---+--++",
+		"++----++-+++-++",
+	}
+	tests := []struct {
+		name          string
+		key           string
+		unconstrained string
+	}{
+		{name: "should be compatible with well-known v1 labels undefined", key: v1.LabelTopologyZone, unconstrained: "+++++++++++++++"},
+		{name: "should be strictly compatible", key: "example.com/team", unconstrained: "+-+---+---+----"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			operands := compatibilityOperands(tt.key)
+			want := append([]string{tt.unconstrained}, shared...)
+			var got []string
+			for _, row := range operands {
+				var b []byte
+				for _, col := range operands {
+					if row.Compatible(col) == nil {
+						b = append(b, '+')
+					} else {
+						b = append(b, '-')
+					}
+				}
+				got = append(got, string(b))
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("compatibility matrix mismatch (-want +got), rows and columns %v:\n%s", names, diff)
+			}
+		})
 	}
 }
