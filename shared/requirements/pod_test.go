@@ -90,7 +90,7 @@ func TestForPod(t *testing.T) {
 		{
 			name: "should intersect nodeSelector with required node affinity",
 			pod:  pod(nodeSelector(zone, "us-east-1a"), required(expr(zone, in, "us-east-1a", "us-east-1b"), expr(cpu, gt, "4"))), preferOK: true,
-			want: "karpenter.k8s.aws/instance-cpu Gte 5, topology.kubernetes.io/zone In [us-east-1a]",
+			want: "karpenter.k8s.aws/instance-cpu Exists >=5, topology.kubernetes.io/zone In [us-east-1a]",
 		},
 		{
 			name: "should take only the first of ORed required terms",

@@ -86,27 +86,27 @@ func TestNew(t *testing.T) {
 		{
 			name: "Gt N becomes Gte N+1",
 			key:  cpu, op: gt, values: []string{"4"},
-			want: view{Key: cpu, Operator: exist, Values: []string{}, Len: math.MaxInt, Any: "5", String: cpu + " Gte 5"},
+			want: view{Key: cpu, Operator: exist, Values: []string{}, Len: math.MaxInt, Any: "5", String: cpu + " Exists >=5"},
 		},
 		{
 			name: "Lt N becomes Lte N-1",
 			key:  cpu, op: lt, values: []string{"4"},
-			want: view{Key: cpu, Operator: exist, Values: []string{}, Len: math.MaxInt, Any: "3", String: cpu + " Lte 3"},
+			want: view{Key: cpu, Operator: exist, Values: []string{}, Len: math.MaxInt, Any: "3", String: cpu + " Exists <=3"},
 		},
 		{
 			name: "Gte is inclusive",
 			key:  cpu, op: gte, values: []string{"4"},
-			want: view{Key: cpu, Operator: exist, Values: []string{}, Len: math.MaxInt, Any: "4", String: cpu + " Gte 4"},
+			want: view{Key: cpu, Operator: exist, Values: []string{}, Len: math.MaxInt, Any: "4", String: cpu + " Exists >=4"},
 		},
 		{
 			name: "Lte is inclusive",
 			key:  cpu, op: lte, values: []string{"-4"},
-			want: view{Key: cpu, Operator: exist, Values: []string{}, Len: math.MaxInt, Any: "-4", String: cpu + " Lte -4"},
+			want: view{Key: cpu, Operator: exist, Values: []string{}, Len: math.MaxInt, Any: "-4", String: cpu + " Exists <=-4"},
 		},
 		{
 			name: "Gt reads only its first value",
 			key:  cpu, op: gt, values: []string{"1", "100"},
-			want: view{Key: cpu, Operator: exist, Values: []string{}, Len: math.MaxInt, Any: "2", String: cpu + " Gte 2"},
+			want: view{Key: cpu, Operator: exist, Values: []string{}, Len: math.MaxInt, Any: "2", String: cpu + " Exists >=2"},
 		},
 		{
 			name: "Gt MaxInt allows nothing",
@@ -121,7 +121,7 @@ func TestNew(t *testing.T) {
 		{
 			name: "Gte MaxInt allows only MaxInt",
 			key:  cpu, op: gte, values: []string{maxInt},
-			want: view{Key: cpu, Operator: exist, Values: []string{}, Len: math.MaxInt, Any: maxInt, String: cpu + " Gte " + maxInt},
+			want: view{Key: cpu, Operator: exist, Values: []string{}, Len: math.MaxInt, Any: maxInt, String: cpu + " Exists >=" + maxInt},
 		},
 		{
 			name: "a non-integer bound allows nothing",
@@ -257,18 +257,18 @@ func TestIntersection(t *testing.T) {
 		{name: "Exists and DoesNotExist is DoesNotExist", a: requirements.New("k", exist), b: requirements.New("k", dne), want: "k DoesNotExist"},
 		{name: "DoesNotExist and DoesNotExist is DoesNotExist", a: requirements.New("k", dne), b: requirements.New("k", dne), want: "k DoesNotExist"},
 		// Bounds.
-		{name: "Gt and Lt keep both bounds", a: requirements.New(cpu, gt, "2"), b: requirements.New(cpu, lt, "16"), want: cpu + " Gte 3 Lte 15"},
-		{name: "two lower bounds keep the larger", a: requirements.New(cpu, gt, "2"), b: requirements.New(cpu, gte, "8"), want: cpu + " Gte 8"},
-		{name: "two upper bounds keep the smaller", a: requirements.New(cpu, lte, "2"), b: requirements.New(cpu, lt, "8"), want: cpu + " Lte 2"},
-		{name: "Gte and Lte on the same number allow that number", a: requirements.New(cpu, gte, "4"), b: requirements.New(cpu, lte, "4"), want: cpu + " Gte 4 Lte 4"},
+		{name: "Gt and Lt keep both bounds", a: requirements.New(cpu, gt, "2"), b: requirements.New(cpu, lt, "16"), want: cpu + " Exists >=3 <=15"},
+		{name: "two lower bounds keep the larger", a: requirements.New(cpu, gt, "2"), b: requirements.New(cpu, gte, "8"), want: cpu + " Exists >=8"},
+		{name: "two upper bounds keep the smaller", a: requirements.New(cpu, lte, "2"), b: requirements.New(cpu, lt, "8"), want: cpu + " Exists <=2"},
+		{name: "Gte and Lte on the same number allow that number", a: requirements.New(cpu, gte, "4"), b: requirements.New(cpu, lte, "4"), want: cpu + " Exists >=4 <=4"},
 		{name: "crossing bounds are DoesNotExist", a: requirements.New(cpu, gt, "4"), b: requirements.New(cpu, lt, "5"), want: cpu + " DoesNotExist"},
 		{name: "In and bounds drop out-of-bound values and the bounds", a: requirements.New(cpu, in, "2", "4", "8", "16"), b: requirements.New(cpu, gt, "2").Intersection(requirements.New(cpu, lte, "8")), want: cpu + " In [4 8]"},
 		{name: "bounds and In drop out-of-bound values and the bounds", a: requirements.New(cpu, gte, "8"), b: requirements.New(cpu, in, "2", "8", "16"), want: cpu + " In [16 8]"},
 		{name: "In and bounds drop non-integer values", a: requirements.New(cpu, in, "large", "4"), b: requirements.New(cpu, gt, "0"), want: cpu + " In [4]"},
 		{name: "In outside the bounds is DoesNotExist", a: requirements.New(cpu, in, "1"), b: requirements.New(cpu, gt, "4"), want: cpu + " DoesNotExist"},
-		{name: "NotIn and bounds keep excluded values within the bounds", a: requirements.New(cpu, notIn, "1", "6", "x"), b: requirements.New(cpu, gt, "4"), want: cpu + " NotIn [6] Gte 5"},
-		{name: "NotIn entirely outside the bounds leaves the bounds", a: requirements.New(cpu, notIn, "1"), b: requirements.New(cpu, gt, "4"), want: cpu + " Gte 5"},
-		{name: "Exists and bounds keep the bounds", a: requirements.New(cpu, exist), b: requirements.New(cpu, lt, "4"), want: cpu + " Lte 3"},
+		{name: "NotIn and bounds keep excluded values within the bounds", a: requirements.New(cpu, notIn, "1", "6", "x"), b: requirements.New(cpu, gt, "4"), want: cpu + " NotIn [6] >=5"},
+		{name: "NotIn entirely outside the bounds leaves the bounds", a: requirements.New(cpu, notIn, "1"), b: requirements.New(cpu, gt, "4"), want: cpu + " Exists >=5"},
+		{name: "Exists and bounds keep the bounds", a: requirements.New(cpu, exist), b: requirements.New(cpu, lt, "4"), want: cpu + " Exists <=3"},
 		{name: "DoesNotExist and bounds is DoesNotExist", a: requirements.New(cpu, dne), b: requirements.New(cpu, gt, "4"), want: cpu + " DoesNotExist"},
 		{name: "Gt MaxInt and Exists is DoesNotExist", a: requirements.New(cpu, gt, maxInt), b: requirements.New(cpu, exist), want: cpu + " DoesNotExist"},
 		{name: "Gt MaxInt and In is DoesNotExist", a: requirements.New(cpu, gt, maxInt), b: requirements.New(cpu, in, maxInt), want: cpu + " DoesNotExist"},
@@ -302,7 +302,7 @@ func TestIntersectionLeavesOperandsUnchanged(t *testing.T) {
 	_ = a.Intersection(b)
 	_ = c.Intersection(d)
 	got := []string{a.String(), b.String(), c.String(), d.String()}
-	want := []string{"k In [a b c]", "k NotIn [b]", cpu + " NotIn [1 7]", cpu + " Gte 5"}
+	want := []string{"k In [a b c]", "k NotIn [b]", cpu + " NotIn [1 7]", cpu + " Exists >=5"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("operands changed (-want +got):\n%s", diff)
 	}

@@ -317,34 +317,35 @@ func (r *Requirement) anyOutside(c *Requirement) bool {
 // String renders r as Karpenter prints it, e.g. `karpenter.sh/capacity-type In [on-demand spot]`.
 //
 // Finite sets list at most five values followed by "and N others"; bounds
-// render as inclusive " Gte N" / " Lte N" after the key (preceded by
-// "NotIn [...]" when values are also excluded), so `instance-cpu Gt 4`
-// prints as `karpenter.k8s.aws/instance-cpu Gte 5`; a set minValues adds
-// " minValues N".
+// follow as inclusive " >=N" / " <=N" after Exists (or after "NotIn [...]"
+// when values are also excluded), so `instance-cpu Gt 4` prints as
+// `karpenter.k8s.aws/instance-cpu Exists >=5`; a set minValues adds
+// " minValues N" (karpenter: pkg/scheduling/requirement.go String).
 func (r *Requirement) String() string {
 	var b strings.Builder
 	b.WriteString(r.Key)
-	if r.bounded() {
-		if len(r.values) > 0 {
-			b.WriteString(" NotIn ")
-			writeValues(&b, r.values)
-		}
-		if r.hasGte {
-			b.WriteString(" Gte ")
-			b.WriteString(strconv.FormatInt(r.gte, 10))
-		}
-		if r.hasLte {
-			b.WriteString(" Lte ")
-			b.WriteString(strconv.FormatInt(r.lte, 10))
-		}
-	} else {
-		op := r.Operator()
+	b.WriteByte(' ')
+	switch {
+	case r.complement && len(r.values) > 0:
+		b.WriteString(string(corev1.NodeSelectorOpNotIn))
 		b.WriteByte(' ')
-		b.WriteString(string(op))
-		if op == corev1.NodeSelectorOpIn || op == corev1.NodeSelectorOpNotIn {
-			b.WriteByte(' ')
-			writeValues(&b, r.values)
-		}
+		writeValues(&b, r.values)
+	case r.complement:
+		b.WriteString(string(corev1.NodeSelectorOpExists))
+	case len(r.values) > 0:
+		b.WriteString(string(corev1.NodeSelectorOpIn))
+		b.WriteByte(' ')
+		writeValues(&b, r.values)
+	default:
+		b.WriteString(string(corev1.NodeSelectorOpDoesNotExist))
+	}
+	if r.hasGte {
+		b.WriteString(" >=")
+		b.WriteString(strconv.FormatInt(r.gte, 10))
+	}
+	if r.hasLte {
+		b.WriteString(" <=")
+		b.WriteString(strconv.FormatInt(r.lte, 10))
 	}
 	if r.MinValues != nil {
 		b.WriteString(" minValues ")

@@ -80,31 +80,31 @@ func TestIntersectsFails(t *testing.T) {
 			name: "bounds and DoesNotExist conflict",
 			a:    reqs(requirements.New(cpu, gt, "4")),
 			b:    reqs(requirements.New(cpu, dne)),
-			want: `requirement "karpenter.k8s.aws/instance-cpu Gte 5" conflicts with "karpenter.k8s.aws/instance-cpu DoesNotExist"`,
+			want: `requirement "karpenter.k8s.aws/instance-cpu Exists >=5" conflicts with "karpenter.k8s.aws/instance-cpu DoesNotExist"`,
 		},
 		{
 			name: "NotIn with bounds and DoesNotExist conflict: bounds need a value",
 			a:    reqs(requirements.New(cpu, notIn, "8").Intersection(requirements.New(cpu, gt, "4"))),
 			b:    reqs(requirements.New(cpu, dne)),
-			want: `requirement "karpenter.k8s.aws/instance-cpu NotIn [8] Gte 5" conflicts with "karpenter.k8s.aws/instance-cpu DoesNotExist"`,
+			want: `requirement "karpenter.k8s.aws/instance-cpu NotIn [8] >=5" conflicts with "karpenter.k8s.aws/instance-cpu DoesNotExist"`,
 		},
 		{
 			name: "crossing bounds conflict",
 			a:    reqs(requirements.New(cpu, gt, "4")),
 			b:    reqs(requirements.New(cpu, lt, "5")),
-			want: `requirement "karpenter.k8s.aws/instance-cpu Gte 5" conflicts with "karpenter.k8s.aws/instance-cpu Lte 4"`,
+			want: `requirement "karpenter.k8s.aws/instance-cpu Exists >=5" conflicts with "karpenter.k8s.aws/instance-cpu Exists <=4"`,
 		},
 		{
 			name: "In below a lower bound conflicts",
 			a:    reqs(requirements.New(cpu, in, "4")),
 			b:    reqs(requirements.New(cpu, gt, "4")),
-			want: `requirement "karpenter.k8s.aws/instance-cpu In [4]" conflicts with "karpenter.k8s.aws/instance-cpu Gte 5"`,
+			want: `requirement "karpenter.k8s.aws/instance-cpu In [4]" conflicts with "karpenter.k8s.aws/instance-cpu Exists >=5"`,
 		},
 		{
 			name: "non-integer values conflict with bounds",
 			a:    reqs(requirements.New(cpu, in, "large")),
 			b:    reqs(requirements.New(cpu, gte, "0")),
-			want: `requirement "karpenter.k8s.aws/instance-cpu In [large]" conflicts with "karpenter.k8s.aws/instance-cpu Gte 0"`,
+			want: `requirement "karpenter.k8s.aws/instance-cpu In [large]" conflicts with "karpenter.k8s.aws/instance-cpu Exists >=0"`,
 		},
 		{
 			name: "every conflicting key is listed in key order",
@@ -344,7 +344,7 @@ func TestMatchesLabelsError(t *testing.T) {
 			name:   "a label value outside the requirement",
 			reqs:   reqs(requirements.New(cpu, gt, "4")),
 			labels: m5xlarge,
-			want:   `requirement "karpenter.k8s.aws/instance-cpu Gte 5" conflicts with "karpenter.k8s.aws/instance-cpu In [4]"`,
+			want:   `requirement "karpenter.k8s.aws/instance-cpu Exists >=5" conflicts with "karpenter.k8s.aws/instance-cpu In [4]"`,
 		},
 		{
 			name:   "an absent well-known label",
@@ -490,7 +490,7 @@ func TestFromLabels(t *testing.T) {
 func TestAddIntersects(t *testing.T) {
 	r := reqs(requirements.New(category, in, "c", "m", "r"))
 	r.Add(requirements.New(category, notIn, "r"), requirements.New(cpu, gt, "2"), requirements.New(cpu, lte, "8"))
-	want := "karpenter.k8s.aws/instance-category In [c m], karpenter.k8s.aws/instance-cpu Gte 3 Lte 8"
+	want := "karpenter.k8s.aws/instance-category In [c m], karpenter.k8s.aws/instance-cpu Exists >=3 <=8"
 	if diff := cmp.Diff(want, r.String()); diff != "" {
 		t.Errorf("Add() mismatch (-want +got):\n%s", diff)
 	}
@@ -624,5 +624,29 @@ func TestCompatibilityMatrix(t *testing.T) {
 				t.Errorf("compatibility matrix mismatch (-want +got), rows and columns %v:\n%s", names, diff)
 			}
 		})
+	}
+}
+
+func TestRequirementsString(t *testing.T) {
+	r := reqs(
+		requirements.New("exists", exist),
+		requirements.New("doesNotExist", dne),
+		requirements.New("inA", in, "A"),
+		requirements.New("inB", in, "B"),
+		requirements.New("inAB", in, "A", "B"),
+		requirements.New("notInA", notIn, "A"),
+		requirements.New("in1", in, "1"),
+		requirements.New("in9", in, "9"),
+		requirements.New("in19", in, "1", "9"),
+		requirements.New("notIn12", notIn, "1", "2"),
+		requirements.New("greaterThan1", gt, "1"),
+		requirements.New("greaterThan9", gt, "9"),
+		requirements.New("lessThan1", lt, "1"),
+		requirements.New("lessThan9", lt, "9"),
+	)
+	// karpenter: pkg/scheduling/requirements_test.go "should print Requirements in the same order".
+	want := "doesNotExist DoesNotExist, exists Exists, greaterThan1 Exists >=2, greaterThan9 Exists >=10, in1 In [1], in19 In [1 9], in9 In [9], inA In [A], inAB In [A B], inB In [B], lessThan1 Exists <=0, lessThan9 Exists <=8, notIn12 NotIn [1 2], notInA NotIn [A]"
+	if diff := cmp.Diff(want, r.String()); diff != "" {
+		t.Errorf("String() mismatch (-want +got):\n%s", diff)
 	}
 }
