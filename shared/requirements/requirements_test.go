@@ -650,3 +650,38 @@ func TestRequirementsString(t *testing.T) {
 		t.Errorf("String() mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestCompatibleLabelHints ports Karpenter's "Error Messages" cases
+// (karpenter: pkg/scheduling/requirements_test.go).
+func TestCompatibleLabelHints(t *testing.T) {
+	tests := []struct {
+		name string
+		key  string
+		want string
+	}{
+		{name: "should detect well known label truncations: zone", key: "zone", want: `label "zone" does not have known values (typo of "topology.kubernetes.io/zone"?)`},
+		{name: "should detect well known label truncations: region", key: "region", want: `label "region" does not have known values (typo of "topology.kubernetes.io/region"?)`},
+		{name: "should detect well known label truncations: nodepool", key: "nodepool", want: `label "nodepool" does not have known values (typo of "karpenter.sh/nodepool"?)`},
+		{name: "should detect well known label truncations: instance type", key: "instance-type", want: `label "instance-type" does not have known values (typo of "node.kubernetes.io/instance-type"?)`},
+		{name: "should detect well known label truncations: arch", key: "arch", want: `label "arch" does not have known values (typo of "kubernetes.io/arch"?)`},
+		{name: "should detect well known label truncations: capacity type", key: "capacity-type", want: `label "capacity-type" does not have known values (typo of "karpenter.sh/capacity-type"?)`},
+		{name: "should detect well known label typos: zone without a dot", key: "topology.kubernetesio/zone", want: `label "topology.kubernetesio/zone" does not have known values (typo of "topology.kubernetes.io/zone"?)`},
+		{name: "should detect well known label typos: zone in another domain", key: "node.io/zone", want: `label "node.io/zone" does not have known values (typo of "topology.kubernetes.io/zone"?)`},
+		{name: "should detect well known label typos: truncated region", key: "topology.kubernetes.io/regio", want: `label "topology.kubernetes.io/regio" does not have known values (typo of "topology.kubernetes.io/region"?)`},
+		{name: "should detect well known label typos: region in another domain", key: "node.kubernetes.io/region", want: `label "node.kubernetes.io/region" does not have known values (typo of "topology.kubernetes.io/region"?)`},
+		{name: "should detect well known label typos: nodepool without .sh", key: "karpenter/nodepool", want: `label "karpenter/nodepool" does not have known values (typo of "karpenter.sh/nodepool"?)`},
+		{name: "should detect AWS well known label typos", key: "karpenter.k8s.aws/instance-gpu-cuont", want: `label "karpenter.k8s.aws/instance-gpu-cuont" does not have known values (typo of "karpenter.k8s.aws/instance-gpu-count"?)`},
+		{name: "should display an error message for unknown labels", key: "deployment", want: `label "deployment" does not have known values`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := reqs().Compatible(reqs(requirements.New(tt.key, exist)))
+			if err == nil {
+				t.Fatalf("Compatible() = nil, want %q", tt.want)
+			}
+			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
+				t.Errorf("Compatible() error mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
