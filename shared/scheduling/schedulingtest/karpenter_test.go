@@ -264,4 +264,3 @@ func TestFakeLaunchCostTooLarge(t *testing.T) {
 		t.Errorf("FakeLaunchCost(400 CPU) = %v, want +Inf (largest type has 399.9 allocatable)", got)
 	}
 }
-

@@ -3,10 +3,8 @@ package schedulingtest
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -130,5 +128,3 @@ func selects(sel *metav1.LabelSelector, set map[string]string) bool {
 }
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-func quantityString(q resource.Quantity) string { return strings.TrimSpace(q.String()) }

@@ -1,0 +1,290 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/manifest"
+	"github.com/nodewright/nodewright/shared/scheduling"
+)
+
+// annotationMirrorPod marks a static pod's mirror (kubernetes:
+// pkg/kubelet/types ConfigMirrorAnnotationKey).
+const annotationMirrorPod = "kubernetes.io/config.mirror"
+
+// Cluster is the snapshot built from a set of manifests.
+type Cluster struct {
+	// NodePools and NodeClasses are as read: neither defaulted nor validated.
+	NodePools   []v1.NodePool
+	NodeClasses []v1.EC2NodeClass
+	// Sources maps "<Kind>/<name>" of each NodePool and EC2NodeClass to the
+	// manifest document it came from.
+	Sources map[string]string
+	// Pending are the pods to place: unbound pods and the pods the
+	// controllers would create, plus reschedulable pods of nodes being
+	// deleted, in manifest order.
+	Pending []*corev1.Pod
+	// Nodes are registered Nodes (with their NodeClaim when one names them)
+	// and in-flight NodeClaims, with the pods bound or nominated to them.
+	Nodes []scheduling.ExistingNode
+	// DaemonSets contribute per-node overhead.
+	DaemonSets []appsv1.DaemonSet
+	// PodDisruptionBudgets are read for completeness; planning does not use
+	// them (they matter to disruption, not to provisioning).
+	PodDisruptionBudgets []policyv1.PodDisruptionBudget
+	// Ignored lists objects that were read but play no part in the plan,
+	// with the reason.
+	Ignored []Note
+}
+
+// Note is an object left out of the plan and why.
+type Note struct {
+	Object string // "<Kind> <namespace>/<name>"
+	Reason string
+}
+
+// Build assembles a Cluster from objects. It fails when two objects of the
+// same kind share a namespace/name; everything else that cannot take part
+// in the plan (kinds nodewright does not plan with, terminal pods, pods
+// bound to unknown nodes, DaemonSet pods that are not running) is listed
+// in Ignored.
+func Build(objs []manifest.Object) (*Cluster, error) {
+	c := &Cluster{Sources: map[string]string{}}
+	seen := map[string]string{}
+	var errs []error
+	var pods []*corev1.Pod
+	var workloads []manifest.Object
+	for _, o := range objs {
+		id := o.Kind + " " + o.Namespace + "/" + o.Name
+		if o.Typed != nil {
+			if prev, dup := seen[id]; dup {
+				errs = append(errs, fmt.Errorf("%s: %s %q: duplicate of %s", o.Source, o.Kind, qualified(o.Namespace, o.Name), prev))
+				continue
+			}
+			seen[id] = o.Source
+		}
+		switch t := o.Typed.(type) {
+		case *v1.NodePool:
+			c.NodePools = append(c.NodePools, *t)
+			c.Sources[v1.KindNodePool+"/"+t.Name] = o.Source
+		case *v1.EC2NodeClass:
+			c.NodeClasses = append(c.NodeClasses, *t)
+			c.Sources[v1.KindEC2NodeClass+"/"+t.Name] = o.Source
+		case *corev1.Pod:
+			pods = append(pods, t)
+		case *appsv1.DaemonSet:
+			c.DaemonSets = append(c.DaemonSets, *t)
+		case *policyv1.PodDisruptionBudget:
+			c.PodDisruptionBudgets = append(c.PodDisruptionBudgets, *t)
+		case *corev1.Node, *v1.NodeClaim:
+			// handled below, once every object is known
+		case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *batchv1.Job:
+			workloads = append(workloads, o)
+		default:
+			c.Ignored = append(c.Ignored, Note{Object: o.Kind + " " + qualified(o.Namespace, o.Name), Reason: "kind not used by plan"})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	index := c.addNodes(objs)
+	c.placePods(pods, index)
+	c.expand(workloads, pods)
+	return c, nil
+}
+
+// addNodes adds Nodes and NodeClaims and returns an index from every name a
+// pod may be bound to (Node name, NodeClaim name) to its entry.
+func (c *Cluster) addNodes(objs []manifest.Object) map[string]int {
+	index := map[string]int{}
+	nodes := map[string]int{}
+	byProvider := map[string]int{}
+	for _, o := range objs {
+		n, ok := o.Typed.(*corev1.Node)
+		if !ok {
+			continue
+		}
+		index[n.Name] = len(c.Nodes)
+		nodes[n.Name] = len(c.Nodes)
+		if n.Spec.ProviderID != "" {
+			byProvider[n.Spec.ProviderID] = len(c.Nodes)
+		}
+		c.Nodes = append(c.Nodes, scheduling.ExistingNode{Node: n, MarkedForDeletion: n.DeletionTimestamp != nil})
+	}
+	for _, o := range objs {
+		nc, ok := o.Typed.(*v1.NodeClaim)
+		if !ok {
+			continue
+		}
+		i, found := nodes[nc.Status.NodeName]
+		if !found && nc.Status.ProviderID != "" {
+			i, found = byProvider[nc.Status.ProviderID]
+		}
+		if found {
+			c.Nodes[i].NodeClaim = nc
+			c.Nodes[i].MarkedForDeletion = c.Nodes[i].MarkedForDeletion || nc.DeletionTimestamp != nil
+			index[nc.Name] = i
+			continue
+		}
+		index[nc.Name] = len(c.Nodes)
+		c.Nodes = append(c.Nodes, scheduling.ExistingNode{NodeClaim: nc, MarkedForDeletion: nc.DeletionTimestamp != nil})
+	}
+	return index
+}
+
+// placePods sorts explicit pods into existing (bound or nominated) and
+// pending.
+func (c *Cluster) placePods(pods []*corev1.Pod, index map[string]int) {
+	for _, p := range pods {
+		id := "Pod " + qualified(p.Namespace, p.Name)
+		if p.Namespace == "" {
+			p = p.DeepCopy()
+			p.Namespace = defaultNamespace
+		}
+		if p.UID == "" {
+			p = p.DeepCopy()
+			p.UID = UID("Pod", p.Namespace, p.Name)
+		}
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			c.Ignored = append(c.Ignored, Note{id, "terminal phase " + string(p.Status.Phase)})
+			continue
+		}
+		node := p.Spec.NodeName
+		if node == "" {
+			node = p.Status.NominatedNodeName
+		}
+		if node != "" {
+			i, ok := index[node]
+			if !ok {
+				c.Ignored = append(c.Ignored, Note{id, fmt.Sprintf("bound to node %q, which is not in the manifests", node)})
+				continue
+			}
+			c.Nodes[i].Pods = append(c.Nodes[i].Pods, p)
+			if c.Nodes[i].MarkedForDeletion && reschedulable(p) {
+				moved := p.DeepCopy()
+				moved.Spec.NodeName = ""
+				moved.Status.NominatedNodeName = ""
+				c.Pending = append(c.Pending, moved)
+			}
+			continue
+		}
+		switch {
+		case ownerKind(p) == "DaemonSet":
+			c.Ignored = append(c.Ignored, Note{id, "DaemonSet pods never cause a launch"})
+		case p.Annotations[annotationMirrorPod] != "":
+			c.Ignored = append(c.Ignored, Note{id, "mirror pods never cause a launch"})
+		case p.DeletionTimestamp != nil:
+			c.Ignored = append(c.Ignored, Note{id, "pod is being deleted"})
+		case len(p.Spec.SchedulingGates) > 0:
+			c.Ignored = append(c.Ignored, Note{id, "pod has scheduling gates"})
+		default:
+			c.Pending = append(c.Pending, p)
+		}
+	}
+}
+
+// expand adds the pods controllers would create, counting the explicit
+// pods they already own.
+func (c *Cluster) expand(workloads []manifest.Object, pods []*corev1.Pod) {
+	deployments := map[string]bool{}
+	for _, o := range workloads {
+		if d, ok := o.Typed.(*appsv1.Deployment); ok {
+			deployments[namespaceOf(&d.ObjectMeta)+"/"+d.Name] = true
+		}
+	}
+	for _, o := range workloads {
+		switch t := o.Typed.(type) {
+		case *appsv1.Deployment:
+			ns := namespaceOf(&t.ObjectMeta)
+			have := count(pods, ns, func(p *corev1.Pod) bool {
+				name, kind := ownerName(p)
+				return kind == "ReplicaSet" && strings.HasPrefix(name, t.Name+"-") && selected(t.Spec.Selector, p)
+			})
+			c.Pending = append(c.Pending, DeploymentPods(t, have)...)
+		case *appsv1.ReplicaSet:
+			ns := namespaceOf(&t.ObjectMeta)
+			if owner := metav1.GetControllerOf(t); owner != nil && owner.Kind == "Deployment" && deployments[ns+"/"+owner.Name] {
+				c.Ignored = append(c.Ignored, Note{"ReplicaSet " + qualified(ns, t.Name), "its Deployment " + owner.Name + " is expanded instead"})
+				continue
+			}
+			have := count(pods, ns, func(p *corev1.Pod) bool {
+				name, kind := ownerName(p)
+				return kind == "ReplicaSet" && name == t.Name
+			})
+			c.Pending = append(c.Pending, ReplicaSetPods(t, have)...)
+		case *appsv1.StatefulSet:
+			ns := namespaceOf(&t.ObjectMeta)
+			existing := map[string]bool{}
+			for _, p := range pods {
+				if name, kind := ownerName(p); kind == "StatefulSet" && name == t.Name && namespaceOf(&p.ObjectMeta) == ns {
+					existing[p.Name] = true
+				}
+			}
+			c.Pending = append(c.Pending, StatefulSetPods(t, existing)...)
+		case *batchv1.Job:
+			ns := namespaceOf(&t.ObjectMeta)
+			have := count(pods, ns, func(p *corev1.Pod) bool {
+				name, kind := ownerName(p)
+				return kind == "Job" && name == t.Name && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+			})
+			c.Pending = append(c.Pending, JobPods(t, have)...)
+		}
+	}
+}
+
+// reschedulable reports whether a pod of a node being deleted must be
+// placed again: not a DaemonSet pod, not a mirror pod, not terminal
+// (karpenter-spec §3.7).
+func reschedulable(p *corev1.Pod) bool {
+	return ownerKind(p) != "DaemonSet" && p.Annotations[annotationMirrorPod] == "" &&
+		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+func ownerKind(p *corev1.Pod) string {
+	_, kind := ownerName(p)
+	return kind
+}
+
+func ownerName(p *corev1.Pod) (name, kind string) {
+	if o := metav1.GetControllerOf(p); o != nil {
+		return o.Name, o.Kind
+	}
+	return "", ""
+}
+
+func count(pods []*corev1.Pod, ns string, ok func(*corev1.Pod) bool) int {
+	n := 0
+	for _, p := range pods {
+		if namespaceOf(&p.ObjectMeta) == ns && ok(p) {
+			n++
+		}
+	}
+	return n
+}
+
+func selected(sel *metav1.LabelSelector, p *corev1.Pod) bool {
+	if sel == nil {
+		return true
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false
+	}
+	return s.Matches(labels.Set(p.Labels))
+}
+
+func qualified(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
