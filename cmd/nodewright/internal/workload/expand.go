@@ -66,7 +66,7 @@ type owner struct {
 // newPod builds pod name of namespace ns from template t, owned by o.
 func newPod(t *corev1.PodTemplateSpec, ns, name string, o owner, extraLabels map[string]string) *corev1.Pod {
 	p := &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: *t.ObjectMeta.DeepCopy(),
 		Spec:       *t.Spec.DeepCopy(),
 	}
