@@ -69,7 +69,7 @@ func (e *IncompatibleError) Error() string {
 }
 
 // typoOf returns the well-known or known key that key most likely
-// misspells, or "". A candidate qualifies, best first, when its edit
+// misspells, or "" (always for a well-known key). A candidate qualifies, best first, when its edit
 // distance to key (with transpositions) is at most max(1, len(candidate)/5),
 // when its name after the prefix "/" equals key's, or when it contains key
 // (at least three characters); within a kind the closest candidate wins,
@@ -77,6 +77,9 @@ func (e *IncompatibleError) Error() string {
 // pkg/scheduling/requirements.go labelHint applies the same three tests with
 // a stricter distance threshold, in map order.)
 func typoOf(key string, known []string) string {
+	if v1.WellKnownLabels[key] {
+		return "" // undefined on purpose (StrictlyCompatible), not a typo
+	}
 	best, bestKind, bestDist := "", 0, 0
 	consider := func(c string) {
 		if c == key {

@@ -304,6 +304,15 @@ func (r *Requirement) intersects(o *Requirement) bool {
 	}
 }
 
+// Overlaps reports whether some value satisfies both r and o; keys are not
+// compared. Unlike Requirements.Intersects it makes no exception for two
+// NotIn/DoesNotExist sides (use Negative for that). It does not allocate.
+func (r *Requirement) Overlaps(o *Requirement) bool { return r.intersects(o) }
+
+// Negative reports whether r's operator is NotIn or DoesNotExist: the
+// requirements a node without the label satisfies.
+func (r *Requirement) Negative() bool { return r.negative() }
+
 // anyOutside reports whether a value of finite r satisfies complement c.
 func (r *Requirement) anyOutside(c *Requirement) bool {
 	for _, v := range r.values {

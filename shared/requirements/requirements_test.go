@@ -2,6 +2,7 @@ package requirements_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -600,9 +601,11 @@ func TestCompatibilityMatrix(t *testing.T) {
 		name          string
 		key           string
 		unconstrained string
+		strict        bool
 	}{
 		{name: "should be compatible with well-known v1 labels undefined", key: v1.LabelTopologyZone, unconstrained: "+++++++++++++++"},
 		{name: "should be strictly compatible", key: "example.com/team", unconstrained: "+-+---+---+----"},
+		{name: "should be strictly compatible on well-known labels with StrictlyCompatible", key: v1.LabelTopologyZone, unconstrained: "+-+---+---+----", strict: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -612,7 +615,11 @@ func TestCompatibilityMatrix(t *testing.T) {
 			for _, row := range operands {
 				var b []byte
 				for _, col := range operands {
-					if row.Compatible(col) == nil {
+					check := row.Compatible
+					if tt.strict {
+						check = row.StrictlyCompatible
+					}
+					if check(col) == nil {
 						b = append(b, '+')
 					} else {
 						b = append(b, '-')
@@ -681,6 +688,73 @@ func TestCompatibleLabelHints(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
 				t.Errorf("Compatible() error mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStrictlyCompatibleError(t *testing.T) {
+	node := requirements.FromLabels(map[string]string{v1.LabelArch: "amd64", "team": "x"})
+	pod := reqs(requirements.New(v1.LabelTopologyZone, in, "us-east-1a"), requirements.New(v1.LabelArch, in, "arm64"), requirements.New(cpu, dne))
+	want := `label "topology.kubernetes.io/zone" does not have known values; requirement "kubernetes.io/arch In [amd64]" conflicts with "kubernetes.io/arch In [arm64]"`
+	err := node.StrictlyCompatible(pod)
+	if err == nil {
+		t.Fatalf("StrictlyCompatible() = nil, want %q", want)
+	}
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Errorf("StrictlyCompatible() error mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestOverlapsAndNegative(t *testing.T) {
+	tests := []struct {
+		name     string
+		a, b     *requirements.Requirement
+		overlaps bool
+		negative [2]bool
+	}{
+		{name: "NotIn and DoesNotExist do not overlap but are both negative", a: requirements.New("k", notIn, "a"), b: requirements.New("k", dne), overlaps: false, negative: [2]bool{true, true}},
+		{name: "In and Exists overlap", a: requirements.New("k", in, "a"), b: requirements.New("k", exist), overlaps: true},
+		{name: "bounds and NotIn overlap; bounded NotIn is not negative", a: requirements.New(cpu, gt, "1"), b: requirements.New(cpu, notIn, "2").Intersection(requirements.New(cpu, lt, "9")), overlaps: true},
+		{name: "In outside bounds does not overlap", a: requirements.New(cpu, in, "1"), b: requirements.New(cpu, gt, "1"), overlaps: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.a.Overlaps(tt.b); got != tt.overlaps {
+				t.Errorf("(%s).Overlaps(%s) = %t, want %t", tt.a, tt.b, got, tt.overlaps)
+			}
+			if got := tt.b.Overlaps(tt.a); got != tt.overlaps {
+				t.Errorf("(%s).Overlaps(%s) = %t, want %t", tt.b, tt.a, got, tt.overlaps)
+			}
+			if got := [2]bool{tt.a.Negative(), tt.b.Negative()}; got != tt.negative {
+				t.Errorf("Negative() = %v, want %v", got, tt.negative)
+			}
+		})
+	}
+}
+
+func TestCanonical(t *testing.T) {
+	many := make([]string, 0, 12)
+	for i := range 12 {
+		many = append(many, fmt.Sprintf("t%02d", i))
+	}
+	tests := []struct {
+		name string
+		a, b requirements.Requirements
+		same bool
+	}{
+		{name: "the same set built differently is equal", a: reqs(requirements.New("k", in, "b", "a", "c"), requirements.New("k", notIn, "c")), b: reqs(requirements.New("k", in, "a", "b")), same: true},
+		{name: "Gt and Gte of the successor are equal", a: reqs(requirements.New(cpu, gt, "4")), b: reqs(requirements.New(cpu, gte, "5")), same: true},
+		{name: "In and NotIn of the same values differ", a: reqs(requirements.New("k", in, "a")), b: reqs(requirements.New("k", notIn, "a")), same: false},
+		{name: "minValues matters", a: reqs(withMin(requirements.New("k", in, "a", "b"), 2)), b: reqs(requirements.New("k", in, "a", "b")), same: false},
+		{name: "keys matter", a: reqs(requirements.New("k", exist)), b: reqs(requirements.New("j", exist)), same: false},
+		{name: "long value lists are not abbreviated", a: reqs(requirements.New("k", in, many...)), b: reqs(requirements.New("k", in, many[:11]...)), same: false},
+		{name: "a value cannot pose as a bound", a: reqs(requirements.New(cpu, notIn, ">5")), b: reqs(requirements.New(cpu, gte, "5")), same: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.a.Canonical() == tt.b.Canonical(); got != tt.same {
+				t.Errorf("Canonical() equal = %t, want %t:\n%q\n%q", got, tt.same, tt.a.Canonical(), tt.b.Canonical())
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package requirements
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -129,7 +130,7 @@ func (r Requirements) Intersects(o Requirements) error {
 	}
 	for key, a := range small {
 		if b, ok := large[key]; ok && !pairOK(a, b) {
-			return r.incompatible(o, false)
+			return r.incompatible(o, false, false)
 		}
 	}
 	return nil
@@ -145,23 +146,39 @@ func (r Requirements) Intersects(o Requirements) error {
 // in sorted order (karpenter: Requirements.Compatible with
 // AllowUndefinedWellKnownLabels). It allocates only on failure.
 func (r Requirements) Compatible(o Requirements) error {
+	return r.compatible(o, true)
+}
+
+// StrictlyCompatible is Compatible without the well-known exemption: every
+// key o constrains with In, Exists or bounds must be defined by r, well-known
+// or not. It is Karpenter's check of a pod against an existing or in-flight
+// node, whose labels are all it has (karpenter: ExistingNode.CanAdd calls
+// Compatible without AllowUndefinedWellKnownLabels). Errors are as for
+// Compatible. It allocates only on failure.
+func (r Requirements) StrictlyCompatible(o Requirements) error {
+	return r.compatible(o, false)
+}
+
+func (r Requirements) compatible(o Requirements, allowWellKnown bool) error {
 	for key, b := range o {
 		a, ok := r[key]
 		if !ok {
-			if !v1.WellKnownLabels[key] && !b.negative() {
-				return r.incompatible(o, true)
+			if !(allowWellKnown && v1.WellKnownLabels[key]) && !b.negative() {
+				return r.incompatible(o, true, allowWellKnown)
 			}
 			continue
 		}
 		if !pairOK(a, b) {
-			return r.incompatible(o, true)
+			return r.incompatible(o, true, allowWellKnown)
 		}
 	}
 	return nil
 }
 
 // incompatible builds the full, sorted error once a check has failed.
-func (r Requirements) incompatible(o Requirements, checkUndefined bool) error {
+// checkUndefined reports keys r lacks; allowWellKnown exempts well-known
+// ones.
+func (r Requirements) incompatible(o Requirements, checkUndefined, allowWellKnown bool) error {
 	e := &IncompatibleError{}
 	for _, key := range o.Keys() {
 		b := o[key]
@@ -169,7 +186,7 @@ func (r Requirements) incompatible(o Requirements, checkUndefined bool) error {
 		switch {
 		case ok && !pairOK(a, b):
 			e.Conflicts = append(e.Conflicts, Conflict{Key: key, Existing: a, Incoming: b})
-		case !ok && checkUndefined && !v1.WellKnownLabels[key] && !b.negative():
+		case !ok && checkUndefined && !(allowWellKnown && v1.WellKnownLabels[key]) && !b.negative():
 			e.Undefined = append(e.Undefined, key)
 		}
 	}
@@ -258,6 +275,42 @@ func (r Requirements) Clone() Requirements {
 		c[k] = req.clone()
 	}
 	return c
+}
+
+// Canonical renders r completely and deterministically, for use as a map
+// key when interning requirement sets: two Requirements have the same
+// Canonical exactly when they hold the same keys, each allowing the same
+// values with the same MinValues. Unlike String it never abbreviates value
+// lists; its format is otherwise unspecified.
+func (r Requirements) Canonical() string {
+	var b strings.Builder
+	for _, k := range r.Keys() {
+		req := r[k]
+		b.WriteString(k)
+		if req.complement {
+			b.WriteString("\x00!")
+		} else {
+			b.WriteString("\x00=")
+		}
+		if req.hasGte {
+			b.WriteString("\x00>")
+			b.WriteString(strconv.FormatInt(req.gte, 10))
+		}
+		if req.hasLte {
+			b.WriteString("\x00<")
+			b.WriteString(strconv.FormatInt(req.lte, 10))
+		}
+		if req.MinValues != nil {
+			b.WriteString("\x00#")
+			b.WriteString(strconv.Itoa(*req.MinValues))
+		}
+		for _, v := range req.values {
+			b.WriteString("\x00:")
+			b.WriteString(v)
+		}
+		b.WriteByte(1)
+	}
+	return b.String()
 }
 
 // String renders every requirement in key order, separated by ", ".
