@@ -86,6 +86,9 @@ func checkIntersection(t *testing.T, a, b *Requirement) {
 			t.Fatalf("(%s).Intersection(%s) = %s: %s", a, b, r, msg)
 		}
 	}
+	if ca, cb := (Requirements{"k": ab}).Canonical(), (Requirements{"k": ba}).Canonical(); ca != cb {
+		t.Fatalf("a∩b and b∩a have different canonical forms: %q, %q", ca, cb)
+	}
 	witness := false
 	for _, v := range probes {
 		want := a.Has(v) && b.Has(v)
