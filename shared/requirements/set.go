@@ -61,9 +61,9 @@ func FromLabels(labels map[string]string) Requirements {
 // and each key of defined that labels lacks as DoesNotExist (aws:
 // pkg/providers/instancetype/types.go computeRequirements; karpenter-spec §2).
 // defined is typically v1.WellKnownLabels minus the keys the caller handles
-// elsewhere (zone and capacity type come from offerings). Prefer
-// MatchesLabels in hot loops: it gives the same answer without building
-// anything.
+// elsewhere (zone and capacity type come from offerings). In hot loops
+// prefer AdmitsLabels or MatchesLabels: r.Intersects(FromInstanceLabels(l,
+// d)) == nil exactly when r.AdmitsLabels(l, d), without building anything.
 func FromInstanceLabels(labels map[string]string, defined map[string]bool) Requirements {
 	r := FromLabels(labels)
 	for k, ok := range defined {
