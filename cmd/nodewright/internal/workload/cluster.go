@@ -145,11 +145,11 @@ func (c *Cluster) addNodes(objs []manifest.Object) map[string]int {
 // pending.
 func (c *Cluster) placePods(pods []*corev1.Pod, index map[string]int) {
 	for _, p := range pods {
-		id := "Pod " + qualified(p.Namespace, p.Name)
 		if p.Namespace == "" {
 			p = p.DeepCopy()
 			p.Namespace = defaultNamespace
 		}
+		id := "Pod " + qualified(p.Namespace, p.Name)
 		if p.UID == "" {
 			p = p.DeepCopy()
 			p.UID = UID("Pod", p.Namespace, p.Name)
