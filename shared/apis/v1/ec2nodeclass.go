@@ -15,7 +15,7 @@ type EC2NodeClass struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              EC2NodeClassSpec   `json:"spec"`
-	Status            EC2NodeClassStatus `json:"status,omitempty"`
+	Status            EC2NodeClassStatus `json:"status,omitzero"`
 }
 
 // EC2NodeClassSpec is the desired launch configuration.

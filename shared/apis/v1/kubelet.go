@@ -2,7 +2,7 @@ package v1
 
 import (
 	"encoding/json"
-	"sort"
+	"slices"
 
 	"github.com/nodewright/nodewright/shared/apis/apijson"
 )
@@ -60,11 +60,12 @@ func (k KubeletConfiguration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(merged)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys returns the keys of m in ascending order.
+func sortedKeys[M ~map[K]V, K ~string, V any](m M) []K {
+	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }

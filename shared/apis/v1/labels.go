@@ -63,6 +63,26 @@ const (
 	LabelNitroSandbox = "karpenter.k8s.aws/nitro-sandbox"
 )
 
+// Other node labels Karpenter reads or writes.
+const (
+	// LabelExcludeFromLoadBalancers is added (value "karpenter") to a node
+	// being terminated (karpenter: pkg/controllers/node/termination/terminator/terminator.go).
+	LabelExcludeFromLoadBalancers = "node.kubernetes.io/exclude-from-external-load-balancers"
+	// LabelNodeClass is the label naming a NodeClaim's node class:
+	// "<group>/<lowercase kind>" (NodeClassLabelKey in karpenter core).
+	LabelNodeClass = LabelEC2NodeClass
+)
+
+// Label domains (karpenter: pkg/apis/v1/labels.go RestrictedLabelDomains and
+// LabelDomainExceptions; aws: pkg/apis/v1/labels.go adds karpenter.k8s.aws).
+// A key whose domain ends in a restricted domain may not be set in a NodePool
+// template or requirement unless it is a well-known label or its domain ends
+// in an exception.
+var (
+	RestrictedLabelDomains = []string{"kubernetes.io", "k8s.io", Group, AWSGroup}
+	LabelDomainExceptions  = []string{"kops.k8s.io", "node.kubernetes.io", "node-restriction.kubernetes.io"}
+)
+
 // Capacity types (values of karpenter.sh/capacity-type).
 const (
 	CapacityTypeOnDemand = "on-demand"
@@ -70,8 +90,12 @@ const (
 	CapacityTypeReserved = "reserved"
 )
 
-// Annotations.
+// Annotations (karpenter: pkg/apis/v1/labels.go; aws: pkg/apis/v1/labels.go).
 const (
+	AnnotationPriceOverlayApplied    = "karpenter.sh/price-overlay-applied"
+	AnnotationCapacityOverlayApplied = "karpenter.sh/capacity-overlay-applied"
+	AnnotationRequestedDRADrivers    = "karpenter.sh/requested-dra-drivers"
+
 	AnnotationDoNotDisrupt                = "karpenter.sh/do-not-disrupt"
 	AnnotationNodePoolHash                = "karpenter.sh/nodepool-hash"
 	AnnotationNodePoolHashVersion         = "karpenter.sh/nodepool-hash-version"
@@ -89,10 +113,34 @@ const (
 	EC2NodeClassHashVersion = "v5"
 )
 
-// Taint keys.
+// Taint keys. Karpenter applies karpenter.sh/disrupted with effect
+// NoSchedule and karpenter.sh/unregistered with effect NoExecute.
 const (
 	TaintKeyDisrupted    = "karpenter.sh/disrupted"
 	TaintKeyUnregistered = "karpenter.sh/unregistered"
+)
+
+// EphemeralTaintKeys are taints a new node carries for a while; an
+// uninitialized node is considered without them
+// (karpenter: pkg/controllers/state/statenode.go). The cloud-provider taint
+// has value "true".
+var EphemeralTaintKeys = []string{
+	"node.kubernetes.io/not-ready",
+	"node.kubernetes.io/unreachable",
+	"node.cloudprovider.kubernetes.io/uninitialized",
+	TaintKeyUnregistered,
+}
+
+// EC2 tag keys Karpenter sets on what it launches (aws: pkg/utils/utils.go
+// GetTags; aws: pkg/controllers/nodeclaim/tagging/controller.go). The
+// cluster tag is TagKeyClusterPrefix + cluster name, value "owned".
+const (
+	TagKeyClusterPrefix  = "kubernetes.io/cluster/"
+	TagKeyEKSClusterName = "eks:eks-cluster-name"
+	TagKeyNodePool       = LabelNodePool
+	TagKeyNodeClaim      = "karpenter.sh/nodeclaim"
+	TagKeyEC2NodeClass   = LabelEC2NodeClass
+	TagKeyName           = "Name"
 )
 
 // Finalizers.

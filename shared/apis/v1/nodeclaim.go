@@ -11,7 +11,7 @@ type NodeClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              NodeClaimSpec   `json:"spec"`
-	Status            NodeClaimStatus `json:"status,omitempty"`
+	Status            NodeClaimStatus `json:"status,omitzero"`
 }
 
 // NodeClaimSpec is the desired node: requirements narrowed to the launch
@@ -20,7 +20,7 @@ type NodeClaimSpec struct {
 	Taints                 []corev1.Taint                         `json:"taints,omitempty"`
 	StartupTaints          []corev1.Taint                         `json:"startupTaints,omitempty"`
 	Requirements           []NodeSelectorRequirementWithMinValues `json:"requirements"`
-	Resources              ResourceRequirements                   `json:"resources,omitempty"`
+	Resources              ResourceRequirements                   `json:"resources,omitzero"`
 	NodeClassRef           *NodeClassReference                    `json:"nodeClassRef"`
 	TerminationGracePeriod *Duration                              `json:"terminationGracePeriod,omitempty"`
 	ExpireAfter            NillableDuration                       `json:"expireAfter,omitzero"`

@@ -13,7 +13,7 @@ type NodePool struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              NodePoolSpec   `json:"spec"`
-	Status            NodePoolStatus `json:"status,omitempty"`
+	Status            NodePoolStatus `json:"status,omitzero"`
 }
 
 // NodePoolSpec is the desired state of a NodePool.
@@ -77,7 +77,7 @@ type Budget struct {
 
 // NodeClaimTemplate is spec.template of a NodePool.
 type NodeClaimTemplate struct {
-	ObjectMeta ObjectMeta            `json:"metadata,omitempty"`
+	ObjectMeta ObjectMeta            `json:"metadata,omitzero"`
 	Spec       NodeClaimTemplateSpec `json:"spec"`
 }
 
