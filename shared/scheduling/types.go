@@ -33,6 +33,10 @@ type Input struct {
 	// DaemonSets contribute per-node overhead to new NodeClaims of the pools
 	// they can run on, and remaining overhead to existing nodes.
 	DaemonSets []appsv1.DaemonSet
+	// Namespaces are consulted only to evaluate pod (anti-)affinity terms
+	// with a non-empty namespaceSelector; a namespace not listed has no
+	// labels. Optional.
+	Namespaces []corev1.Namespace
 	// Options tune policies; the zero value means Karpenter's defaults.
 	Options Options
 }
@@ -86,6 +90,10 @@ type NewClaim struct {
 	// InstanceTypes are the launch candidates, cheapest first; every one fits
 	// all of Pods plus the daemonset overhead.
 	InstanceTypes []string
+	// Zones and CapacityTypes are those of the candidates' available
+	// offerings that the claim's requirements allow, sorted.
+	Zones         []string
+	CapacityTypes []string
 	// Expected is the offering CreateFleet would pick: the cheapest available
 	// offering of the candidates that the claim's requirements allow.
 	Expected ExpectedOffering

@@ -1,0 +1,290 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/requirements"
+)
+
+// enode is an existing node or in-flight NodeClaim that can take pods
+// (karpenter: ExistingNode, StateNode; karpenter-spec §3.7).
+type enode struct {
+	h           *host
+	name        string
+	labels      map[string]string
+	reqs        requirements.Requirements
+	taints      []corev1.Taint
+	initialized bool
+	// avail is allocatable minus bound pods' requests minus the remaining
+	// daemonset overhead.
+	avail vec
+	ports []hostPort
+	// doms holds, per topology key, the node's domain (one entry) or none.
+	doms [][]int32
+	// pool is the owning NodePool name ("" when unmanaged).
+	pool string
+}
+
+// existingName is the name placements report: the Node's name, or the
+// NodeClaim's for an in-flight claim.
+func existingName(en *ExistingNode) string {
+	if en.Node != nil {
+		return en.Node.Name
+	}
+	if en.NodeClaim != nil {
+		return en.NodeClaim.Name
+	}
+	return ""
+}
+
+func existingLabels(en *ExistingNode) map[string]string {
+	out := map[string]string{}
+	if en.NodeClaim != nil && en.Node == nil {
+		for k, v := range en.NodeClaim.Labels {
+			out[k] = v
+		}
+	}
+	if en.Node != nil {
+		for k, v := range en.Node.Labels {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// existingPool returns the managing NodePool of an existing node.
+func existingPool(en *ExistingNode) string {
+	if en.Node != nil {
+		if p := en.Node.Labels[v1.LabelNodePool]; p != "" {
+			return p
+		}
+	}
+	if en.NodeClaim != nil {
+		return en.NodeClaim.Labels[v1.LabelNodePool]
+	}
+	return ""
+}
+
+// activePod reports whether a bound pod still uses its node: not terminal
+// and not terminating (karpenter-spec §2: terminal and terminating pods are
+// not counted).
+func activePod(p *corev1.Pod) bool {
+	return p != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
+}
+
+func ownedByDaemonSet(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
+// buildNodes prepares existing capacity: usage per pool for limits (every
+// node, including those marked for deletion), and the nodes pods may use
+// (not marked for deletion), initialized first, then by name.
+func (s *solver) buildNodes() error {
+	n := s.res.n()
+	seen := map[string]bool{}
+	for i := range s.in.Nodes {
+		en := &s.in.Nodes[i]
+		name := existingName(en)
+		if name == "" {
+			return fmt.Errorf("nodes[%d]: neither node nor nodeclaim has a name", i)
+		}
+		if seen[name] {
+			return fmt.Errorf("node %s: listed twice", name)
+		}
+		seen[name] = true
+		if poolName := existingPool(en); poolName != "" {
+			for _, p := range s.pools {
+				if p.name != poolName {
+					continue
+				}
+				var capList corev1.ResourceList
+				if en.Node != nil {
+					capList = en.Node.Status.Capacity
+				}
+				if len(capList) == 0 && en.NodeClaim != nil {
+					capList = en.NodeClaim.Status.Capacity
+				}
+				c, _ := s.res.vector(capList)
+				p.usage.add(&c, n)
+				p.nodes++
+			}
+		}
+		if en.MarkedForDeletion {
+			continue
+		}
+		node := &enode{name: name, labels: existingLabels(en), pool: existingPool(en)}
+		hostname := node.labels[v1.LabelHostname]
+		if hostname == "" {
+			hostname = name
+		}
+		node.labels[v1.LabelHostname] = hostname
+		node.reqs = requirements.FromLabels(node.labels)
+		if en.Node == nil && en.NodeClaim != nil {
+			for _, r := range requirements.FromNodeSelector(en.NodeClaim.Spec.Requirements) {
+				node.reqs.Add(r)
+			}
+		}
+		managed := en.NodeClaim != nil || node.pool != ""
+		node.initialized = !managed || node.labels[v1.LabelInitialized] == "true"
+		var alloc corev1.ResourceList
+		switch {
+		case en.Node == nil:
+			node.taints = en.NodeClaim.Spec.Taints
+			alloc = en.NodeClaim.Status.Allocatable
+		default:
+			node.taints = en.Node.Spec.Taints
+			alloc = en.Node.Status.Allocatable
+			if !node.initialized {
+				var startup []corev1.Taint
+				if en.NodeClaim != nil {
+					startup = en.NodeClaim.Spec.StartupTaints
+					alloc = alloc.DeepCopy()
+					for k, v := range en.NodeClaim.Status.Allocatable {
+						if q, ok := alloc[k]; !ok || q.IsZero() {
+							alloc[k] = v
+						}
+					}
+				}
+				node.taints = withoutTaints(node.taints, startup, ephemeralTaints)
+			}
+		}
+		node.avail, _ = s.res.vector(alloc)
+		var daemonUsed vec
+		for _, p := range en.Pods {
+			if !activePod(p) {
+				continue
+			}
+			r, _ := s.res.vector(podRequests(&p.Spec))
+			r[resPods]++
+			node.avail.sub(&r, n)
+			if ownedByDaemonSet(p) {
+				daemonUsed.add(&r, n)
+			}
+			node.ports = append(node.ports, podHostPorts(&p.Spec)...)
+		}
+		// Remaining daemonset overhead: compatible DaemonSets' requests minus
+		// daemon pods already bound, floored at zero (karpenter:
+		// NewExistingNode).
+		var daemonWant vec
+		for _, d := range s.daemons {
+			if untolerated(node.taints, d.pod.Spec.Tolerations) != nil {
+				continue
+			}
+			ok := false
+			for _, term := range d.terms {
+				if p, _ := strictMismatch(node.reqs, term); p == nil {
+					ok = true
+					break
+				}
+			}
+			if ok {
+				daemonWant.add(&d.req, n)
+			}
+		}
+		daemonWant.sub(&daemonUsed, n)
+		daemonWant.floorZero(n)
+		node.avail.sub(&daemonWant, n)
+		h := &host{id: int32(len(s.hosts)), name: hostname, node: node}
+		node.h = h
+		s.hosts = append(s.hosts, h)
+		s.nodes = append(s.nodes, node)
+		s.nodePods = append(s.nodePods, en.Pods)
+	}
+	// Keep nodePods aligned with nodes while sorting.
+	idx := make([]int, len(s.nodes))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		na, nb := s.nodes[idx[a]], s.nodes[idx[b]]
+		if na.initialized != nb.initialized {
+			return na.initialized
+		}
+		return na.name < nb.name
+	})
+	nodes := make([]*enode, len(idx))
+	pods := make([][]*corev1.Pod, len(idx))
+	for i, j := range idx {
+		nodes[i], pods[i] = s.nodes[j], s.nodePods[j]
+	}
+	s.nodes, s.nodePods = nodes, pods
+	return nil
+}
+
+// registerNodeDomains adds the existing nodes' label values to the
+// universe of every topology key.
+func (s *solver) registerNodeDomains() {
+	for _, node := range s.nodes {
+		ts := s.taintSet(node.taints)
+		for _, k := range s.keys {
+			if v, ok := node.labels[k.name]; ok {
+				s.registerDomain(k, v, ts)
+			}
+		}
+	}
+}
+
+// finishNodes resolves node domains and counts the pods bound to them.
+func (s *solver) finishNodes() {
+	for i, node := range s.nodes {
+		node.doms = make([][]int32, len(s.keys))
+		for _, k := range s.keys {
+			if k.hostname {
+				continue
+			}
+			if v, ok := node.labels[k.name]; ok {
+				if d := k.domain(v); d >= 0 {
+					node.doms[k.idx] = []int32{d}
+				}
+			}
+		}
+		view := &topoView{h: node.h, node: node}
+		for _, p := range s.nodePods[i] {
+			if !activePod(p) {
+				continue
+			}
+			c := s.existingClass(p)
+			_ = s.record(c, c.levels[0], view, nil)
+		}
+	}
+}
+
+// existingClass returns a class for a bound pod: its selections and its
+// required anti-affinity terms (inverse anti-affinity of existing pods).
+func (s *solver) existingClass(p *corev1.Pod) *class {
+	c := &class{rep: p}
+	c.selectedBy = s.selectedBy(p.Namespace, p.Labels)
+	e := &effClass{cls: c}
+	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			term := &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i]
+			key := s.keyByName[term.TopologyKey]
+			if key == nil {
+				continue
+			}
+			all, ns := s.termNamespaces(term, p.Namespace)
+			gs := &groupSpec{kind: gAnti, key: term.TopologyKey, nsAll: all, ns: ns,
+				sel: selectorFor(term.LabelSelector, p.Labels, term.MatchLabelKeys, term.MismatchLabelKeys)}
+			if g, ok := s.groupByID[gs.identity()]; ok {
+				e.owned = append(e.owned, owned{g: g})
+			}
+		}
+	}
+	c.levels = []*effClass{e}
+	return c
+}
+
+// taintSet interns a taint list for domain providers.
+func (s *solver) taintSet(taints []corev1.Taint) int32 {
+	s.taintSets = append(s.taintSets, taints)
+	return int32(len(s.taintSets) - 1)
+}

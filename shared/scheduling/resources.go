@@ -1,0 +1,272 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// maxResources bounds the distinct resource names one solve can track
+// (cpu, memory, pods, ephemeral-storage and extended resources). Vectors are
+// fixed-size arrays so that the hot loops neither allocate nor hash.
+const maxResources = 16
+
+// Resource indices that every solve has.
+const (
+	resCPU = iota
+	resMemory
+	resPods
+	resEphemeral
+)
+
+// vec is a resource vector: cpu in millicores, everything else in base units
+// (bytes for memory and ephemeral-storage, counts otherwise), indexed by a
+// resourceIndex.
+type vec [maxResources]int64
+
+// resourceIndex maps resource names to vector slots for one solve.
+type resourceIndex struct {
+	names []corev1.ResourceName
+	slot  map[corev1.ResourceName]int
+}
+
+func newResourceIndex() *resourceIndex {
+	ri := &resourceIndex{slot: map[corev1.ResourceName]int{}}
+	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage} {
+		ri.add(n)
+	}
+	return ri
+}
+
+// add registers name and returns its slot, or -1 when the vector is full.
+func (ri *resourceIndex) add(name corev1.ResourceName) int {
+	if s, ok := ri.slot[name]; ok {
+		return s
+	}
+	if len(ri.names) == maxResources {
+		return -1
+	}
+	ri.slot[name] = len(ri.names)
+	ri.names = append(ri.names, name)
+	return len(ri.names) - 1
+}
+
+// addAll registers every name of rl in sorted order (deterministic slots).
+func (ri *resourceIndex) addAll(rl corev1.ResourceList) error {
+	if len(rl) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(rl))
+	for n := range rl {
+		if _, ok := ri.slot[n]; !ok {
+			names = append(names, string(n))
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if ri.add(corev1.ResourceName(n)) < 0 {
+			return fmt.Errorf("resource %s: more than %d distinct resource names", n, maxResources)
+		}
+	}
+	return nil
+}
+
+// n is the number of slots in use.
+func (ri *resourceIndex) n() int { return len(ri.names) }
+
+// quantity converts q for slot s to the vector unit.
+func quantity(s int, q resource.Quantity) int64 {
+	if s == resCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// vector converts rl; names without a slot are reported in missing (sorted).
+func (ri *resourceIndex) vector(rl corev1.ResourceList) (v vec, missing []corev1.ResourceName) {
+	for name, q := range rl {
+		s, ok := ri.slot[name]
+		if !ok {
+			if !q.IsZero() {
+				missing = append(missing, name)
+			}
+			continue
+		}
+		v[s] = quantity(s, q)
+	}
+	sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
+	return v, missing
+}
+
+// list converts v back to a ResourceList, omitting zero entries.
+func (ri *resourceIndex) list(v vec) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for s, name := range ri.names {
+		if v[s] == 0 {
+			continue
+		}
+		out[name] = ri.q(s, v[s])
+	}
+	return out
+}
+
+// q renders one vector entry as a Quantity in the resource's usual format.
+func (ri *resourceIndex) q(s int, x int64) resource.Quantity {
+	switch s {
+	case resCPU:
+		return *resource.NewMilliQuantity(x, resource.DecimalSI)
+	case resMemory, resEphemeral:
+		return *resource.NewQuantity(x, resource.BinarySI)
+	default:
+		return *resource.NewQuantity(x, resource.DecimalSI)
+	}
+}
+
+// format renders one entry for humans, e.g. "1.5Ti" memory or "3" cpu.
+func (ri *resourceIndex) format(s int, x int64) string {
+	if s == resMemory || s == resEphemeral {
+		return humanBytes(x)
+	}
+	q := ri.q(s, x)
+	return q.String()
+}
+
+// humanBytes renders bytes with a binary suffix and at most one decimal,
+// e.g. 1.5Ti, 6903Mi, 100Mi.
+func humanBytes(b int64) string {
+	const unit = 1024
+	suffixes := []string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+	if b < unit && b > -unit {
+		return fmt.Sprintf("%d", b)
+	}
+	f := float64(b)
+	i := 0
+	for (f >= unit || f <= -unit) && i < len(suffixes)-1 {
+		f /= unit
+		i++
+	}
+	s := fmt.Sprintf("%.1f", f)
+	s = strings.TrimSuffix(s, ".0")
+	return s + suffixes[i]
+}
+
+// fits reports whether used+req <= capacity in every slot below n.
+func fits(used, req, capacity *vec, n int) bool {
+	for i := 0; i < n; i++ {
+		if used[i]+req[i] > capacity[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// leq reports whether a <= b in every slot below n.
+func leq(a, b *vec, n int) bool {
+	for i := 0; i < n; i++ {
+		if a[i] > b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *vec) add(o *vec, n int) {
+	for i := 0; i < n; i++ {
+		v[i] += o[i]
+	}
+}
+
+func (v *vec) sub(o *vec, n int) {
+	for i := 0; i < n; i++ {
+		v[i] -= o[i]
+	}
+}
+
+func (v *vec) maxWith(o *vec, n int) {
+	for i := 0; i < n; i++ {
+		if o[i] > v[i] {
+			v[i] = o[i]
+		}
+	}
+}
+
+func (v *vec) minWith(o *vec, n int) {
+	for i := 0; i < n; i++ {
+		if o[i] < v[i] {
+			v[i] = o[i]
+		}
+	}
+}
+
+func (v *vec) floorZero(n int) {
+	for i := 0; i < n; i++ {
+		if v[i] < 0 {
+			v[i] = 0
+		}
+	}
+}
+
+// podRequests is a pod's effective requests as Kubernetes computes them
+// (k8s.io/component-helpers resource.PodRequests, which Karpenter's
+// resources.RequestsForPods follows): the sum of its containers and
+// restartable init containers (sidecars), or the largest init step (an init
+// container plus the sidecars started before it) when larger, plus
+// spec.overhead. A container with limits but no request for a resource
+// counts its limit, as API-server defaulting does (karpenter:
+// resources.MergeResourceLimitsIntoRequests). It does not include the
+// "pods" count.
+func podRequests(spec *corev1.PodSpec) corev1.ResourceList {
+	sum := corev1.ResourceList{}
+	for i := range spec.Containers {
+		addList(sum, containerRequests(&spec.Containers[i]))
+	}
+	sidecars := corev1.ResourceList{}
+	initMax := corev1.ResourceList{}
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		req := containerRequests(c)
+		step := corev1.ResourceList{}
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			addList(sum, req)
+			addList(sidecars, req)
+			addList(step, sidecars)
+		} else {
+			addList(step, req)
+			addList(step, sidecars)
+		}
+		maxList(initMax, step)
+	}
+	maxList(sum, initMax)
+	addList(sum, spec.Overhead)
+	return sum
+}
+
+func containerRequests(c *corev1.Container) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(c.Resources.Requests)+len(c.Resources.Limits))
+	for k, v := range c.Resources.Limits {
+		out[k] = v
+	}
+	for k, v := range c.Resources.Requests {
+		out[k] = v
+	}
+	return out
+}
+
+func addList(dst, src corev1.ResourceList) {
+	for k, v := range src {
+		q := dst[k]
+		q.Add(v)
+		dst[k] = q
+	}
+}
+
+func maxList(dst, src corev1.ResourceList) {
+	for k, v := range src {
+		if q, ok := dst[k]; !ok || v.Cmp(q) > 0 {
+			dst[k] = v
+		}
+	}
+}

@@ -1,0 +1,680 @@
+package scheduling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/shared/requirements"
+)
+
+// Policy values of Options (karpenter-spec §10.3).
+const (
+	PreferencePolicyRespect = "Respect"
+	PreferencePolicyIgnore  = "Ignore"
+	MinValuesPolicyStrict   = "Strict"
+	// MinValuesPolicyBestEffort lowers an unreachable minValues to what the
+	// candidates offer and annotates the claim.
+	MinValuesPolicyBestEffort = "BestEffort"
+	// DefaultMaxInstanceTypes is the launch cap on candidate instance types
+	// per NodeClaim (aws: CreateFleet overrides, maxInstanceTypes = 60).
+	DefaultMaxInstanceTypes = 60
+)
+
+// ErrInvalidInput wraps every input validation error Solve returns.
+var ErrInvalidInput = errors.New("invalid scheduling input")
+
+// solver holds one solve's state. Nothing in it outlives Solve.
+type solver struct {
+	ctx context.Context
+	in  *Input
+
+	ignorePrefs         bool
+	bestEffort          bool
+	maxTypes            int
+	anyPreferNoSchedule bool
+
+	res     *resourceIndex
+	reqs    *reqTable
+	pools   []*pool
+	daemons []*daemon
+
+	pods    []*podInfo
+	classes []*class
+
+	keys       []*topoKey
+	keyByName  map[string]*topoKey
+	groups     []*group
+	groupByID  map[string]*group
+	ownerTotal []int32
+	universe   []map[string][]int32
+	taintSets  [][]corev1.Taint
+	selCache   map[string][]*group
+	domCache   map[domKey][]int32
+
+	hosts    []*host
+	nodes    []*enode
+	nodePods [][]*corev1.Pod
+	claims   []*nclaim
+
+	placements map[string]string
+	narrowBuf  []narrow
+}
+
+// Solve places pods onto existing capacity or new NodeClaims. It performs no
+// I/O; everything it needs is in Input, and Result is safe to marshal to JSON.
+// The error return is for invalid input or cancellation only.
+func Solve(ctx context.Context, in Input) (Result, error) {
+	s, err := newSolver(ctx, &in)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := s.run(); err != nil {
+		return Result{}, err
+	}
+	return s.result(), nil
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))
+}
+
+func newSolver(ctx context.Context, in *Input) (*solver, error) {
+	s := &solver{
+		ctx: ctx, in: in, reqs: newReqTable(), res: newResourceIndex(),
+		keyByName: map[string]*topoKey{}, groupByID: map[string]*group{},
+		selCache: map[string][]*group{}, domCache: map[domKey][]int32{},
+		placements: map[string]string{},
+	}
+	switch in.Options.PreferencePolicy {
+	case "", PreferencePolicyRespect:
+	case PreferencePolicyIgnore:
+		s.ignorePrefs = true
+	default:
+		return nil, invalid("options.preferencePolicy %q: want Respect or Ignore", in.Options.PreferencePolicy)
+	}
+	switch in.Options.MinValuesPolicy {
+	case "", MinValuesPolicyStrict:
+	case MinValuesPolicyBestEffort:
+		s.bestEffort = true
+	default:
+		return nil, invalid("options.minValuesPolicy %q: want Strict or BestEffort", in.Options.MinValuesPolicy)
+	}
+	s.maxTypes = in.Options.MaxInstanceTypes
+	if s.maxTypes < 0 {
+		return nil, invalid("options.maxInstanceTypes %d: must not be negative", s.maxTypes)
+	}
+	if s.maxTypes == 0 {
+		s.maxTypes = DefaultMaxInstanceTypes
+	}
+	if err := s.registerResources(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+	}
+	if err := s.buildDaemons(in.DaemonSets); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+	}
+	if err := s.buildPools(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+	}
+	for _, p := range s.pools {
+		if p.hasPreferNoSchedule && p.skip == "" {
+			s.anyPreferNoSchedule = true
+		}
+	}
+	if err := s.buildNodes(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+	}
+	if err := s.buildPods(); err != nil {
+		return nil, err
+	}
+	s.buildTopology()
+	return s, nil
+}
+
+// registerResources assigns vector slots to every resource name in play,
+// in sorted order so that slots are deterministic.
+func (s *solver) registerResources() error {
+	names := map[corev1.ResourceName]bool{}
+	note := func(rl corev1.ResourceList) {
+		for n := range rl {
+			names[n] = true
+		}
+	}
+	for _, types := range s.in.InstanceTypes {
+		for _, it := range types {
+			if it != nil {
+				note(it.Capacity)
+			}
+		}
+	}
+	for i := range s.in.Nodes {
+		en := &s.in.Nodes[i]
+		if en.Node != nil {
+			note(en.Node.Status.Allocatable)
+		}
+		if en.NodeClaim != nil {
+			note(en.NodeClaim.Status.Allocatable)
+		}
+	}
+	for i := range s.in.NodePools {
+		for n := range s.in.NodePools[i].Spec.Limits {
+			if n != "nodes" {
+				names[n] = true
+			}
+		}
+	}
+	rl := corev1.ResourceList{}
+	for n := range names {
+		rl[n] = *zeroQuantity()
+	}
+	return s.res.addAll(rl)
+}
+
+// buildPods validates pods, groups them into classes and orders them.
+func (s *solver) buildPods() error {
+	byKey := map[string]*class{}
+	seen := map[string]bool{}
+	for i, p := range s.in.Pods {
+		if p == nil {
+			return invalid("pods[%d]: nil pod", i)
+		}
+		key := string(p.UID)
+		if key == "" {
+			key = p.Namespace + "/" + p.Name
+		}
+		if seen[key] {
+			return invalid("pod %s/%s: uid %q appears twice", p.Namespace, p.Name, key)
+		}
+		seen[key] = true
+		pi := &podInfo{idx: int32(i), pod: p, key: key}
+		s.pods = append(s.pods, pi)
+		if why := provisionable(p); why != "" {
+			pi.ignored = why
+			continue
+		}
+		req, missing := s.res.vector(podRequests(&p.Spec))
+		if len(missing) > 0 {
+			// A resource nothing provides: the pod fits nowhere; keep the
+			// names for the reason.
+			pi.ignored = fmt.Sprintf("requests %s, which no instance type or node provides", resourceNames(missing))
+			continue
+		}
+		req[resPods]++
+		pi.req = req
+		ck := classKey(p)
+		c, ok := byKey[ck]
+		if !ok {
+			c = &class{id: len(s.classes), rep: p, ports: podHostPorts(&p.Spec)}
+			byKey[ck] = c
+			s.classes = append(s.classes, c)
+		}
+		pi.cls = c
+	}
+	for _, c := range s.classes {
+		s.buildClass(c)
+	}
+	for _, pi := range s.pods {
+		if pi.cls != nil {
+			pi.eff = pi.cls.levels[0]
+		}
+	}
+	return nil
+}
+
+func resourceNames(ns []corev1.ResourceName) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = string(n)
+	}
+	return quoteList(s)
+}
+
+// buildTopology registers groups of existing pods' anti-affinity, the domain
+// universe, class selections and existing pods' counts.
+func (s *solver) buildTopology() {
+	for _, pods := range s.nodePods {
+		for _, p := range pods {
+			if !activePod(p) || p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
+				continue
+			}
+			for i := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				term := &p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i]
+				all, ns := s.termNamespaces(term, p.Namespace)
+				s.groupFor(&groupSpec{kind: gAnti, key: term.TopologyKey, nsAll: all, ns: ns,
+					sel: selectorFor(term.LabelSelector, p.Labels, term.MatchLabelKeys, term.MismatchLabelKeys)})
+			}
+		}
+	}
+	s.universe = make([]map[string][]int32, len(s.keys))
+	for _, p := range s.pools {
+		if p.skip != "" {
+			continue
+		}
+		ts := s.taintSet(p.taints)
+		for _, k := range s.keys {
+			if k.hostname {
+				continue
+			}
+			for _, v := range s.domainsOf(p, k.name) {
+				s.registerDomain(k, v, ts)
+			}
+		}
+	}
+	s.registerNodeDomains()
+	s.finishUniverse()
+	s.ownerTotal = make([]int32, len(s.groups))
+	for _, c := range s.classes {
+		s.finishClass(c)
+	}
+	s.finishNodes()
+}
+
+// queueOrder sorts pods as Karpenter's queue does: cpu desc, memory desc,
+// creation time asc, UID asc (karpenter: scheduling/queue.go); the pod key
+// breaks remaining ties.
+func (s *solver) queueOrder() []*podInfo {
+	var q []*podInfo
+	for _, pi := range s.pods {
+		if pi.ignored == "" {
+			q = append(q, pi)
+		}
+	}
+	sort.SliceStable(q, func(i, j int) bool {
+		a, b := q[i], q[j]
+		if a.req[resCPU] != b.req[resCPU] {
+			return a.req[resCPU] > b.req[resCPU]
+		}
+		if a.req[resMemory] != b.req[resMemory] {
+			return a.req[resMemory] > b.req[resMemory]
+		}
+		ta, tb := a.pod.CreationTimestamp.Time, b.pod.CreationTimestamp.Time
+		if !ta.Equal(tb) {
+			return ta.Before(tb)
+		}
+		if a.pod.UID != b.pod.UID {
+			return a.pod.UID < b.pod.UID
+		}
+		return a.key < b.key
+	})
+	return q
+}
+
+// run is Karpenter's scheduling loop: pop a pod, place it (existing nodes,
+// then this round's claims, then a new claim), and on failure relax one
+// preference and push it back; stop when a full pass makes no progress
+// (karpenter: scheduler.go Solve, queue.go).
+func (s *solver) run() error {
+	queue := s.queueOrder()
+	type mark struct{ gen, n int }
+	last := make([]mark, len(s.pods))
+	gen := 1
+	steps := 0
+	for len(queue) > 0 {
+		if steps++; steps%512 == 0 {
+			if err := s.ctx.Err(); err != nil {
+				return fmt.Errorf("solve: %w", err)
+			}
+		}
+		pi := queue[0]
+		if m := last[pi.idx]; m.gen == gen && m.n == len(queue) {
+			break
+		}
+		queue = queue[1:]
+		if s.place(pi) {
+			continue
+		}
+		relaxed := false
+		if next := pi.eff.level + 1; next < len(pi.cls.levels) {
+			pi.eff = pi.cls.levels[next]
+			relaxed = true
+		}
+		queue = append(queue, pi)
+		if relaxed {
+			gen++
+		} else {
+			last[pi.idx] = mark{gen: gen, n: len(queue)}
+		}
+	}
+	if err := s.ctx.Err(); err != nil {
+		return fmt.Errorf("solve: %w", err)
+	}
+	s.improve()
+	return nil
+}
+
+// place tries existing capacity first (initialized nodes, then by name;
+// first fit wins), then this round's claims and a new claim by cost.
+func (s *solver) place(pi *podInfo) bool {
+	for _, node := range s.nodes {
+		if s.tryNode(pi, node) {
+			return true
+		}
+	}
+	return s.placeNew(pi)
+}
+
+// tryNode places pi on an existing node when every check passes.
+func (s *solver) tryNode(pi *podInfo, node *enode) bool {
+	n := s.res.n()
+	if !leq(&pi.req, &node.avail, n) {
+		return false
+	}
+	e := pi.eff
+	if untolerated(node.taints, e.tols) != nil {
+		return false
+	}
+	if len(pi.cls.ports) > 0 && portConflict(node.ports, pi.cls.ports) != nil {
+		return false
+	}
+	if !nodeAdmits(node.reqs, s.reqs.get(e.reqID)) {
+		return false
+	}
+	view := &topoView{h: node.h, node: node}
+	var fail *topoFail
+	s.narrowBuf, fail = s.checkTopology(e, view, s.narrowBuf)
+	if fail != nil {
+		return false
+	}
+	node.avail.sub(&pi.req, n)
+	node.ports = append(node.ports, pi.cls.ports...)
+	pi.host = node.h
+	pi.rec = s.record(pi.cls, e, view, nil)
+	return true
+}
+
+// nodeAdmits is strictMismatch without allocation for the common case of
+// label-only node requirements.
+func nodeAdmits(node, pod requirements.Requirements) bool {
+	for k, pr := range pod {
+		nr, ok := node[k]
+		if !ok {
+			if !negative(pr) {
+				return false
+			}
+			continue
+		}
+		if nr.Operator() == corev1.NodeSelectorOpIn && nr.Len() == 1 {
+			if !pr.Has(nr.Any()) {
+				return false
+			}
+			continue
+		}
+		if negative(pr) && negative(nr) {
+			continue
+		}
+		if !intersectsReq(nr, pr) {
+			return false
+		}
+	}
+	return true
+}
+
+// poolFit returns whether class level e can use pool p at all: taints and
+// requirements (cached).
+func (s *solver) poolFit(e *effClass, p *pool) *poolFit {
+	pf := &e.pools[p.idx]
+	if pf.done {
+		return pf
+	}
+	pf.done = true
+	pf.reqID = -1
+	if p.skip != "" {
+		pf.reason = p.skip
+		return pf
+	}
+	if t := untolerated(p.taints, e.tols); t != nil {
+		pf.reason = fmt.Sprintf("taint %s not tolerated", taintString(t))
+		return pf
+	}
+	m := s.reqs.merge(p.reqID, e.reqID)
+	if m.id < 0 {
+		pf.reason = incompatibleReason(m.err)
+		return pf
+	}
+	if len(s.list(p, m.id).types) == 0 {
+		pf.reason = fmt.Sprintf("no instance type satisfies both the NodePool's and the pod's requirements (%s)", s.reqs.get(e.reqID).String())
+		return pf
+	}
+	pf.reqID = m.id
+	return pf
+}
+
+func incompatibleReason(err error) string {
+	return replaceAll(err.Error(), "\" conflicts with \"", "\" conflicts with pod's \"")
+}
+
+// cand is one evaluated placement on a claim (c set) or a new claim of pool p.
+type cand struct {
+	ok    bool
+	c     *nclaim
+	p     *pool
+	reqID int32
+	tl    *typeList
+	idx   int
+	delta float64
+	fit   float64
+	// relaxedMin is set when BestEffort relaxed a minValues.
+	relaxedMin bool
+	limited    bool
+	limitCap   vec
+}
+
+const priceEps = 1e-9
+
+// better orders candidates: lower marginal price first, then tighter fit.
+func better(a, b *cand) bool {
+	if !b.ok {
+		return a.ok
+	}
+	if !a.ok {
+		return false
+	}
+	if d := a.delta - b.delta; d < -priceEps || d > priceEps {
+		return d < 0
+	}
+	return a.fit < b.fit
+}
+
+// slackScore is how much of the chosen type stays unused after placement,
+// summed over cpu and memory as fractions of allocatable: smaller is tighter.
+func slackScore(used, alloc *vec) float64 {
+	score := 0.0
+	for _, r := range []int{resCPU, resMemory} {
+		if alloc[r] > 0 {
+			score += float64(alloc[r]-used[r]) / float64(alloc[r])
+		}
+	}
+	return score
+}
+
+// placeNew places pi on the claim of this round where its marginal price is
+// lowest, or on a new claim of the first NodePool that can host it when
+// that is cheaper.
+func (s *solver) placeNew(pi *podInfo) bool {
+	var best cand
+	for _, c := range s.claims {
+		if c.removed {
+			continue
+		}
+		cd := s.evalClaim(pi, c)
+		if better(&cd, &best) {
+			best = cd
+		}
+	}
+	var fresh cand
+	for _, p := range s.pools {
+		cd, _ := s.evalNew(pi, p, false)
+		if cd.ok {
+			fresh = cd
+			break
+		}
+	}
+	if best.ok && (!fresh.ok || best.delta <= fresh.delta+priceEps) {
+		s.commit(pi, &best)
+		return true
+	}
+	if fresh.ok {
+		s.commit(pi, &fresh)
+		return true
+	}
+	return false
+}
+
+// applyNarrowing turns topology restrictions into a requirement set id.
+func (s *solver) applyNarrowing(id int32, narrowed []narrow) int32 {
+	for _, nw := range narrowed {
+		id = s.reqs.narrowTo(id, nw.key.name, domainValues(nw.key, nw.doms))
+	}
+	return id
+}
+
+// evalClaim evaluates adding pi to claim c.
+func (s *solver) evalClaim(pi *podInfo, c *nclaim) cand {
+	e := pi.eff
+	pf := s.poolFit(e, c.pool)
+	if pf.reqID < 0 {
+		return cand{}
+	}
+	n := s.res.n()
+	// Quick reject: not even the largest candidate can take the pod.
+	var need vec
+	need = c.used
+	need.add(&pi.req, n)
+	if !leq(&need, &c.tl.maxAlloc, n) {
+		return cand{}
+	}
+	if len(pi.cls.ports) > 0 && portConflict(c.ports, pi.cls.ports) != nil {
+		return cand{}
+	}
+	m := s.reqs.merge(c.reqID, e.reqID)
+	if m.id < 0 {
+		return cand{}
+	}
+	view := &topoView{h: c.h, pool: c.pool, reqID: m.id}
+	var fail *topoFail
+	s.narrowBuf, fail = s.checkTopology(e, view, s.narrowBuf)
+	if fail != nil {
+		return cand{}
+	}
+	rid := s.applyNarrowing(m.id, s.narrowBuf)
+	tl, start := c.tl, c.cur
+	if rid != c.reqID {
+		tl, start = s.list(c.pool, rid), 0
+	}
+	idx := s.fitFrom(tl, start, &need, c.limited, &c.limitCap)
+	if idx < 0 {
+		return cand{}
+	}
+	cd := cand{ok: true, c: c, p: c.pool, reqID: rid, tl: tl, idx: idx, delta: tl.prices[idx] - c.price,
+		fit: slackScore(&need, &tl.types[idx].alloc), limited: c.limited, limitCap: c.limitCap, relaxedMin: c.minValuesRelaxed}
+	if tl.minValues {
+		r := s.reqs.get(rid)
+		if k, _, _ := minValuesShortfall(r, s.fitting(tl, idx, &need, c.limited, &c.limitCap)); k != "" {
+			if !s.bestEffort {
+				return cand{}
+			}
+			cd.relaxedMin = true
+		}
+	}
+	return cd
+}
+
+// evalNew evaluates a new claim of pool p for pi; with explain it also
+// returns why p cannot host pi.
+func (s *solver) evalNew(pi *podInfo, p *pool, explain bool) (cand, string) {
+	e := pi.eff
+	pf := s.poolFit(e, p)
+	if pf.reqID < 0 {
+		return cand{}, pf.reason
+	}
+	if p.nodesLimit >= 0 && p.nodes >= p.nodesLimit {
+		return cand{}, fmt.Sprintf("limit nodes %d reached (%d in use)", p.nodesLimit, p.nodes)
+	}
+	if len(pi.cls.ports) > 0 {
+		for _, d := range p.daemons {
+			if hp := portConflict(d.ports, pi.cls.ports); hp != nil {
+				return cand{}, fmt.Sprintf("host port %s is taken by DaemonSet %s", hp, d.name)
+			}
+		}
+	}
+	view := &topoView{pool: p, reqID: pf.reqID}
+	var fail *topoFail
+	s.narrowBuf, fail = s.checkTopology(e, view, s.narrowBuf)
+	if fail != nil {
+		return cand{}, fail.String()
+	}
+	rid := s.applyNarrowing(pf.reqID, s.narrowBuf)
+	tl := s.list(p, rid)
+	if len(tl.types) == 0 {
+		return cand{}, fmt.Sprintf("no instance type is offered for %s", s.reqs.get(rid).String())
+	}
+	var limitCap vec
+	for i := range limitCap {
+		limitCap[i] = math.MaxInt64
+	}
+	n := s.res.n()
+	if p.anyLimit {
+		for i := 0; i < n; i++ {
+			if p.limited[i] {
+				limitCap[i] = p.limit[i] - p.usage[i]
+			}
+		}
+	}
+	idx := s.fitFrom(tl, 0, &pi.req, p.anyLimit, &limitCap)
+	if idx < 0 {
+		if !explain {
+			return cand{}, ""
+		}
+		return cand{}, s.explainFit(pi, p, tl, &limitCap)
+	}
+	cd := cand{ok: true, p: p, reqID: rid, tl: tl, idx: idx, delta: tl.prices[idx],
+		fit: slackScore(&pi.req, &tl.types[idx].alloc), limited: p.anyLimit, limitCap: limitCap}
+	if tl.minValues {
+		r := s.reqs.get(rid)
+		if k, want, have := minValuesShortfall(r, s.fitting(tl, idx, &pi.req, p.anyLimit, &limitCap)); k != "" {
+			if !s.bestEffort {
+				return cand{}, fmt.Sprintf("minValues %d for %s cannot be met: the compatible instance types that fit offer %d", want, k, have)
+			}
+			cd.relaxedMin = true
+		}
+	}
+	return cd, ""
+}
+
+// commit applies a candidate.
+func (s *solver) commit(pi *podInfo, cd *cand) {
+	n := s.res.n()
+	c := cd.c
+	if c == nil {
+		c = &nclaim{pool: cd.p, seq: len(s.claims), reqID: cd.reqID, tl: cd.tl, limited: cd.limited, limitCap: cd.limitCap}
+		h := &host{id: int32(len(s.hosts)), claim: c}
+		h.name = fmt.Sprintf("%s-claim-%d", cd.p.name, c.seq)
+		c.h = h
+		s.hosts = append(s.hosts, h)
+		s.claims = append(s.claims, c)
+		// Pessimistic limit accounting: the largest capacity among the
+		// claim's candidates (karpenter-spec §3.3 step 2c).
+		if cd.p.anyLimit {
+			var reserve vec
+			for _, t := range s.fitting(cd.tl, cd.idx, &pi.req, cd.limited, &cd.limitCap) {
+				reserve.maxWith(&t.capacity, n)
+			}
+			cd.p.usage.add(&reserve, n)
+		}
+		cd.p.nodes++
+	}
+	c.reqID = cd.reqID
+	c.tl = cd.tl
+	c.cur = cd.idx
+	c.price = cd.tl.prices[cd.idx]
+	c.used.add(&pi.req, n)
+	c.pods = append(c.pods, pi.idx)
+	c.ports = append(c.ports, pi.cls.ports...)
+	c.minValuesRelaxed = cd.relaxedMin
+	pi.host = c.h
+	pi.rec = s.record(pi.cls, pi.eff, &topoView{h: c.h, pool: c.pool, reqID: c.reqID}, nil)
+}
