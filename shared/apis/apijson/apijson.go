@@ -54,6 +54,11 @@ type Stray struct {
 // and a *FieldError when a value does not fit its field. Strays are not an
 // error: the rest of the document is still decoded.
 func Unmarshal(data []byte, v any) (strays []Stray, err error) {
+	if !json.Valid(data) {
+		var discard any
+		syntaxErr := json.Unmarshal(data, &discard)
+		return nil, &FieldError{Err: fmt.Errorf("not valid JSON: %w", syntaxErr)}
+	}
 	strict, err := kjson.UnmarshalStrict(data, v)
 	if err != nil {
 		rv := reflect.ValueOf(v)
