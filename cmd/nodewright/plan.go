@@ -2,11 +2,236 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nodewright/nodewright/cmd/nodewright/internal/workload"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/manifest"
+	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
+// defaultSpotPriceRatio prices spot offerings at this fraction of on-demand.
+// It is an offline assumption, not data: the embedded price table has no
+// spot prices. 0.35 is a 65% discount, inside the 50-90% range AWS
+// advertises for Spot.
+const defaultSpotPriceRatio = 0.35
+
+// planConfig is the parsed command line of `nodewright plan`.
+type planConfig struct {
+	Files          []string
+	Region         string
+	Zones          []string
+	Now            time.Time
+	SpotPriceRatio float64
+	Output         string
+}
+
+// errUsage marks a command-line error (exit 2, usage printed).
+var errUsage = errors.New("usage")
+
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// parsePlanFlags parses args; now supplies the default for --now.
+func parsePlanFlags(args []string, stderr io.Writer, now func() time.Time) (planConfig, error) {
+	fs := flag.NewFlagSet("nodewright plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var files, zones stringList
+	cfg := planConfig{}
+	var nowFlag string
+	fs.Var(&files, "f", "manifest `FILE|DIR|-` (repeatable or comma-separated; - reads stdin; directories are read recursively)")
+	fs.StringVar(&cfg.Region, "region", "us-east-1", "AWS `region` whose catalog, prices and zones are used")
+	fs.Var(&zones, "zones", "comma-separated `zones` to offer capacity in (default: each EC2NodeClass's status.subnets zones, else every zone of the region)")
+	fs.StringVar(&nowFlag, "now", "", "planning time, RFC 3339 (default: the current time); stamps the new NodeClaims")
+	fs.Float64Var(&cfg.SpotPriceRatio, "spot-price-ratio", defaultSpotPriceRatio,
+		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity")
+	fs.StringVar(&cfg.Output, "o", "table", "output `format`: table or json")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: nodewright plan -f FILE|DIR|- ... [--region R] [--zones a,b] [--now RFC3339] [--spot-price-ratio F] [-o json|table]")
+		fmt.Fprintln(stderr, "Shows the NodeClaims the solver would launch for the pending pods of the manifests, at what price, and why any pod cannot be placed.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "nodewright plan: unexpected argument %q (manifests are given with -f)\n", fs.Arg(0))
+		return cfg, errUsage
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "nodewright plan: at least one -f is required")
+		return cfg, errUsage
+	}
+	if cfg.Output != "table" && cfg.Output != "json" {
+		fmt.Fprintf(stderr, "nodewright plan: -o %q: want table or json\n", cfg.Output)
+		return cfg, errUsage
+	}
+	cfg.Files, cfg.Zones = files, zones
+	cfg.Now = now()
+	if nowFlag != "" {
+		t, err := time.Parse(time.RFC3339, nowFlag)
+		if err != nil {
+			fmt.Fprintf(stderr, "nodewright plan: --now %q: want RFC 3339, e.g. 2026-01-01T00:00:00Z\n", nowFlag)
+			return cfg, errUsage
+		}
+		cfg.Now = t
+	}
+	return cfg, nil
+}
+
 func runPlan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "nodewright plan: not implemented")
-	return 1
+	cfg, err := parsePlanFlags(args, stderr, time.Now)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		return 2
+	}
+	report, err := plan(ctx, cfg, stdin, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
+		return 1
+	}
+	if cfg.Output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(report)
+	} else {
+		err = report.WriteTable(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: write output: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// plan reads the manifests, checks them, resolves instance types and
+// solves. Warnings go to stderr; an error means invalid input or a failed
+// solve.
+func plan(ctx context.Context, cfg planConfig, stdin io.Reader, stderr io.Writer) (workload.Report, error) {
+	objs, err := manifest.ReadPaths(cfg.Files, stdin)
+	if err != nil {
+		return workload.Report{}, fmt.Errorf("read manifests:\n%w", err)
+	}
+	for _, o := range objs {
+		for _, w := range o.Warnings {
+			fmt.Fprintf(stderr, "warning: %s: %s %q: %s\n", o.Source, o.Kind, o.Name, w.Error())
+		}
+	}
+	cluster, err := workload.Build(objs)
+	if err != nil {
+		return workload.Report{}, fmt.Errorf("invalid input:\n%w", err)
+	}
+	if err := defaultAndValidate(cluster); err != nil {
+		return workload.Report{}, fmt.Errorf("invalid input:\n%w", err)
+	}
+	in := scheduling.Input{
+		Now:           cfg.Now,
+		NodePools:     cluster.NodePools,
+		NodeClasses:   cluster.NodeClasses,
+		InstanceTypes: map[string][]*catalog.InstanceType{},
+		Pods:          cluster.Pending,
+		Nodes:         cluster.Nodes,
+		DaemonSets:    cluster.DaemonSets,
+	}
+	var sources []string
+	zones := map[string]workload.ZoneReport{}
+	for i := range in.NodeClasses {
+		nc := &in.NodeClasses[i]
+		types, src, err := catalog.Resolve(nc, catalog.Options{Region: cfg.Region, Zones: cfg.Zones, SpotPriceRatio: cfg.SpotPriceRatio})
+		if err != nil {
+			return workload.Report{}, fmt.Errorf("%s: EC2NodeClass %q: resolve instance types: %w", cluster.Sources[v1.KindEC2NodeClass+"/"+nc.Name], nc.Name, err)
+		}
+		in.InstanceTypes[nc.Name] = types
+		if !slices.Contains(sources, src.Description) {
+			sources = append(sources, src.Description)
+		}
+		zones[nc.Name] = zoneReport(cfg, nc, types)
+	}
+	res, err := scheduling.Solve(ctx, in)
+	if err != nil {
+		return workload.Report{}, fmt.Errorf("solve: %w", err)
+	}
+	report := workload.NewReport(in, res)
+	report.Region = cfg.Region
+	report.PriceSource = strings.Join(sources, "; ")
+	if len(sources) == 0 {
+		report.PriceSource = "none (no EC2NodeClass in the manifests)"
+	}
+	report.Zones = zones
+	report.Ignored = append(report.Ignored, cluster.Ignored...)
+	return report, nil
+}
+
+// defaultAndValidate applies Karpenter's defaults to every NodePool and
+// EC2NodeClass and validates them, naming the manifest, object and field of
+// each problem.
+func defaultAndValidate(c *workload.Cluster) error {
+	var errs []error
+	prefix := func(kind, name string, err error) error {
+		src := c.Sources[kind+"/"+name]
+		lines := strings.Split(err.Error(), "\n")
+		for i := range lines {
+			lines[i] = src + ": " + lines[i]
+		}
+		return errors.New(strings.Join(lines, "\n"))
+	}
+	for i := range c.NodeClasses {
+		nc := &c.NodeClasses[i]
+		nc.SetDefaults()
+		if err := nc.Validate(); err != nil {
+			errs = append(errs, prefix(v1.KindEC2NodeClass, nc.Name, err))
+		}
+	}
+	for i := range c.NodePools {
+		np := &c.NodePools[i]
+		np.SetDefaults()
+		if err := np.Validate(); err != nil {
+			errs = append(errs, prefix(v1.KindNodePool, np.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// zoneReport lists the zones offered for nc and where they came from.
+func zoneReport(cfg planConfig, nc *v1.EC2NodeClass, types []*catalog.InstanceType) workload.ZoneReport {
+	var zones []string
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			if !slices.Contains(zones, o.Zone) {
+				zones = append(zones, o.Zone)
+			}
+		}
+	}
+	slices.Sort(zones)
+	source := "every zone of " + cfg.Region + " (pass --zones to choose)"
+	switch {
+	case len(cfg.Zones) > 0:
+		source = "--zones"
+	case slices.ContainsFunc(nc.Status.Subnets, func(s v1.Subnet) bool { return s.Zone != "" }):
+		source = "status.subnets of the EC2NodeClass"
+	}
+	return workload.ZoneReport{Source: source, Zones: zones}
 }

@@ -48,8 +48,8 @@ type Cluster struct {
 
 // Note is an object left out of the plan and why.
 type Note struct {
-	Object string // "<Kind> <namespace>/<name>"
-	Reason string
+	Object string `json:"object"` // "<Kind> <namespace>/<name>"
+	Reason string `json:"reason"`
 }
 
 // Build assembles a Cluster from objects. It fails when two objects of the
