@@ -619,3 +619,36 @@ func TestResolveErrors(t *testing.T) {
 		})
 	}
 }
+
+// Behaviour where the data is incomplete (data/README.md caveats).
+func TestResolveDataGaps(t *testing.T) {
+	tests := []struct {
+		name     string
+		nc       *v1.EC2NodeClass
+		opts     catalog.Options
+		instance string
+		resource corev1.ResourceName
+		want     string
+	}{
+		{name: "should keep the listed pods of a type vpclimits lacks despite RESERVED_ENIS", nc: nodeClass(),
+			opts: catalog.Options{Region: "us-east-1", ReservedENIs: 1}, instance: "hpc6a.48xlarge", resource: corev1.ResourcePods, want: "100"},
+		{name: "should give no PrivateIPv4Address on Windows to a type vpclimits lacks", nc: nodeClass(alias("windows2022@latest")),
+			opts: defaultOptions, instance: "hpc6a.48xlarge", resource: catalog.ResourcePrivateIPv4Address, want: "0"},
+		{name: "should take pod-eni from vpclimits where the listing has none", nc: nodeClass(),
+			opts: defaultOptions, instance: "c9g.large", resource: catalog.ResourceAWSPodENI, want: "9"},
+		{name: "should give no pod-eni to a type that is not trunking compatible", nc: nodeClass(),
+			opts: defaultOptions, instance: "d2.xlarge", resource: catalog.ResourceAWSPodENI, want: "0"},
+		{name: "should give fractional-GPU types no GPU resource", nc: nodeClass(),
+			opts: defaultOptions, instance: "g6f.large", resource: catalog.ResourceNVIDIAGPU, want: "0"},
+		{name: "should give no pods when RESERVED_ENIS uses every ENI", nc: nodeClass(),
+			opts: catalog.Options{Region: "us-east-1", ReservedENIs: 3}, instance: "m5.large", resource: corev1.ResourcePods, want: "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := capacityOf(resolveType(t, tt.nc, tt.opts, tt.instance), tt.resource)
+			if got != tt.want {
+				t.Errorf("%s capacity %s = %s, want %s", tt.instance, tt.resource, got, tt.want)
+			}
+		})
+	}
+}
