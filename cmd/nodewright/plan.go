@@ -226,7 +226,7 @@ func zoneReport(cfg planConfig, nc *v1.EC2NodeClass, types []*catalog.InstanceTy
 		}
 	}
 	slices.Sort(zones)
-	source := "every zone of " + cfg.Region + " (pass --zones to choose)"
+	source := "the zone list of region " + cfg.Region + "; --zones overrides it"
 	switch {
 	case len(cfg.Zones) > 0:
 		source = "--zones"

@@ -236,7 +236,7 @@ func TestPlanReadsStdinAndPrintsTable(t *testing.T) {
 		t.Fatalf("exit code %d, stderr:\n%s", code, errOut)
 	}
 	for _, want := range []string{"NODECLAIM", "NODEPOOL", "INSTANCE TYPE", "ZONE", "CAPACITY", "$/HOUR", "PODS",
-		"production", "ap-northeast-1a", "on-demand", "Total: $", "10 of 10 pending pod(s) placed", "Prices: on-demand prices",
+		"production", "ap-northeast-1a", "on-demand", "Total: $", "10 of 10 pending pod(s) placed", "Price source: on-demand prices",
 		"Zones of EC2NodeClass production: ap-northeast-1a (--zones)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table output lacks %q:\n%s", want, out)

@@ -218,7 +218,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	placed := r.PendingPods - len(r.Unschedulable)
 	fmt.Fprintf(&b, "\nTotal: $%.4f per hour for %d new NodeClaim(s); %d of %d pending pod(s) placed, %d unschedulable.\n",
 		r.PricePerHour, len(r.NodeClaims), placed, r.PendingPods, len(r.Unschedulable))
-	fmt.Fprintf(&b, "Prices: %s.\n", r.PriceSource)
+	fmt.Fprintf(&b, "Price source: %s.\n", r.PriceSource)
 	for _, class := range keys(r.Zones) {
 		z := r.Zones[class]
 		fmt.Fprintf(&b, "Zones of EC2NodeClass %s: %s (%s).\n", class, strings.Join(z.Zones, ", "), z.Source)
