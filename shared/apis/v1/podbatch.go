@@ -1,0 +1,957 @@
+package v1
+
+// The wire contract between the in-cluster forwarder and the intake API.
+//
+// Routes. Each message kind has one route; POST bodies are JSON of at most
+// MaxMessageBytes and carry the message's idempotency key twice: in the body
+// ("id") and in the Idempotency-Key header.
+//
+//	POST RoutePodBatches           PodBatch          -> 202 PodBatchResult (State Queued, or what is known for a repeated ID)
+//	GET  RoutePodBatches + "/{id}"                   -> 200 PodBatchResult
+//	POST RouteConfig               ClusterConfig     -> 202 Receipt
+//	POST RouteRegistrations        NodeRegistrations -> 202 Receipt
+//	POST RouteSnapshots            ClusterSnapshot   -> 202 Receipt
+//	GET  RouteNodeClaims                             -> 200 NodeClaimList (every NodeClaim the API holds for the cluster)
+//
+// A rejected request gets a 4xx and an ErrorResponse naming the field paths at
+// fault (HTTPStatus maps decode errors to codes); nothing of it is stored. A
+// POST repeating an ID the API has already accepted is answered as the
+// first one was (Duplicate set) and changes nothing, so a sender may retry any
+// POST with the same body until it gets an answer.
+//
+// Versioning. Every message names APIVersion and its kind. Within v1,
+// changes are additive only: a new optional field, never a removed, renamed or
+// re-typed one, and never a new meaning for an old one. Receivers decode
+// unknown fields as warnings (returned by the Decode functions), so the
+// forwarder and the API can be upgraded in either order. A breaking change is
+// a new apiVersion served on new routes ("/v2/..."), with both versions served
+// while forwarders move. A message with another apiVersion, or a kind that is
+// not the route's, is rejected.
+//
+// Size bounds. MaxMessageBytes bounds every body: API Gateway accepts 10 MB
+// and a synchronously invoked Lambda 6 MB of event, inside which the body is a
+// JSON string whose escaping grows it by up to about a third, so 4 MiB of body
+// always fits. The item bounds (MaxPodsPerBatch and the like) stop a message
+// that is small in bytes but large in work. A sender with more than fits splits
+// it: pod batches into independent batches, snapshots into parts.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodewright/nodewright/shared/apis/apijson"
+)
+
+// APIVersion is the apiVersion of every forwarder <-> API message.
+const APIVersion = "nodewright.dev/v1"
+
+// Message kinds.
+const (
+	KindPodBatch          = "PodBatch"
+	KindPodBatchResult    = "PodBatchResult"
+	KindClusterConfig     = "ClusterConfig"
+	KindNodeRegistrations = "NodeRegistrations"
+	KindClusterSnapshot   = "ClusterSnapshot"
+	KindReceipt           = "Receipt"
+)
+
+// Routes of the intake API, relative to its base URL.
+const (
+	RoutePodBatches    = "/v1/podbatches"
+	RouteConfig        = "/v1/config"
+	RouteRegistrations = "/v1/registrations"
+	RouteSnapshots     = "/v1/snapshots"
+	RouteNodeClaims    = "/v1/nodeclaims"
+)
+
+// HeaderIdempotencyKey carries a message's ID on every POST; it must equal
+// the body's "id".
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// Bounds of the wire contract.
+const (
+	// MaxMessageBytes bounds a request body (4 MiB; see the file comment).
+	MaxMessageBytes = 4 << 20
+	// MaxIDLength bounds message IDs: they become Step Functions execution
+	// names (at most 80 characters of [A-Za-z0-9_-]) and SQS deduplication
+	// IDs (at most 128).
+	MaxIDLength = 80
+	// MaxClusterNameLength is EKS's limit on cluster names.
+	MaxClusterNameLength = 100
+	// MaxPodsPerBatch bounds the pods of one PodBatch. Typical pods (requests,
+	// owner, a toleration, a spread constraint, a sidecar) summarize to about
+	// 900 bytes, so a full batch of them fits MaxMessageBytes; a sender still
+	// splits by encoded size, since a pod with large affinities can be bigger.
+	MaxPodsPerBatch = 4000
+	// MaxNodesPerMessage bounds the nodes of one NodeRegistrations or one
+	// ClusterSnapshot part.
+	MaxNodesPerMessage = 5000
+	// MaxPodsPerSnapshotPart bounds the pods of one ClusterSnapshot part.
+	MaxPodsPerSnapshotPart = 20000
+	// MaxSnapshotParts bounds how many parts one snapshot may be split into.
+	MaxSnapshotParts = 64
+	// MaxConfigObjects bounds the NodePools and, separately, the
+	// EC2NodeClasses of one ClusterConfig.
+	MaxConfigObjects = 1000
+)
+
+// ErrMessageTooLarge is wrapped by the Decode functions when a body exceeds
+// MaxMessageBytes, and by senders that refuse to send one.
+var ErrMessageTooLarge = errors.New("message too large")
+
+var (
+	idPattern          = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	clusterNamePattern = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9_-]*$`)
+)
+
+// PodAnnotationKeys are the only pod annotations a PodSummary carries: those
+// that scheduling, disruption or draining read (karpenter-spec sections 1.5
+// and 6.2). Other annotations are dropped to keep messages small.
+var PodAnnotationKeys = []string{
+	AnnotationDoNotDisrupt,
+	"controller.kubernetes.io/pod-deletion-cost",
+	corev1.MirrorPodAnnotationKey,
+}
+
+// PodBatch is one window of provisionable pods (karpenter-spec section 3.1):
+// pods the kube-scheduler marked Unschedulable, plus reschedulable pods of
+// nodes tainted karpenter.sh/disrupted. It is the whole pending set when the
+// window closed, not a delta; the provisioner solves batches one at a time.
+type PodBatch struct {
+	metav1.TypeMeta `json:",inline"`
+	// ID is the idempotency key: 1..MaxIDLength characters of [A-Za-z0-9_-],
+	// unique per batch and identical across retries of it.
+	ID string `json:"id"`
+	// Cluster is the EKS cluster name; the API rejects another cluster's.
+	Cluster string `json:"cluster"`
+	// CreatedAt is when the batch window closed (forwarder clock).
+	CreatedAt metav1.Time `json:"createdAt"`
+	// Pods are 1..MaxPodsPerBatch pods with distinct UIDs.
+	Pods []PodSummary `json:"pods"`
+}
+
+// PodSummary is the part of a Pod that scheduling and disruption read:
+// identity, labels, owners, the disruption annotations (PodAnnotationKeys)
+// and the scheduling-relevant spec. Images, commands, env, volumes and status
+// are left out.
+type PodSummary struct {
+	Name              string                  `json:"name"`
+	Namespace         string                  `json:"namespace"`
+	UID               types.UID               `json:"uid"`
+	Labels            map[string]string       `json:"labels,omitempty"`
+	Annotations       map[string]string       `json:"annotations,omitempty"`
+	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences,omitempty"`
+	CreationTimestamp metav1.Time             `json:"creationTimestamp"`
+	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp,omitempty"`
+	// NodeName is the node the pod is bound to: set in snapshots, and in a
+	// PodBatch for a pod that must move off a disrupted node.
+	NodeName string         `json:"nodeName,omitempty"`
+	Spec     PodSpecSummary `json:"spec"`
+}
+
+// PodSpecSummary is the scheduling-relevant subset of a PodSpec.
+type PodSpecSummary struct {
+	NodeSelector                  map[string]string                 `json:"nodeSelector,omitempty"`
+	Affinity                      *corev1.Affinity                  `json:"affinity,omitempty"`
+	Tolerations                   []corev1.Toleration               `json:"tolerations,omitempty"`
+	TopologySpreadConstraints     []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	Containers                    []ContainerSummary                `json:"containers"`
+	InitContainers                []ContainerSummary                `json:"initContainers,omitempty"`
+	Overhead                      corev1.ResourceList               `json:"overhead,omitempty"`
+	Priority                      *int32                            `json:"priority,omitempty"`
+	PriorityClassName             string                            `json:"priorityClassName,omitempty"`
+	TerminationGracePeriodSeconds *int64                            `json:"terminationGracePeriodSeconds,omitempty"`
+}
+
+// ContainerSummary is what scheduling reads from a container: its requests,
+// its host ports and, for init containers, the restart policy that makes it
+// a sidecar.
+type ContainerSummary struct {
+	Name     string              `json:"name"`
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// HostPorts are the container's ports that bind a host port.
+	HostPorts     []corev1.ContainerPort         `json:"hostPorts,omitempty"`
+	RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy,omitempty"`
+}
+
+// SummarizePod returns the wire summary of p. It copies what it keeps, so
+// the summary shares no memory with p (p may be an informer's cached object).
+func SummarizePod(p *corev1.Pod) PodSummary {
+	s := PodSummary{
+		Name:              p.Name,
+		Namespace:         p.Namespace,
+		UID:               p.UID,
+		Labels:            maps.Clone(p.Labels),
+		CreationTimestamp: p.CreationTimestamp,
+		NodeName:          p.Spec.NodeName,
+		Spec: PodSpecSummary{
+			NodeSelector:                  maps.Clone(p.Spec.NodeSelector),
+			Affinity:                      p.Spec.Affinity.DeepCopy(),
+			Tolerations:                   deepCopyAll(p.Spec.Tolerations, (*corev1.Toleration).DeepCopy),
+			TopologySpreadConstraints:     deepCopyAll(p.Spec.TopologySpreadConstraints, (*corev1.TopologySpreadConstraint).DeepCopy),
+			Containers:                    summarizeContainers(p.Spec.Containers),
+			InitContainers:                summarizeContainers(p.Spec.InitContainers),
+			Overhead:                      p.Spec.Overhead.DeepCopy(),
+			Priority:                      clonePtr(p.Spec.Priority),
+			PriorityClassName:             p.Spec.PriorityClassName,
+			TerminationGracePeriodSeconds: clonePtr(p.Spec.TerminationGracePeriodSeconds),
+		},
+	}
+	if p.DeletionTimestamp != nil {
+		s.DeletionTimestamp = p.DeletionTimestamp.DeepCopy()
+	}
+	for _, k := range PodAnnotationKeys {
+		if v, ok := p.Annotations[k]; ok {
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			s.Annotations[k] = v
+		}
+	}
+	s.OwnerReferences = deepCopyAll(p.OwnerReferences, (*metav1.OwnerReference).DeepCopy)
+	return s
+}
+
+func summarizeContainers(cs []corev1.Container) []ContainerSummary {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]ContainerSummary, len(cs))
+	for i, c := range cs {
+		out[i] = ContainerSummary{
+			Name:          c.Name,
+			Requests:      c.Resources.Requests.DeepCopy(),
+			RestartPolicy: clonePtr(c.RestartPolicy),
+		}
+		for _, port := range c.Ports {
+			if port.HostPort != 0 {
+				out[i].HostPorts = append(out[i].HostPorts, port)
+			}
+		}
+	}
+	return out
+}
+
+// Pod returns a corev1.Pod carrying everything in the summary, for the
+// solver. Fields the summary does not carry are zero. The pod shares no
+// memory with s.
+func (s PodSummary) Pod() *corev1.Pod {
+	p := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              s.Name,
+			Namespace:         s.Namespace,
+			UID:               s.UID,
+			Labels:            maps.Clone(s.Labels),
+			Annotations:       maps.Clone(s.Annotations),
+			OwnerReferences:   deepCopyAll(s.OwnerReferences, (*metav1.OwnerReference).DeepCopy),
+			CreationTimestamp: s.CreationTimestamp,
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                      s.NodeName,
+			NodeSelector:                  maps.Clone(s.Spec.NodeSelector),
+			Affinity:                      s.Spec.Affinity.DeepCopy(),
+			Tolerations:                   deepCopyAll(s.Spec.Tolerations, (*corev1.Toleration).DeepCopy),
+			TopologySpreadConstraints:     deepCopyAll(s.Spec.TopologySpreadConstraints, (*corev1.TopologySpreadConstraint).DeepCopy),
+			Containers:                    coreContainers(s.Spec.Containers),
+			InitContainers:                coreContainers(s.Spec.InitContainers),
+			Overhead:                      s.Spec.Overhead.DeepCopy(),
+			Priority:                      clonePtr(s.Spec.Priority),
+			PriorityClassName:             s.Spec.PriorityClassName,
+			TerminationGracePeriodSeconds: clonePtr(s.Spec.TerminationGracePeriodSeconds),
+		},
+	}
+	if s.DeletionTimestamp != nil {
+		p.DeletionTimestamp = s.DeletionTimestamp.DeepCopy()
+	}
+	return p
+}
+
+func coreContainers(cs []ContainerSummary) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{
+			Name:          c.Name,
+			Resources:     corev1.ResourceRequirements{Requests: c.Requests.DeepCopy()},
+			Ports:         slices.Clone(c.HostPorts),
+			RestartPolicy: clonePtr(c.RestartPolicy),
+		}
+	}
+	return out
+}
+
+// NodeSummary is the part of a Node that registration, initialization and
+// disruption read. Condition heartbeats are left out, so a summary changes
+// only when something that matters changes.
+type NodeSummary struct {
+	Name       string            `json:"name"`
+	UID        types.UID         `json:"uid,omitempty"`
+	ProviderID string            `json:"providerID,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	// Annotations holds only keys in the karpenter.sh and karpenter.k8s.aws
+	// domains.
+	Annotations       map[string]string   `json:"annotations,omitempty"`
+	Taints            []corev1.Taint      `json:"taints,omitempty"`
+	Unschedulable     bool                `json:"unschedulable,omitempty"`
+	Capacity          corev1.ResourceList `json:"capacity,omitempty"`
+	Allocatable       corev1.ResourceList `json:"allocatable,omitempty"`
+	Conditions        []NodeCondition     `json:"conditions,omitempty"`
+	CreationTimestamp metav1.Time         `json:"creationTimestamp"`
+	DeletionTimestamp *metav1.Time        `json:"deletionTimestamp,omitempty"`
+}
+
+// NodeCondition is a node condition without its heartbeat and message.
+type NodeCondition struct {
+	Type               corev1.NodeConditionType `json:"type"`
+	Status             corev1.ConditionStatus   `json:"status"`
+	Reason             string                   `json:"reason,omitempty"`
+	LastTransitionTime metav1.Time              `json:"lastTransitionTime,omitzero"`
+}
+
+// SummarizeNode returns the wire summary of n, sharing no memory with it.
+func SummarizeNode(n *corev1.Node) NodeSummary {
+	s := NodeSummary{
+		Name:              n.Name,
+		UID:               n.UID,
+		ProviderID:        n.Spec.ProviderID,
+		Labels:            maps.Clone(n.Labels),
+		Taints:            deepCopyAll(n.Spec.Taints, (*corev1.Taint).DeepCopy),
+		Unschedulable:     n.Spec.Unschedulable,
+		Capacity:          n.Status.Capacity.DeepCopy(),
+		Allocatable:       n.Status.Allocatable.DeepCopy(),
+		CreationTimestamp: n.CreationTimestamp,
+	}
+	if n.DeletionTimestamp != nil {
+		s.DeletionTimestamp = n.DeletionTimestamp.DeepCopy()
+	}
+	for k, v := range n.Annotations {
+		if inDomain(k, Group) || inDomain(k, AWSGroup) {
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			s.Annotations[k] = v
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		s.Conditions = append(s.Conditions, NodeCondition{
+			Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime,
+		})
+	}
+	return s
+}
+
+// Node returns a corev1.Node carrying everything in the summary, sharing no
+// memory with s.
+func (s NodeSummary) Node() *corev1.Node {
+	n := &corev1.Node{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              s.Name,
+			UID:               s.UID,
+			Labels:            maps.Clone(s.Labels),
+			Annotations:       maps.Clone(s.Annotations),
+			CreationTimestamp: s.CreationTimestamp,
+		},
+		Spec: corev1.NodeSpec{
+			ProviderID:    s.ProviderID,
+			Taints:        deepCopyAll(s.Taints, (*corev1.Taint).DeepCopy),
+			Unschedulable: s.Unschedulable,
+		},
+		Status: corev1.NodeStatus{
+			Capacity:    s.Capacity.DeepCopy(),
+			Allocatable: s.Allocatable.DeepCopy(),
+		},
+	}
+	if s.DeletionTimestamp != nil {
+		n.DeletionTimestamp = s.DeletionTimestamp.DeepCopy()
+	}
+	for _, c := range s.Conditions {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{
+			Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime,
+		})
+	}
+	return n
+}
+
+// ClusterConfig is the complete set of NodePools and EC2NodeClasses the
+// cluster holds, as the user applied them (metadata without managedFields or
+// the last-applied annotation, spec, no status). It is sent whole on every
+// change, so a deletion is an object that is no longer listed. Validate
+// checks the envelope only: each object is validated by its consumer, so one
+// invalid NodePool does not stop the others from syncing.
+type ClusterConfig struct {
+	metav1.TypeMeta `json:",inline"`
+	// ID is the idempotency key (see PodBatch.ID).
+	ID      string `json:"id"`
+	Cluster string `json:"cluster"`
+	// CreatedAt is when the forwarder read the objects; the API keeps the
+	// newest config it has received.
+	CreatedAt metav1.Time `json:"createdAt"`
+	// NodePools and EC2NodeClasses have distinct, non-empty names; at most
+	// MaxConfigObjects each.
+	NodePools      []NodePool     `json:"nodePools"`
+	EC2NodeClasses []EC2NodeClass `json:"ec2NodeClasses"`
+}
+
+// NodeRegistrations reports nodes that have a providerID and were added or
+// changed in a way NodeSummary shows (labels, taints, conditions,
+// allocatable), and nodes that were removed. The API links a node to its
+// NodeClaim by providerID (karpenter-spec section 5.1, Registered).
+type NodeRegistrations struct {
+	metav1.TypeMeta `json:",inline"`
+	// ID is the idempotency key (see PodBatch.ID).
+	ID        string      `json:"id"`
+	Cluster   string      `json:"cluster"`
+	CreatedAt metav1.Time `json:"createdAt"`
+	// Nodes have distinct names and a providerID; at most MaxNodesPerMessage.
+	Nodes []NodeSummary `json:"nodes,omitempty"`
+	// Removed are nodes deleted from the cluster; at most MaxNodesPerMessage.
+	Removed []RemovedNode `json:"removed,omitempty"`
+}
+
+// RemovedNode names a node that left the cluster.
+type RemovedNode struct {
+	Name       string `json:"name"`
+	ProviderID string `json:"providerID,omitempty"`
+}
+
+// ClusterSnapshot is the compact state the disruption loop reads: nodes,
+// bound non-terminal pods, PodDisruptionBudgets and DaemonSets. A snapshot
+// too large for one message is sent as Parts messages sharing SnapshotID;
+// the snapshot is the union of its parts and is complete once all have
+// arrived. Each part has its own ID.
+type ClusterSnapshot struct {
+	metav1.TypeMeta `json:",inline"`
+	// ID is the idempotency key of this part (see PodBatch.ID).
+	ID        string      `json:"id"`
+	Cluster   string      `json:"cluster"`
+	CreatedAt metav1.Time `json:"createdAt"`
+	// SnapshotID groups the parts of one snapshot (same pattern as ID).
+	SnapshotID string `json:"snapshotID"`
+	// Part is this part's 0-based index; Parts (1..MaxSnapshotParts) is
+	// how many parts the snapshot has.
+	Part  int `json:"part"`
+	Parts int `json:"parts"`
+	// Nodes: at most MaxNodesPerMessage per part.
+	Nodes []NodeSummary `json:"nodes,omitempty"`
+	// Pods: bound, not terminal; at most MaxPodsPerSnapshotPart per part.
+	Pods                 []PodSummary       `json:"pods,omitempty"`
+	PodDisruptionBudgets []PDBSummary       `json:"podDisruptionBudgets,omitempty"`
+	DaemonSets           []DaemonSetSummary `json:"daemonSets,omitempty"`
+}
+
+// PDBSummary is the part of a policy/v1 PodDisruptionBudget that decides
+// whether a pod may be evicted now (karpenter-spec section 6.2).
+type PDBSummary struct {
+	Name                       string                `json:"name"`
+	Namespace                  string                `json:"namespace"`
+	UID                        types.UID             `json:"uid,omitempty"`
+	Selector                   *metav1.LabelSelector `json:"selector,omitempty"`
+	MinAvailable               *intstr.IntOrString   `json:"minAvailable,omitempty"`
+	MaxUnavailable             *intstr.IntOrString   `json:"maxUnavailable,omitempty"`
+	UnhealthyPodEvictionPolicy string                `json:"unhealthyPodEvictionPolicy,omitempty"`
+	DisruptionsAllowed         int32                 `json:"disruptionsAllowed"`
+	CurrentHealthy             int32                 `json:"currentHealthy"`
+	DesiredHealthy             int32                 `json:"desiredHealthy"`
+	ExpectedPods               int32                 `json:"expectedPods"`
+}
+
+// DaemonSetSummary is a DaemonSet as the solver's overhead model reads it:
+// its pod template, summarized as a pod (karpenter-spec section 3.2).
+type DaemonSetSummary struct {
+	Name      string     `json:"name"`
+	Namespace string     `json:"namespace"`
+	UID       types.UID  `json:"uid,omitempty"`
+	Template  PodSummary `json:"template"`
+}
+
+// BatchState is where a PodBatch is in the API.
+type BatchState string
+
+// Batch states.
+const (
+	// BatchQueued: accepted, not solved yet.
+	BatchQueued BatchState = "Queued"
+	// BatchSolved: solved; the result's nominations, unschedulable reasons
+	// and NodeClaims are final.
+	BatchSolved BatchState = "Solved"
+	// BatchFailed: the provisioner gave up on the batch; Message says why.
+	// The pods are retried with the next batch.
+	BatchFailed BatchState = "Failed"
+)
+
+// PodBatchResult is the API's answer about one PodBatch: what the forwarder
+// turns into pod Events and NodeClaim mirrors.
+type PodBatchResult struct {
+	metav1.TypeMeta `json:",inline"`
+	BatchID         string     `json:"batchID"`
+	State           BatchState `json:"state"`
+	// Duplicate is true when the request repeated an ID the API already had.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Nominations maps a pod UID to where the solver placed it.
+	Nominations map[types.UID]Nomination `json:"nominations,omitempty"`
+	// Unschedulable maps a pod UID to the solver's reason (Karpenter's
+	// FailedScheduling text).
+	Unschedulable map[types.UID]string `json:"unschedulable,omitempty"`
+	// NodeClaims are the NodeClaims created for this batch.
+	NodeClaims []NodeClaim `json:"nodeClaims,omitempty"`
+	// Message explains a Failed state.
+	Message string `json:"message,omitempty"`
+}
+
+// Nomination is where a pod will run: an existing node, or a NodeClaim that
+// is being launched. Exactly one is set.
+type Nomination struct {
+	Node      string `json:"node,omitempty"`
+	NodeClaim string `json:"nodeClaim,omitempty"`
+}
+
+// Receipt acknowledges a ClusterConfig, NodeRegistrations or ClusterSnapshot.
+type Receipt struct {
+	metav1.TypeMeta `json:",inline"`
+	ID              string `json:"id"`
+	// Duplicate is true when the request repeated an ID the API already had.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// ErrorResponse is the body of every 4xx and 5xx answer.
+type ErrorResponse struct {
+	// Message is the whole error, one line per problem.
+	Message string `json:"message"`
+	// Fields lists each problem with the field path it concerns, when known.
+	Fields []ErrorField `json:"fields,omitempty"`
+}
+
+// ErrorField is one problem with one field of a rejected message.
+type ErrorField struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// NewErrorResponse describes err (as returned by the Decode functions or
+// Validate) for an ErrorResponse body, listing field paths when err carries
+// them.
+func NewErrorResponse(err error) ErrorResponse {
+	resp := ErrorResponse{Message: err.Error()}
+	var ve *ValidationError
+	var fe *apijson.FieldError
+	switch {
+	case errors.As(err, &ve):
+		for _, f := range ve.Fields {
+			resp.Fields = append(resp.Fields, ErrorField{Path: f.Path, Message: f.Message})
+		}
+	case errors.As(err, &fe):
+		path := fe.Path
+		if path == "" {
+			path = "(body)"
+		}
+		resp.Fields = []ErrorField{{Path: path, Message: fe.Err.Error()}}
+	}
+	return resp
+}
+
+// HTTPStatus is the status code the API answers a Decode or Validate error
+// with: 413 for ErrMessageTooLarge, 400 for any other decode or validation
+// error, 500 for anything else.
+func HTTPStatus(err error) int {
+	var ve *ValidationError
+	var fe *apijson.FieldError
+	switch {
+	case errors.Is(err, ErrMessageTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.As(err, &ve), errors.As(err, &fe):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// DecodePodBatch decodes and validates one PodBatch body. It returns the
+// unknown and duplicate fields as warnings, and an error that is: wrapping
+// ErrMessageTooLarge for a body over MaxMessageBytes; an *apijson.FieldError
+// for malformed JSON or a value of the wrong type (with its field path); or a
+// *ValidationError for a wrong apiVersion or kind or a Validate failure. It
+// never panics.
+func DecodePodBatch(data []byte) (*PodBatch, []FieldError, error) {
+	b := &PodBatch{}
+	warnings, err := decodeMessage(data, KindPodBatch, b)
+	if err != nil {
+		return nil, warnings, err
+	}
+	if err := b.Validate(); err != nil {
+		return nil, warnings, err
+	}
+	return b, warnings, nil
+}
+
+// DecodeClusterConfig is DecodePodBatch for a ClusterConfig. The NodePools
+// and EC2NodeClasses are decoded as the API server would, but not defaulted
+// or validated.
+func DecodeClusterConfig(data []byte) (*ClusterConfig, []FieldError, error) {
+	c := &ClusterConfig{}
+	warnings, err := decodeMessage(data, KindClusterConfig, c)
+	if err != nil {
+		return nil, warnings, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, warnings, err
+	}
+	return c, warnings, nil
+}
+
+// DecodeNodeRegistrations is DecodePodBatch for a NodeRegistrations.
+func DecodeNodeRegistrations(data []byte) (*NodeRegistrations, []FieldError, error) {
+	r := &NodeRegistrations{}
+	warnings, err := decodeMessage(data, KindNodeRegistrations, r)
+	if err != nil {
+		return nil, warnings, err
+	}
+	if err := r.Validate(); err != nil {
+		return nil, warnings, err
+	}
+	return r, warnings, nil
+}
+
+// DecodeClusterSnapshot is DecodePodBatch for a ClusterSnapshot part.
+func DecodeClusterSnapshot(data []byte) (*ClusterSnapshot, []FieldError, error) {
+	s := &ClusterSnapshot{}
+	warnings, err := decodeMessage(data, KindClusterSnapshot, s)
+	if err != nil {
+		return nil, warnings, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, warnings, err
+	}
+	return s, warnings, nil
+}
+
+// decodeMessage bounds, decodes and checks the apiVersion and kind of one
+// message. On a wrong apiVersion or kind it reports only that, since the
+// rest of the body was written for another schema.
+func decodeMessage(data []byte, kind string, into any) ([]FieldError, error) {
+	if len(data) > MaxMessageBytes {
+		return nil, fmt.Errorf("%s body of %d bytes, limit %d: %w", kind, len(data), MaxMessageBytes, ErrMessageTooLarge)
+	}
+	var head metav1.TypeMeta
+	if err := json.Unmarshal(data, &head); err != nil {
+		// Malformed or not an object: let apijson locate and word it.
+		if _, err := apijson.Unmarshal(data, into); err != nil {
+			return nil, err
+		}
+		return nil, &apijson.FieldError{Err: err}
+	}
+	var errs fieldErrors
+	if head.APIVersion != APIVersion {
+		errs.add("apiVersion", "must be %q, got %q", APIVersion, head.APIVersion)
+	}
+	if head.Kind != kind {
+		errs.add("kind", "must be %q on this route, got %q", kind, head.Kind)
+	}
+	if err := errs.result(kind, ""); err != nil {
+		return nil, err
+	}
+	return decode(data, into)
+}
+
+// Validate checks a PodBatch: envelope (apiVersion, kind, id, cluster,
+// createdAt), 1..MaxPodsPerBatch pods with distinct UIDs, and each pod's
+// summary (see validatePod). It returns nil or a *ValidationError listing
+// every problem with its field path. It never panics.
+func (b *PodBatch) Validate() error {
+	var errs fieldErrors
+	validateEnvelope(&errs, b.TypeMeta, KindPodBatch, b.ID, b.Cluster, b.CreatedAt)
+	switch {
+	case len(b.Pods) == 0:
+		errs.add("pods", "must list at least one pod")
+	case len(b.Pods) > MaxPodsPerBatch:
+		errs.add("pods", "lists %d pods, at most %d are allowed; split the batch", len(b.Pods), MaxPodsPerBatch)
+	}
+	seen := map[types.UID]int{}
+	for i, p := range b.Pods {
+		path := index("pods", i)
+		validatePod(&errs, path, p)
+		if p.UID == "" {
+			continue
+		}
+		if first, dup := seen[p.UID]; dup {
+			errs.add(child(path, "uid"), "duplicate of %s", child(index("pods", first), "uid"))
+			continue
+		}
+		seen[p.UID] = i
+	}
+	return errs.result(KindPodBatch, b.ID)
+}
+
+// Validate checks a ClusterConfig's envelope and that its objects have
+// distinct, non-empty names within their kind and at most MaxConfigObjects
+// of each kind. The objects themselves are not validated (see ClusterConfig).
+func (c *ClusterConfig) Validate() error {
+	var errs fieldErrors
+	validateEnvelope(&errs, c.TypeMeta, KindClusterConfig, c.ID, c.Cluster, c.CreatedAt)
+	if len(c.NodePools) > MaxConfigObjects {
+		errs.add("nodePools", "lists %d NodePools, at most %d are allowed", len(c.NodePools), MaxConfigObjects)
+	}
+	if len(c.EC2NodeClasses) > MaxConfigObjects {
+		errs.add("ec2NodeClasses", "lists %d EC2NodeClasses, at most %d are allowed", len(c.EC2NodeClasses), MaxConfigObjects)
+	}
+	names := make([]string, len(c.NodePools))
+	for i, np := range c.NodePools {
+		names[i] = np.Name
+	}
+	validateNames(&errs, "nodePools", "metadata.name", names)
+	names = make([]string, len(c.EC2NodeClasses))
+	for i, nc := range c.EC2NodeClasses {
+		names[i] = nc.Name
+	}
+	validateNames(&errs, "ec2NodeClasses", "metadata.name", names)
+	return errs.result(KindClusterConfig, c.ID)
+}
+
+// Validate checks a NodeRegistrations: envelope, at least one node or
+// removal, at most MaxNodesPerMessage of each, and every node with a name
+// (distinct) and a providerID.
+func (r *NodeRegistrations) Validate() error {
+	var errs fieldErrors
+	validateEnvelope(&errs, r.TypeMeta, KindNodeRegistrations, r.ID, r.Cluster, r.CreatedAt)
+	if len(r.Nodes) == 0 && len(r.Removed) == 0 {
+		errs.add("nodes", "must list at least one node or removed node")
+	}
+	if len(r.Nodes) > MaxNodesPerMessage {
+		errs.add("nodes", "lists %d nodes, at most %d are allowed", len(r.Nodes), MaxNodesPerMessage)
+	}
+	if len(r.Removed) > MaxNodesPerMessage {
+		errs.add("removed", "lists %d nodes, at most %d are allowed", len(r.Removed), MaxNodesPerMessage)
+	}
+	names := make([]string, len(r.Nodes))
+	for i, n := range r.Nodes {
+		names[i] = n.Name
+		if n.ProviderID == "" {
+			errs.add(child(index("nodes", i), "providerID"), "required")
+		}
+		validateResources(&errs, child(index("nodes", i), "allocatable"), n.Allocatable)
+	}
+	validateNames(&errs, "nodes", "name", names)
+	for i, n := range r.Removed {
+		if n.Name == "" {
+			errs.add(child(index("removed", i), "name"), "required")
+		}
+	}
+	return errs.result(KindNodeRegistrations, r.ID)
+}
+
+// Validate checks a ClusterSnapshot part: envelope, snapshotID, 0 <= part <
+// parts <= MaxSnapshotParts, the per-part bounds, distinct node names,
+// distinct pod UIDs, each pod's summary and that every pod names its node,
+// and named PDBs and DaemonSets.
+func (s *ClusterSnapshot) Validate() error {
+	var errs fieldErrors
+	validateEnvelope(&errs, s.TypeMeta, KindClusterSnapshot, s.ID, s.Cluster, s.CreatedAt)
+	validateID(&errs, "snapshotID", s.SnapshotID)
+	if s.Parts < 1 || s.Parts > MaxSnapshotParts {
+		errs.add("parts", "must be between 1 and %d, got %d", MaxSnapshotParts, s.Parts)
+	}
+	if s.Part < 0 || (s.Parts >= 1 && s.Part >= s.Parts) {
+		errs.add("part", "must be between 0 and parts-1 (%d), got %d", s.Parts-1, s.Part)
+	}
+	if len(s.Nodes) > MaxNodesPerMessage {
+		errs.add("nodes", "lists %d nodes, at most %d are allowed per part", len(s.Nodes), MaxNodesPerMessage)
+	}
+	if len(s.Pods) > MaxPodsPerSnapshotPart {
+		errs.add("pods", "lists %d pods, at most %d are allowed per part", len(s.Pods), MaxPodsPerSnapshotPart)
+	}
+	names := make([]string, len(s.Nodes))
+	for i, n := range s.Nodes {
+		names[i] = n.Name
+	}
+	validateNames(&errs, "nodes", "name", names)
+	seen := map[types.UID]int{}
+	for i, p := range s.Pods {
+		path := index("pods", i)
+		validatePod(&errs, path, p)
+		if p.NodeName == "" {
+			errs.add(child(path, "nodeName"), "required: a snapshot lists bound pods only")
+		}
+		if p.UID == "" {
+			continue
+		}
+		if first, dup := seen[p.UID]; dup {
+			errs.add(child(path, "uid"), "duplicate of %s", child(index("pods", first), "uid"))
+			continue
+		}
+		seen[p.UID] = i
+	}
+	for i, pdb := range s.PodDisruptionBudgets {
+		validateNamespacedName(&errs, index("podDisruptionBudgets", i), pdb.Namespace, pdb.Name)
+	}
+	for i, ds := range s.DaemonSets {
+		path := index("daemonSets", i)
+		validateNamespacedName(&errs, path, ds.Namespace, ds.Name)
+		validateContainers(&errs, child(child(path, "template"), "spec"), ds.Template.Spec)
+	}
+	return errs.result(KindClusterSnapshot, s.ID)
+}
+
+func validateEnvelope(errs *fieldErrors, tm metav1.TypeMeta, kind, id, cluster string, createdAt metav1.Time) {
+	if tm.APIVersion != APIVersion {
+		errs.add("apiVersion", "must be %q, got %q", APIVersion, tm.APIVersion)
+	}
+	if tm.Kind != kind {
+		errs.add("kind", "must be %q, got %q", kind, tm.Kind)
+	}
+	validateID(errs, "id", id)
+	switch {
+	case cluster == "":
+		errs.add("cluster", "required")
+	case len(cluster) > MaxClusterNameLength:
+		errs.add("cluster", "must be at most %d characters, got %d", MaxClusterNameLength, len(cluster))
+	case !clusterNamePattern.MatchString(cluster):
+		errs.add("cluster", "must be an EKS cluster name (a letter or digit, then letters, digits, '-' or '_'), got %q", cluster)
+	}
+	if createdAt.IsZero() {
+		errs.add("createdAt", "required")
+	}
+}
+
+func validateID(errs *fieldErrors, path, id string) {
+	switch {
+	case id == "":
+		errs.add(path, "required")
+	case len(id) > MaxIDLength:
+		errs.add(path, "must be at most %d characters, got %d", MaxIDLength, len(id))
+	case !idPattern.MatchString(id):
+		errs.add(path, "must contain only letters, digits, '-' and '_', got %q", id)
+	}
+}
+
+// validateNames checks that names[i], found at path[i].nameField, are
+// non-empty and distinct.
+func validateNames(errs *fieldErrors, path, nameField string, names []string) {
+	seen := map[string]int{}
+	for i, name := range names {
+		p := child(index(path, i), nameField)
+		if name == "" {
+			errs.add(p, "required")
+			continue
+		}
+		if first, dup := seen[name]; dup {
+			errs.add(p, "duplicate name %q (also %s)", name, index(path, first))
+			continue
+		}
+		seen[name] = i
+	}
+}
+
+func validateNamespacedName(errs *fieldErrors, path, namespace, name string) {
+	if name == "" {
+		errs.add(child(path, "name"), "required")
+	}
+	if namespace == "" {
+		errs.add(child(path, "namespace"), "required")
+	}
+}
+
+// validatePod checks the identity of a pod summary (name, namespace, uid,
+// creationTimestamp) and the parts of its spec that a malformed sender could
+// get wrong in ways the solver cannot recover from.
+func validatePod(errs *fieldErrors, path string, p PodSummary) {
+	validateNamespacedName(errs, path, p.Namespace, p.Name)
+	if p.UID == "" {
+		errs.add(child(path, "uid"), "required")
+	}
+	if p.CreationTimestamp.IsZero() {
+		errs.add(child(path, "creationTimestamp"), "required")
+	}
+	spec := child(path, "spec")
+	validateContainers(errs, spec, p.Spec)
+	validateResources(errs, child(spec, "overhead"), p.Spec.Overhead)
+	for i, t := range p.Spec.Tolerations {
+		switch t.Operator {
+		case "", corev1.TolerationOpEqual, corev1.TolerationOpExists:
+		default:
+			errs.add(child(index(child(spec, "tolerations"), i), "operator"), "must be Equal or Exists, got %q", t.Operator)
+		}
+	}
+	for i, c := range p.Spec.TopologySpreadConstraints {
+		tp := index(child(spec, "topologySpreadConstraints"), i)
+		if c.MaxSkew < 1 {
+			errs.add(child(tp, "maxSkew"), "must be at least 1, got %d", c.MaxSkew)
+		}
+		if c.TopologyKey == "" {
+			errs.add(child(tp, "topologyKey"), "required")
+		}
+		switch c.WhenUnsatisfiable {
+		case corev1.DoNotSchedule, corev1.ScheduleAnyway:
+		default:
+			errs.add(child(tp, "whenUnsatisfiable"), "must be DoNotSchedule or ScheduleAnyway, got %q", c.WhenUnsatisfiable)
+		}
+	}
+}
+
+func validateContainers(errs *fieldErrors, spec string, s PodSpecSummary) {
+	if len(s.Containers) == 0 {
+		errs.add(child(spec, "containers"), "must list at least one container")
+	}
+	for _, group := range []struct {
+		name string
+		cs   []ContainerSummary
+	}{{"containers", s.Containers}, {"initContainers", s.InitContainers}} {
+		for i, c := range group.cs {
+			cp := index(child(spec, group.name), i)
+			if c.Name == "" {
+				errs.add(child(cp, "name"), "required")
+			}
+			validateResources(errs, child(cp, "requests"), c.Requests)
+			for j, port := range c.HostPorts {
+				if port.HostPort < 1 || port.HostPort > 65535 {
+					errs.add(child(index(child(cp, "hostPorts"), j), "hostPort"), "must be between 1 and 65535, got %d", port.HostPort)
+				}
+			}
+		}
+	}
+}
+
+func validateResources(errs *fieldErrors, path string, rl corev1.ResourceList) {
+	for _, name := range sortedKeys(rl) {
+		q := rl[name]
+		if q.Sign() < 0 {
+			errs.add(key(path, string(name)), "must not be negative, got %s", q.String())
+		}
+	}
+}
+
+func inDomain(k, domain string) bool {
+	prefix, _, found := strings.Cut(k, "/")
+	return found && (prefix == domain || strings.HasSuffix(prefix, "."+domain))
+}
+
+func deepCopyAll[T any](in []T, copyOne func(*T) *T) []T {
+	if in == nil {
+		return nil
+	}
+	out := make([]T, len(in))
+	for i := range in {
+		out[i] = *copyOne(&in[i])
+	}
+	return out
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
