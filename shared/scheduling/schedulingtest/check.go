@@ -336,16 +336,41 @@ func (c *checker) topology() {
 		holders = append(holders, p)
 	}
 	sort.Slice(holders, func(i, j int) bool { return podKey(holders[i]) < podKey(holders[j]) })
+	selected := map[string][]*corev1.Pod{} // term key -> pods the term selects
+	termPods := func(p *corev1.Pod, t corev1.PodAffinityTerm) []*corev1.Pod {
+		namespaces := t.Namespaces
+		if len(namespaces) == 0 {
+			namespaces = []string{p.Namespace}
+		}
+		key := fmt.Sprint(namespaces) + "\x00" + t.LabelSelector.String()
+		if out, ok := selected[key]; ok {
+			return out
+		}
+		out := []*corev1.Pod{}
+		for _, ns := range namespaces {
+			for _, q := range byNamespace[ns] {
+				if selects(t.LabelSelector, q.Labels) {
+					out = append(out, q)
+				}
+			}
+		}
+		selected[key] = out
+		return out
+	}
 	for _, p := range holders {
 		a := p.Spec.Affinity
 		if a != nil && a.PodAntiAffinity != nil {
 			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				c.antiAffinity(p, t, termPods(p, t, byNamespace))
+				if t.TopologyKey == v1.LabelHostname {
+					c.antiAffinity(p, t, c.onNode[c.nodeOf[p]]) // only pods on the same node can conflict
+					continue
+				}
+				c.antiAffinity(p, t, termPods(p, t))
 			}
 		}
 		if a != nil && a.PodAffinity != nil {
 			for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				c.affinity(p, t, termPods(p, t, byNamespace))
+				c.affinity(p, t, termPods(p, t))
 			}
 		}
 		for _, tsc := range p.Spec.TopologySpreadConstraints {
@@ -366,24 +391,6 @@ func (c *checker) topology() {
 	}
 }
 
-// termPods are the pods an affinity term of p selects, p included when it
-// matches (namespaces: the term's list, else p's own).
-func termPods(p *corev1.Pod, t corev1.PodAffinityTerm, byNamespace map[string][]*corev1.Pod) []*corev1.Pod {
-	namespaces := t.Namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{p.Namespace}
-	}
-	var out []*corev1.Pod
-	for _, ns := range namespaces {
-		for _, q := range byNamespace[ns] {
-			if selects(t.LabelSelector, q.Labels) {
-				out = append(out, q)
-			}
-		}
-	}
-	return out
-}
-
 // domain returns the possible values of key for pod p's node.
 func (c *checker) domain(p *corev1.Pod, key string) ([]string, bool) {
 	id := c.nodeOf[p]
@@ -402,7 +409,7 @@ func (c *checker) antiAffinity(p *corev1.Pod, t corev1.PodAffinityTerm, selected
 		return
 	}
 	for _, q := range selected {
-		if q == p {
+		if q == p || !termSelects(p, t, q) {
 			continue
 		}
 		dq, _ := c.domain(q, t.TopologyKey)
@@ -542,4 +549,17 @@ func sortedKeys[K ~string, V any](m map[K]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// termSelects reports whether affinity term t of pod p selects pod q
+// (namespaces: the term's list, else p's own).
+func termSelects(p *corev1.Pod, t corev1.PodAffinityTerm, q *corev1.Pod) bool {
+	if len(t.Namespaces) == 0 {
+		if q.Namespace != p.Namespace {
+			return false
+		}
+	} else if !slices.Contains(t.Namespaces, q.Namespace) {
+		return false
+	}
+	return selects(t.LabelSelector, q.Labels)
 }

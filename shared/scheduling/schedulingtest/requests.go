@@ -120,6 +120,14 @@ func selects(sel *metav1.LabelSelector, set map[string]string) bool {
 	if sel == nil {
 		return false
 	}
+	if len(sel.MatchExpressions) == 0 {
+		for k, v := range sel.MatchLabels {
+			if have, ok := set[k]; !ok || have != v {
+				return false
+			}
+		}
+		return true
+	}
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
 		return false
