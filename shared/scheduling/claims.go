@@ -11,12 +11,17 @@ type nclaim struct {
 	cur   int
 	price float64
 	used  vec
+	// free is the cursor type's net allocatable minus used; the pool's
+	// indexes sort on it.
+	free  vec
 	pods  []int32
 	ports []hostPort
 	// limitCap is the largest capacity a candidate may have (remaining pool
 	// limits at creation); limited says which slots it caps.
 	limited  bool
 	limitCap vec
+	// reserve is what the claim took from the pool's limits.
+	reserve vec
 	// minValuesRelaxed is set when BestEffort lowered a minValues.
 	minValuesRelaxed bool
 	// removed marks a claim emptied by the improvement pass.
@@ -58,4 +63,49 @@ func (s *solver) fitting(tl *typeList, start int, need *vec, limited bool, limit
 		}
 	}
 	return out
+}
+
+// claimIndex keeps a pool's claims sorted by free capacity (at the current
+// cheapest fitting type) in one resource slot, then by sequence, so that a
+// pod looks first at the claims whose spare room in its dominant resource
+// is the smallest that still holds it (best fit), and just below that at
+// the claims that would grow least.
+type claimIndex struct {
+	slot int
+	list []*nclaim
+}
+
+func (ix *claimIndex) less(a *nclaim, free int64, seq int) bool {
+	if a.free[ix.slot] != free {
+		return a.free[ix.slot] < free
+	}
+	return a.seq < seq
+}
+
+// search returns the first position whose claim is not before (free, seq).
+func (ix *claimIndex) search(free int64, seq int) int {
+	lo, hi := 0, len(ix.list)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ix.less(ix.list[m], free, seq) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func (ix *claimIndex) insert(c *nclaim) {
+	i := ix.search(c.free[ix.slot], c.seq)
+	ix.list = append(ix.list, nil)
+	copy(ix.list[i+1:], ix.list[i:])
+	ix.list[i] = c
+}
+
+func (ix *claimIndex) remove(c *nclaim) {
+	i := ix.search(c.free[ix.slot], c.seq)
+	if i < len(ix.list) && ix.list[i] == c {
+		ix.list = append(ix.list[:i], ix.list[i+1:]...)
+	}
 }

@@ -1,4 +1,414 @@
 package scheduling
 
-// improve is the deterministic improvement pass run after the queue.
-func (s *solver) improve() {}
+import "sort"
+
+// The improvement pass runs after the queue. It moves pods between this
+// round's claims when that lowers the plan's price: it tries to empty each
+// claim into the free room of others, then to shrink each claim to a
+// cheaper instance type by moving a few of its pods out. Every move is
+// validated like a placement (requirements, taints, ports, resources,
+// minValues, the pod's own topology terms and the inverse anti-affinity of
+// others) and must also keep every other pod's constraints: it may not
+// change any zone-like (non-hostname) topology count, may not take a pod
+// that a hostname pod-affinity term selects away from its host, and may
+// not push a hostname spread count above its maxSkew. Moves that do not
+// all succeed are rolled back. The pass is deterministic.
+
+const (
+	improveRounds    = 4
+	improveMaxEvict  = 4
+	improveMaxEmpty  = 24
+	improveTargets   = 4
+	improveMinSaving = 1e-9
+)
+
+// claimSnap is a claim's mutable state, for rollback.
+type claimSnap struct {
+	c          *nclaim
+	reqID      int32
+	tl         *typeList
+	cur        int
+	price      float64
+	used, free vec
+	pods       []int32
+	ports      []hostPort
+	relaxedMin bool
+	removed    bool
+}
+
+// txn records a batch of moves so that it can be undone.
+type txn struct {
+	snaps []claimSnap
+	moved []movedPod
+}
+
+type movedPod struct {
+	pi      *podInfo
+	from    *host
+	fromRec []recEntry
+}
+
+func (t *txn) snap(c *nclaim) {
+	for i := range t.snaps {
+		if t.snaps[i].c == c {
+			return
+		}
+	}
+	t.snaps = append(t.snaps, claimSnap{
+		c: c, reqID: c.reqID, tl: c.tl, cur: c.cur, price: c.price, used: c.used, free: c.free,
+		pods: append([]int32(nil), c.pods...), ports: append([]hostPort(nil), c.ports...),
+		relaxedMin: c.minValuesRelaxed, removed: c.removed,
+	})
+}
+
+func (s *solver) unindex(c *nclaim) {
+	c.pool.byCPU.remove(c)
+	c.pool.byMemory.remove(c)
+}
+
+func (s *solver) reindex(c *nclaim) {
+	c.pool.byCPU.insert(c)
+	c.pool.byMemory.insert(c)
+}
+
+// rollback undoes every move of t, newest first.
+func (s *solver) rollback(t *txn) {
+	for i := len(t.moved) - 1; i >= 0; i-- {
+		m := t.moved[i]
+		s.unrecord(m.pi.host, m.pi.rec)
+	}
+	for _, sn := range t.snaps {
+		c := sn.c
+		if !c.removed {
+			s.unindex(c)
+		}
+		c.reqID, c.tl, c.cur, c.price, c.used, c.free = sn.reqID, sn.tl, sn.cur, sn.price, sn.used, sn.free
+		c.pods, c.ports, c.minValuesRelaxed, c.removed = sn.pods, sn.ports, sn.relaxedMin, sn.removed
+		if !c.removed {
+			s.reindex(c)
+		}
+	}
+	for i := len(t.moved) - 1; i >= 0; i-- {
+		m := t.moved[i]
+		s.apply(m.from, m.fromRec, 1)
+		m.pi.host, m.pi.rec = m.from, m.fromRec
+	}
+}
+
+// detach takes pi off its claim: counts, resources, ports; the claim keeps
+// its (narrowed) requirements and moves its cursor to the cheapest type
+// that now fits.
+func (s *solver) detach(t *txn, pi *podInfo) {
+	c := pi.host.claim
+	t.snap(c)
+	t.moved = append(t.moved, movedPod{pi: pi, from: pi.host, fromRec: pi.rec})
+	s.unrecord(pi.host, pi.rec)
+	pi.rec = nil
+	n := s.res.n()
+	s.unindex(c)
+	c.used.sub(&pi.req, n)
+	for i, idx := range c.pods {
+		if idx == pi.idx {
+			c.pods = append(c.pods[:i:i], c.pods[i+1:]...)
+			break
+		}
+	}
+	for _, hp := range pi.cls.ports {
+		for i := range c.ports {
+			if c.ports[i] == hp {
+				c.ports = append(c.ports[:i:i], c.ports[i+1:]...)
+				break
+			}
+		}
+	}
+	if len(c.pods) == 0 {
+		c.removed = true
+		c.price = 0
+		return
+	}
+	if idx := s.fitFrom(c.tl, 0, &c.used, c.limited, &c.limitCap); idx >= 0 {
+		c.cur = idx
+		c.price = c.tl.prices[idx]
+	}
+	c.free = c.tl.types[c.cur].alloc
+	c.free.sub(&c.used, n)
+	s.reindex(c)
+}
+
+// movable reports whether moving pi may leave others' constraints intact:
+// no hostname pod-affinity term selects it.
+func movable(pi *podInfo) bool {
+	for _, g := range pi.cls.selectedBy {
+		if g.kind == gAffinity && g.key.hostname {
+			return false
+		}
+	}
+	return true
+}
+
+// moveOK checks the extra conditions a move adds over a placement: the
+// pod's non-hostname counts stay where they were, and no hostname spread
+// count exceeds its maxSkew.
+func (s *solver) moveOK(pi *podInfo, fromRec []recEntry, cd *cand) bool {
+	c := cd.c
+	for _, g := range pi.cls.selectedBy {
+		if g.kind == gSpread && g.key.hostname {
+			if cnt, _ := c.h.counts(g.id); cnt+1 > g.maxSkew {
+				return false
+			}
+		}
+	}
+	planned := s.plan(pi.cls, pi.eff, &topoView{h: c.h, pool: c.pool, reqID: cd.reqID}, nil)
+	var a, b []recEntry
+	for _, r := range fromRec {
+		if r.d >= 0 {
+			a = append(a, r)
+		}
+	}
+	for _, r := range planned {
+		if r.d >= 0 {
+			b = append(b, r)
+		}
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// relocate detaches pi and places it on the best other claim whose
+// marginal price is at most budget; it reports the price added.
+func (s *solver) relocate(t *txn, pi *podInfo, budget float64) (float64, bool) {
+	if !movable(pi) {
+		return 0, false
+	}
+	from := pi.host.claim
+	s.detach(t, pi)
+	fromRec := t.moved[len(t.moved)-1].fromRec
+	cd := s.searchMove(pi, from, fromRec)
+	if !cd.ok || cd.delta > budget+priceEps {
+		return 0, false
+	}
+	t.snap(cd.c)
+	s.commit(pi, &cd)
+	return cd.delta, true
+}
+
+// searchMove is searchClaims restricted to moves that keep others'
+// constraints (moveOK).
+func (s *solver) searchMove(pi *podInfo, exclude *nclaim, fromRec []recEntry) cand {
+	var best cand
+	slot := resCPU
+	if float64(pi.req[resMemory])/s.memPerMilli > float64(pi.req[resCPU]) {
+		slot = resMemory
+	}
+	for _, p := range s.pools {
+		if s.poolFit(pi.eff, p).reqID < 0 {
+			continue
+		}
+		ix := &p.byCPU
+		if slot == resMemory {
+			ix = &p.byMemory
+		}
+		start := ix.search(pi.req[slot], -1)
+		feasible := 0
+		for i, examined := start, 0; i < len(ix.list) && examined < searchExamine && feasible < searchFeasible; i, examined = i+1, examined+1 {
+			c := ix.list[i]
+			if c == exclude {
+				continue
+			}
+			cd := s.evalClaim(pi, c)
+			if !cd.ok || !s.moveOK(pi, fromRec, &cd) {
+				continue
+			}
+			if cd.delta <= priceEps {
+				feasible++
+			}
+			if better(&cd, &best) {
+				best = cd
+			}
+		}
+	}
+	return best
+}
+
+// improve runs the emptying and shrinking moves until a round changes
+// nothing.
+func (s *solver) improve() {
+	for round := 0; round < improveRounds; round++ {
+		if s.ctx.Err() != nil {
+			return
+		}
+		changed := false
+		order := s.liveClaims()
+		// Small claims first: they are the easiest to empty.
+		sort.SliceStable(order, func(i, j int) bool { return order[i].price < order[j].price })
+		for _, c := range order {
+			if !c.removed && s.tryEmpty(c) {
+				changed = true
+			}
+		}
+		for _, c := range s.liveClaims() {
+			if s.tryShrink(c) {
+				changed = true
+			}
+		}
+		if !changed {
+			return
+		}
+	}
+}
+
+func (s *solver) liveClaims() []*nclaim {
+	out := make([]*nclaim, 0, len(s.claims))
+	for _, c := range s.claims {
+		if !c.removed && len(c.pods) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// tryEmpty moves every pod of c elsewhere when the added prices are below
+// c's own price.
+func (s *solver) tryEmpty(c *nclaim) bool {
+	if len(c.pods) > improveMaxEmpty {
+		return false
+	}
+	saving := c.price
+	t := &txn{}
+	pods := s.evictionOrder(c, nil)
+	added := 0.0
+	for _, pi := range pods {
+		d, ok := s.relocate(t, pi, saving-added-improveMinSaving)
+		if !ok {
+			s.rollback(t)
+			return false
+		}
+		added += d
+	}
+	if !c.removed || added >= saving-improveMinSaving {
+		s.rollback(t)
+		return false
+	}
+	s.release(c)
+	return true
+}
+
+// release returns an emptied claim's limit reservation to its pool.
+func (s *solver) release(c *nclaim) {
+	n := s.res.n()
+	c.pool.usage.sub(&c.reserve, n)
+	c.reserve = vec{}
+	c.pool.nodes--
+}
+
+// evictionOrder lists c's pods largest first (cpu, then memory), or only
+// those in subset when given.
+func (s *solver) evictionOrder(c *nclaim, subset []int32) []*podInfo {
+	idxs := c.pods
+	if subset != nil {
+		idxs = subset
+	}
+	out := make([]*podInfo, 0, len(idxs))
+	for _, i := range idxs {
+		out = append(out, s.pods[i])
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.req[resCPU] != b.req[resCPU] {
+			return a.req[resCPU] > b.req[resCPU]
+		}
+		if a.req[resMemory] != b.req[resMemory] {
+			return a.req[resMemory] > b.req[resMemory]
+		}
+		return a.idx < b.idx
+	})
+	return out
+}
+
+// tryShrink moves a few pods off c so that a cheaper instance type fits
+// what remains, when the prices added elsewhere are below the saving.
+func (s *solver) tryShrink(c *nclaim) bool {
+	n := s.res.n()
+	for j, tries := c.cur-1, 0; j >= 0 && tries < improveTargets; j-- {
+		target := c.tl.types[j]
+		saving := c.price - c.tl.prices[j]
+		if saving <= improveMinSaving {
+			continue
+		}
+		if c.limited && !s.withinLimit(&target.capacity, &c.limitCap) {
+			continue
+		}
+		tries++
+		var excess vec
+		excess = c.used
+		excess.sub(&target.alloc, n)
+		evict := s.chooseEviction(c, &excess)
+		if evict == nil {
+			continue
+		}
+		t := &txn{}
+		before := c.price
+		added, ok := 0.0, true
+		for _, pi := range evict {
+			d, moved := s.relocate(t, pi, saving-added-improveMinSaving)
+			if !moved {
+				ok = false
+				break
+			}
+			added += d
+		}
+		if ok && !c.removed && c.price+added < before-improveMinSaving {
+			return true
+		}
+		s.rollback(t)
+	}
+	return false
+}
+
+// chooseEviction picks pods of c whose removal covers excess (positive
+// entries): the smallest single pod that does, else the largest pods
+// first, at most improveMaxEvict.
+func (s *solver) chooseEviction(c *nclaim, excess *vec) []*podInfo {
+	n := s.res.n()
+	covers := func(v *vec) bool {
+		for i := 0; i < n; i++ {
+			if excess[i] > 0 && v[i] < excess[i] {
+				return false
+			}
+		}
+		return true
+	}
+	var single *podInfo
+	size := func(pi *podInfo) float64 {
+		return float64(pi.req[resCPU]) + float64(pi.req[resMemory])/s.memPerMilli
+	}
+	for _, idx := range c.pods {
+		pi := s.pods[idx]
+		if covers(&pi.req) && (single == nil || size(pi) < size(single)) {
+			single = pi
+		}
+	}
+	if single != nil {
+		return []*podInfo{single}
+	}
+	var sum vec
+	var out []*podInfo
+	for _, pi := range s.evictionOrder(c, nil) {
+		if len(out) == improveMaxEvict {
+			return nil
+		}
+		out = append(out, pi)
+		sum.add(&pi.req, n)
+		if covers(&sum) {
+			return out
+		}
+	}
+	return nil
+}

@@ -338,3 +338,15 @@ func (s *solver) finishClass(c *class) {
 		}
 	}
 }
+
+// isolated reports whether pods of this class level need a host each: they
+// own a hostname anti-affinity term that selects them.
+func (e *effClass) isolated() bool {
+	for i := range e.owned {
+		o := &e.owned[i]
+		if o.g.kind == gAnti && o.g.key.hostname && o.self {
+			return true
+		}
+	}
+	return false
+}

@@ -72,6 +72,8 @@ type pool struct {
 	nodes int64
 	// daemons lists the DaemonSets that fit the pool (taints, requirements).
 	daemons []*daemon
+	// byCPU and byMemory index the pool's claims by free capacity.
+	byCPU, byMemory claimIndex
 	// lists caches candidate lists by requirement-set id.
 	lists map[int32]*typeList
 	// universe caches the topology domains the pool can provide, per key.
@@ -153,7 +155,8 @@ func (s *solver) buildPools() error {
 			return fmt.Errorf("nodepool %s: duplicate name", np.Name)
 		}
 		seen[np.Name] = true
-		p := &pool{np: np, name: np.Name, nodesLimit: -1, lists: map[int32]*typeList{}, universe: map[string][]string{}}
+		p := &pool{np: np, name: np.Name, nodesLimit: -1, lists: map[int32]*typeList{}, universe: map[string][]string{},
+			byCPU: claimIndex{slot: resCPU}, byMemory: claimIndex{slot: resMemory}}
 		if np.Spec.Weight != nil {
 			p.weight = *np.Spec.Weight
 		}

@@ -63,6 +63,9 @@ type solver struct {
 
 	placements map[string]string
 	narrowBuf  []narrow
+	// memPerMilli is the pending pods' bytes of memory per millicore, the
+	// exchange rate slackScore uses.
+	memPerMilli float64
 }
 
 // Solve places pods onto existing capacity or new NodeClaims. It performs no
@@ -217,10 +220,17 @@ func (s *solver) buildPods() error {
 	for _, c := range s.classes {
 		s.buildClass(c)
 	}
+	var cpu, mem float64
 	for _, pi := range s.pods {
 		if pi.cls != nil {
 			pi.eff = pi.cls.levels[0]
+			cpu += float64(pi.req[resCPU])
+			mem += float64(pi.req[resMemory])
 		}
+	}
+	s.memPerMilli = 4 << 20 // 4GiB per core when the pods request no cpu
+	if cpu > 0 && mem > 0 {
+		s.memPerMilli = mem / cpu
 	}
 	return nil
 }
@@ -308,7 +318,7 @@ func (s *solver) queueOrder() []*podInfo {
 // preference and push it back; stop when a full pass makes no progress
 // (karpenter: scheduler.go Solve, queue.go).
 func (s *solver) run() error {
-	queue := s.queueOrder()
+	queue := s.packingOrder(s.placeExisting(s.queueOrder()))
 	type mark struct{ gen, n int }
 	last := make([]mark, len(s.pods))
 	gen := 1
@@ -344,6 +354,43 @@ func (s *solver) run() error {
 	}
 	s.improve()
 	return nil
+}
+
+// placeExisting is the first phase: every pod, in Karpenter's queue order,
+// tries the existing nodes and in-flight claims (first fit); the pods left
+// over are returned in the same order. Doing this before any new claim is
+// opened gives existing capacity exactly the pods Karpenter's interleaved
+// loop would offer it first, and lets the second phase order the rest for
+// packing.
+func (s *solver) placeExisting(order []*podInfo) []*podInfo {
+	if len(s.nodes) == 0 {
+		return order
+	}
+	rest := order[:0:0]
+	for _, pi := range order {
+		placed := false
+		for _, node := range s.nodes {
+			if s.tryNode(pi, node) {
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			rest = append(rest, pi)
+		}
+	}
+	return rest
+}
+
+// packingOrder orders the pods that need new capacity: pods that must each
+// have a host of their own (a self-selecting hostname anti-affinity term)
+// first, so that the claims they force exist before other pods look for
+// room, then the rest; Karpenter's order is kept within each part.
+func (s *solver) packingOrder(pods []*podInfo) []*podInfo {
+	sort.SliceStable(pods, func(i, j int) bool {
+		return pods[i].eff.isolated() && !pods[j].eff.isolated()
+	})
+	return pods
 }
 
 // place tries existing capacity first (initialized nodes, then by name;
@@ -479,32 +526,32 @@ func better(a, b *cand) bool {
 	return a.fit < b.fit
 }
 
-// slackScore is how much of the chosen type stays unused after placement,
-// summed over cpu and memory as fractions of allocatable: smaller is tighter.
-func slackScore(used, alloc *vec) float64 {
-	score := 0.0
-	for _, r := range []int{resCPU, resMemory} {
-		if alloc[r] > 0 {
-			score += float64(alloc[r]-used[r]) / float64(alloc[r])
-		}
-	}
-	return score
+// slackScore is the absolute room the chosen type keeps after placement:
+// spare millicores plus spare memory converted to millicores at the
+// workload's memory-per-cpu ratio. Best fit picks the smallest hole, leaving
+// larger holes for pods to come (pods arrive largest first).
+func (s *solver) slackScore(used, alloc *vec) float64 {
+	return float64(alloc[resCPU]-used[resCPU]) + float64(alloc[resMemory]-used[resMemory])/s.memPerMilli
 }
+
+// Search bounds for this round's claims: a pod examines at most
+// searchExamine claims at or above its best-fit position in a pool's index
+// and stops after searchFeasible free fits (marginal price 0); it also
+// evaluates up to searchGrow claims just below that position, the ones that
+// would grow least. The bounds keep the cost per pod independent of the
+// number of claims; they only affect packing, never validity.
+const (
+	searchExamine  = 256
+	searchFeasible = 16
+	searchGrow     = 8
+)
 
 // placeNew places pi on the claim of this round where its marginal price is
 // lowest, or on a new claim of the first NodePool that can host it when
-// that is cheaper.
+// that is cheaper (karpenter-spec §3.3 steps 2b-2c, with cost deciding
+// among the allowed placements).
 func (s *solver) placeNew(pi *podInfo) bool {
-	var best cand
-	for _, c := range s.claims {
-		if c.removed {
-			continue
-		}
-		cd := s.evalClaim(pi, c)
-		if better(&cd, &best) {
-			best = cd
-		}
-	}
+	best := s.searchClaims(pi, nil)
 	var fresh cand
 	for _, p := range s.pools {
 		cd, _ := s.evalNew(pi, p, false)
@@ -522,6 +569,57 @@ func (s *solver) placeNew(pi *podInfo) bool {
 		return true
 	}
 	return false
+}
+
+// searchClaims returns the best placement of pi on this round's claims
+// (other than exclude), searching each usable pool's index from the pod's
+// best-fit position.
+func (s *solver) searchClaims(pi *podInfo, exclude *nclaim) cand {
+	var best cand
+	slot := resCPU
+	if float64(pi.req[resMemory])/s.memPerMilli > float64(pi.req[resCPU]) {
+		slot = resMemory
+	}
+	for _, p := range s.pools {
+		if s.poolFit(pi.eff, p).reqID < 0 {
+			continue
+		}
+		ix := &p.byCPU
+		if slot == resMemory {
+			ix = &p.byMemory
+		}
+		start := ix.search(pi.req[slot], -1)
+		feasible := 0
+		for i, examined := start, 0; i < len(ix.list) && examined < searchExamine && feasible < searchFeasible; i, examined = i+1, examined+1 {
+			if ix.list[i] == exclude {
+				continue
+			}
+			cd := s.evalClaim(pi, ix.list[i])
+			if !cd.ok {
+				continue
+			}
+			if cd.delta <= priceEps {
+				feasible++
+			}
+			if better(&cd, &best) {
+				best = cd
+			}
+		}
+		for i, grown := start-1, 0; i >= 0 && grown < searchGrow; i-- {
+			if ix.list[i] == exclude {
+				continue
+			}
+			cd := s.evalClaim(pi, ix.list[i])
+			if !cd.ok {
+				continue
+			}
+			grown++
+			if better(&cd, &best) {
+				best = cd
+			}
+		}
+	}
+	return best
 }
 
 // applyNarrowing turns topology restrictions into a requirement set id.
@@ -570,7 +668,7 @@ func (s *solver) evalClaim(pi *podInfo, c *nclaim) cand {
 		return cand{}
 	}
 	cd := cand{ok: true, c: c, p: c.pool, reqID: rid, tl: tl, idx: idx, delta: tl.prices[idx] - c.price,
-		fit: slackScore(&need, &tl.types[idx].alloc), limited: c.limited, limitCap: c.limitCap, relaxedMin: c.minValuesRelaxed}
+		fit: s.slackScore(&need, &tl.types[idx].alloc), limited: c.limited, limitCap: c.limitCap, relaxedMin: c.minValuesRelaxed}
 	if tl.minValues {
 		r := s.reqs.get(rid)
 		if k, _, _ := minValuesShortfall(r, s.fitting(tl, idx, &need, c.limited, &c.limitCap)); k != "" {
@@ -632,7 +730,7 @@ func (s *solver) evalNew(pi *podInfo, p *pool, explain bool) (cand, string) {
 		return cand{}, s.explainFit(pi, p, tl, &limitCap)
 	}
 	cd := cand{ok: true, p: p, reqID: rid, tl: tl, idx: idx, delta: tl.prices[idx],
-		fit: slackScore(&pi.req, &tl.types[idx].alloc), limited: p.anyLimit, limitCap: limitCap}
+		fit: s.slackScore(&pi.req, &tl.types[idx].alloc), limited: p.anyLimit, limitCap: limitCap}
 	if tl.minValues {
 		r := s.reqs.get(rid)
 		if k, want, have := minValuesShortfall(r, s.fitting(tl, idx, &pi.req, p.anyLimit, &limitCap)); k != "" {
@@ -664,8 +762,12 @@ func (s *solver) commit(pi *podInfo, cd *cand) {
 				reserve.maxWith(&t.capacity, n)
 			}
 			cd.p.usage.add(&reserve, n)
+			c.reserve = reserve
 		}
 		cd.p.nodes++
+	} else {
+		c.pool.byCPU.remove(c)
+		c.pool.byMemory.remove(c)
 	}
 	c.reqID = cd.reqID
 	c.tl = cd.tl
@@ -675,6 +777,10 @@ func (s *solver) commit(pi *podInfo, cd *cand) {
 	c.pods = append(c.pods, pi.idx)
 	c.ports = append(c.ports, pi.cls.ports...)
 	c.minValuesRelaxed = cd.relaxedMin
+	c.free = cd.tl.types[cd.idx].alloc
+	c.free.sub(&c.used, n)
+	c.pool.byCPU.insert(c)
+	c.pool.byMemory.insert(c)
 	pi.host = c.h
 	pi.rec = s.record(pi.cls, pi.eff, &topoView{h: c.h, pool: c.pool, reqID: c.reqID}, nil)
 }

@@ -706,33 +706,27 @@ func (p *pool) taintsOrNil() []corev1.Taint {
 	return p.taints
 }
 
-// record adds a placed pod to every group that counts it and, for the
-// anti-affinity terms it owns, to the owners; it returns the entries for
-// undo. Spread and affinity count only a single known domain; anti-affinity
+// plan lists the counts placing a pod on host view v adds: every group
+// that counts it and, for the anti-affinity terms it owns, the owners.
+// Spread and affinity count only a single known domain; anti-affinity
 // counts every domain the host may land in (karpenter: Topology.Record).
-func (s *solver) record(cls *class, e *effClass, v *topoView, out []recEntry) []recEntry {
+func (s *solver) plan(cls *class, e *effClass, v *topoView, out []recEntry) []recEntry {
 	for _, g := range cls.selectedBy {
 		if g.kind == gSpread && !s.spreadCounts(g, v) {
 			continue
 		}
 		if g.key.hostname {
-			v.h.inc(g.id, 1, 0)
-			g.total++
 			out = append(out, recEntry{g: g.id, d: -1})
 			continue
 		}
 		doms := s.viewDomains(v, g.key, nil)
 		if g.kind == gAnti {
 			for _, d := range doms {
-				g.counts[d]++
 				out = append(out, recEntry{g: g.id, d: d})
 			}
-			g.total++
 			continue
 		}
 		if len(doms) == 1 {
-			g.counts[doms[0]]++
-			g.total++
 			out = append(out, recEntry{g: g.id, d: doms[0]})
 		}
 	}
@@ -742,14 +736,11 @@ func (s *solver) record(cls *class, e *effClass, v *topoView, out []recEntry) []
 			if g.kind != gAnti {
 				continue
 			}
-			s.ownerTotal[g.id]++
 			if g.key.hostname {
-				v.h.inc(g.id, 0, 1)
 				out = append(out, recEntry{g: g.id, d: -1, owner: true})
 				continue
 			}
 			for _, d := range s.viewDomains(v, g.key, nil) {
-				g.owners[d]++
 				out = append(out, recEntry{g: g.id, d: d, owner: true})
 			}
 		}
@@ -757,32 +748,45 @@ func (s *solver) record(cls *class, e *effClass, v *topoView, out []recEntry) []
 	return out
 }
 
+// record applies plan and returns the entries, for undo.
+func (s *solver) record(cls *class, e *effClass, v *topoView, out []recEntry) []recEntry {
+	out = s.plan(cls, e, v, out)
+	s.apply(v.h, out, 1)
+	return out
+}
+
 // unrecord undoes record's entries for a pod on host h.
-func (s *solver) unrecord(h *host, rec []recEntry) {
-	for _, r := range rec {
+func (s *solver) unrecord(h *host, rec []recEntry) { s.apply(h, rec, -1) }
+
+// apply adds sign times the entries; totals move once per distinct group
+// and role.
+func (s *solver) apply(h *host, rec []recEntry, sign int32) {
+	for i, r := range rec {
 		g := s.groups[r.g]
 		switch {
-		case r.d < 0 && r.owner:
-			h.inc(r.g, 0, -1)
-			s.ownerTotal[r.g]--
 		case r.d < 0:
-			h.inc(r.g, -1, 0)
-			g.total--
-		case r.owner:
-			g.owners[r.d]--
-		default:
-			g.counts[r.d]--
-		}
-	}
-	// Totals of non-hostname groups: one per distinct group entry.
-	seen := map[recEntry]bool{}
-	for _, r := range rec {
-		if k := (recEntry{g: r.g, owner: r.owner}); r.d >= 0 && !seen[k] {
-			seen[k] = true
 			if r.owner {
-				s.ownerTotal[r.g]--
+				h.inc(r.g, 0, sign)
 			} else {
-				s.groups[r.g].total--
+				h.inc(r.g, sign, 0)
+			}
+		case r.owner:
+			g.owners[r.d] += sign
+		default:
+			g.counts[r.d] += sign
+		}
+		first := true
+		for _, q := range rec[:i] {
+			if q.g == r.g && q.owner == r.owner {
+				first = false
+				break
+			}
+		}
+		if first {
+			if r.owner {
+				s.ownerTotal[r.g] += sign
+			} else {
+				g.total += sign
 			}
 		}
 	}
