@@ -1,0 +1,3 @@
+<powershell>
+Write-Host "Running custom user data script"
+</powershell>
