@@ -1,0 +1,149 @@
+package ddbstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Index names.
+const (
+	// IndexByInstance maps "<cluster>#<instance-id>" to the NodeClaim
+	// (KEYS_ONLY; sparse: only launched claims have the key).
+	IndexByInstance = "byInstance"
+	// IndexByNodePool maps "<cluster>#<nodepool>" to its NodeClaims, sorted
+	// by name (ALL attributes; sparse: only claims with the nodepool label).
+	IndexByNodePool = "byNodePool"
+)
+
+// TTLAttribute is the table's time-to-live attribute: Unix seconds after
+// which DynamoDB may delete the item (typically within days, so readers
+// filter expired items themselves).
+const TTLAttribute = attrExpiresAt
+
+// TableSchema is the table's definition in a form free of SDK types, so the
+// CDK app (a separate module) can read the same definition from schema.json.
+type TableSchema struct {
+	PartitionKey string        `json:"partitionKey"`
+	SortKey      string        `json:"sortKey"`
+	TTLAttribute string        `json:"ttlAttribute"`
+	BillingMode  string        `json:"billingMode"`
+	Indexes      []IndexSchema `json:"globalSecondaryIndexes"`
+}
+
+// IndexSchema is one global secondary index. Every key attribute is a
+// string (S).
+type IndexSchema struct {
+	Name         string `json:"name"`
+	PartitionKey string `json:"partitionKey"`
+	SortKey      string `json:"sortKey,omitempty"`
+	// Projection is "ALL" or "KEYS_ONLY".
+	Projection string `json:"projection"`
+}
+
+// Schema returns the table definition the store expects: string keys pk and
+// sk, the byInstance and byNodePool indexes, TTL on expiresAt, on-demand
+// billing. docs/dynamodb.md explains each part; schema.json is its JSON form.
+func Schema() TableSchema {
+	return TableSchema{
+		PartitionKey: attrPK,
+		SortKey:      attrSK,
+		TTLAttribute: TTLAttribute,
+		BillingMode:  string(types.BillingModePayPerRequest),
+		Indexes: []IndexSchema{
+			{Name: IndexByInstance, PartitionKey: attrInstanceKey, Projection: string(types.ProjectionTypeKeysOnly)},
+			{Name: IndexByNodePool, PartitionKey: attrNodePoolKey, SortKey: attrSK, Projection: string(types.ProjectionTypeAll)},
+		},
+	}
+}
+
+// TableDefinition returns the CreateTable request for a table called name,
+// built from Schema.
+func TableDefinition(name string) *dynamodb.CreateTableInput {
+	sc := Schema()
+	attrs := map[string]bool{}
+	var defs []types.AttributeDefinition
+	addAttr := func(a string) {
+		if a == "" || attrs[a] {
+			return
+		}
+		attrs[a] = true
+		defs = append(defs, types.AttributeDefinition{AttributeName: strPtr(a), AttributeType: types.ScalarAttributeTypeS})
+	}
+	keySchema := func(pk, sk string) []types.KeySchemaElement {
+		addAttr(pk)
+		addAttr(sk)
+		ks := []types.KeySchemaElement{{AttributeName: strPtr(pk), KeyType: types.KeyTypeHash}}
+		if sk != "" {
+			ks = append(ks, types.KeySchemaElement{AttributeName: strPtr(sk), KeyType: types.KeyTypeRange})
+		}
+		return ks
+	}
+	in := &dynamodb.CreateTableInput{
+		TableName:   strPtr(name),
+		BillingMode: types.BillingMode(sc.BillingMode),
+		KeySchema:   keySchema(sc.PartitionKey, sc.SortKey),
+	}
+	for _, ix := range sc.Indexes {
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
+			IndexName:  strPtr(ix.Name),
+			KeySchema:  keySchema(ix.PartitionKey, ix.SortKey),
+			Projection: &types.Projection{ProjectionType: types.ProjectionType(ix.Projection)},
+		})
+	}
+	in.AttributeDefinitions = defs
+	return in
+}
+
+// AdminAPI is the subset of the DynamoDB client CreateTable calls. Only the
+// local stack and tests create tables; on AWS the CDK stack does.
+type AdminAPI interface {
+	CreateTable(context.Context, *dynamodb.CreateTableInput, ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeTimeToLive(context.Context, *dynamodb.DescribeTimeToLiveInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(context.Context, *dynamodb.UpdateTimeToLiveInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}
+
+var _ AdminAPI = (*dynamodb.Client)(nil)
+
+// CreateTable creates the table name from TableDefinition, waits up to
+// maxWait for it to become ACTIVE and enables TTL on TTLAttribute. It is
+// idempotent: an existing table of that name is kept (its definition is not
+// compared) and TTL is enabled only if it is not already.
+func CreateTable(ctx context.Context, api AdminAPI, name string, maxWait time.Duration) error {
+	_, err := api.CreateTable(ctx, TableDefinition(name))
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("create table %s: %w", name, err)
+	}
+	waiter := dynamodb.NewTableExistsWaiter(api, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = time.Second
+		o.MaxDelay = 5 * time.Second
+	})
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: &name}, maxWait); err != nil {
+		return fmt.Errorf("wait for table %s: %w", name, err)
+	}
+	ttl, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &name})
+	if err != nil {
+		return fmt.Errorf("describe ttl of table %s: %w", name, err)
+	}
+	if d := ttl.TimeToLiveDescription; d != nil && d.AttributeName != nil && *d.AttributeName == TTLAttribute &&
+		(d.TimeToLiveStatus == types.TimeToLiveStatusEnabled || d.TimeToLiveStatus == types.TimeToLiveStatusEnabling) {
+		return nil
+	}
+	_, err = api.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: &name,
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: strPtr(TTLAttribute),
+			Enabled:       boolPtr(true),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("enable ttl on table %s: %w", name, err)
+	}
+	return nil
+}
