@@ -219,6 +219,39 @@ func TestPlanExistingCapacity(t *testing.T) {
 	}
 }
 
+// Karpenter spec §11.3 items 1 and 3.
+func TestPlanLaunchesNothingForInFlightCapacityOrDaemonSetPods(t *testing.T) {
+	r := planJSON(t, "", "-f", guideComplete+"/nodepool.yaml", "-f", guideComplete+"/ec2nodeclass.yaml",
+		"-f", "testdata/plan/inflight.yaml", "--region", "ap-northeast-1")
+	if len(r.NodeClaims) != 0 {
+		t.Errorf("nodeClaims = %+v, want none: the pod fits the in-flight NodeClaim", r.NodeClaims)
+	}
+	want := []struct {
+		Node string
+		Pods []string
+	}{{"production-q8w4z", []string{"default/small-0"}}}
+	got := []struct {
+		Node string
+		Pods []string
+	}{}
+	for _, e := range r.Existing {
+		got = append(got, struct {
+			Node string
+			Pods []string
+		}{e.Node, e.Pods})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("existing mismatch (-want +got):\n%s", diff)
+	}
+	ignored := false
+	for _, n := range r.Ignored {
+		ignored = ignored || (n.Object == "Pod kube-system/node-agent-abcde" && strings.Contains(n.Reason, "DaemonSet"))
+	}
+	if !ignored || r.PendingPods != 1 {
+		t.Errorf("pendingPods = %d, ignored = %+v; want 1 pending and the DaemonSet pod ignored", r.PendingPods, r.Ignored)
+	}
+}
+
 func TestPlanReadsStdinAndPrintsTable(t *testing.T) {
 	var all []string
 	for _, f := range []string{"ec2nodeclass.yaml", "nodepool.yaml", "inflate.yaml"} {

@@ -29,9 +29,11 @@ type Cluster struct {
 	// Sources maps "<Kind>/<name>" of each NodePool and EC2NodeClass to the
 	// manifest document it came from.
 	Sources map[string]string
-	// Pending are the pods to place: unbound pods and the pods the
-	// controllers would create, plus reschedulable pods of nodes being
-	// deleted, in manifest order.
+	// Pending are the pods to place, in manifest order: unbound pods that
+	// are not DaemonSet or mirror pods, not terminal, not being deleted, not
+	// gated, and either have no PodScheduled condition or have it False with
+	// reason Unschedulable; the pods the controllers would create; and the
+	// reschedulable pods of nodes being deleted.
 	Pending []*corev1.Pod
 	// Nodes are registered Nodes (with their NodeClaim when one names them)
 	// and in-flight NodeClaims, with the pods bound or nominated to them.
@@ -186,6 +188,8 @@ func (c *Cluster) placePods(pods []*corev1.Pod, index map[string]int) {
 			c.Ignored = append(c.Ignored, Note{id, "pod is being deleted"})
 		case len(p.Spec.SchedulingGates) > 0:
 			c.Ignored = append(c.Ignored, Note{id, "pod has scheduling gates"})
+		case !unschedulableOrNew(p):
+			c.Ignored = append(c.Ignored, Note{id, "PodScheduled condition is not False/Unschedulable, so Karpenter would not provision for it"})
 		default:
 			c.Pending = append(c.Pending, p)
 		}
@@ -239,6 +243,19 @@ func (c *Cluster) expand(workloads []manifest.Object, pods []*corev1.Pod) {
 			c.Pending = append(c.Pending, JobPods(t, have)...)
 		}
 	}
+}
+
+// unschedulableOrNew reports whether an unbound pod is one Karpenter
+// provisions for (karpenter-spec §3.1: PodScheduled=False with reason
+// Unschedulable), or a pod written without a PodScheduled condition, which
+// plan treats as about to be created and found unschedulable.
+func unschedulableOrNew(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return true
 }
 
 // reschedulable reports whether a pod of a node being deleted must be

@@ -154,6 +154,20 @@ spec: {containers: [{name: c, image: pause}]}
 ---
 apiVersion: v1
 kind: Pod
+metadata: {name: gated-0}
+spec: {containers: [{name: c, image: pause}]}
+status:
+  conditions: [{type: PodScheduled, status: "False", reason: SchedulingGated}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: marked-0}
+spec: {containers: [{name: c, image: pause}]}
+status:
+  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
+---
+apiVersion: v1
+kind: Pod
 metadata: {name: done-0}
 spec: {containers: [{name: c, image: pause}]}
 status: {phase: Succeeded}
@@ -236,15 +250,15 @@ func TestBuild(t *testing.T) {
 		t.Errorf("nodes mismatch (-want +got):\n%s", diff)
 	}
 	pending := names(c.Pending)
-	if len(pending) != 4 || pending[0] != "default/moving-0" || pending[1] != "default/pending-0" ||
-		!strings.HasPrefix(pending[2], "default/web-") || !strings.HasPrefix(pending[3], "default/web-") {
-		t.Errorf("pending = %v, want moving-0 (node deleting), pending-0 and two web replicas", pending)
+	if len(pending) != 5 || pending[0] != "default/moving-0" || pending[1] != "default/pending-0" || pending[2] != "default/marked-0" ||
+		!strings.HasPrefix(pending[3], "default/web-") || !strings.HasPrefix(pending[4], "default/web-") {
+		t.Errorf("pending = %v, want moving-0 (node deleting), pending-0, marked-0 and two web replicas", pending)
 	}
 	var ignored []string
 	for _, n := range c.Ignored {
 		ignored = append(ignored, n.Object)
 	}
-	wantIgnored := []string{"ConfigMap settings", "Pod default/done-0", "Pod default/agent-x", "Pod default/lost-0", "ReplicaSet default/web-5d4f"}
+	wantIgnored := []string{"ConfigMap settings", "Pod default/gated-0", "Pod default/done-0", "Pod default/agent-x", "Pod default/lost-0", "ReplicaSet default/web-5d4f"}
 	if diff := cmp.Diff(wantIgnored, ignored); diff != "" {
 		t.Errorf("ignored mismatch (-want +got):\n%s", diff)
 	}
