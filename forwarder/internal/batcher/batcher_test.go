@@ -55,7 +55,7 @@ func run(t *testing.T, opts batcher.Options, arrivals []arrival, want int) []clo
 func stream(every, until time.Duration) []arrival {
 	var out []arrival
 	for at, i := time.Duration(0), 0; at < until; at, i = at+every, i+1 {
-		out = append(out, arrival{at: at, key: string(rune('a' + i%26)) + string(rune('a'+i/26))})
+		out = append(out, arrival{at: at, key: string(rune('a'+i%26)) + string(rune('a'+i/26))})
 	}
 	return out
 }
