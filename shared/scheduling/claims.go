@@ -24,6 +24,10 @@ type nclaim struct {
 	reserve vec
 	// minValuesRelaxed is set when BestEffort lowered a minValues.
 	minValuesRelaxed bool
+	// doms caches claimDomains per topology key for requirement set domsReq.
+	doms    [][]int32
+	domsOK  []bool
+	domsReq int32
 	// removed marks a claim emptied by the improvement pass.
 	removed bool
 }
@@ -101,6 +105,49 @@ func (ix *claimIndex) insert(c *nclaim) {
 	ix.list = append(ix.list, nil)
 	copy(ix.list[i+1:], ix.list[i:])
 	ix.list[i] = c
+}
+
+// pos returns c's position; call it while c's key is still the one it
+// was indexed under.
+func (ix *claimIndex) pos(c *nclaim) int {
+	i := ix.search(c.free[ix.slot], c.seq)
+	if i < len(ix.list) && ix.list[i] == c {
+		return i
+	}
+	return -1
+}
+
+// searchIn is search restricted to list[lo:hi].
+func (ix *claimIndex) searchIn(lo, hi int, free int64, seq int) int {
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ix.less(ix.list[m], free, seq) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// fix moves c, found at position i before its key changed, to where its
+// new key belongs, shifting only the claims in between.
+func (ix *claimIndex) fix(c *nclaim, i int) {
+	if i < 0 {
+		ix.insert(c)
+		return
+	}
+	free := c.free[ix.slot]
+	switch {
+	case i > 0 && !ix.less(ix.list[i-1], free, c.seq):
+		j := ix.searchIn(0, i, free, c.seq)
+		copy(ix.list[j+1:i+1], ix.list[j:i])
+		ix.list[j] = c
+	case i+1 < len(ix.list) && ix.less(ix.list[i+1], free, c.seq):
+		j := ix.searchIn(i+1, len(ix.list), free, c.seq)
+		copy(ix.list[i:j-1], ix.list[i+1:j])
+		ix.list[j-1] = c
+	}
 }
 
 func (ix *claimIndex) remove(c *nclaim) {

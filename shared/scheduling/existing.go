@@ -275,7 +275,7 @@ func (s *solver) existingClass(p *corev1.Pod) *class {
 			gs := &groupSpec{kind: gAnti, key: term.TopologyKey, nsAll: all, ns: ns,
 				sel: selectorFor(term.LabelSelector, p.Labels, term.MatchLabelKeys, term.MismatchLabelKeys)}
 			if g, ok := s.groupByID[gs.identity()]; ok {
-				e.owned = append(e.owned, owned{g: g})
+				e.owned = append(e.owned, owned{g: g, required: true})
 			}
 		}
 	}

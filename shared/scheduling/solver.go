@@ -63,6 +63,9 @@ type solver struct {
 
 	placements map[string]string
 	narrowBuf  []narrow
+	domArena   []int32
+	narrow1    map[narrow1Key]int32
+	failBuf    topoFail
 	// memPerMilli is the pending pods' bytes of memory per millicore, the
 	// exchange rate slackScore uses.
 	memPerMilli float64
@@ -91,7 +94,7 @@ func newSolver(ctx context.Context, in *Input) (*solver, error) {
 		ctx: ctx, in: in, reqs: newReqTable(), res: newResourceIndex(),
 		keyByName: map[string]*topoKey{}, groupByID: map[string]*group{},
 		selCache: map[string][]*group{}, domCache: map[domKey][]int32{},
-		placements: map[string]string{},
+		placements: map[string]string{}, narrow1: map[narrow1Key]int32{},
 	}
 	switch in.Options.PreferencePolicy {
 	case "", PreferencePolicyRespect:
@@ -622,9 +625,22 @@ func (s *solver) searchClaims(pi *podInfo, exclude *nclaim) cand {
 	return best
 }
 
+type narrow1Key struct{ id, key, dom int32 }
+
 // applyNarrowing turns topology restrictions into a requirement set id.
 func (s *solver) applyNarrowing(id int32, narrowed []narrow) int32 {
 	for _, nw := range narrowed {
+		if len(nw.doms) == 1 {
+			k := narrow1Key{id: id, key: int32(nw.key.idx), dom: nw.doms[0]}
+			if n, ok := s.narrow1[k]; ok {
+				id = n
+				continue
+			}
+			n := s.reqs.narrowTo(id, nw.key.name, domainValues(nw.key, nw.doms))
+			s.narrow1[k] = n
+			id = n
+			continue
+		}
 		id = s.reqs.narrowTo(id, nw.key.name, domainValues(nw.key, nw.doms))
 	}
 	return id
@@ -765,9 +781,10 @@ func (s *solver) commit(pi *podInfo, cd *cand) {
 			c.reserve = reserve
 		}
 		cd.p.nodes++
-	} else {
-		c.pool.byCPU.remove(c)
-		c.pool.byMemory.remove(c)
+	}
+	iCPU, iMem := -1, -1
+	if cd.c != nil {
+		iCPU, iMem = c.pool.byCPU.pos(c), c.pool.byMemory.pos(c)
 	}
 	c.reqID = cd.reqID
 	c.tl = cd.tl
@@ -779,8 +796,8 @@ func (s *solver) commit(pi *podInfo, cd *cand) {
 	c.minValuesRelaxed = cd.relaxedMin
 	c.free = cd.tl.types[cd.idx].alloc
 	c.free.sub(&c.used, n)
-	c.pool.byCPU.insert(c)
-	c.pool.byMemory.insert(c)
+	c.pool.byCPU.fix(c, iCPU)
+	c.pool.byMemory.fix(c, iMem)
 	pi.host = c.h
 	pi.rec = s.record(pi.cls, pi.eff, &topoView{h: c.h, pool: c.pool, reqID: c.reqID}, nil)
 }

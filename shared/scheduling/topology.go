@@ -98,6 +98,10 @@ func (g *group) selects(ns string, lbls labels.Set) bool {
 type owned struct {
 	g    *group
 	self bool
+	// required is set for required pod (anti-)affinity terms; only those
+	// block other pods (inverse anti-affinity), as in kube-scheduler.
+	// Preferred terms bind only their owner, until relaxed.
+	required bool
 	// eligible are the domains that count for the spread minimum:
 	// universe domains the owner's node requirements allow
 	// (nodeAffinityPolicy Honor) provided by a node or pool whose taints it
@@ -330,39 +334,41 @@ func (s *solver) ownedGroups(pod *corev1.Pod) []owned {
 		}
 		out = append(out, owned{g: s.groupFor(gs)})
 	}
-	add := func(kind gkind, term *corev1.PodAffinityTerm) {
+	add := func(kind gkind, term *corev1.PodAffinityTerm, required bool) {
 		all, ns := s.termNamespaces(term, pod.Namespace)
 		gs := &groupSpec{kind: kind, key: term.TopologyKey, nsAll: all, ns: ns,
 			sel: selectorFor(term.LabelSelector, pod.Labels, term.MatchLabelKeys, term.MismatchLabelKeys)}
-		out = append(out, owned{g: s.groupFor(gs)})
+		out = append(out, owned{g: s.groupFor(gs), required: required})
 	}
 	if a := pod.Spec.Affinity; a != nil {
 		if pa := a.PodAffinity; pa != nil {
 			for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-				add(gAffinity, &pa.RequiredDuringSchedulingIgnoredDuringExecution[i])
+				add(gAffinity, &pa.RequiredDuringSchedulingIgnoredDuringExecution[i], true)
 			}
 			for i := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-				add(gAffinity, &pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
+				add(gAffinity, &pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm, false)
 			}
 		}
 		if pa := a.PodAntiAffinity; pa != nil {
 			for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-				add(gAnti, &pa.RequiredDuringSchedulingIgnoredDuringExecution[i])
+				add(gAnti, &pa.RequiredDuringSchedulingIgnoredDuringExecution[i], true)
 			}
 			for i := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-				add(gAnti, &pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
+				add(gAnti, &pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm, false)
 			}
 		}
 	}
 	// Deduplicate identical terms; evaluate affinity and anti-affinity
 	// before spread so that spread picks within the domains they allow.
-	seen := map[int32]bool{}
+	seen := map[int32]int{}
 	uniq := out[:0]
 	for _, o := range out {
-		if !seen[o.g.id] {
-			seen[o.g.id] = true
-			uniq = append(uniq, o)
+		if i, ok := seen[o.g.id]; ok {
+			uniq[i].required = uniq[i].required || o.required
+			continue
 		}
+		seen[o.g.id] = len(uniq)
+		uniq = append(uniq, o)
 	}
 	sort.SliceStable(uniq, func(i, j int) bool { return uniq[i].g.kind > uniq[j].g.kind })
 	return uniq
@@ -467,6 +473,13 @@ type topoFail struct {
 	inverse bool
 }
 
+// fail returns the solver's scratch failure (valid until the next check),
+// so that rejections in hot loops do not allocate.
+func (s *solver) fail(g *group, inverse bool) *topoFail {
+	s.failBuf = topoFail{g: g, inverse: inverse}
+	return &s.failBuf
+}
+
 func (f *topoFail) String() string {
 	if f.inverse {
 		return fmt.Sprintf("%s of already placed pods forbids every domain it could use", f.g.desc)
@@ -500,7 +513,26 @@ func (s *solver) viewDomains(v *topoView, k *topoKey, narrowed []narrow) []int32
 	if v.node != nil {
 		return v.node.doms[k.idx]
 	}
+	if c := v.h.claimOrNil(); c != nil && c.reqID == v.reqID {
+		if c.domsReq != c.reqID || c.doms == nil {
+			c.doms = make([][]int32, len(s.keys))
+			c.domsOK = make([]bool, len(s.keys))
+			c.domsReq = c.reqID
+		}
+		if !c.domsOK[k.idx] {
+			c.doms[k.idx] = s.claimDomains(v.pool, v.reqID, k)
+			c.domsOK[k.idx] = true
+		}
+		return c.doms[k.idx]
+	}
 	return s.claimDomains(v.pool, v.reqID, k)
+}
+
+func (h *host) claimOrNil() *nclaim {
+	if h == nil {
+		return nil
+	}
+	return h.claim
 }
 
 func (s *solver) hostCounts(v *topoView, g int32) (int32, int32) {
@@ -525,6 +557,12 @@ func (s *solver) checkTopology(e *effClass, v *topoView, buf []narrow) ([]narrow
 		narrowed = append(narrowed, narrow{key: k, doms: doms})
 	}
 	podReqs := s.reqs.get(e.reqID)
+	s.domArena = s.domArena[:0]
+	// take returns the domains appended to the arena since start as a
+	// capacity-limited slice, so later appends never overwrite it.
+	take := func(start int) []int32 {
+		return s.domArena[start:len(s.domArena):len(s.domArena)]
+	}
 	for i := range e.owned {
 		o := &e.owned[i]
 		g := o.g
@@ -535,15 +573,15 @@ func (s *solver) checkTopology(e *effClass, v *topoView, buf []narrow) ([]narrow
 			c, _ := s.hostCounts(v, g.id)
 			if g.kind == gAffinity {
 				if c == 0 && !(g.total == 0 && o.self) {
-					return narrowed, &topoFail{g: g}
+					return narrowed, s.fail(g, false)
 				}
 			} else if c > 0 {
-				return narrowed, &topoFail{g: g}
+				return narrowed, s.fail(g, false)
 			}
 			continue
 		}
 		doms := s.viewDomains(v, g.key, narrowed)
-		var opts []int32
+		start := len(s.domArena)
 		if g.kind == gAffinity {
 			any := false
 			for d, c := range g.counts {
@@ -555,13 +593,13 @@ func (s *solver) checkTopology(e *effClass, v *topoView, buf []narrow) ([]narrow
 			if any {
 				for _, d := range doms {
 					if g.counts[d] > 0 {
-						opts = append(opts, d)
+						s.domArena = append(s.domArena, d)
 					}
 				}
 			} else if o.self {
 				for _, d := range doms {
 					if domainAllowed(podReqs, g.key, d) {
-						opts = append(opts, d)
+						s.domArena = append(s.domArena, d)
 						break
 					}
 				}
@@ -569,12 +607,13 @@ func (s *solver) checkTopology(e *effClass, v *topoView, buf []narrow) ([]narrow
 		} else {
 			for _, d := range doms {
 				if g.counts[d] == 0 {
-					opts = append(opts, d)
+					s.domArena = append(s.domArena, d)
 				}
 			}
 		}
+		opts := take(start)
 		if len(opts) == 0 {
-			return narrowed, &topoFail{g: g}
+			return narrowed, s.fail(g, false)
 		}
 		if len(opts) != len(doms) {
 			set(g.key, opts)
@@ -586,19 +625,20 @@ func (s *solver) checkTopology(e *effClass, v *topoView, buf []narrow) ([]narrow
 		}
 		if g.key.hostname {
 			if _, ow := s.hostCounts(v, g.id); ow > 0 {
-				return narrowed, &topoFail{g: g, inverse: true}
+				return narrowed, s.fail(g, true)
 			}
 			continue
 		}
 		doms := s.viewDomains(v, g.key, narrowed)
-		var opts []int32
+		start := len(s.domArena)
 		for _, d := range doms {
 			if g.owners[d] == 0 {
-				opts = append(opts, d)
+				s.domArena = append(s.domArena, d)
 			}
 		}
+		opts := take(start)
 		if len(opts) == 0 {
-			return narrowed, &topoFail{g: g, inverse: true}
+			return narrowed, s.fail(g, true)
 		}
 		if len(opts) != len(doms) {
 			set(g.key, opts)
@@ -617,7 +657,7 @@ func (s *solver) checkTopology(e *effClass, v *topoView, buf []narrow) ([]narrow
 		if g.key.hostname {
 			c, _ := s.hostCounts(v, g.id)
 			if c+self > g.maxSkew {
-				return narrowed, &topoFail{g: g}
+				return narrowed, s.fail(g, false)
 			}
 			continue
 		}
@@ -631,10 +671,12 @@ func (s *solver) checkTopology(e *effClass, v *topoView, buf []narrow) ([]narrow
 			}
 		}
 		if best < 0 {
-			return narrowed, &topoFail{g: g}
+			return narrowed, s.fail(g, false)
 		}
 		if len(doms) != 1 {
-			set(g.key, []int32{best})
+			start := len(s.domArena)
+			s.domArena = append(s.domArena, best)
+			set(g.key, take(start))
 		}
 	}
 	return narrowed, nil
@@ -733,7 +775,7 @@ func (s *solver) plan(cls *class, e *effClass, v *topoView, out []recEntry) []re
 	if e != nil {
 		for i := range e.owned {
 			g := e.owned[i].g
-			if g.kind != gAnti {
+			if g.kind != gAnti || !e.owned[i].required {
 				continue
 			}
 			if g.key.hostname {
