@@ -109,7 +109,8 @@ func (s *Store) MarkUnavailable(ctx context.Context, offering OfferingKey, reaso
 }
 
 // ListUnavailable returns the offerings still unavailable at now (Until
-// after now), sorted by capacity type, instance type and zone. Expired
+// after now), sorted by capacity type, instance type and zone (an empty,
+// "any" field sorts before the values of that field). Expired
 // entries are skipped even if DynamoDB has not deleted them yet (TTL
 // deletion is lazy). The read is strongly consistent.
 func (s *Store) ListUnavailable(ctx context.Context, now time.Time) ([]UnavailableOffering, error) {

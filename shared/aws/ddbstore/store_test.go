@@ -137,8 +137,8 @@ func TestSDKErrorsPassThrough(t *testing.T) {
 	}
 	ctx := context.Background()
 	calls := map[string]func() error{
-		"GetNodeClaim": func() error { _, err := s.GetNodeClaim(ctx, "a"); return err },
-		"PutNodeClaim": func() error { _, err := s.PutNodeClaim(ctx, nodeClaim("a")); return err },
+		"GetNodeClaim":   func() error { _, err := s.GetNodeClaim(ctx, "a"); return err },
+		"PutNodeClaim":   func() error { _, err := s.PutNodeClaim(ctx, nodeClaim("a")); return err },
 		"ListNodeClaims": func() error { _, err := s.ListNodeClaims(ctx); return err },
 		"GetConfig":      func() error { _, err := s.GetConfig(ctx); return err },
 		"MarkUnavailable": func() error {
