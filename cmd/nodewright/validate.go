@@ -2,11 +2,190 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/manifest"
 )
 
+// validatePaths is the repeatable -f flag of validate.
+type validatePaths []string
+
+func (p *validatePaths) String() string { return strings.Join(*p, ",") }
+
+func (p *validatePaths) Set(v string) error {
+	if v == "" {
+		return errors.New("empty path")
+	}
+	*p = append(*p, v)
+	return nil
+}
+
+const validateUsage = `usage: nodewright validate -f FILE|DIR|- [-f ...]
+
+Reads Kubernetes manifests (YAML or JSON; directories recursively, "-" for
+stdin), applies Karpenter's defaults to every NodePool, EC2NodeClass and
+NodeClaim, and checks them against Karpenter v1.14.1's API rules. Prints one
+line per problem and a summary; other kinds are skipped.
+
+Exit status: 0 when every object is valid (warnings allowed), 1 when any is
+not, 2 for a usage error.
+`
+
+// runValidate implements "nodewright validate".
 func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "nodewright validate: not implemented")
-	return 1
+	fs := flag.NewFlagSet("nodewright validate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var paths validatePaths
+	fs.Var(&paths, "f", "manifest file, directory or - for stdin (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, validateUsage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "nodewright validate: %v\n%s", err, validateUsage)
+		return 2
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "nodewright validate: unexpected argument %q (use -f)\n%s", fs.Arg(0), validateUsage)
+		return 2
+	case len(paths) == 0:
+		fmt.Fprintf(stderr, "nodewright validate: at least one -f is required\n%s", validateUsage)
+		return 2
+	}
+	objs, readErr := manifest.ReadPaths(paths, stdin)
+	r := checkManifests(objs, readErr)
+	for _, f := range r.findings {
+		fmt.Fprintln(stdout, f)
+	}
+	fmt.Fprintln(stdout, r.summary())
+	if r.errors > 0 {
+		return 1
+	}
+	return 0
+}
+
+// validateReport is the outcome of checking a set of manifests.
+type validateReport struct {
+	findings []string       // "error: ..." and "warning: ..." lines, in input order
+	kinds    map[string]int // objects checked per kind
+	errors   int
+	warnings int
+}
+
+func (r *validateReport) add(severity, source, kind, name string, f v1.FieldError) {
+	line := fmt.Sprintf("%s: %s: %s %q: %s", severity, source, kind, name, f.Error())
+	if severity == "error" {
+		r.errors++
+	} else {
+		r.warnings++
+	}
+	r.findings = append(r.findings, line)
+}
+
+func (r *validateReport) summary() string {
+	var parts []string
+	for _, k := range []struct{ kind, plural string }{
+		{v1.KindNodePool, "NodePools"}, {v1.KindEC2NodeClass, "EC2NodeClasses"}, {v1.KindNodeClaim, "NodeClaims"},
+	} {
+		switch n := r.kinds[k.kind]; n {
+		case 0:
+		case 1:
+			parts = append(parts, "1 "+k.kind)
+		default:
+			parts = append(parts, fmt.Sprintf("%d %s", n, k.plural))
+		}
+	}
+	checked := "no NodePool, EC2NodeClass or NodeClaim found"
+	if len(parts) > 0 {
+		checked = "checked " + strings.Join(parts, ", ")
+	}
+	verdict := "valid"
+	if r.errors > 0 {
+		verdict = "invalid"
+	}
+	return fmt.Sprintf("%s: %s; %d %s, %d %s", verdict, checked, r.errors, plural(r.errors, "error"), r.warnings, plural(r.warnings, "warning"))
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// karpenterObject is what the three Karpenter kinds share.
+type karpenterObject interface {
+	SetDefaults()
+	Validate() error
+	Warnings() []v1.FieldError
+}
+
+// checkManifests defaults and validates every Karpenter object read, and
+// cross-references NodePools with the EC2NodeClasses of the same input (a
+// missing class is a warning: it may already be in the cluster).
+func checkManifests(objs []manifest.Object, readErr error) validateReport {
+	r := validateReport{kinds: map[string]int{}}
+	for _, err := range unjoin(readErr) {
+		r.errors++
+		r.findings = append(r.findings, "error: "+err.Error())
+	}
+	classes := map[string]bool{}
+	for _, o := range objs {
+		if o.Kind == v1.KindEC2NodeClass && o.Typed != nil {
+			classes[o.Name] = true
+		}
+	}
+	for _, o := range objs {
+		for _, w := range o.Warnings {
+			r.add("warning", o.Source, o.Kind, o.Name, w)
+		}
+		obj, ok := o.Typed.(karpenterObject)
+		if !ok {
+			continue
+		}
+		r.kinds[o.Kind]++
+		obj.SetDefaults()
+		var ve *v1.ValidationError
+		if err := obj.Validate(); errors.As(err, &ve) {
+			for _, f := range ve.Fields {
+				r.add("error", o.Source, o.Kind, o.Name, f)
+			}
+		} else if err != nil {
+			r.add("error", o.Source, o.Kind, o.Name, v1.FieldError{Path: "", Message: err.Error()})
+		}
+		for _, w := range obj.Warnings() {
+			r.add("warning", o.Source, o.Kind, o.Name, w)
+		}
+		if np, ok := obj.(*v1.NodePool); ok {
+			ref := np.Spec.Template.Spec.NodeClassRef
+			if ref != nil && ref.Group == v1.AWSGroup && ref.Kind == v1.KindEC2NodeClass && ref.Name != "" && !classes[ref.Name] {
+				r.add("warning", o.Source, o.Kind, o.Name, v1.FieldError{
+					Path:    "spec.template.spec.nodeClassRef.name",
+					Message: fmt.Sprintf("EC2NodeClass %q is not in the input (fine if it already exists in the cluster)", ref.Name),
+				})
+			}
+		}
+	}
+	return r
+}
+
+// unjoin flattens errors.Join trees into their leaves.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, unjoin(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }

@@ -1,6 +1,9 @@
 package crds_test
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -142,5 +145,50 @@ func TestSeedsAdmittedByCRDs(t *testing.T) {
 	}
 	if admitted != 17 {
 		t.Errorf("admitted %d seed objects, want 17", admitted)
+	}
+}
+
+// TestInvalidManifestsAgainstCRDs cross-checks the CRDs with Go validation:
+// every manifest of the invalid corpus that nodewright rejects must be
+// rejected by the API server too, except those marked "# crd: accepted"
+// (rules Karpenter checks at run time), which it must accept.
+func TestInvalidManifestsAgainstCRDs(t *testing.T) {
+	servers := apiServers(t)
+	files, err := filepath.Glob("../v1/testdata/invalid/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no invalid manifests found: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := yaml.YAMLToJSON(data)
+			if err != nil {
+				t.Skipf("not YAML, nothing to admit: %v", err)
+			}
+			var head struct {
+				Kind string `json:"kind"`
+			}
+			if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &head); err != nil {
+				t.Fatal(err)
+			}
+			s, ok := servers[head.Kind]
+			if !ok {
+				t.Fatalf("no CRD for kind %q", head.Kind)
+			}
+			unknown, errs := s.admit(t, raw)
+			if len(unknown) != 0 {
+				t.Errorf("fields missing from the schema: %v", unknown)
+			}
+			runtimeOnly := bytes.Contains(data, []byte("\n# crd: accepted"))
+			switch {
+			case runtimeOnly && len(errs) != 0:
+				t.Errorf("marked as accepted by the CRD, but rejected: %v", errs)
+			case !runtimeOnly && len(errs) == 0:
+				t.Errorf("the CRD accepts a manifest nodewright rejects")
+			}
+		})
 	}
 }

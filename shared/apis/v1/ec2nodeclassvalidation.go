@@ -494,8 +494,8 @@ func checkVolumeSize(q resource.Quantity) string {
 }
 
 func validateNetworkInterfaces(errs *fieldErrors, path string, nis []NetworkInterface) {
-	if len(nis) == 0 {
-		return
+	if nis == nil {
+		return // unset; an empty written list still lacks the primary interface
 	}
 	if len(nis) > maxNetworkInterfaces {
 		errs.add(path, "has %d entries, at most %d are allowed", len(nis), maxNetworkInterfaces)
