@@ -88,6 +88,7 @@ func (e *DocumentError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the underlying problem.
 func (e *DocumentError) Unwrap() error { return e.Err }
 
 // Read reads every document of r, naming them "<source>#<n>". Documents that

@@ -31,6 +31,7 @@ type FieldError struct {
 	Err error
 }
 
+// Error returns "path: problem", or the problem alone at the document root.
 func (e *FieldError) Error() string {
 	if e.Path == "" {
 		return e.Err.Error()
@@ -38,6 +39,7 @@ func (e *FieldError) Error() string {
 	return e.Path + ": " + e.Err.Error()
 }
 
+// Unwrap returns the underlying problem.
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // Stray is a key of the document that did not land in the decoded value.

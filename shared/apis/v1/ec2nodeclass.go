@@ -213,3 +213,16 @@ const (
 	AMIFamilyWindows2022  = "Windows2022"
 	AMIFamilyWindows2025  = "Windows2025"
 )
+
+// EC2NodeClass condition types (aws: pkg/apis/v1/ec2nodeclass_status.go).
+// Ready is AMIsReady, SubnetsReady, SecurityGroupsReady, InstanceProfileReady,
+// ValidationSucceeded and PlacementGroupReady, plus CapacityReservationsReady
+// when the ReservedCapacity feature gate is on.
+const (
+	ConditionTypeAMIsReady                 = "AMIsReady"
+	ConditionTypeSubnetsReady              = "SubnetsReady"
+	ConditionTypeSecurityGroupsReady       = "SecurityGroupsReady"
+	ConditionTypeInstanceProfileReady      = "InstanceProfileReady"
+	ConditionTypeCapacityReservationsReady = "CapacityReservationsReady"
+	ConditionTypePlacementGroupReady       = "PlacementGroupReady"
+)

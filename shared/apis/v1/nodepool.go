@@ -140,3 +140,12 @@ type NodePoolList struct {
 
 // Quantity is re-exported for callers that build limits.
 type Quantity = resource.Quantity
+
+// NodePool condition types (karpenter: pkg/apis/v1/nodepool_status.go).
+// ValidationSucceeded and NodeClassReady together make Ready;
+// NodeRegistrationHealthy is informational.
+const (
+	ConditionTypeValidationSucceeded     = "ValidationSucceeded"
+	ConditionTypeNodeClassReady          = "NodeClassReady"
+	ConditionTypeNodeRegistrationHealthy = "NodeRegistrationHealthy"
+)
