@@ -49,8 +49,10 @@ type BudgetRequest struct {
 
 // BudgetLease is one execution's active share of a NodePool's budget.
 type BudgetLease struct {
+	// Execution is BudgetRequest.Execution.
 	Execution string
-	Nodes     int
+	// Nodes is BudgetRequest.Nodes.
+	Nodes int
 	// Until is when the lease lapses if it is not released or renewed
 	// (millisecond precision).
 	Until time.Time

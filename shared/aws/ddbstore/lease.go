@@ -23,7 +23,9 @@ var ErrLeaseLost = errors.New("lease lost")
 
 // Lease is a named mutual-exclusion lease with an expiry.
 type Lease struct {
-	Name   string
+	// Name is the lease's name, e.g. LeaseProvisioning.
+	Name string
+	// Holder identifies the holder, e.g. the Lambda request ID.
 	Holder string
 	// Until is when the lease expires (millisecond precision).
 	Until time.Time
@@ -31,9 +33,14 @@ type Lease struct {
 
 // LeaseHeldError reports that another holder has the lease until Until.
 type LeaseHeldError struct {
-	Name   string
+	// Name is the lease's name.
+	Name string
+	// Holder is the current holder; "" if the lease was released between
+	// the failed write and the read that looked for the holder.
 	Holder string
-	Until  time.Time
+	// Until is when the current hold expires; retrying earlier fails
+	// unless the holder releases it.
+	Until time.Time
 }
 
 func (e *LeaseHeldError) Error() string {

@@ -52,10 +52,12 @@ func (s *Store) PutNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeCl
 	return claim, nil
 }
 
-// UpdateNodeClaim replaces the stored claim whose version is
-// claim.ResourceVersion (condition version = :expected). It returns a
-// *ConflictError if the stored version differs, ErrNotFound if the claim is
-// gone, and otherwise the stored claim with the next ResourceVersion.
+// UpdateNodeClaim replaces the whole stored claim if its version is still
+// claim.ResourceVersion and, when claim.UID is set, its UID is claim.UID
+// (condition version = :expected AND uid = :uid). It returns a
+// *ConflictError if the stored claim differs, ErrNotFound if it is gone,
+// ErrItemTooLarge if its JSON exceeds MaxBodyBytes, and otherwise the stored
+// claim with the next ResourceVersion.
 func (s *Store) UpdateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error) {
 	expected, err := parseResourceVersion(claim.ResourceVersion)
 	if err != nil {

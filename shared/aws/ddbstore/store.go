@@ -82,6 +82,9 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
+	if e.Name == "" {
+		return fmt.Sprintf("conflict: %s changed since version %d", e.Kind, e.Version)
+	}
 	return fmt.Sprintf("conflict: %s %q changed since version %d", e.Kind, e.Name, e.Version)
 }
 
