@@ -1,0 +1,238 @@
+// Package fleet launches, lists and terminates the EC2 instances behind
+// NodeClaims. Launch turns one NodeClaim into one instant CreateFleet call
+// exactly as Karpenter's AWS provider shapes it (aws:
+// pkg/providers/instance/instance.go, instance/filter/filter.go; karpenter-spec
+// §4 steps 2-9), with one addition: a ClientToken derived from the NodeClaim, so
+// a retried invocation never launches twice. Per-override capacity errors are
+// folded into unavailable offerings for the caller to record.
+//
+// The package declares the narrow EC2API it calls; *ec2.Client satisfies it.
+// Launch templates come from the caller through TemplateSource
+// (shared/aws/nodeclass builds them).
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
+)
+
+// EC2API is the subset of the EC2 client this package calls.
+type EC2API interface {
+	CreateFleet(context.Context, *ec2.CreateFleetInput, ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error)
+	TerminateInstances(context.Context, *ec2.TerminateInstancesInput, ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
+	DescribeInstances(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
+}
+
+var _ EC2API = (*ec2.Client)(nil)
+
+// Client launches and manages instances through an EC2API. It holds no state
+// between calls and is safe for concurrent use.
+type Client struct {
+	api EC2API
+}
+
+// New returns a Client calling api.
+func New(api EC2API) *Client { return &Client{api: api} }
+
+// Subnet is a subnet a launch may place the instance in.
+type Subnet struct {
+	ID     string
+	Zone   string
+	ZoneID string
+	// AvailableIPs is the subnet's free IPv4 address count
+	// (AvailableIpAddressCount).
+	AvailableIPs int64
+	// Unavailable marks a subnet that recently returned
+	// InsufficientFreeAddressesInSubnet; it is used only when its zone has
+	// no other subnet (karpenter-spec §4 step 5).
+	Unavailable bool
+}
+
+// LaunchTemplate is an existing launch template and the instance types it
+// serves. Its field set matches nodeclass.LaunchTemplate, so one converts to
+// the other.
+type LaunchTemplate struct {
+	// Name is the launch template name; CreateFleet uses version $Latest.
+	Name string
+	// ImageID is the template's AMI, repeated on each override.
+	ImageID string
+	// InstanceTypes are the instance type names the template serves.
+	InstanceTypes []string
+}
+
+// TemplateRequest asks for the launch templates of one launch.
+type TemplateRequest struct {
+	// CapacityType is the launch's capacity type ("spot", "on-demand" or
+	// "reserved"); it is a node label in the user data.
+	CapacityType string
+	// ReservationID is the capacity reservation the templates must target
+	// (reserved launches only).
+	ReservationID string
+	// InstanceTypes are the types the launch will request, cheapest first.
+	InstanceTypes []*catalog.InstanceType
+}
+
+// TemplateSource supplies launch templates. It returns the templates that
+// serve the requested instance types (types with no template, e.g. no
+// compatible AMI, are left out of the launch).
+type TemplateSource interface {
+	LaunchTemplates(ctx context.Context, req TemplateRequest) ([]LaunchTemplate, error)
+}
+
+// TemplateFunc adapts a function to TemplateSource.
+type TemplateFunc func(ctx context.Context, req TemplateRequest) ([]LaunchTemplate, error)
+
+// LaunchTemplates calls f.
+func (f TemplateFunc) LaunchTemplates(ctx context.Context, req TemplateRequest) ([]LaunchTemplate, error) {
+	return f(ctx, req)
+}
+
+// Request is one NodeClaim to launch.
+type Request struct {
+	// ClusterName names the cluster in the launch tags.
+	ClusterName string
+	// NodeClaim is the claim to launch. Its UID (or, without one, its
+	// name) derives the ClientToken; its requirements, resource requests,
+	// karpenter.sh/nodepool label and min-values-relaxed annotation shape
+	// the request.
+	NodeClaim *v1.NodeClaim
+	// NodeClass is the claim's EC2NodeClass: its name, spec.tags and
+	// spec.context are used.
+	NodeClass *v1.EC2NodeClass
+	// InstanceTypes are the node class's instance types with their
+	// offerings (unavailable offerings marked), as catalog.Resolve returns
+	// them.
+	InstanceTypes []*catalog.InstanceType
+	// Subnets are the node class's resolved subnets.
+	Subnets []Subnet
+	// Templates supplies the launch templates.
+	Templates TemplateSource
+}
+
+// Instance is an EC2 instance managed by nodewright.
+type Instance struct {
+	ID           string
+	InstanceType string
+	Zone         string
+	// ZoneID is the zone ID when known ("" otherwise).
+	ZoneID   string
+	SubnetID string
+	// CapacityType is "spot", "on-demand" or "reserved".
+	CapacityType string
+	// ReservationID is the capacity reservation for reserved instances.
+	ReservationID string
+	ImageID       string
+	// State is the EC2 state name (pending, running, ...); "pending" for a
+	// just-launched instance.
+	State string
+	// LaunchTime is zero for a just-launched instance (CreateFleet does not
+	// return it).
+	LaunchTime time.Time
+	// Tags are the instance's tags (List and Get only).
+	Tags map[string]string
+}
+
+// ProviderID is the instance's Kubernetes provider ID, aws:///<zone>/<id>.
+func (i Instance) ProviderID() string { return "aws:///" + i.Zone + "/" + i.ID }
+
+// ParseProviderID splits aws:///<zone>/<instance id>. Errors on any other shape.
+func ParseProviderID(providerID string) (zone, instanceID string, err error) {
+	rest, ok := strings.CutPrefix(providerID, "aws:///")
+	if ok {
+		zone, instanceID, ok = strings.Cut(rest, "/")
+	}
+	if !ok || zone == "" || !strings.HasPrefix(instanceID, "i-") || strings.Contains(instanceID, "/") {
+		return "", "", fmt.Errorf("provider id %q: want aws:///<zone>/i-<id>", providerID)
+	}
+	return zone, instanceID, nil
+}
+
+// ClientToken returns the CreateFleet ClientToken of a NodeClaim:
+// "nodewright-" and 40 hex digits of SHA-256 over its UID (its name when
+// the UID is empty); 51 ASCII characters, under EC2's 64. The same claim
+// always gets the same token, so EC2 returns the first call's fleet to a
+// retry instead of launching again (EC2 API reference, "Ensuring
+// idempotency"). Karpenter sets no token (karpenter-spec §4 step 7).
+func ClientToken(claim *v1.NodeClaim) string {
+	key := "uid/" + string(claim.UID)
+	if claim.UID == "" {
+		key = "name/" + claim.Name
+	}
+	sum := sha256.Sum256([]byte("nodewright/nodeclaim/" + key))
+	return "nodewright-" + hex.EncodeToString(sum[:20])
+}
+
+// UnavailableOffering is an offering EC2 could not fulfil, for the caller to
+// mark unavailable for 3 minutes (karpenter-spec §4 step 9).
+type UnavailableOffering struct {
+	InstanceType string
+	Zone         string
+	CapacityType string
+	// Code is the EC2 error code, e.g. "InsufficientInstanceCapacity".
+	Code string
+	// SubnetID is the override's subnet; with code
+	// InsufficientFreeAddressesInSubnet it is the subnet to mark.
+	SubnetID string
+}
+
+// ErrNoCompatibleOffering is wrapped by an *InsufficientCapacityError when no
+// instance type passes the launch filters (no available offering allowed by
+// the claim, fitting its requests, in a zone with a subnet).
+var ErrNoCompatibleOffering = errors.New("no compatible offering")
+
+// InsufficientCapacityError means the NodeClaim cannot launch now: no
+// compatible offering was available, or CreateFleet returned no instance and
+// only capacity errors. Karpenter deletes the NodeClaim; its pods are
+// retried next round, without the offerings listed here.
+type InsufficientCapacityError struct {
+	// Offerings are the offerings EC2 reported unavailable (empty when the
+	// launch never reached EC2).
+	Offerings []UnavailableOffering
+	// Reason says why, for events.
+	Reason string
+	err    error
+}
+
+func (e *InsufficientCapacityError) Error() string {
+	return "insufficient capacity: " + e.Reason
+}
+
+// Unwrap returns ErrNoCompatibleOffering when the launch never reached EC2,
+// else the *FleetError values EC2 returned (joined).
+func (e *InsufficientCapacityError) Unwrap() error { return e.err }
+
+// FleetError is one per-override error of a CreateFleet response. It
+// implements smithy.APIError, so awserr.Classify and awserr.Code work on the
+// errors Launch returns.
+type FleetError struct {
+	Code         string
+	Message      string
+	InstanceType string
+	Zone         string
+	SubnetID     string
+	CapacityType string
+}
+
+func (e *FleetError) Error() string {
+	return fmt.Sprintf("%s (%s %s %s): %s", e.Code, e.CapacityType, e.InstanceType, e.Zone, e.Message)
+}
+
+// ErrorCode is the EC2 error code.
+func (e *FleetError) ErrorCode() string { return e.Code }
+
+// ErrorMessage is the EC2 error message.
+func (e *FleetError) ErrorMessage() string { return e.Message }
+
+// ErrorFault is unknown for fleet errors.
+func (e *FleetError) ErrorFault() smithy.ErrorFault { return smithy.FaultUnknown }

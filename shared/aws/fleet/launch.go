@@ -1,0 +1,364 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/shared/amifamily"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/awserr"
+	"github.com/nodewright/nodewright/shared/catalog"
+)
+
+// Result is the outcome of a launch.
+type Result struct {
+	// Instance is the launched instance (zero when Launch failed).
+	Instance Instance
+	// CapacityType is the capacity type requested.
+	CapacityType string
+	// InstanceTypes are the instance types requested, cheapest first.
+	InstanceTypes []string
+	// Unavailable are the offerings CreateFleet reported as unfulfillable,
+	// set even when an instance launched; the caller marks each unavailable
+	// for 3 minutes (InsufficientFreeAddressesInSubnet: the subnet).
+	Unavailable []UnavailableOffering
+}
+
+// Launch starts one instance for req.NodeClaim with a single instant
+// CreateFleet call (karpenter-spec §4 steps 2-9):
+//   - instance types: those the claim's requirements admit whose allocatable
+//     holds its requests and that have an available offering the claim
+//     allows in a zone with a subnet; then, unless a requirement has
+//     minValues, GPU/accelerator/metal types are dropped when others remain
+//     and, if both spot and on-demand are allowed, spot offerings pricier
+//     than the cheapest on-demand offering are dropped; then the 60 cheapest
+//     (keeping minValues satisfiable);
+//   - capacity type: reserved, else spot, else on-demand, the first any
+//     remaining type offers; spot uses price-capacity-optimized, on-demand
+//     and reserved lowest-price;
+//   - overrides: one per (type, zone) offering of that capacity type, in the
+//     zone's subnet with the most free addresses, with the template's image
+//     and the offering price as priority; one LaunchTemplateConfig per
+//     template (version $Latest);
+//   - TotalTargetCapacity 1, Type instant, the launch tags on the instance,
+//     its volumes and the fleet, spec.context (unless minValues were
+//     relaxed), and ClientToken(req.NodeClaim).
+//
+// Errors:
+//   - *InsufficientCapacityError when no type qualifies (wrapping
+//     ErrNoCompatibleOffering) or when EC2 returned no instance and only
+//     capacity errors (Result.Unavailable lists them too);
+//   - a wrapped *FleetError per other per-override error when no instance
+//     launched (classify with awserr; InvalidLaunchTemplateName.NotFoundException
+//     means a template vanished);
+//   - the CreateFleet call error, wrapped (e.g. throttling,
+//     IdempotentParameterMismatch when a retry's request differs);
+//   - invalid requests (missing claim, node class, cluster name or
+//     templates; restricted spec.tags; unmeetable minValues).
+func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
+	if err := validate(&req); err != nil {
+		return Result{}, fmt.Errorf("launch: %w", err)
+	}
+	claim := req.NodeClaim
+	p, err := newPlan(&req)
+	if err != nil {
+		return Result{}, fmt.Errorf("launch nodeclaim %s: %w", claim.Name, err)
+	}
+	res := Result{CapacityType: p.capacityType}
+	for _, c := range p.candidates {
+		res.InstanceTypes = append(res.InstanceTypes, c.it.Name)
+	}
+	configs, err := c.templateConfigs(ctx, &req, &p)
+	if err != nil {
+		return res, fmt.Errorf("launch nodeclaim %s: %w", claim.Name, err)
+	}
+	in := &ec2.CreateFleetInput{
+		Type:                  ec2types.FleetTypeInstant,
+		ClientToken:           aws.String(ClientToken(claim)),
+		LaunchTemplateConfigs: configs,
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			TotalTargetCapacity:       aws.Int32(1),
+			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand,
+		},
+		TagSpecifications: tagSpecifications(amifamily.LaunchTags(req.ClusterName, claim.Labels[v1.LabelNodePool], req.NodeClass.Name, req.NodeClass.Spec.Tags),
+			amifamily.ResourceInstance, amifamily.ResourceVolume, amifamily.ResourceFleet),
+	}
+	if p.capacityType == v1.CapacityTypeSpot {
+		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeSpot
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	} else {
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+	}
+	if req.NodeClass.Spec.Context != nil && claim.Annotations[v1.AnnotationNodeClaimMinValuesRelaxed] != "true" {
+		in.Context = aws.String(*req.NodeClass.Spec.Context)
+	}
+	out, err := c.api.CreateFleet(ctx, in)
+	if err != nil {
+		return res, fmt.Errorf("launch nodeclaim %s: create fleet: %w", claim.Name, err)
+	}
+	return fold(res, out, in, &p, claim.Name)
+}
+
+func validate(req *Request) error {
+	switch {
+	case req.NodeClaim == nil:
+		return errors.New("nodeclaim: nil")
+	case req.NodeClaim.UID == "" && req.NodeClaim.Name == "":
+		return errors.New("nodeclaim: needs a UID or a name for the client token")
+	case req.NodeClass == nil:
+		return errors.New("node class: nil")
+	case req.ClusterName == "":
+		return errors.New("cluster name: required")
+	case req.Templates == nil:
+		return errors.New("templates: nil")
+	}
+	if err := amifamily.ValidateTags(req.NodeClass.Spec.Tags); err != nil {
+		return fmt.Errorf("node class %s: %w", req.NodeClass.Name, err)
+	}
+	return nil
+}
+
+// templateConfigs asks for the launch templates (once, or once per
+// reservation for reserved launches) and builds their overrides.
+func (c *Client) templateConfigs(ctx context.Context, req *Request, p *plan) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
+	type group struct {
+		reservation string
+		types       []*catalog.InstanceType
+	}
+	var groups []group
+	if p.capacityType == v1.CapacityTypeReserved {
+		byID := map[string]int{}
+		for _, cand := range p.candidates {
+			for _, o := range cand.offers {
+				i, ok := byID[o.ReservationID]
+				if !ok {
+					i = len(groups)
+					byID[o.ReservationID] = i
+					groups = append(groups, group{reservation: o.ReservationID})
+				}
+				if !slices.Contains(groups[i].types, cand.it) {
+					groups[i].types = append(groups[i].types, cand.it)
+				}
+			}
+		}
+	} else {
+		g := group{}
+		for _, cand := range p.candidates {
+			g.types = append(g.types, cand.it)
+		}
+		groups = append(groups, g)
+	}
+	offers := map[string]catalog.Offerings{}
+	for _, cand := range p.candidates {
+		offers[cand.it.Name] = cand.offers
+	}
+	var configs []ec2types.FleetLaunchTemplateConfigRequest
+	for _, g := range groups {
+		lts, err := req.Templates.LaunchTemplates(ctx, TemplateRequest{CapacityType: p.capacityType, ReservationID: g.reservation, InstanceTypes: g.types})
+		if err != nil {
+			return nil, fmt.Errorf("launch templates: %w", err)
+		}
+		for _, lt := range lts {
+			var overrides []ec2types.FleetLaunchTemplateOverridesRequest
+			seen := map[[2]string]bool{}
+			for _, name := range lt.InstanceTypes {
+				for _, o := range offers[name] {
+					if o.ReservationID != g.reservation || seen[[2]string{name, o.Zone}] {
+						continue
+					}
+					seen[[2]string{name, o.Zone}] = true
+					overrides = append(overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+						InstanceType:     ec2types.InstanceType(name),
+						SubnetId:         aws.String(p.subnets[o.Zone].ID),
+						AvailabilityZone: aws.String(o.Zone),
+						ImageId:          aws.String(lt.ImageID),
+						Priority:         aws.Float64(o.Price),
+					})
+				}
+			}
+			if len(overrides) == 0 {
+				continue
+			}
+			configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{
+				LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
+					LaunchTemplateName: aws.String(lt.Name),
+					Version:            aws.String("$Latest"),
+				},
+				Overrides: overrides,
+			})
+		}
+	}
+	if len(configs) == 0 {
+		return nil, fmt.Errorf("launch templates: none serves any of the %d instance types", len(p.candidates))
+	}
+	return configs, nil
+}
+
+// tagSpecifications tags each resource type with tags, keys sorted.
+func tagSpecifications(tags map[string]string, resourceTypes ...string) []ec2types.TagSpecification {
+	var list []ec2types.Tag
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		list = append(list, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	out := make([]ec2types.TagSpecification, len(resourceTypes))
+	for i, rt := range resourceTypes {
+		out[i] = ec2types.TagSpecification{ResourceType: ec2types.ResourceType(rt), Tags: slices.Clone(list)}
+	}
+	return out
+}
+
+// fold turns a CreateFleet response into a Result or an error
+// (karpenter-spec §4 step 9).
+func fold(res Result, out *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, p *plan, claimName string) (Result, error) {
+	var fleetErrs []error
+	allCapacity := true
+	for _, e := range out.Errors {
+		fe := &FleetError{Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage), CapacityType: lifecycle(e.Lifecycle, p.capacityType)}
+		if lo := e.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
+			fe.InstanceType = string(lo.Overrides.InstanceType)
+			fe.Zone = aws.ToString(lo.Overrides.AvailabilityZone)
+			fe.SubnetID = aws.ToString(lo.Overrides.SubnetId)
+			if fe.Zone == "" {
+				fe.Zone = zoneOfSubnet(p, fe.SubnetID)
+			}
+		}
+		switch {
+		case fe.Code == awserr.CodeServiceLinkedRoleCreationNotPermitted:
+			// No spot service-linked role: every spot offering is
+			// unavailable (karpenter-spec §4 step 9).
+			for _, o := range requestedOfferings(in) {
+				o.CapacityType, o.Code = v1.CapacityTypeSpot, fe.Code
+				res.Unavailable = appendUnique(res.Unavailable, o)
+			}
+		case awserr.ClassifyCode(fe.Code) == awserr.Unfulfillable && fe.InstanceType != "":
+			res.Unavailable = appendUnique(res.Unavailable, UnavailableOffering{
+				InstanceType: fe.InstanceType, Zone: fe.Zone, CapacityType: fe.CapacityType, Code: fe.Code, SubnetID: fe.SubnetID,
+			})
+		default:
+			allCapacity = false
+		}
+		fleetErrs = append(fleetErrs, fe)
+	}
+	for _, fi := range out.Instances {
+		if len(fi.InstanceIds) == 0 {
+			continue
+		}
+		inst := Instance{
+			ID:           fi.InstanceIds[0],
+			InstanceType: string(fi.InstanceType),
+			Zone:         aws.ToString(fi.AvailabilityZone),
+			ZoneID:       aws.ToString(fi.AvailabilityZoneId),
+			SubnetID:     aws.ToString(fi.SubnetId),
+			CapacityType: lifecycle(fi.Lifecycle, p.capacityType),
+			State:        string(ec2types.InstanceStateNamePending),
+		}
+		if lo := fi.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
+			ov := lo.Overrides
+			inst.InstanceType = firstNonEmpty(inst.InstanceType, string(ov.InstanceType))
+			inst.Zone = firstNonEmpty(inst.Zone, aws.ToString(ov.AvailabilityZone))
+			inst.SubnetID = firstNonEmpty(inst.SubnetID, aws.ToString(ov.SubnetId))
+			inst.ImageID = aws.ToString(ov.ImageId)
+		}
+		if inst.Zone == "" {
+			inst.Zone = zoneOfSubnet(p, inst.SubnetID)
+		}
+		if s, ok := p.subnets[inst.Zone]; ok && inst.ZoneID == "" {
+			inst.ZoneID = s.ZoneID
+		}
+		if inst.CapacityType == v1.CapacityTypeReserved {
+			inst.ReservationID = reservationOf(p, inst.InstanceType, inst.Zone)
+		}
+		res.Instance = inst
+		return res, nil
+	}
+	if len(fleetErrs) == 0 {
+		return res, fmt.Errorf("launch nodeclaim %s: create fleet returned neither an instance nor an error", claimName)
+	}
+	if allCapacity {
+		return res, &InsufficientCapacityError{
+			Offerings: slices.Clone(res.Unavailable),
+			Reason:    fmt.Sprintf("create fleet for nodeclaim %s: %d offerings unfulfillable (%s)", claimName, len(res.Unavailable), codes(fleetErrs)),
+			err:       errors.Join(fleetErrs...),
+		}
+	}
+	return res, fmt.Errorf("launch nodeclaim %s: create fleet: %w", claimName, errors.Join(fleetErrs...))
+}
+
+// lifecycle maps a CreateFleet lifecycle to a capacity type; reserved
+// launches report on-demand.
+func lifecycle(l ec2types.InstanceLifecycle, requested string) string {
+	switch {
+	case l == ec2types.InstanceLifecycleSpot:
+		return v1.CapacityTypeSpot
+	case requested == v1.CapacityTypeReserved:
+		return v1.CapacityTypeReserved
+	case l == ec2types.InstanceLifecycleOnDemand:
+		return v1.CapacityTypeOnDemand
+	}
+	return requested
+}
+
+func requestedOfferings(in *ec2.CreateFleetInput) []UnavailableOffering {
+	var out []UnavailableOffering
+	for _, cfg := range in.LaunchTemplateConfigs {
+		for _, ov := range cfg.Overrides {
+			out = append(out, UnavailableOffering{InstanceType: string(ov.InstanceType), Zone: aws.ToString(ov.AvailabilityZone), SubnetID: aws.ToString(ov.SubnetId)})
+		}
+	}
+	return out
+}
+
+func appendUnique(list []UnavailableOffering, o UnavailableOffering) []UnavailableOffering {
+	if slices.Contains(list, o) {
+		return list
+	}
+	return append(list, o)
+}
+
+func zoneOfSubnet(p *plan, subnetID string) string {
+	for zone, s := range p.subnets {
+		if s.ID == subnetID && subnetID != "" {
+			return zone
+		}
+	}
+	return ""
+}
+
+func reservationOf(p *plan, instanceType, zone string) string {
+	for _, c := range p.candidates {
+		if c.it.Name != instanceType {
+			continue
+		}
+		for _, o := range c.offers {
+			if o.Zone == zone {
+				return o.ReservationID
+			}
+		}
+	}
+	return ""
+}
+
+func codes(errs []error) string {
+	var out []string
+	for _, e := range errs {
+		if code := awserr.Code(e); !slices.Contains(out, code) {
+			out = append(out, code)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
