@@ -1,0 +1,91 @@
+// Package ec2sim is an in-process stand-in for the EC2 and SSM APIs that
+// the unmodified aws-sdk-go-v2 clients talk to: point a client's
+// BaseEndpoint at an httptest.Server wrapping a *Server (or at the local
+// stack's listener) and every call below goes over real HTTP, through the
+// SDK's own serializers, signers, retryers and deserializers.
+//
+// # Protocols
+//
+// EC2 is the Query protocol of API version 2016-11-15: form-encoded
+// requests (Action=..., lists flattened as Name.N), XML responses in the
+// http://ec2.amazonaws.com/doc/2016-11-15/ namespace, and errors in the
+// <Response><Errors><Error><Code/><Message/></Error></Errors> envelope with
+// EC2's HTTP statuses (503 for RequestLimitExceeded). SSM is the JSON 1.1
+// protocol (X-Amz-Target: AmazonSSM.<Operation>), errors as
+// {"__type": code}. Signatures are not checked.
+//
+// # Operations
+//
+// EC2: CreateFleet (instant), DescribeInstances, TerminateInstances,
+// CreateTags, DescribeInstanceTypes, DescribeInstanceTypeOfferings,
+// DescribeSpotPriceHistory, DescribeAvailabilityZones, DescribeSubnets,
+// DescribeSecurityGroups, DescribeImages, CreateLaunchTemplate,
+// DescribeLaunchTemplates, DescribeLaunchTemplateVersions and
+// DeleteLaunchTemplate. SSM: GetParameter and GetParameters. Any other
+// action fails with InvalidAction. Each handler's comment states the EC2
+// behaviour it follows (ID checks, filters, pagination, idempotency).
+//
+// # Seeded world
+//
+// New seeds, for Options.ClusterName (default "nodewright") in
+// Options.Region (default us-east-1, zones a, b, c; ap-northeast-1 gets a,
+// c, d): a VPC 10.0.0.0/16 with one private /20 subnet per zone tagged
+// karpenter.sh/discovery=<cluster> and one public /22 subnet per zone; the
+// default, EKS cluster and node security groups (the node group tagged for
+// discovery); and for each of Options.KubernetesVersions the EKS-optimized
+// AMIs (AL2023 standard/nvidia/neuron, AL2 below 1.33, Bottlerocket
+// standard/nvidia, Windows 2019/2022, 2025 from 1.35) in an older, now
+// deprecated release (v20240807, Bottlerocket 1.24.0) and a current one
+// (v20250920, Bottlerocket 1.46.0), with the public SSM parameters of
+// karpenter-spec §9.1 pointing at them: "recommended"/"latest" at the
+// current release, the versioned paths (al2023@v20240807 →
+// .../amazon-eks-node-al2023-x86_64-standard-1.33-v20240807/image_id) at
+// their own. Instance types and on-demand prices come from the embedded
+// catalog (shared/catalog); Spot prices are on-demand × Options.SpotPriceRatio
+// unless SetSpotPrice says otherwise.
+//
+// # Time and faults
+//
+// Every time-dependent behaviour reads Options.Clock (use a FakeClock in
+// tests): instances stay pending for the boot delay, shut down for
+// Options.ShutdownDelay, stay described for an hour once terminated, and a
+// Spot interruption warning (InterruptSpot) is followed by the reclaim two
+// minutes later. Faults are injected through the Go API or the /_sim/
+// control routes (see serveControl): insufficient capacity per offering
+// (SetUnavailable), any error code for the next N calls of an action
+// (InjectError, Throttle), instance failure (FailInstance). Every call is
+// recorded (Calls) with its parameters and error code, and instances keep
+// their user data, launch template, tags and volumes (Instance) so the
+// local stack can turn them into Nodes.
+//
+// # Deviations from EC2
+//
+//   - Only instant fleets; DefaultTargetCapacityType spot or on-demand
+//     (no capacity-block or reserved capacity); no weighted capacity,
+//     MinTargetCapacity, SingleInstanceType or SingleAvailabilityZone.
+//   - Allocation has no capacity model: lowest-price, price-capacity-
+//     optimized, capacity-optimized and diversified all take the cheapest
+//     pool that can launch (ties in request order); prioritized and
+//     capacity-optimized-prioritized take the lowest Priority. All units of
+//     one call go to that pool, so diversified does not spread.
+//   - A launch template has exactly one version (no
+//     CreateLaunchTemplateVersion); versions other than 1, $Latest and
+//     $Default do not exist.
+//   - An unknown launch template or subnet in CreateFleet fails the whole
+//     call (InvalidLaunchTemplateName.NotFoundException, as Karpenter
+//     expects); per-pool problems (capacity, AMI, security groups, free
+//     addresses, Spot price) are per-override errors.
+//   - ClientToken idempotency never expires (EC2 keeps tokens for a limited
+//     time).
+//   - DescribeInstanceTypes is derived from the catalog's label data:
+//     network cards are reported as one card whose interface count is the
+//     default card's, local storage as one NVMe disk, cores as vCPUs/2 for
+//     x86 (vCPUs for AWS Graviton), every type as current generation and
+//     offered in every zone for on-demand and Spot; GPU and accelerator
+//     names are the catalog's lower-kebab labels upper-cased.
+//   - Instances launch from EBS only, with one private IPv4 address, no
+//     public IP, no network-interface objects; the hypervisor is reported as
+//     xen (as EC2 does for Nitro too). Instance tags include the
+//     aws:ec2:fleet-id and aws:ec2launchtemplate:* tags EC2 adds.
+//   - Tags are returned sorted by key; EC2 promises no order.
+package ec2sim
