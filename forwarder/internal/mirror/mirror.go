@@ -1,0 +1,232 @@
+// Package mirror keeps karpenter.sh/v1 NodeClaim objects in the cluster
+// equal to the NodeClaims the API holds, so that `kubectl get nodeclaims`
+// shows them. The API is the source of truth; the mirrors are for reading.
+//
+// A mirror carries the label LabelMirror=true. Objects without it (a real
+// Karpenter's NodeClaims, say) are never updated or deleted. Mirrors carry no
+// finalizers and no owner references, so neither deleting a NodePool nor the
+// garbage collector can fight the mirror. A mirror deleted by hand comes back
+// at the next sync.
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/client-go/dynamic"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+// GVR is the NodeClaim resource.
+var GVR = schema.GroupVersionResource{Group: v1.Group, Version: "v1", Resource: "nodeclaims"}
+
+// LabelMirror marks the NodeClaims this package owns (value "true").
+const LabelMirror = "nodewright.dev/mirror"
+
+// Mirror writes NodeClaim mirrors through a dynamic client.
+type Mirror struct {
+	client dynamic.Interface
+}
+
+// New returns a Mirror writing through client.
+func New(client dynamic.Interface) *Mirror { return &Mirror{client: client} }
+
+// Result counts what one Sync changed.
+type Result struct {
+	Created, Updated, Deleted int
+}
+
+// Sync makes the cluster's mirrors match claims: it creates a mirror for
+// each claim that has none, updates a mirror whose labels, annotations or
+// status differ (a changed spec, immutable in the CRD, is a delete and a
+// create; fields the API server defaulted do not count as a change), and deletes mirrors whose claim is gone. A claim whose name is
+// taken by an object without LabelMirror is skipped with an error. Sync goes
+// on after an error and returns them all, joined; the next Sync retries.
+func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error) {
+	var res Result
+	api := m.client.Resource(GVR)
+	current, err := api.List(ctx, metav1.ListOptions{LabelSelector: LabelMirror + "=true"})
+	if err != nil {
+		return res, fmt.Errorf("list nodeclaim mirrors: %w", err)
+	}
+	have := map[string]*unstructured.Unstructured{}
+	for i := range current.Items {
+		have[current.Items[i].GetName()] = &current.Items[i]
+	}
+
+	var errs []error
+	want := map[string]bool{}
+	for _, c := range claims {
+		want[c.Name] = true
+		desired, err := toMirror(c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cur, ok := have[c.Name]
+		switch {
+		case !ok:
+			if err := m.create(ctx, desired); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			res.Created++
+		case !contains(cur.Object["spec"], desired.Object["spec"]):
+			if err := api.Delete(ctx, c.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr(cur.GetUID())}}); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("replace nodeclaim mirror %s: %w", c.Name, err))
+				continue
+			}
+			if err := m.create(ctx, desired); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			res.Updated++
+		default:
+			changed, err := m.update(ctx, cur, desired)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if changed {
+				res.Updated++
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(have)) {
+		if want[name] {
+			continue
+		}
+		err := api.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr(have[name].GetUID())}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete nodeclaim mirror %s: %w", name, err))
+			continue
+		}
+		res.Deleted++
+	}
+	return res, errors.Join(errs...)
+}
+
+func (m *Mirror) create(ctx context.Context, desired *unstructured.Unstructured) error {
+	api := m.client.Resource(GVR)
+	created, err := api.Create(ctx, desired, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create nodeclaim mirror %s: a NodeClaim of that name exists without label %s=true; left alone", desired.GetName(), LabelMirror)
+	}
+	if err != nil {
+		return fmt.Errorf("create nodeclaim mirror %s: %w", desired.GetName(), err)
+	}
+	// Status is a subresource: the create ignored it.
+	if status, ok := desired.Object["status"]; ok {
+		created.Object["status"] = status
+		if _, err := api.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("set status of nodeclaim mirror %s: %w", desired.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// update brings cur's labels, annotations and status to desired's.
+func (m *Mirror) update(ctx context.Context, cur, desired *unstructured.Unstructured) (bool, error) {
+	api := m.client.Resource(GVR)
+	changed := false
+	if !maps.Equal(cur.GetLabels(), desired.GetLabels()) || !maps.Equal(cur.GetAnnotations(), desired.GetAnnotations()) {
+		next := cur.DeepCopy()
+		next.SetLabels(desired.GetLabels())
+		next.SetAnnotations(desired.GetAnnotations())
+		updated, err := api.Update(ctx, next, metav1.UpdateOptions{})
+		if err != nil {
+			return false, fmt.Errorf("update nodeclaim mirror %s: %w", cur.GetName(), err)
+		}
+		cur, changed = updated, true
+	}
+	if !equality.Semantic.DeepEqual(cur.Object["status"], desired.Object["status"]) {
+		next := cur.DeepCopy()
+		if status, ok := desired.Object["status"]; ok {
+			next.Object["status"] = status
+		} else {
+			delete(next.Object, "status")
+		}
+		if _, err := api.UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+			return changed, fmt.Errorf("update status of nodeclaim mirror %s: %w", cur.GetName(), err)
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+// toMirror converts an API NodeClaim into the object to write: its name,
+// labels (plus LabelMirror), annotations, spec and status; no server-set
+// metadata, finalizers or owner references.
+func toMirror(c v1.NodeClaim) (*unstructured.Unstructured, error) {
+	clean := v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        c.Name,
+			Labels:      maps.Clone(c.Labels),
+			Annotations: maps.Clone(c.Annotations),
+		},
+		Spec:   c.Spec,
+		Status: c.Status,
+	}
+	if clean.Labels == nil {
+		clean.Labels = map[string]string{}
+	}
+	clean.Labels[LabelMirror] = "true"
+	data, err := json.Marshal(clean)
+	if err != nil {
+		return nil, fmt.Errorf("encode nodeclaim %s: %w", c.Name, err)
+	}
+	obj := map[string]any{}
+	// utiljson keeps integers as int64, as the dynamic client does.
+	if err := utiljson.Unmarshal(data, &obj); err != nil {
+		return nil, fmt.Errorf("decode nodeclaim %s: %w", c.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion(GVR.GroupVersion().String())
+	u.SetKind(v1.KindNodeClaim)
+	delete(u.Object["metadata"].(map[string]any), "creationTimestamp")
+	return u, nil
+}
+
+// contains reports whether have holds everything in want: equal scalars,
+// lists of the same length whose items contain want's, and maps with every
+// key of want (extra keys in have, such as CRD defaults, are allowed).
+func contains(have, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			if !contains(h[k], wv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !contains(h[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return equality.Semantic.DeepEqual(have, want)
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,285 @@
+package mirror_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/nodewright/nodewright/forwarder/internal/mirror"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+func claim(name string, opts ...func(*v1.NodeClaim)) v1.NodeClaim {
+	c := v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			UID:             "api-uid-" + "x",
+			ResourceVersion: "7",
+			Labels:          map[string]string{v1.LabelNodePool: "default"},
+			Finalizers:      []string{v1.TerminationFinalizer},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodePool", Name: "default", UID: "np-uid"}},
+		},
+		Spec: v1.NodeClaimSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelInstanceType, Operator: "In", Values: []string{"m7g.large"}}},
+			NodeClassRef: &v1.NodeClassReference{Group: v1.AWSGroup, Kind: v1.KindEC2NodeClass, Name: "default"},
+		},
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+func launched(providerID string) func(*v1.NodeClaim) {
+	return func(c *v1.NodeClaim) {
+		c.Status.ProviderID = providerID
+		c.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched",
+			LastTransitionTime: metav1.Unix(1767225600, 0)}}
+	}
+}
+
+// object is the mirror of c as it sits in the cluster.
+func object(t *testing.T, c v1.NodeClaim, mirrored bool) *unstructured.Unstructured {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, UID: "cluster-uid-" + "y", Labels: c.Labels, Annotations: c.Annotations},
+		Spec:       c.Spec,
+		Status:     c.Status,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion("karpenter.sh/v1")
+	u.SetKind("NodeClaim")
+	labels := u.GetLabels()
+	if mirrored {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[mirror.LabelMirror] = "true"
+	}
+	u.SetLabels(labels)
+	return u
+}
+
+func newClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{mirror.GVR: "NodeClaimList"}, objs...)
+}
+
+// state is a NodeClaim in the cluster reduced to what the tests check.
+type state struct {
+	Labels     map[string]string
+	ProviderID string
+	Finalizers []string
+	Owners     int
+	Types      []string // requirement values of the instance-type key
+}
+
+func cluster(t *testing.T, client *dynamicfake.FakeDynamicClient) map[string]state {
+	t.Helper()
+	list, err := client.Resource(mirror.GVR).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]state{}
+	for _, u := range list.Items {
+		var c v1.NodeClaim
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+			t.Fatal(err)
+		}
+		s := state{Labels: c.Labels, ProviderID: c.Status.ProviderID, Finalizers: c.Finalizers, Owners: len(c.OwnerReferences)}
+		for _, r := range c.Spec.Requirements {
+			if r.Key == v1.LabelInstanceType {
+				s.Types = r.Values
+			}
+		}
+		out[c.Name] = s
+	}
+	return out
+}
+
+// verbs lists the write actions the client saw, as "verb[/subresource] name".
+func verbs(client *dynamicfake.FakeDynamicClient) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
+			continue
+		}
+		v := a.GetVerb()
+		if a.GetSubresource() != "" {
+			v += "/" + a.GetSubresource()
+		}
+		name := ""
+		switch act := a.(type) {
+		case interface{ GetName() string }:
+			name = act.GetName()
+		case interface{ GetObject() runtime.Object }:
+			name = act.GetObject().(*unstructured.Unstructured).GetName()
+		}
+		out = append(out, v+" "+name)
+	}
+	return out
+}
+
+func mirrorLabels(nodePool string) map[string]string {
+	return map[string]string{v1.LabelNodePool: nodePool, mirror.LabelMirror: "true"}
+}
+
+func TestSync(t *testing.T) {
+	tests := []struct {
+		name        string
+		cluster     func(t *testing.T) []runtime.Object
+		give        []v1.NodeClaim
+		wantResult  mirror.Result
+		wantVerbs   []string
+		wantCluster map[string]state
+	}{
+		{
+			name:       "should create a mirror with status for a new NodeClaim",
+			cluster:    func(*testing.T) []runtime.Object { return nil },
+			give:       []v1.NodeClaim{claim("default-a", launched("aws:///us-east-1a/i-1"))},
+			wantResult: mirror.Result{Created: 1},
+			wantVerbs:  []string{"create default-a", "update/status default-a"},
+			wantCluster: map[string]state{
+				"default-a": {Labels: mirrorLabels("default"), ProviderID: "aws:///us-east-1a/i-1", Types: []string{"m7g.large"}},
+			},
+		},
+		{
+			name: "should update labels and status of a changed NodeClaim",
+			cluster: func(t *testing.T) []runtime.Object {
+				return []runtime.Object{object(t, claim("default-a"), true)}
+			},
+			give: []v1.NodeClaim{claim("default-a", launched("aws:///us-east-1a/i-1"), func(c *v1.NodeClaim) {
+				c.Labels[v1.LabelRegistered] = "true"
+			})},
+			wantResult: mirror.Result{Updated: 1},
+			wantVerbs:  []string{"update default-a", "update/status default-a"},
+			wantCluster: map[string]state{
+				"default-a": {
+					Labels:     map[string]string{v1.LabelNodePool: "default", v1.LabelRegistered: "true", mirror.LabelMirror: "true"},
+					ProviderID: "aws:///us-east-1a/i-1", Types: []string{"m7g.large"},
+				},
+			},
+		},
+		{
+			name: "should delete a mirror whose NodeClaim is gone",
+			cluster: func(t *testing.T) []runtime.Object {
+				return []runtime.Object{object(t, claim("default-a"), true), object(t, claim("default-b"), true)}
+			},
+			give:       []v1.NodeClaim{claim("default-a")},
+			wantResult: mirror.Result{Deleted: 1},
+			wantVerbs:  []string{"delete default-b"},
+			wantCluster: map[string]state{
+				"default-a": {Labels: mirrorLabels("default"), Types: []string{"m7g.large"}},
+			},
+		},
+		{
+			name: "should write nothing when the mirrors are in sync",
+			cluster: func(t *testing.T) []runtime.Object {
+				return []runtime.Object{object(t, claim("default-a", launched("aws:///us-east-1a/i-1")), true)}
+			},
+			give: []v1.NodeClaim{claim("default-a", launched("aws:///us-east-1a/i-1"))},
+			wantCluster: map[string]state{
+				"default-a": {Labels: mirrorLabels("default"), ProviderID: "aws:///us-east-1a/i-1", Types: []string{"m7g.large"}},
+			},
+		},
+		{
+			name: "should not count fields the API server defaulted as a change",
+			cluster: func(t *testing.T) []runtime.Object {
+				u := object(t, claim("default-a"), true)
+				if err := unstructured.SetNestedField(u.Object, "720h", "spec", "expireAfter"); err != nil {
+					t.Fatal(err)
+				}
+				return []runtime.Object{u}
+			},
+			give:        []v1.NodeClaim{claim("default-a")},
+			wantCluster: map[string]state{"default-a": {Labels: mirrorLabels("default"), Types: []string{"m7g.large"}}},
+		},
+		{
+			name: "should replace a mirror whose spec changed",
+			cluster: func(t *testing.T) []runtime.Object {
+				return []runtime.Object{object(t, claim("default-a", func(c *v1.NodeClaim) {
+					c.Spec.Requirements[0].Values = []string{"c7g.large"}
+				}), true)}
+			},
+			give:        []v1.NodeClaim{claim("default-a")},
+			wantResult:  mirror.Result{Updated: 1},
+			wantVerbs:   []string{"delete default-a", "create default-a"},
+			wantCluster: map[string]state{"default-a": {Labels: mirrorLabels("default"), Types: []string{"m7g.large"}}},
+		},
+		{
+			name: "should leave NodeClaims without the mirror label alone",
+			cluster: func(t *testing.T) []runtime.Object {
+				return []runtime.Object{object(t, claim("karpenter-x"), false)}
+			},
+			give:       []v1.NodeClaim{claim("default-a")},
+			wantResult: mirror.Result{Created: 1},
+			wantVerbs:  []string{"create default-a"},
+			wantCluster: map[string]state{
+				"karpenter-x": {Labels: map[string]string{v1.LabelNodePool: "default"}, Types: []string{"m7g.large"}},
+				"default-a":   {Labels: mirrorLabels("default"), Types: []string{"m7g.large"}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := newClient(tt.cluster(t)...)
+			got, err := mirror.New(client).Sync(t.Context(), tt.give)
+			if err != nil {
+				t.Fatalf("Sync() error = %v", err)
+			}
+			if diff := cmp.Diff(tt.wantResult, got); diff != "" {
+				t.Errorf("Sync() result mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantVerbs, verbs(client)); diff != "" {
+				t.Errorf("writes mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantCluster, cluster(t, client)); diff != "" {
+				t.Errorf("cluster mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSyncErrors(t *testing.T) {
+	t.Run("should report a name taken by a NodeClaim it does not own and leave it unchanged", func(t *testing.T) {
+		client := newClient(object(t, claim("default-a", func(c *v1.NodeClaim) { c.Labels = map[string]string{"owner": "karpenter"} }), false))
+		got, err := mirror.New(client).Sync(t.Context(), []v1.NodeClaim{claim("default-a"), claim("default-b")})
+		if err == nil || !strings.Contains(err.Error(), "without label nodewright.dev/mirror=true") {
+			t.Fatalf("Sync() error = %v, want the name conflict", err)
+		}
+		if diff := cmp.Diff(mirror.Result{Created: 1}, got); diff != "" {
+			t.Errorf("Sync() result mismatch (-want +got):\n%s", diff)
+		}
+		c := cluster(t, client)
+		if diff := cmp.Diff(map[string]string{"owner": "karpenter"}, c["default-a"].Labels); diff != "" {
+			t.Errorf("the foreign NodeClaim changed (-want +got):\n%s", diff)
+		}
+		if _, ok := c["default-b"]; !ok {
+			t.Error("the other claim was not mirrored after the conflict")
+		}
+	})
+}
+
+func TestMirrorsCarryNoFinalizersOrOwners(t *testing.T) {
+	client := newClient()
+	if _, err := mirror.New(client).Sync(t.Context(), []v1.NodeClaim{claim("default-a")}); err != nil {
+		t.Fatal(err)
+	}
+	got := cluster(t, client)["default-a"]
+	if len(got.Finalizers) != 0 || got.Owners != 0 {
+		t.Errorf("mirror has finalizers %v and %d owners; want none", got.Finalizers, got.Owners)
+	}
+	if !slices.Contains(verbs(client), "create default-a") {
+		t.Errorf("writes = %v", verbs(client))
+	}
+}
