@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -207,16 +208,39 @@ func (s *solver) newClaim(c *nclaim, name string) NewClaim {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// expectedOffering is the offering CreateFleet would pick: capacity type
-// reserved if any reserved offering is available, else spot if allowed and
-// available, else on-demand (aws: instance.go getCapacityType); then the
-// cheapest offering of that type, ties by instance type order and zone.
+// expectedOffering is the offering CreateFleet would pick. When both spot
+// and on-demand are allowed, spot offerings pricier than the cheapest
+// on-demand one are dropped first (aws: instance/filter spot-offering
+// filter); then the capacity type is reserved if any reserved offering is
+// available, else spot if any remains, else on-demand (aws: instance.go
+// getCapacityType); then the cheapest offering of that type, ties by
+// instance type order and zone.
 func (s *solver) expectedOffering(r requirements.Requirements, types []*ptype, capTypes []string) ExpectedOffering {
-	want := ""
-	for _, ct := range []string{v1.CapacityTypeReserved, v1.CapacityTypeSpot, v1.CapacityTypeOnDemand} {
-		for _, have := range capTypes {
-			if have == ct && want == "" {
-				want = ct
+	has := map[string]bool{}
+	for _, ct := range capTypes {
+		has[ct] = true
+	}
+	cheapestOD := math.Inf(1)
+	for _, t := range types {
+		for j := range t.offers {
+			if o := &t.offers[j]; o.CapacityType == v1.CapacityTypeOnDemand && offerAllowed(r, o) && o.Price < cheapestOD {
+				cheapestOD = o.Price
+			}
+		}
+	}
+	spotOK := func(o *catalog.Offering) bool {
+		return !has[v1.CapacityTypeOnDemand] || o.Price <= cheapestOD
+	}
+	want := v1.CapacityTypeOnDemand
+	switch {
+	case has[v1.CapacityTypeReserved]:
+		want = v1.CapacityTypeReserved
+	case has[v1.CapacityTypeSpot]:
+		for _, t := range types {
+			for j := range t.offers {
+				if o := &t.offers[j]; o.CapacityType == v1.CapacityTypeSpot && offerAllowed(r, o) && spotOK(o) {
+					want = v1.CapacityTypeSpot
+				}
 			}
 		}
 	}
@@ -225,7 +249,7 @@ func (s *solver) expectedOffering(r requirements.Requirements, types []*ptype, c
 	for _, t := range types {
 		for j := range t.offers {
 			o := &t.offers[j]
-			if o.CapacityType != want || !offerAllowed(r, o) {
+			if o.CapacityType != want || !offerAllowed(r, o) || (want == v1.CapacityTypeSpot && !spotOK(o)) {
 				continue
 			}
 			if !found || o.Price < best.PricePerHour || (o.Price == best.PricePerHour && t.name == best.InstanceType && o.Zone < best.Zone) {

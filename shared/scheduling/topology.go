@@ -605,9 +605,16 @@ func (s *solver) checkTopology(e *effClass, v *topoView, buf []narrow) ([]narrow
 				}
 			}
 		} else {
+			// Pin the host to one free domain: an anti-affinity owner is
+			// recorded in every domain its host may land in, so leaving
+			// the claim flexible would block those domains for every pod
+			// the term selects (e.g. self anti-affinity on zone would
+			// place one pod instead of one per zone). Karpenter keeps the
+			// claim flexible here; pinning admits strictly more plans.
 			for _, d := range doms {
 				if g.counts[d] == 0 {
 					s.domArena = append(s.domArena, d)
+					break
 				}
 			}
 		}
