@@ -42,6 +42,10 @@ var karpenterCost = map[string]float64{
 	"respect/4000": 3776.980, "ignore/4000": 2524.597,
 }
 
+// karpenterRounding is half the last digit of the published costs: a plan
+// that launches exactly what Karpenter launches costs the same.
+const karpenterRounding = 0.0005
+
 func BenchmarkDiverseMix(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
@@ -185,7 +189,7 @@ func TestDiverseMixPlanQuality(t *testing.T) {
 	if cost/lb > 1.15 {
 		t.Errorf("cost/LB = %.3f, want <= 1.15", cost/lb)
 	}
-	if k := karpenterCost["diverse/1000"]; cost > k {
+	if k := karpenterCost["diverse/1000"]; cost > k+karpenterRounding {
 		t.Errorf("cost $%.3f/h is above Karpenter's $%.3f/h", cost, k)
 	}
 }
@@ -216,7 +220,7 @@ func TestBenchmarkPlansAreValid(t *testing.T) {
 			if err := schedulingtest.CheckResult(tt.in, res); err != nil {
 				t.Errorf("CheckResult() = %v", err)
 			}
-			if cost := schedulingtest.LaunchCost(res); tt.karpenter > 0 && cost > tt.karpenter {
+			if cost := schedulingtest.LaunchCost(res); tt.karpenter > 0 && cost > tt.karpenter+karpenterRounding {
 				t.Errorf("cost $%.3f/h is above Karpenter's $%.3f/h", cost, tt.karpenter)
 			}
 		})
