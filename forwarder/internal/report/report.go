@@ -1,0 +1,437 @@
+// Package report builds the forwarder's messages to the API from what its
+// informers hold: the pod batch, the cluster config (NodePools and
+// EC2NodeClasses as applied), node registrations and the cluster snapshot
+// (shared/apis/v1 podbatch.go). It also splits messages that would exceed the
+// contract's bounds. It performs no I/O.
+package report
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+// envelopeBytes is room left in every part for the message envelope (kind,
+// IDs, cluster name, timestamps, JSON punctuation).
+const envelopeBytes = 4 << 10
+
+// ID returns a message ID: prefix, the time in Unix milliseconds and 16 hex
+// digits of the SHA-256 of content, for example "pb-1767225600000-3f2a9c1d0b7e4a55".
+// It matches the contract's ID pattern for prefixes of letters and '-'.
+func ID(prefix string, at time.Time, content []byte) string {
+	sum := sha256.Sum256(content)
+	return prefix + "-" + strconv.FormatInt(at.UnixMilli(), 10) + "-" + hex.EncodeToString(sum[:8])
+}
+
+// Chunk splits items into consecutive groups of at most maxItems items whose
+// JSON encodings sum to at most maxBytes less the envelope allowance. It
+// returns an error wrapping v1.ErrMessageTooLarge if one item alone is too
+// large.
+func Chunk[T any](items []T, maxItems, maxBytes int) ([][]T, error) {
+	budget := maxBytes - envelopeBytes
+	var out [][]T
+	var cur []T
+	size := 0
+	for i, it := range items {
+		data, err := json.Marshal(it)
+		if err != nil {
+			return nil, fmt.Errorf("encode item %d: %w", i, err)
+		}
+		n := len(data) + 1 // the separating comma
+		if n > budget {
+			return nil, fmt.Errorf("item %d of %d bytes, limit %d: %w", i, n, budget, v1.ErrMessageTooLarge)
+		}
+		if len(cur) > 0 && (len(cur) == maxItems || size+n > budget) {
+			out = append(out, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, it)
+		size += n
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out, nil
+}
+
+// PodBatches builds the batches for one closed window: the pods' summaries,
+// split so each batch respects v1.MaxPodsPerBatch and v1.MaxMessageBytes.
+// A single batch has ID "pb-<ms>-<hash of the pod UIDs>"; split batches add
+// "-<index>". It returns nil for no pods.
+func PodBatches(cluster string, closed time.Time, pods []*corev1.Pod) ([]v1.PodBatch, error) {
+	if len(pods) == 0 {
+		return nil, nil
+	}
+	summaries := make([]v1.PodSummary, len(pods))
+	var uids []byte
+	for i, p := range pods {
+		summaries[i] = v1.SummarizePod(p)
+		uids = append(uids, p.UID...)
+		uids = append(uids, '\n')
+	}
+	chunks, err := Chunk(summaries, v1.MaxPodsPerBatch, v1.MaxMessageBytes)
+	if err != nil {
+		return nil, fmt.Errorf("split pod batch: %w", err)
+	}
+	id := ID("pb", closed, uids)
+	out := make([]v1.PodBatch, len(chunks))
+	for i, c := range chunks {
+		out[i] = v1.PodBatch{
+			TypeMeta:  metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindPodBatch},
+			ID:        id,
+			Cluster:   cluster,
+			CreatedAt: metav1.NewTime(closed),
+			Pods:      c,
+		}
+		if len(chunks) > 1 {
+			out[i].ID = id + "-" + strconv.Itoa(i)
+		}
+	}
+	return out, nil
+}
+
+// lastApplied is kubectl's copy of the applied manifest: large and
+// redundant with the object.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Config decodes NodePools and EC2NodeClasses from the dynamic informers'
+// objects into a ClusterConfig, as the user applied them: metadata without
+// managedFields or the last-applied annotation, spec, no status; sorted by
+// name. It returns the decode warnings (fields Karpenter v1.14.1 does not
+// define, prefixed with the object) and fails if any object does not decode,
+// since a config missing an object would read as its deletion. The ID is set
+// from the content and at; hash identifies the content for change detection.
+func Config(cluster string, at time.Time, nodePools, nodeClasses []*unstructured.Unstructured) (cfg v1.ClusterConfig, hash string, warnings []string, err error) {
+	cfg = v1.ClusterConfig{
+		TypeMeta:       metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindClusterConfig},
+		Cluster:        cluster,
+		CreatedAt:      metav1.NewTime(at),
+		NodePools:      []v1.NodePool{},
+		EC2NodeClasses: []v1.EC2NodeClass{},
+	}
+	var errs []error
+	for _, u := range sortByName(nodePools) {
+		np, warns, err := decodeObject(u, v1.DecodeNodePool)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("decode NodePool %s: %w", u.GetName(), err))
+			continue
+		}
+		warnings = append(warnings, prefixed("NodePool "+u.GetName(), warns)...)
+		np.Status = v1.NodePoolStatus{}
+		cleanMeta(&np.ObjectMeta)
+		cfg.NodePools = append(cfg.NodePools, *np)
+	}
+	for _, u := range sortByName(nodeClasses) {
+		nc, warns, err := decodeObject(u, v1.DecodeEC2NodeClass)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("decode EC2NodeClass %s: %w", u.GetName(), err))
+			continue
+		}
+		warnings = append(warnings, prefixed("EC2NodeClass "+u.GetName(), warns)...)
+		nc.Status = v1.EC2NodeClassStatus{}
+		cleanMeta(&nc.ObjectMeta)
+		cfg.EC2NodeClasses = append(cfg.EC2NodeClasses, *nc)
+	}
+	if len(errs) > 0 {
+		return v1.ClusterConfig{}, "", warnings, errors.Join(errs...)
+	}
+	content, err := json.Marshal(struct {
+		NodePools      []v1.NodePool
+		EC2NodeClasses []v1.EC2NodeClass
+	}{cfg.NodePools, cfg.EC2NodeClasses})
+	if err != nil {
+		return v1.ClusterConfig{}, "", warnings, fmt.Errorf("encode config: %w", err)
+	}
+	cfg.ID = ID("cfg", at, content)
+	return cfg, hashOf(content), warnings, nil
+}
+
+func decodeObject[T any](u *unstructured.Unstructured, decode func([]byte) (*T, []v1.FieldError, error)) (*T, []v1.FieldError, error) {
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, nil, err
+	}
+	return decode(data)
+}
+
+func prefixed(object string, warns []v1.FieldError) []string {
+	out := make([]string, len(warns))
+	for i, w := range warns {
+		out[i] = object + ": " + w.Error()
+	}
+	return out
+}
+
+func cleanMeta(m *metav1.ObjectMeta) {
+	m.ManagedFields = nil
+	if _, ok := m.Annotations[lastApplied]; ok {
+		m.Annotations = maps.Clone(m.Annotations)
+		delete(m.Annotations, lastApplied)
+		if len(m.Annotations) == 0 {
+			m.Annotations = nil
+		}
+	}
+}
+
+func sortByName(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := slices.Clone(objs)
+	slices.SortFunc(out, func(a, b *unstructured.Unstructured) int { return cmp.Compare(a.GetName(), b.GetName()) })
+	return out
+}
+
+func hashOf(content []byte) string {
+	sum := sha256.Sum256(content)
+	return hex.EncodeToString(sum[:])
+}
+
+// Registrations tracks which node summaries the API has acknowledged, so
+// only changes are reported. It is not safe for concurrent use.
+type Registrations struct {
+	reported map[string]v1.NodeSummary
+}
+
+// NewRegistrations returns a tracker that has reported nothing yet.
+func NewRegistrations() *Registrations {
+	return &Registrations{reported: map[string]v1.NodeSummary{}}
+}
+
+// Pending returns the nodes (with a providerID) whose summary differs from
+// the last acknowledged one, by name, and the acknowledged nodes that are no
+// longer listed.
+func (r *Registrations) Pending(nodes []*corev1.Node) (changed []v1.NodeSummary, removed []v1.RemovedNode) {
+	present := map[string]bool{}
+	for _, n := range nodes {
+		if n.Spec.ProviderID == "" {
+			continue
+		}
+		present[n.Name] = true
+		s := v1.SummarizeNode(n)
+		if last, ok := r.reported[n.Name]; ok && equalJSON(last, s) {
+			continue
+		}
+		changed = append(changed, s)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.reported)) {
+		if !present[name] {
+			removed = append(removed, v1.RemovedNode{Name: name, ProviderID: r.reported[name].ProviderID})
+		}
+	}
+	slices.SortFunc(changed, func(a, b v1.NodeSummary) int { return cmp.Compare(a.Name, b.Name) })
+	return changed, removed
+}
+
+// Acknowledge records that the API has received changed and removed.
+func (r *Registrations) Acknowledge(changed []v1.NodeSummary, removed []v1.RemovedNode) {
+	for _, s := range changed {
+		r.reported[s.Name] = s
+	}
+	for _, n := range removed {
+		delete(r.reported, n.Name)
+	}
+}
+
+// RegistrationMessages packs changed and removed nodes into messages within
+// the contract's bounds (IDs "nr-<ms>-<hash>[-<index>]"). It returns nil when
+// there is nothing to report.
+func RegistrationMessages(cluster string, at time.Time, changed []v1.NodeSummary, removed []v1.RemovedNode) ([]v1.NodeRegistrations, error) {
+	if len(changed) == 0 && len(removed) == 0 {
+		return nil, nil
+	}
+	nodeChunks, err := Chunk(changed, v1.MaxNodesPerMessage, v1.MaxMessageBytes)
+	if err != nil {
+		return nil, fmt.Errorf("split registrations: %w", err)
+	}
+	removedChunks, err := Chunk(removed, v1.MaxNodesPerMessage, v1.MaxMessageBytes)
+	if err != nil {
+		return nil, fmt.Errorf("split removals: %w", err)
+	}
+	content, err := json.Marshal(struct {
+		C []v1.NodeSummary
+		R []v1.RemovedNode
+	}{changed, removed})
+	if err != nil {
+		return nil, fmt.Errorf("encode registrations: %w", err)
+	}
+	id := ID("nr", at, content)
+	var out []v1.NodeRegistrations
+	for _, c := range nodeChunks {
+		out = append(out, v1.NodeRegistrations{Nodes: c})
+	}
+	for _, c := range removedChunks {
+		out = append(out, v1.NodeRegistrations{Removed: c})
+	}
+	for i := range out {
+		out[i].TypeMeta = metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindNodeRegistrations}
+		out[i].Cluster = cluster
+		out[i].CreatedAt = metav1.NewTime(at)
+		out[i].ID = id
+		if len(out) > 1 {
+			out[i].ID = id + "-" + strconv.Itoa(i)
+		}
+	}
+	return out, nil
+}
+
+// Snapshot builds the cluster snapshot: every node, every bound pod that is
+// not terminal, every PDB and every DaemonSet, in name order, split into as
+// few parts as the bounds allow. hash identifies the content (not the time),
+// so an unchanged cluster can skip a post.
+func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, daemonSets []*appsv1.DaemonSet) (parts []v1.ClusterSnapshot, hash string, err error) {
+	var s v1.ClusterSnapshot
+	for _, n := range nodes {
+		s.Nodes = append(s.Nodes, v1.SummarizeNode(n))
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		s.Pods = append(s.Pods, v1.SummarizePod(p))
+	}
+	for _, pdb := range pdbs {
+		s.PodDisruptionBudgets = append(s.PodDisruptionBudgets, SummarizePDB(pdb))
+	}
+	for _, ds := range daemonSets {
+		s.DaemonSets = append(s.DaemonSets, SummarizeDaemonSet(ds))
+	}
+	slices.SortFunc(s.Nodes, func(a, b v1.NodeSummary) int { return compareNames("", a.Name, "", b.Name) })
+	slices.SortFunc(s.Pods, func(a, b v1.PodSummary) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
+	slices.SortFunc(s.PodDisruptionBudgets, func(a, b v1.PDBSummary) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
+	slices.SortFunc(s.DaemonSets, func(a, b v1.DaemonSetSummary) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
+
+	content, err := json.Marshal(s)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode snapshot: %w", err)
+	}
+	snapshotID := ID("cs", at, content)
+
+	// Each item kind is chunked on its own; parts are then filled from the
+	// chunks in order, so most snapshots are one part.
+	nodeChunks, err := Chunk(s.Nodes, v1.MaxNodesPerMessage, v1.MaxMessageBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("split snapshot nodes: %w", err)
+	}
+	podChunks, err := Chunk(s.Pods, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("split snapshot pods: %w", err)
+	}
+	pdbChunks, err := Chunk(s.PodDisruptionBudgets, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("split snapshot PDBs: %w", err)
+	}
+	dsChunks, err := Chunk(s.DaemonSets, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("split snapshot daemonsets: %w", err)
+	}
+	if len(content)+envelopeBytes <= v1.MaxMessageBytes && len(nodeChunks) <= 1 && len(podChunks) <= 1 {
+		parts = []v1.ClusterSnapshot{s}
+	} else {
+		for _, c := range nodeChunks {
+			parts = append(parts, v1.ClusterSnapshot{Nodes: c})
+		}
+		for _, c := range podChunks {
+			parts = append(parts, v1.ClusterSnapshot{Pods: c})
+		}
+		for _, c := range pdbChunks {
+			parts = append(parts, v1.ClusterSnapshot{PodDisruptionBudgets: c})
+		}
+		for _, c := range dsChunks {
+			parts = append(parts, v1.ClusterSnapshot{DaemonSets: c})
+		}
+	}
+	if len(parts) > v1.MaxSnapshotParts {
+		return nil, "", fmt.Errorf("snapshot needs %d parts, limit %d: %w", len(parts), v1.MaxSnapshotParts, v1.ErrMessageTooLarge)
+	}
+	for i := range parts {
+		parts[i].TypeMeta = metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindClusterSnapshot}
+		parts[i].ID = snapshotID + "-" + strconv.Itoa(i)
+		parts[i].Cluster = cluster
+		parts[i].CreatedAt = metav1.NewTime(at)
+		parts[i].SnapshotID = snapshotID
+		parts[i].Part = i
+		parts[i].Parts = len(parts)
+	}
+	return parts, hashOf(content), nil
+}
+
+func compareNames(ns1, n1, ns2, n2 string) int {
+	return cmp.Or(cmp.Compare(ns1, ns2), cmp.Compare(n1, n2))
+}
+
+// SummarizePDB returns the wire summary of a policy/v1 PodDisruptionBudget.
+func SummarizePDB(pdb *policyv1.PodDisruptionBudget) v1.PDBSummary {
+	s := v1.PDBSummary{
+		Name:               pdb.Name,
+		Namespace:          pdb.Namespace,
+		UID:                pdb.UID,
+		Selector:           pdb.Spec.Selector.DeepCopy(),
+		DisruptionsAllowed: pdb.Status.DisruptionsAllowed,
+		CurrentHealthy:     pdb.Status.CurrentHealthy,
+		DesiredHealthy:     pdb.Status.DesiredHealthy,
+		ExpectedPods:       pdb.Status.ExpectedPods,
+	}
+	if pdb.Spec.MinAvailable != nil {
+		v := *pdb.Spec.MinAvailable
+		s.MinAvailable = &v
+	}
+	if pdb.Spec.MaxUnavailable != nil {
+		v := *pdb.Spec.MaxUnavailable
+		s.MaxUnavailable = &v
+	}
+	if pdb.Spec.UnhealthyPodEvictionPolicy != nil {
+		s.UnhealthyPodEvictionPolicy = string(*pdb.Spec.UnhealthyPodEvictionPolicy)
+	}
+	return s
+}
+
+// SummarizeDaemonSet returns the wire summary of a DaemonSet: its pod
+// template as a pod named after the DaemonSet.
+func SummarizeDaemonSet(ds *appsv1.DaemonSet) v1.DaemonSetSummary {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        ds.Name,
+			Namespace:   ds.Namespace,
+			Labels:      ds.Spec.Template.Labels,
+			Annotations: ds.Spec.Template.Annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: ptr(true),
+			}},
+		},
+		Spec: ds.Spec.Template.Spec,
+	}
+	return v1.DaemonSetSummary{Name: ds.Name, Namespace: ds.Namespace, UID: ds.UID, Template: v1.SummarizePod(pod)}
+}
+
+// PodsByUID indexes a batch's pods for turning answers into events.
+func PodsByUID(batches []v1.PodBatch) map[types.UID]v1.PodSummary {
+	out := map[types.UID]v1.PodSummary{}
+	for _, b := range batches {
+		for _, p := range b.Pods {
+			out[p.UID] = p
+		}
+	}
+	return out
+}
+
+func equalJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+func ptr[T any](v T) *T { return &v }
