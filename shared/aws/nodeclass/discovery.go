@@ -1,0 +1,129 @@
+package nodeclass
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+// tagFilters turns selector tags into EC2 filters: tag:<key>=<value>, or
+// tag-key=<key> for the value "*" (karpenter-spec §4.1). Keys are sorted.
+func tagFilters(tags map[string]string) []ec2types.Filter {
+	var out []ec2types.Filter
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		if tags[k] == "*" {
+			out = append(out, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
+		} else {
+			out = append(out, ec2types.Filter{Name: aws.String("tag:" + k), Values: []string{tags[k]}})
+		}
+	}
+	return out
+}
+
+// Subnets resolves spec.subnetSelectorTerms (karpenter-spec §1.3, §4.1):
+// one DescribeSubnets call per tag term, one for all id terms together
+// (filter subnet-id), no VPC or state filter; results are unioned,
+// de-duplicated and sorted by free addresses, most first, then by ID.
+// Errors: a failed call (wrapped), or ErrSubnetsNotFound when nothing
+// matches.
+func (r *Resolver) Subnets(ctx context.Context, nc *v1.EC2NodeClass) ([]Subnet, error) {
+	var queries [][]ec2types.Filter
+	var ids []string
+	for _, term := range nc.Spec.SubnetSelectorTerms {
+		switch {
+		case term.ID != "":
+			ids = append(ids, term.ID)
+		case len(term.Tags) > 0:
+			queries = append(queries, tagFilters(term.Tags))
+		}
+	}
+	if len(ids) > 0 {
+		queries = append(queries, []ec2types.Filter{{Name: aws.String("subnet-id"), Values: ids}})
+	}
+	found := map[string]Subnet{}
+	for _, filters := range queries {
+		in := &ec2.DescribeSubnetsInput{Filters: filters}
+		for {
+			out, err := r.ec2.DescribeSubnets(ctx, in)
+			if err != nil {
+				return nil, fmt.Errorf("node class %s: describe subnets: %w", nc.Name, err)
+			}
+			for _, s := range out.Subnets {
+				found[aws.ToString(s.SubnetId)] = Subnet{
+					ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone), ZoneID: aws.ToString(s.AvailabilityZoneId),
+					AvailableIPs: int64(aws.ToInt32(s.AvailableIpAddressCount)),
+				}
+			}
+			if aws.ToString(out.NextToken) == "" {
+				break
+			}
+			in.NextToken = out.NextToken
+		}
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("node class %s: %w for spec.subnetSelectorTerms", nc.Name, ErrSubnetsNotFound)
+	}
+	out := slices.Collect(maps.Values(found))
+	slices.SortFunc(out, func(a, b Subnet) int {
+		return cmp.Or(cmp.Compare(b.AvailableIPs, a.AvailableIPs), strings.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// SecurityGroups resolves spec.securityGroupSelectorTerms (karpenter-spec
+// §1.3, §4.1): one DescribeSecurityGroups call per tag or name term (name
+// is the group name, filter group-name, ANDed with the term's tags), one
+// for all id terms together (filter group-id); results are unioned,
+// de-duplicated and sorted by ID. Errors: a failed call (wrapped), or
+// ErrSecurityGroupsNotFound when nothing matches.
+func (r *Resolver) SecurityGroups(ctx context.Context, nc *v1.EC2NodeClass) ([]v1.SecurityGroup, error) {
+	var queries [][]ec2types.Filter
+	var ids []string
+	for _, term := range nc.Spec.SecurityGroupSelectorTerms {
+		switch {
+		case term.ID != "":
+			ids = append(ids, term.ID)
+		case term.Name != "" || len(term.Tags) > 0:
+			filters := tagFilters(term.Tags)
+			if term.Name != "" {
+				filters = append(filters, ec2types.Filter{Name: aws.String("group-name"), Values: []string{term.Name}})
+			}
+			queries = append(queries, filters)
+		}
+	}
+	if len(ids) > 0 {
+		queries = append(queries, []ec2types.Filter{{Name: aws.String("group-id"), Values: ids}})
+	}
+	found := map[string]v1.SecurityGroup{}
+	for _, filters := range queries {
+		in := &ec2.DescribeSecurityGroupsInput{Filters: filters}
+		for {
+			out, err := r.ec2.DescribeSecurityGroups(ctx, in)
+			if err != nil {
+				return nil, fmt.Errorf("node class %s: describe security groups: %w", nc.Name, err)
+			}
+			for _, g := range out.SecurityGroups {
+				found[aws.ToString(g.GroupId)] = v1.SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName)}
+			}
+			if aws.ToString(out.NextToken) == "" {
+				break
+			}
+			in.NextToken = out.NextToken
+		}
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("node class %s: %w for spec.securityGroupSelectorTerms", nc.Name, ErrSecurityGroupsNotFound)
+	}
+	out := slices.Collect(maps.Values(found))
+	slices.SortFunc(out, func(a, b v1.SecurityGroup) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}

@@ -1,0 +1,116 @@
+// Package nodeclass resolves an EC2NodeClass against EC2 and SSM: its
+// subnets, security groups and AMIs (karpenter-spec §4.1 "Discovery query
+// shapes", §9.1), and the launch templates a launch needs (§4 step 6, §9.3).
+// It declares the narrow EC2API and SSMAPI it calls; *ec2.Client and
+// *ssm.Client satisfy them. It keeps nothing between calls: every call asks
+// AWS again.
+package nodeclass
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+// EC2API is the subset of the EC2 client this package calls.
+type EC2API interface {
+	DescribeSubnets(context.Context, *ec2.DescribeSubnetsInput, ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error)
+	DescribeSecurityGroups(context.Context, *ec2.DescribeSecurityGroupsInput, ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error)
+	DescribeImages(context.Context, *ec2.DescribeImagesInput, ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error)
+	DescribeLaunchTemplates(context.Context, *ec2.DescribeLaunchTemplatesInput, ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error)
+	CreateLaunchTemplate(context.Context, *ec2.CreateLaunchTemplateInput, ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
+}
+
+// SSMAPI is the subset of the SSM client this package calls.
+type SSMAPI interface {
+	GetParameter(context.Context, *ssm.GetParameterInput, ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+var (
+	_ EC2API = (*ec2.Client)(nil)
+	_ SSMAPI = (*ssm.Client)(nil)
+)
+
+// Resolution failures, matching Karpenter's EC2NodeClass condition reasons
+// (SubnetsNotFound, SecurityGroupsNotFound, AMINotFound).
+var (
+	ErrSubnetsNotFound        = errors.New("no subnets found")
+	ErrSecurityGroupsNotFound = errors.New("no security groups found")
+	ErrAMIsNotFound           = errors.New("no AMIs found")
+)
+
+// Resolver resolves node classes. It is safe for concurrent use.
+type Resolver struct {
+	ec2 EC2API
+	ssm SSMAPI
+	now func() time.Time
+}
+
+// New returns a Resolver. now is the clock that decides whether an AMI's
+// deprecation time has passed; nil means time.Now.
+func New(ec2API EC2API, ssmAPI SSMAPI, now func() time.Time) *Resolver {
+	if now == nil {
+		now = time.Now
+	}
+	return &Resolver{ec2: ec2API, ssm: ssmAPI, now: now}
+}
+
+// Subnet is a resolved subnet with its free address count.
+type Subnet struct {
+	ID     string
+	Zone   string
+	ZoneID string
+	// AvailableIPs is AvailableIpAddressCount.
+	AvailableIPs int64
+	// Unavailable is always false here; the field exists so that Subnet
+	// converts to fleet.Subnet, whose callers set it from their cache.
+	Unavailable bool
+}
+
+// Resolved is what a node class resolves to: the content of its status.
+type Resolved struct {
+	// Subnets are sorted by free addresses, most first, then by ID.
+	Subnets []Subnet
+	// SecurityGroups are sorted by ID.
+	SecurityGroups []v1.SecurityGroup
+	// AMIs are sorted newest first (see AMIs).
+	AMIs []v1.AMI
+}
+
+// Resolve resolves the node class's subnets, security groups and AMIs for a
+// cluster at k8sVersion ("1.33"). Errors are those of Subnets,
+// SecurityGroups and AMIs, in that order.
+func (r *Resolver) Resolve(ctx context.Context, nc *v1.EC2NodeClass, k8sVersion string) (Resolved, error) {
+	if nc == nil {
+		return Resolved{}, errors.New("resolve node class: nil")
+	}
+	subnets, err := r.Subnets(ctx, nc)
+	if err != nil {
+		return Resolved{}, err
+	}
+	groups, err := r.SecurityGroups(ctx, nc)
+	if err != nil {
+		return Resolved{}, err
+	}
+	amis, err := r.AMIs(ctx, nc, k8sVersion)
+	if err != nil {
+		return Resolved{}, err
+	}
+	return Resolved{Subnets: subnets, SecurityGroups: groups, AMIs: amis}, nil
+}
+
+// ApplyTo writes the resolution into status (subnets, security groups,
+// AMIs), leaving its other fields alone.
+func (res Resolved) ApplyTo(status *v1.EC2NodeClassStatus) {
+	status.Subnets = make([]v1.Subnet, len(res.Subnets))
+	for i, s := range res.Subnets {
+		status.Subnets[i] = v1.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID}
+	}
+	status.SecurityGroups = append([]v1.SecurityGroup(nil), res.SecurityGroups...)
+	status.AMIs = append([]v1.AMI(nil), res.AMIs...)
+}
