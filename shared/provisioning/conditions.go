@@ -1,0 +1,98 @@
+package provisioning
+
+import (
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+// Condition reasons nodewright writes on NodeClaims. True conditions carry
+// their own type as reason, as Karpenter's status library does; the other
+// reasons are Karpenter's (karpenter: pkg/controllers/nodeclaim/lifecycle).
+const (
+	ReasonAwaitingReconciliation    = "AwaitingReconciliation"
+	ReasonLaunchFailed              = "LaunchFailed"
+	ReasonNodeNotFound              = "NodeNotFound"
+	ReasonMultipleNodesFound        = "MultipleNodesFound"
+	ReasonNodeNotReady              = "NodeNotReady"
+	ReasonStartupTaintsExist        = "StartupTaintsExist"
+	ReasonKnownEphemeralTaintsExist = "KnownEphemeralTaintsExist"
+	ReasonResourceNotRegistered     = "ResourceNotRegistered"
+	ReasonNodeClassNotReady         = "NodeClassNotReady"
+	ReasonInsufficientCapacity      = "InsufficientCapacity"
+)
+
+// lifecycleConditions are the conditions a new NodeClaim starts with, all
+// Unknown (Karpenter initializes its status conditions at creation).
+var lifecycleConditions = []string{
+	v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized, v1.ConditionTypeReady,
+}
+
+// condition returns the condition of type t, or nil.
+func condition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// isTrue reports whether the claim's condition t is True.
+func isTrue(claim *v1.NodeClaim, t string) bool {
+	c := condition(claim.Status.Conditions, t)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+// setCondition returns conds with condition t set. LastTransitionTime moves
+// to now only when the status changes, as the Kubernetes condition
+// convention requires. The input slice is not modified.
+func setCondition(conds []metav1.Condition, t string, status metav1.ConditionStatus, reason, message string, generation int64, now time.Time) []metav1.Condition {
+	out := slices.Clone(conds)
+	if reason == "" {
+		reason = t
+	}
+	for i := range out {
+		if out[i].Type != t {
+			continue
+		}
+		if out[i].Status != status {
+			out[i].LastTransitionTime = metav1.NewTime(now)
+		}
+		out[i].Status, out[i].Reason, out[i].Message, out[i].ObservedGeneration = status, reason, message, generation
+		return out
+	}
+	return append(out, metav1.Condition{
+		Type: t, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
+	})
+}
+
+// setClaimCondition sets condition t on claim and recomputes Ready: True
+// when Launched, Registered and Initialized are all True, else Unknown.
+func setClaimCondition(claim *v1.NodeClaim, t string, status metav1.ConditionStatus, reason, message string, now time.Time) {
+	claim.Status.Conditions = setCondition(claim.Status.Conditions, t, status, reason, message, claim.Generation, now)
+	ready := metav1.ConditionTrue
+	for _, dep := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized} {
+		if !isTrue(claim, dep) {
+			ready = metav1.ConditionUnknown
+		}
+	}
+	readyReason := ReasonAwaitingReconciliation
+	if ready == metav1.ConditionTrue {
+		readyReason = v1.ConditionTypeReady
+	}
+	claim.Status.Conditions = setCondition(claim.Status.Conditions, v1.ConditionTypeReady, ready, readyReason, "", claim.Generation, now)
+}
+
+// since returns the time condition t of claim last changed, or the claim's
+// creation when the condition is absent.
+func since(claim *v1.NodeClaim, t string) time.Time {
+	if c := condition(claim.Status.Conditions, t); c != nil && !c.LastTransitionTime.IsZero() {
+		return c.LastTransitionTime.Time
+	}
+	return claim.CreationTimestamp.Time
+}

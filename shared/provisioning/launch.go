@@ -1,0 +1,447 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/requirements"
+)
+
+// instanceTenancyDefault is the tenancy label of a launched node; nodewright
+// launches default tenancy only (karpenter-spec section 1.4: default unless
+// the claim allows only dedicated).
+const instanceTenancyDefault = "default"
+
+// launchState is what solving and launching read about the configuration:
+// the usable NodePools, the resolved EC2NodeClasses and their instance
+// types.
+type launchState struct {
+	// pools are the valid NodePools, defaulted.
+	pools []v1.NodePool
+	// classes holds the resolved, ready EC2NodeClasses referenced by a
+	// valid pool, by name.
+	classes map[string]*v1.EC2NodeClass
+	// types holds each class's instance types, unavailable offerings
+	// marked and types no resolved AMI can boot removed.
+	types map[string][]*catalog.InstanceType
+	// warnings name what was left out and why.
+	warnings []string
+}
+
+// classList returns the resolved classes sorted by name.
+func (s *launchState) classList() []v1.EC2NodeClass {
+	names := slices.Sorted(maps.Keys(s.classes))
+	out := make([]v1.EC2NodeClass, len(names))
+	for i, n := range names {
+		out[i] = *s.classes[n]
+	}
+	return out
+}
+
+// loadLaunchState reads the configuration and the unavailable offerings and
+// resolves every EC2NodeClass a valid NodePool refers to. Invalid or
+// unresolvable objects are left out with a warning; only port failures of
+// the configuration and the offering cache are errors.
+func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*launchState, error) {
+	pools, classes, err := p.ports.Config.ClusterConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read cluster config: %w", err)
+	}
+	unavailable, err := p.ports.Offerings.UnavailableOfferings(ctx, now)
+	if err != nil {
+		return nil, fmt.Errorf("read unavailable offerings: %w", err)
+	}
+	st := &launchState{classes: map[string]*v1.EC2NodeClass{}, types: map[string][]*catalog.InstanceType{}}
+	referenced := map[string]bool{}
+	for _, np := range pools {
+		np.SetDefaults()
+		if err := np.Validate(); err != nil {
+			st.warnings = append(st.warnings, fmt.Sprintf("NodePool %s left out: invalid: %v", np.Name, err))
+			continue
+		}
+		st.pools = append(st.pools, np)
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+			referenced[ref.Name] = true
+		}
+	}
+	sort.Slice(classes, func(i, j int) bool { return classes[i].Name < classes[j].Name })
+	isUnavailable := unavailablePredicate(unavailable)
+	for _, nc := range classes {
+		if !referenced[nc.Name] {
+			continue
+		}
+		nc.SetDefaults()
+		if err := nc.Validate(); err != nil {
+			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: invalid: %v", nc.Name, err))
+			continue
+		}
+		resolved, err := p.ports.NodeClass.ResolveNodeClass(ctx, nc)
+		if err != nil {
+			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: resolve: %v", nc.Name, err))
+			continue
+		}
+		if c := condition(resolved.Status.Conditions, v1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
+			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: not ready: %s: %s", nc.Name, c.Reason, c.Message))
+			continue
+		}
+		types, _, err := catalog.Resolve(&resolved, catalog.Options{
+			Region:                  p.opts.Region,
+			SpotPriceRatio:          p.opts.SpotPriceRatio,
+			ReservedENIs:            p.opts.ReservedENIs,
+			VMMemoryOverheadPercent: p.opts.VMMemoryOverheadPercent,
+			Unavailable:             isUnavailable,
+		})
+		if err != nil {
+			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: instance types: %v", nc.Name, err))
+			continue
+		}
+		st.classes[nc.Name] = &resolved
+		st.types[nc.Name] = bootable(types, resolved.Status.AMIs)
+	}
+	return st, nil
+}
+
+// unavailablePredicate turns the cache entries into catalog.Options'
+// Unavailable function.
+func unavailablePredicate(entries []Offering) func(instanceType, zone, capacityType string) bool {
+	if len(entries) == 0 {
+		return nil
+	}
+	exact := map[Offering]bool{}
+	var partial []Offering
+	for _, o := range entries {
+		if o.CapacityType != "" && o.InstanceType != "" && o.Zone != "" {
+			exact[o] = true
+			continue
+		}
+		partial = append(partial, o)
+	}
+	return func(instanceType, zone, capacityType string) bool {
+		if exact[Offering{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}] {
+			return true
+		}
+		for _, o := range partial {
+			if o.matches(instanceType, zone, capacityType) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// bootable keeps the instance types at least one resolved AMI serves (an
+// AMI's requirements: architecture, GPU or accelerator variant; karpenter-spec
+// section 9.1). A launch uses, per type, the first AMI whose requirements it
+// meets (section 4 step 6), so a type no AMI serves cannot launch and must
+// not be planned. With no resolved AMIs every type is kept.
+func bootable(types []*catalog.InstanceType, amis []v1.AMI) []*catalog.InstanceType {
+	if len(amis) == 0 {
+		return types
+	}
+	reqs := make([]requirements.Requirements, len(amis))
+	for i, ami := range amis {
+		reqs[i] = requirements.FromNodeSelector(ami.Requirements)
+	}
+	out := make([]*catalog.InstanceType, 0, len(types))
+	for _, it := range types {
+		if slices.ContainsFunc(reqs, func(r requirements.Requirements) bool { return r.AdmitsLabels(it.Labels, v1.WellKnownLabels) }) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// outcome is one NodeClaim's launch outcome with its stored form, when it
+// still exists.
+type outcome struct {
+	Launch
+	claim *v1.NodeClaim
+}
+
+// launchAll creates and launches the planned NodeClaims, at most
+// LaunchParallelism at a time. It returns when every launch has ended.
+func (p *Provisioner) launchAll(ctx context.Context, planned []v1.NodeClaim, st *launchState, now time.Time) []outcome {
+	out := make([]outcome, len(planned))
+	var g errgroup.Group
+	g.SetLimit(p.opts.LaunchParallelism)
+	for i := range planned {
+		g.Go(func() error {
+			out[i] = p.launchOne(ctx, planned[i], st, now)
+			return nil
+		})
+	}
+	// The goroutines report through out and never return an error.
+	_ = g.Wait()
+	return out
+}
+
+// errAbandoned: a planned NodeClaim is gone from the store and too old to
+// recreate.
+var errAbandoned = errors.New("abandoned")
+
+func (p *Provisioner) launchOne(ctx context.Context, planned v1.NodeClaim, st *launchState, now time.Time) outcome {
+	o := outcome{Launch: Launch{NodeClaim: planned.Name}}
+	if planned.Status.ProviderID != "" {
+		o.Status, o.ProviderID = AlreadyLaunched, planned.Status.ProviderID
+		return o
+	}
+	claim, err := p.ensureClaim(ctx, planned, now)
+	switch {
+	case errors.Is(err, errAbandoned):
+		o.Status, o.Reason = Abandoned, fmt.Sprintf("the NodeClaim is gone from the store and its plan is older than the %v launch timeout", LaunchTimeout)
+		return o
+	case err != nil:
+		o.Status, o.Reason = LaunchFailed, err.Error()
+		return o
+	case claim.DeletionTimestamp != nil:
+		o.Status, o.Reason = Abandoned, "the NodeClaim is being deleted"
+		return o
+	case claim.Status.ProviderID != "":
+		o.Status, o.ProviderID, o.claim = AlreadyLaunched, claim.Status.ProviderID, &claim
+		return o
+	}
+	className := ""
+	if ref := claim.Spec.NodeClassRef; ref != nil {
+		className = ref.Name
+	}
+	class := st.classes[className]
+	if class == nil {
+		reason := fmt.Sprintf("EC2NodeClass %q is missing, invalid or not ready", className)
+		return p.giveUp(ctx, claim, NodeClassNotReady, reason)
+	}
+	res, err := p.ports.Launcher.Launch(ctx, LaunchRequest{NodeClaim: claim, NodeClass: *class, InstanceTypes: st.types[className]})
+	var ice *InsufficientCapacityError
+	if errors.As(err, &ice) {
+		markErr := p.markUnavailable(ctx, ice.Offerings, now)
+		o = p.giveUp(ctx, claim, InsufficientCapacity, ice.Reason)
+		if markErr != nil {
+			o.Reason += "; " + markErr.Error()
+		}
+		return o
+	}
+	if err != nil {
+		return p.recordFailure(ctx, claim, err, now)
+	}
+	o = p.recordLaunch(ctx, claim, res.Instance, class, st.types[className], now)
+	if markErr := p.markUnavailable(ctx, res.Unavailable, now); markErr != nil && o.Status != Launched {
+		o.Reason += "; " + markErr.Error()
+	}
+	return o
+}
+
+// ensureClaim creates the planned NodeClaim create-only, or returns the
+// stored one when it exists. A missing NodeClaim whose plan is older than
+// LaunchTimeout is not recreated (errAbandoned): garbage collection deleted
+// it, and its pods have moved on to later batches.
+func (p *Provisioner) ensureClaim(ctx context.Context, planned v1.NodeClaim, now time.Time) (v1.NodeClaim, error) {
+	if now.Sub(planned.CreationTimestamp.Time) >= LaunchTimeout {
+		stored, err := p.ports.Claims.GetNodeClaim(ctx, planned.Name)
+		if errors.Is(err, ErrNotFound) {
+			return v1.NodeClaim{}, errAbandoned
+		}
+		if err != nil {
+			return v1.NodeClaim{}, fmt.Errorf("get nodeclaim %s: %w", planned.Name, err)
+		}
+		return stored, nil
+	}
+	created, err := p.ports.Claims.CreateNodeClaim(ctx, newClaim(planned, now))
+	if err == nil {
+		return created, nil
+	}
+	if !errors.Is(err, ErrAlreadyExists) {
+		return v1.NodeClaim{}, fmt.Errorf("create nodeclaim %s: %w", planned.Name, err)
+	}
+	stored, err := p.ports.Claims.GetNodeClaim(ctx, planned.Name)
+	if err != nil {
+		return v1.NodeClaim{}, fmt.Errorf("get existing nodeclaim %s: %w", planned.Name, err)
+	}
+	if b := stored.Annotations[AnnotationBatchID]; b != planned.Annotations[AnnotationBatchID] {
+		return v1.NodeClaim{}, fmt.Errorf("create nodeclaim %s: the name is taken by batch %q's NodeClaim", planned.Name, b)
+	}
+	return stored, nil
+}
+
+// newClaim is the NodeClaim as first written: a fresh UID, created now,
+// with the termination finalizer (added before any launch, karpenter-spec
+// section 5.1) and every lifecycle condition Unknown.
+func newClaim(planned v1.NodeClaim, now time.Time) v1.NodeClaim {
+	c := planned
+	c.UID = claimUID(c.Name, now)
+	c.ResourceVersion = ""
+	c.Generation = 1
+	c.CreationTimestamp = metav1.NewTime(now)
+	c.Finalizers = []string{v1.TerminationFinalizer}
+	c.Status = v1.NodeClaimStatus{}
+	for _, t := range lifecycleConditions {
+		c.Status.Conditions = setCondition(c.Status.Conditions, t, metav1.ConditionUnknown, ReasonAwaitingReconciliation, "", c.Generation, now)
+	}
+	return c
+}
+
+// giveUp deletes a NodeClaim that cannot launch now, so its pods are placed
+// again next round. If the claim turns out to have launched meanwhile (a
+// concurrent delivery of the batch), it is kept.
+func (p *Provisioner) giveUp(ctx context.Context, claim v1.NodeClaim, status LaunchStatus, reason string) outcome {
+	o := outcome{Launch: Launch{NodeClaim: claim.Name, Status: status, Reason: reason}}
+	for range 3 {
+		err := p.ports.Claims.DeleteNodeClaim(ctx, claim.Name, claim.ResourceVersion)
+		if err == nil || errors.Is(err, ErrNotFound) {
+			return o
+		}
+		if !errors.Is(err, ErrConflict) {
+			o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("%s; delete nodeclaim: %v", reason, err), &claim
+			return o
+		}
+		claim, err = p.ports.Claims.GetNodeClaim(ctx, claim.Name)
+		if errors.Is(err, ErrNotFound) {
+			return o
+		}
+		if err != nil {
+			o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("%s; re-read nodeclaim: %v", reason, err), nil
+			return o
+		}
+		if claim.Status.ProviderID != "" {
+			return outcome{Launch: Launch{NodeClaim: claim.Name, Status: AlreadyLaunched, ProviderID: claim.Status.ProviderID}, claim: &claim}
+		}
+	}
+	o.Status, o.Reason, o.claim = LaunchFailed, reason+"; delete nodeclaim: kept changing", &claim
+	return o
+}
+
+// recordLaunch writes the launched instance into the NodeClaim with a
+// version-checked update, re-reading it on conflict.
+func (p *Provisioner) recordLaunch(ctx context.Context, claim v1.NodeClaim, inst Instance, class *v1.EC2NodeClass, types []*catalog.InstanceType, now time.Time) outcome {
+	o := outcome{Launch: Launch{NodeClaim: claim.Name}}
+	for range 3 {
+		updated, err := p.ports.Claims.UpdateNodeClaim(ctx, launchedClaim(claim, inst, class, types, now))
+		switch {
+		case err == nil:
+			o.Status, o.ProviderID, o.claim = Launched, updated.Status.ProviderID, &updated
+			return o
+		case errors.Is(err, ErrNotFound):
+			o.Status, o.Reason = Abandoned, fmt.Sprintf("the NodeClaim was deleted while instance %s launched; garbage collection terminates the instance", inst.ID)
+			return o
+		case !errors.Is(err, ErrConflict):
+			o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("instance %s launched; record it: %v", inst.ID, err), &claim
+			return o
+		}
+		claim, err = p.ports.Claims.GetNodeClaim(ctx, claim.Name)
+		if errors.Is(err, ErrNotFound) {
+			o.Status, o.Reason = Abandoned, fmt.Sprintf("the NodeClaim was deleted while instance %s launched; garbage collection terminates the instance", inst.ID)
+			return o
+		}
+		if err != nil {
+			o.Status, o.Reason = LaunchFailed, fmt.Sprintf("instance %s launched; re-read nodeclaim: %v", inst.ID, err)
+			return o
+		}
+		if claim.Status.ProviderID == inst.ProviderID() {
+			o.Status, o.ProviderID, o.claim = Launched, claim.Status.ProviderID, &claim
+			return o
+		}
+	}
+	o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("instance %s launched; record it: the NodeClaim kept changing", inst.ID), &claim
+	return o
+}
+
+// recordFailure leaves the NodeClaim for a retry with Launched=Unknown and
+// the reason (karpenter-spec section 4 step 9: other errors are retried).
+// Writing the reason is best effort: the outcome is LaunchFailed either way.
+func (p *Provisioner) recordFailure(ctx context.Context, claim v1.NodeClaim, launchErr error, now time.Time) outcome {
+	o := outcome{Launch: Launch{NodeClaim: claim.Name, Status: LaunchFailed, Reason: launchErr.Error()}, claim: &claim}
+	failed := claim
+	setClaimCondition(&failed, v1.ConditionTypeLaunched, metav1.ConditionUnknown, ReasonLaunchFailed, launchErr.Error(), now)
+	if updated, err := p.ports.Claims.UpdateNodeClaim(ctx, failed); err == nil {
+		o.claim = &updated
+	}
+	return o
+}
+
+// markUnavailable records capacity errors in the unavailable-offerings
+// cache for UnavailableOfferingsTTL. A full subnet is not an offering and is
+// skipped. It tries every entry and returns the errors joined.
+func (p *Provisioner) markUnavailable(ctx context.Context, offerings []UnavailableOffering, now time.Time) error {
+	var errs []error
+	for _, u := range offerings {
+		if u.Code == codeInsufficientFreeAddressesInSubnet {
+			continue
+		}
+		if err := p.ports.Offerings.MarkUnavailable(ctx, u.Offering, u.Code, now, UnavailableOfferingsTTL); err != nil {
+			errs = append(errs, fmt.Errorf("mark offering %s unavailable: %w", u.Offering, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// launchedClaim returns claim recording inst (karpenter-spec section 4 step
+// 10, section 1.4): the instance type's single-valued labels and the zone,
+// zone ID, capacity type, tenancy, reservation and node class labels;
+// capacity and allocatable of the type as resolved for the class;
+// providerID and imageID; the instance-profile and node-class hash
+// annotations; Launched=True.
+func launchedClaim(claim v1.NodeClaim, inst Instance, class *v1.EC2NodeClass, types []*catalog.InstanceType, now time.Time) v1.NodeClaim {
+	c := claim
+	c.Labels = maps.Clone(c.Labels)
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	c.Annotations = maps.Clone(c.Annotations)
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Status.Capacity, c.Status.Allocatable = nil, nil
+	for _, it := range types {
+		if it.Name != inst.InstanceType {
+			continue
+		}
+		maps.Copy(c.Labels, it.Labels)
+		c.Status.Capacity = it.Capacity.DeepCopy()
+		c.Status.Allocatable = it.Allocatable()
+		break
+	}
+	c.Labels[v1.LabelInstanceType] = inst.InstanceType
+	c.Labels[v1.LabelTopologyZone] = inst.Zone
+	zoneID := inst.ZoneID
+	for _, s := range class.Status.Subnets {
+		if zoneID == "" && s.Zone == inst.Zone {
+			zoneID = s.ZoneID
+		}
+	}
+	if zoneID != "" {
+		c.Labels[v1.LabelZoneID] = zoneID
+	}
+	c.Labels[v1.LabelCapacityType] = inst.CapacityType
+	c.Labels[v1.LabelInstanceTenancy] = instanceTenancyDefault
+	c.Labels[v1.LabelEC2NodeClass] = class.Name
+	if inst.ReservationID != "" {
+		c.Labels[v1.LabelCapacityReservationID] = inst.ReservationID
+	}
+	if class.Status.InstanceProfile != "" {
+		c.Annotations[v1.AnnotationInstanceProfileName] = class.Status.InstanceProfile
+	}
+	for _, k := range []string{v1.AnnotationEC2NodeClassHash, v1.AnnotationEC2NodeClassHashVersion} {
+		if v, ok := class.Annotations[k]; ok {
+			c.Annotations[k] = v
+		}
+	}
+	c.Status.ProviderID = inst.ProviderID()
+	c.Status.ImageID = inst.ImageID
+	setClaimCondition(&c, v1.ConditionTypeLaunched, metav1.ConditionTrue, "", "", now)
+	return c
+}
+
+// hasTaint reports whether taints holds one matching t by key and effect
+// (corev1.Taint.MatchTaint).
+func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
+	return slices.ContainsFunc(taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) })
+}

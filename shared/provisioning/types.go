@@ -1,0 +1,174 @@
+package provisioning
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Timers of the NodeClaim lifecycle (karpenter-spec sections 4 step 9, 5.1
+// and 5.4).
+const (
+	// UnavailableOfferingsTTL is how long an offering that failed with an
+	// insufficient-capacity error is left out of solving and launching
+	// (aws: pkg/cache UnavailableOfferingsTTL).
+	UnavailableOfferingsTTL = 3 * time.Minute
+	// LaunchTimeout: a NodeClaim not Launched this long after its Launched
+	// condition last changed (its creation, when the condition is absent)
+	// is deleted (karpenter: nodeclaim/lifecycle/liveness.go launchTTL).
+	LaunchTimeout = 5 * time.Minute
+	// RegistrationTimeout: a Launched NodeClaim not Registered this long
+	// after its Registered condition last changed (its creation, when the
+	// condition is absent) is deleted with its instance (registrationTTL).
+	RegistrationTimeout = 15 * time.Minute
+	// LeakedInstanceGrace: an instance carrying the cluster's launch tags
+	// that no NodeClaim names is terminated once it is older than this
+	// (aws: pkg/controllers/nodeclaim/garbagecollection).
+	LeakedInstanceGrace = 30 * time.Second
+)
+
+// Errors the ports return, compared with errors.Is. Adapters wrap their own
+// errors so that these match (see the package doc).
+var (
+	// ErrNotFound: the item does not exist (or no longer does).
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: a create-only write found the item present.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrConflict: a version-checked write found the item changed since it
+	// was read (its resourceVersion differs).
+	ErrConflict = errors.New("conflict")
+)
+
+// Errors the use cases return, compared with errors.Is.
+var (
+	// ErrInvalidInput wraps every rejection of a malformed argument (a nil
+	// batch, another cluster's batch, a node without a providerID).
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrLaunchIncomplete is wrapped by Provision when at least one
+	// NodeClaim of the batch failed to launch for a reason other than
+	// insufficient capacity, or when the outcome could not be stored. The
+	// Result returned with it is complete and may be acted on; the caller
+	// should retry the batch (leave its queue message for redelivery).
+	ErrLaunchIncomplete = errors.New("launch incomplete")
+	// ErrNoNodeClaim is wrapped by Register when no NodeClaim carries the
+	// Node's providerID: the Node is not managed by nodewright, or its
+	// NodeClaim is gone.
+	ErrNoNodeClaim = errors.New("no nodeclaim for node")
+)
+
+// Offering names one purchasable pool of EC2 capacity, the unit the
+// unavailable-offerings cache works in (karpenter-spec section 4 step 9).
+// An empty field matches every value of that field: {CapacityType: "spot"}
+// stands for every spot offering (Karpenter marks all spot unavailable on
+// AuthFailure.ServiceLinkedRoleCreationNotPermitted).
+type Offering struct {
+	// CapacityType is "spot", "on-demand" or "reserved".
+	CapacityType string
+	// InstanceType is an EC2 instance type, e.g. "c5.large".
+	InstanceType string
+	// Zone is an availability-zone name, e.g. "us-east-1a".
+	Zone string
+}
+
+// String renders o as "capacityType/instanceType/zone", with "*" for an
+// empty field.
+func (o Offering) String() string {
+	parts := []string{o.CapacityType, o.InstanceType, o.Zone}
+	for i, p := range parts {
+		if p == "" {
+			parts[i] = "*"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// matches reports whether o, possibly with empty fields, covers the
+// concrete offering (instanceType, zone, capacityType).
+func (o Offering) matches(instanceType, zone, capacityType string) bool {
+	return (o.CapacityType == "" || o.CapacityType == capacityType) &&
+		(o.InstanceType == "" || o.InstanceType == instanceType) &&
+		(o.Zone == "" || o.Zone == zone)
+}
+
+// UnavailableOffering is an offering EC2 could not fulfil in one launch.
+type UnavailableOffering struct {
+	Offering
+	// Code is the EC2 error code, e.g. "InsufficientInstanceCapacity".
+	Code string
+	// SubnetID is the override's subnet, when known.
+	SubnetID string
+}
+
+// codeInsufficientFreeAddressesInSubnet names a full subnet rather than a
+// capacity pool: Karpenter marks the subnet, not the offering, unavailable
+// (karpenter-spec section 4 step 5), so Provision does not record it as an
+// unavailable offering.
+const codeInsufficientFreeAddressesInSubnet = "InsufficientFreeAddressesInSubnet"
+
+// InsufficientCapacityError is the launch error meaning "EC2 has no capacity
+// for this NodeClaim now": no offering the claim allows was available, or
+// CreateFleet returned no instance and only capacity errors. Provision marks
+// Offerings unavailable for UnavailableOfferingsTTL and deletes the
+// NodeClaim, so its pods are retried in the next round on other offerings
+// (karpenter-spec section 4 step 9, 11.3 item 13). Launcher adapters return
+// it (wrapped or not) for that case.
+type InsufficientCapacityError struct {
+	// Offerings are the offerings EC2 reported unfulfillable; empty when
+	// the launch never reached EC2.
+	Offerings []UnavailableOffering
+	// Reason says why, for events and the pods' messages.
+	Reason string
+}
+
+func (e *InsufficientCapacityError) Error() string {
+	return "insufficient capacity: " + e.Reason
+}
+
+// Instance is an EC2 instance as the launcher and the instance lister
+// report it.
+type Instance struct {
+	// ID is the instance ID, e.g. "i-0123456789abcdef0".
+	ID           string
+	InstanceType string
+	Zone         string
+	// ZoneID is the zone ID when known ("" otherwise).
+	ZoneID string
+	// CapacityType is "spot", "on-demand" or "reserved".
+	CapacityType string
+	// ReservationID is the capacity reservation of a reserved instance.
+	ReservationID string
+	ImageID       string
+	// State is the EC2 state name: pending, running, stopping, stopped,
+	// shutting-down or terminated.
+	State string
+	// LaunchTime is when EC2 launched it; zero when unknown (CreateFleet
+	// does not return it).
+	LaunchTime time.Time
+	// Tags are the instance's tags (listed instances only).
+	Tags map[string]string
+}
+
+// ProviderID is the instance's Kubernetes provider ID,
+// "aws:///<zone>/<instance-id>" (aws: pkg/utils/utils.go).
+func (i Instance) ProviderID() string { return "aws:///" + i.Zone + "/" + i.ID }
+
+// EC2 instance states that mean the instance is on its way out or gone.
+const (
+	stateShuttingDown = "shutting-down"
+	stateTerminated   = "terminated"
+)
+
+// instanceIDFromProviderID returns the instance ID of an AWS providerID
+// "aws:///<zone>/<instance-id>" (aws: pkg/utils/utils.go ParseInstanceID).
+func instanceIDFromProviderID(providerID string) (string, error) {
+	rest, ok := strings.CutPrefix(providerID, "aws:///")
+	if ok {
+		var zone, id string
+		zone, id, ok = strings.Cut(rest, "/")
+		if ok && zone != "" && strings.HasPrefix(id, "i-") && !strings.Contains(id, "/") {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("providerID %q: want aws:///<zone>/<instance-id>", providerID)
+}
