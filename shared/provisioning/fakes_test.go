@@ -191,7 +191,9 @@ func (r *resolver) ResolveNodeClass(_ context.Context, nc v1.EC2NodeClass) (v1.E
 // cluster serves a fixed cluster state.
 type cluster struct{ state provisioning.ClusterState }
 
-func (c *cluster) ClusterState(context.Context) (provisioning.ClusterState, error) { return c.state, nil }
+func (c *cluster) ClusterState(context.Context) (provisioning.ClusterState, error) {
+	return c.state, nil
+}
 
 // offerings is the unavailable-offerings cache with TTLs.
 type offerings struct {

@@ -274,7 +274,11 @@ func TestRegisterInitializationGates(t *testing.T) {
 }
 
 func TestRegisterKeepsInitializedNodeClaimsInitialized(t *testing.T) {
-	node := regNode(func(n *corev1.Node) { n.Labels[v1.LabelRegistered] = "true"; n.Labels[v1.LabelInitialized] = "true"; n.Spec.Taints = nil })
+	node := regNode(func(n *corev1.Node) {
+		n.Labels[v1.LabelRegistered] = "true"
+		n.Labels[v1.LabelInitialized] = "true"
+		n.Spec.Taints = nil
+	})
 	first, err := provisioning.Register(regNode(func(n *corev1.Node) {
 		n.Labels[v1.LabelRegistered] = "true"
 		n.Spec.Taints = nil
