@@ -24,7 +24,8 @@ type Result struct {
 	Instance Instance
 	// CapacityType is the capacity type requested.
 	CapacityType string
-	// InstanceTypes are the instance types requested, cheapest first.
+	// InstanceTypes are the instance types requested (those with a launch
+	// template and an override), cheapest first.
 	InstanceTypes []string
 	// Unavailable are the offerings CreateFleet reported as unfulfillable,
 	// set even when an instance launched; the caller marks each unavailable
@@ -73,12 +74,20 @@ func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("launch nodeclaim %s: %w", claim.Name, err)
 	}
 	res := Result{CapacityType: p.capacityType}
-	for _, c := range p.candidates {
-		res.InstanceTypes = append(res.InstanceTypes, c.it.Name)
-	}
 	configs, err := c.templateConfigs(ctx, &req, &p)
 	if err != nil {
 		return res, fmt.Errorf("launch nodeclaim %s: %w", claim.Name, err)
+	}
+	requested := map[string]bool{}
+	for _, cfg := range configs {
+		for _, ov := range cfg.Overrides {
+			requested[string(ov.InstanceType)] = true
+		}
+	}
+	for _, c := range p.candidates {
+		if requested[c.it.Name] {
+			res.InstanceTypes = append(res.InstanceTypes, c.it.Name)
+		}
 	}
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,

@@ -67,12 +67,25 @@ func newPlan(req *Request) (plan, error) {
 	zoneReq, ctReq, resReq := reqs.Get(v1.LabelTopologyZone), reqs.Get(v1.LabelCapacityType), reqs.Get(v1.LabelCapacityReservationID)
 	requests := req.NodeClaim.Spec.Resources.Requests
 
-	var cands []candidate
+	reqVec, vectorOK := catalog.NewVector(requests)
+	cands := make([]candidate, 0, len(req.InstanceTypes))
+	// One backing array holds every candidate's offers; each candidate owns
+	// its own region of it, so later filters may rewrite it in place.
+	n := 0
 	for _, it := range req.InstanceTypes {
-		if it == nil || !reqs.AdmitsLabels(it.Labels, typeKeys) || !fits(requests, it.Allocatable()) {
+		if it != nil {
+			n += len(it.Offerings)
+		}
+	}
+	backing := make(catalog.Offerings, 0, n)
+	for _, it := range req.InstanceTypes {
+		if it == nil || !reqs.AdmitsLabels(it.Labels, typeKeys) {
 			continue
 		}
-		var offers catalog.Offerings
+		if vectorOK && !reqVec.Fits(it.AllocatableVector()) || !vectorOK && !fits(requests, it.Allocatable()) {
+			continue
+		}
+		start := len(backing)
 		for _, o := range it.Offerings {
 			_, hasSubnet := subnets[o.Zone]
 			if !o.Available || !hasSubnet || !zoneReq.Has(o.Zone) || !ctReq.Has(o.CapacityType) {
@@ -81,10 +94,10 @@ func newPlan(req *Request) (plan, error) {
 			if o.CapacityType == v1.CapacityTypeReserved && (o.ReservationID == "" || reqs.Has(v1.LabelCapacityReservationID) && !resReq.Has(o.ReservationID)) {
 				continue
 			}
-			offers = append(offers, o)
+			backing = append(backing, o)
 		}
-		if len(offers) > 0 {
-			cands = append(cands, candidate{it: it, offers: offers})
+		if len(backing) > start {
+			cands = append(cands, candidate{it: it, offers: backing[start:len(backing):len(backing)]})
 		}
 	}
 	if len(cands) == 0 {
@@ -103,7 +116,7 @@ func newPlan(req *Request) (plan, error) {
 	for i := range cands {
 		cands[i].price = cheapest(cands[i].offers)
 	}
-	slices.SortStableFunc(cands, func(a, b candidate) int {
+	slices.SortFunc(cands, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(a.price, b.price), strings.Compare(a.it.Name, b.it.Name))
 	})
 	cands, err := truncate(cands, reqs, MaxInstanceTypes)
@@ -130,7 +143,8 @@ func newPlan(req *Request) (plan, error) {
 }
 
 // fits reports whether every request fits the allocatable amount (a
-// resource missing from allocatable has none).
+// resource missing from allocatable has none); the slow path for requests
+// of resources the catalog's Vector does not model.
 func fits(requests, allocatable corev1.ResourceList) bool {
 	for name, q := range requests {
 		a := allocatable[name]
@@ -184,8 +198,9 @@ func dropExotic(cands []candidate) []candidate {
 	return plain
 }
 
-// dropPricierSpot removes spot offerings priced above the cheapest
-// on-demand offering of any candidate, then candidates left with no offering
+// dropPricierSpot removes, in place, spot offerings priced above the
+// cheapest on-demand offering of any candidate, then candidates left with no
+// offering
 // (aws: instance/filter/filter.go spot filter; karpenter-spec §11.3 item 12:
 // no spot offering pricier than the cheapest on-demand one). With no
 // on-demand offering it changes nothing.
@@ -201,13 +216,13 @@ func dropPricierSpot(cands []candidate) []candidate {
 	if !found {
 		return cands
 	}
-	out := make([]candidate, 0, len(cands))
+	out := cands[:0]
 	for _, c := range cands {
-		offers := slices.DeleteFunc(slices.Clone(c.offers), func(o catalog.Offering) bool {
+		c.offers = slices.DeleteFunc(c.offers, func(o catalog.Offering) bool {
 			return o.CapacityType == v1.CapacityTypeSpot && o.Price > od
 		})
-		if len(offers) > 0 {
-			out = append(out, candidate{it: c.it, offers: offers})
+		if len(c.offers) > 0 {
+			out = append(out, c)
 		}
 	}
 	return out
