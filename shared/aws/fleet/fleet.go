@@ -204,6 +204,7 @@ type InsufficientCapacityError struct {
 	err    error
 }
 
+// Error returns "insufficient capacity: " and the reason.
 func (e *InsufficientCapacityError) Error() string {
 	return "insufficient capacity: " + e.Reason
 }
@@ -224,6 +225,7 @@ type FleetError struct {
 	CapacityType string
 }
 
+// Error names the code, the offering and the message.
 func (e *FleetError) Error() string {
 	return fmt.Sprintf("%s (%s %s %s): %s", e.Code, e.CapacityType, e.InstanceType, e.Zone, e.Message)
 }
