@@ -2,6 +2,8 @@ package provisioning_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -309,7 +311,7 @@ func (e *ec2) Launch(_ context.Context, req provisioning.LaunchRequest) (provisi
 			continue
 		}
 		inst := provisioning.Instance{
-			ID: fmt.Sprintf("i-%017d", len(e.instances)+1), InstanceType: c.it.Name, Zone: c.o.Zone,
+			ID: instanceID(req.NodeClaim.UID), InstanceType: c.it.Name, Zone: c.o.Zone,
 			CapacityType: c.o.CapacityType, ImageID: "ami-amd64", State: "pending",
 		}
 		e.instances = append(e.instances, inst)
@@ -325,6 +327,13 @@ func (e *ec2) Launch(_ context.Context, req provisioning.LaunchRequest) (provisi
 		reason = fmt.Sprintf("CreateFleet returned only capacity errors (%d)", len(failed))
 	}
 	return provisioning.LaunchResult{}, &provisioning.InsufficientCapacityError{Offerings: failed, Reason: reason}
+}
+
+// instanceID derives a fake instance ID from the ClientToken, so parallel
+// launches get the same IDs in every run.
+func instanceID(uid types.UID) string {
+	sum := sha256.Sum256([]byte(uid))
+	return "i-" + hex.EncodeToString(sum[:])[:17]
 }
 
 // env is one test's ports and provisioner.

@@ -84,7 +84,11 @@ func TestProvisionLaunchesThePlannedNodeClaims(t *testing.T) {
 	if diff := cmp.Diff(wantNominations, res.Batch.Nominations); diff != "" {
 		t.Errorf("Nominations mismatch (-want +got):\n%s", diff)
 	}
-	wantLaunches := []provisioning.Launch{{NodeClaim: name, Status: provisioning.Launched, ProviderID: "aws:///us-east-1a/i-00000000000000001"}}
+	if len(e.ec2.instances) != 1 {
+		t.Fatalf("instances launched = %d, want 1", len(e.ec2.instances))
+	}
+	providerID := e.ec2.instances[0].ProviderID()
+	wantLaunches := []provisioning.Launch{{NodeClaim: name, Status: provisioning.Launched, ProviderID: providerID}}
 	if diff := cmp.Diff(wantLaunches, res.Launches); diff != "" {
 		t.Errorf("Launches mismatch (-want +got):\n%s", diff)
 	}
@@ -103,7 +107,7 @@ func TestProvisionLaunchesThePlannedNodeClaims(t *testing.T) {
 	// m5.xlarge with AL2023 defaults: karpenter-spec section 3.6 vector
 	// (3920m cpu, 14162Mi memory, 58 pods allocatable).
 	want := claimView{
-		Name: name, Launched: metav1.ConditionTrue, ProviderID: "aws:///us-east-1a/i-00000000000000001", ImageID: "ami-amd64",
+		Name: name, Launched: metav1.ConditionTrue, ProviderID: providerID, ImageID: "ami-amd64",
 		Labels: map[string]string{
 			v1.LabelInstanceType: "m5.xlarge", v1.LabelTopologyZone: "us-east-1a", v1.LabelZoneID: "use1-az1",
 			v1.LabelCapacityType: v1.CapacityTypeOnDemand, v1.LabelNodePool: "default", v1.LabelEC2NodeClass: "default",
@@ -578,5 +582,132 @@ func TestClaimName(t *testing.T) {
 			}
 			seen[name] = batch
 		}
+	}
+}
+
+func TestProvisionIsDeterministic(t *testing.T) {
+	run := func() []v1.NodeClaim {
+		e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
+		batch := podBatch("batch-1", podSummary("a", "1"), podSummary("b", "3"), podSummary("c", "2"), podSummary("d", "500m"))
+		if _, err := e.provisioner(t).Provision(t.Context(), batch, t0); err != nil {
+			t.Fatalf("Provision() error = %v", err)
+		}
+		claims, _ := e.store.ListNodeClaims(t.Context())
+		return claims
+	}
+	first, second := run(), run()
+	if len(first) == 0 {
+		t.Fatal("no NodeClaims written")
+	}
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Errorf("two runs on the same input wrote different NodeClaims (-first +second):\n%s", diff)
+	}
+}
+
+func TestProvisionMarksOfferingsThatFailedWhileAnotherLaunched(t *testing.T) {
+	pool := nodePool(t, "default", `
+      - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+      - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}`)
+	e := newEnv([]v1.NodePool{pool}, []v1.EC2NodeClass{nodeClass(t)})
+	iced := provisioning.Offering{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}
+	e.ec2.ice[iced] = true
+
+	res, err := e.provisioner(t).Provision(t.Context(), podBatch("batch-1", podSummary("a", "1")), t0)
+	if err != nil {
+		t.Fatalf("Provision() error = %v", err)
+	}
+	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.Launched || !strings.HasPrefix(got[0].ProviderID, "aws:///us-east-1b/") {
+		t.Fatalf("launches = %+v, want one Launched in us-east-1b", got)
+	}
+	wantMarks := []mark{{Offering: iced, Code: "InsufficientInstanceCapacity", Until: t0.Add(provisioning.UnavailableOfferingsTTL)}}
+	if diff := cmp.Diff(wantMarks, e.offerings.marks); diff != "" {
+		t.Errorf("offerings marked unavailable mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestProvisionDeletesNodeClaimsOfANodeClassThatIsNoLongerReady(t *testing.T) {
+	e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
+	e.ec2.errs = []error{errors.New("InternalError")}
+	batch := podBatch("batch-1", podSummary("a", "1"))
+	if _, err := e.provisioner(t).Provision(t.Context(), batch, t0); !errors.Is(err, provisioning.ErrLaunchIncomplete) {
+		t.Fatalf("first Provision() error = %v, want ErrLaunchIncomplete", err)
+	}
+	e.resolver.fail = map[string]error{"default": errors.New("no security groups match")}
+
+	res, err := e.provisioner(t).Provision(t.Context(), batch, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatalf("retry Provision() error = %v", err)
+	}
+	name := provisioning.ClaimName("default", "batch-1", 0)
+	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.NodeClassNotReady {
+		t.Errorf("launches = %+v, want one NodeClassNotReady", got)
+	}
+	if _, err := e.store.GetNodeClaim(t.Context(), name); !errors.Is(err, provisioning.ErrNotFound) {
+		t.Errorf("NodeClaim %s: err = %v, want it deleted", name, err)
+	}
+	if len(e.ec2.requests) != 1 {
+		t.Errorf("Launch calls = %d, want only the first attempt's", len(e.ec2.requests))
+	}
+}
+
+func TestProvisionMovesPodsOffLeavingNodes(t *testing.T) {
+	tolerateAll := func(p *v1.PodSummary) {
+		p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	}
+	tests := []struct {
+		name  string
+		claim func(*v1.NodeClaim)
+		node  func(*corev1.Node)
+	}{
+		{
+			name: "should not place pods on a node tainted karpenter.sh/disrupted, even pods tolerating it",
+			node: func(n *corev1.Node) {
+				n.Spec.Taints = []corev1.Taint{{Key: v1.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}}
+			},
+		},
+		{
+			name: "should not place pods on a node whose NodeClaim is being deleted",
+			claim: func(c *v1.NodeClaim) {
+				ts := metav1.NewTime(t0)
+				c.DeletionTimestamp = &ts
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			claim := launchedClaim("default-old", "aws:///us-east-1a/i-0old", "m5.xlarge", "3920m")
+			node := corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-9.ec2.internal", Labels: map[string]string{
+					v1.LabelNodePool: "default", v1.LabelInstanceType: "m5.xlarge", v1.LabelTopologyZone: "us-east-1a",
+					v1.LabelCapacityType: v1.CapacityTypeOnDemand, v1.LabelInitialized: "true", v1.LabelArch: "amd64", v1.LabelOS: "linux",
+				}},
+				Spec: corev1.NodeSpec{ProviderID: claim.Status.ProviderID},
+				Status: corev1.NodeStatus{
+					Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3920m"), corev1.ResourceMemory: resource.MustParse("14162Mi"), corev1.ResourcePods: resource.MustParse("58")},
+					Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+				},
+			}
+			if tt.claim != nil {
+				tt.claim(&claim)
+			}
+			if tt.node != nil {
+				tt.node(&node)
+			}
+			moving := podSummary("a", "1")
+			tolerateAll(&moving)
+			moving.NodeName = node.Name
+			e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
+			e.store.put(claim)
+			e.cluster.state = provisioning.ClusterState{Nodes: []corev1.Node{node}, Pods: []corev1.Pod{*moving.Pod()}}
+
+			res, err := e.provisioner(t).Provision(t.Context(), podBatch("batch-1", moving), t0)
+			if err != nil {
+				t.Fatalf("Provision() error = %v", err)
+			}
+			want := map[types.UID]v1.Nomination{"uid-a": {NodeClaim: provisioning.ClaimName("default", "batch-1", 0)}}
+			if diff := cmp.Diff(want, res.Batch.Nominations); diff != "" {
+				t.Errorf("Nominations mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
