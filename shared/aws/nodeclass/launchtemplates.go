@@ -262,11 +262,13 @@ func templateData(req TemplateRequest, family amifamily.Family, profile, imageID
 		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(profile)},
 		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(nc.Spec.DetailedMonitoring))},
 		MetadataOptions:    metadataOptions(nc.Spec.MetadataOptions),
-		UserData:           aws.String(base64.StdEncoding.EncodeToString([]byte(userData))),
 		CapacityReservationSpecification: &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
 		},
 		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: tags}},
+	}
+	if userData != "" { // Custom without spec.userData has none
+		data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(userData)))
 	}
 	if req.ReservationID != "" {
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{

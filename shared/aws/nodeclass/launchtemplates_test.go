@@ -299,3 +299,27 @@ func TestEnsureLaunchTemplatesErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestEnsureLaunchTemplatesCustomFamily(t *testing.T) {
+	e := awstest.NewEC2(t)
+	req := templateRequest()
+	req.InstanceTypes = req.InstanceTypes[1:2]
+	req.NodeClass.Spec.AMIFamily = aws.String(v1.AMIFamilyCustom)
+	got, err := nodeclass.New(e, awstest.NewSSM(t), clock).EnsureLaunchTemplates(t.Context(), req)
+	if err != nil {
+		t.Fatalf("EnsureLaunchTemplates() error = %v", err)
+	}
+	data, _, _ := e.LaunchTemplateData(got[0].Name)
+	if data.UserData != nil || data.BlockDeviceMappings != nil {
+		t.Errorf("Custom without userData or blockDeviceMappings: user data %v, block devices %v; want neither", data.UserData, data.BlockDeviceMappings)
+	}
+	req.NodeClass.Spec.UserData = aws.String("#!/bin/bash\n/opt/boot.sh\n")
+	got, err = nodeclass.New(e, awstest.NewSSM(t), clock).EnsureLaunchTemplates(t.Context(), req)
+	if err != nil {
+		t.Fatalf("EnsureLaunchTemplates() error = %v", err)
+	}
+	data, _, _ = e.LaunchTemplateData(got[0].Name)
+	if b, _ := base64.StdEncoding.DecodeString(aws.ToString(data.UserData)); string(b) != "#!/bin/bash\n/opt/boot.sh\n" {
+		t.Errorf("Custom user data = %q, want it verbatim", b)
+	}
+}
