@@ -357,7 +357,7 @@ func newEnv(pools []v1.NodePool, classes []v1.EC2NodeClass) *env {
 	}
 }
 
-func (e *env) provisioner(t *testing.T) *provisioning.Provisioner {
+func (e *env) provisioner(t testing.TB) *provisioning.Provisioner {
 	t.Helper()
 	p, err := provisioning.NewProvisioner(provisioning.ProvisionerPorts{
 		Claims: e.store, Config: e.config, NodeClass: e.resolver, Cluster: e.cluster,
@@ -371,7 +371,7 @@ func (e *env) provisioner(t *testing.T) *provisioning.Provisioner {
 
 // nodePool decodes a NodePool named name whose template requires yamlReqs
 // (a YAML list) and refers to EC2NodeClass "default".
-func nodePool(t *testing.T, name, yamlReqs string) v1.NodePool {
+func nodePool(t testing.TB, name, yamlReqs string) v1.NodePool {
 	t.Helper()
 	doc := fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
@@ -395,7 +395,7 @@ spec:
 }
 
 // nodeClass is an AL2023 EC2NodeClass named "default".
-func nodeClass(t *testing.T) v1.EC2NodeClass {
+func nodeClass(t testing.TB) v1.EC2NodeClass {
 	t.Helper()
 	doc := `
 apiVersion: karpenter.k8s.aws/v1
