@@ -173,9 +173,9 @@ type resolver struct {
 	fail map[string]error
 }
 
-func (r *resolver) ResolveNodeClass(_ context.Context, nc v1.EC2NodeClass) (v1.EC2NodeClass, error) {
+func (r *resolver) ResolveNodeClass(_ context.Context, nc v1.EC2NodeClass) (provisioning.ResolvedNodeClass, error) {
 	if err := r.fail[nc.Name]; err != nil {
-		return v1.EC2NodeClass{}, err
+		return provisioning.ResolvedNodeClass{}, err
 	}
 	nc.Status = v1.EC2NodeClassStatus{
 		Subnets: []v1.Subnet{
@@ -187,7 +187,10 @@ func (r *resolver) ResolveNodeClass(_ context.Context, nc v1.EC2NodeClass) (v1.E
 		InstanceProfile: "test-cluster_profile",
 		Conditions:      []metav1.Condition{{Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}},
 	}
-	return nc, nil
+	return provisioning.ResolvedNodeClass{NodeClass: nc, Subnets: []provisioning.Subnet{
+		{ID: "subnet-a", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 250},
+		{ID: "subnet-b", Zone: "us-east-1b", ZoneID: "use1-az2", AvailableIPs: 4000},
+	}}, nil
 }
 
 // cluster serves a fixed cluster state.

@@ -32,6 +32,8 @@ type launchState struct {
 	// classes holds the resolved, ready EC2NodeClasses referenced by a
 	// valid pool, by name.
 	classes map[string]*v1.EC2NodeClass
+	// subnets holds each class's subnets with their free addresses.
+	subnets map[string][]Subnet
 	// types holds each class's instance types, unavailable offerings
 	// marked and types no resolved AMI can boot removed.
 	types map[string][]*catalog.InstanceType
@@ -62,7 +64,7 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 	if err != nil {
 		return nil, fmt.Errorf("read unavailable offerings: %w", err)
 	}
-	st := &launchState{classes: map[string]*v1.EC2NodeClass{}, types: map[string][]*catalog.InstanceType{}}
+	st := &launchState{classes: map[string]*v1.EC2NodeClass{}, subnets: map[string][]Subnet{}, types: map[string][]*catalog.InstanceType{}}
 	referenced := map[string]bool{}
 	for _, np := range pools {
 		np.SetDefaults()
@@ -86,7 +88,8 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: invalid: %v", nc.Name, err))
 			continue
 		}
-		resolved, err := p.ports.NodeClass.ResolveNodeClass(ctx, nc)
+		res, err := p.ports.NodeClass.ResolveNodeClass(ctx, nc)
+		resolved := res.NodeClass
 		if err != nil {
 			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: resolve: %v", nc.Name, err))
 			continue
@@ -107,6 +110,7 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 			continue
 		}
 		st.classes[nc.Name] = &resolved
+		st.subnets[nc.Name] = res.Subnets
 		st.types[nc.Name] = bootable(types, resolved.Status.AMIs)
 	}
 	return st, nil
@@ -220,7 +224,9 @@ func (p *Provisioner) launchOne(ctx context.Context, planned v1.NodeClaim, st *l
 		reason := fmt.Sprintf("EC2NodeClass %q is missing, invalid or not ready", className)
 		return p.giveUp(ctx, claim, NodeClassNotReady, reason)
 	}
-	res, err := p.ports.Launcher.Launch(ctx, LaunchRequest{NodeClaim: claim, NodeClass: *class, InstanceTypes: st.types[className]})
+	res, err := p.ports.Launcher.Launch(ctx, LaunchRequest{
+		NodeClaim: claim, NodeClass: *class, Subnets: st.subnets[className], InstanceTypes: st.types[className],
+	})
 	var ice *InsufficientCapacityError
 	if errors.As(err, &ice) {
 		markErr := p.markUnavailable(ctx, ice.Offerings, now)

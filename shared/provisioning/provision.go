@@ -49,13 +49,32 @@ type configSource interface {
 	ClusterConfig(ctx context.Context) ([]v1.NodePool, []v1.EC2NodeClass, error)
 }
 
-// nodeClassResolver resolves an EC2NodeClass against AWS: it returns nc with
-// status filled (subnets with zones, security groups, AMIs with their
-// requirements, instance profile, conditions), as Karpenter's nodeclass
-// controller maintains it (karpenter-spec sections 4.1 and 9.1). A status
-// condition Ready=False marks a class that cannot launch.
+// nodeClassResolver resolves an EC2NodeClass against AWS, as Karpenter's
+// nodeclass controller does (karpenter-spec sections 4.1 and 9.1;
+// shared/aws/nodeclass in production).
 type nodeClassResolver interface {
-	ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (v1.EC2NodeClass, error)
+	ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (ResolvedNodeClass, error)
+}
+
+// ResolvedNodeClass is an EC2NodeClass resolved for launching.
+type ResolvedNodeClass struct {
+	// NodeClass is the class with its status filled: subnets with zones,
+	// security groups, AMIs with their requirements, instance profile and
+	// conditions. A condition Ready=False marks a class that cannot launch.
+	NodeClass v1.EC2NodeClass
+	// Subnets are the class's subnets with their free addresses, for the
+	// launcher's choice of one subnet per zone (karpenter-spec section 4
+	// step 5).
+	Subnets []Subnet
+}
+
+// Subnet is a subnet a launch may place an instance in.
+type Subnet struct {
+	ID     string
+	Zone   string
+	ZoneID string
+	// AvailableIPs is the subnet's free IPv4 address count.
+	AvailableIPs int64
 }
 
 // clusterSource reads what the cluster runs now: Nodes, the pods bound to
@@ -114,6 +133,8 @@ type LaunchRequest struct {
 	NodeClaim v1.NodeClaim
 	// NodeClass is the claim's EC2NodeClass, resolved (status filled).
 	NodeClass v1.EC2NodeClass
+	// Subnets are the node class's subnets with their free addresses.
+	Subnets []Subnet
 	// InstanceTypes are the node class's instance types with their
 	// offerings, unavailable offerings marked, as of the launch.
 	InstanceTypes []*catalog.InstanceType

@@ -95,9 +95,9 @@ func TestProvisionLaunchesThePlannedNodeClaims(t *testing.T) {
 	if len(e.ec2.requests) != 1 {
 		t.Fatalf("launch requests = %d, want 1", len(e.ec2.requests))
 	}
-	if req := e.ec2.requests[0]; req.NodeClaim.UID == "" || len(req.NodeClass.Status.Subnets) != 2 || len(req.InstanceTypes) == 0 {
-		t.Errorf("launch request: uid %q, %d subnets, %d instance types; want a uid, 2 resolved subnets and the class's types",
-			req.NodeClaim.UID, len(req.NodeClass.Status.Subnets), len(req.InstanceTypes))
+	if req := e.ec2.requests[0]; req.NodeClaim.UID == "" || len(req.NodeClass.Status.Subnets) != 2 || len(req.Subnets) != 2 || len(req.InstanceTypes) == 0 {
+		t.Errorf("launch request: uid %q, %d status subnets, %d subnets, %d instance types; want a uid, 2 resolved subnets with free addresses and the class's types",
+			req.NodeClaim.UID, len(req.NodeClass.Status.Subnets), len(req.Subnets), len(req.InstanceTypes))
 	}
 
 	stored, err := e.store.GetNodeClaim(t.Context(), name)

@@ -134,7 +134,9 @@ type Registration struct {
 // the NodeClaim's startup taints and no known ephemeral taint remain, and
 // every resource the NodeClaim requests has non-zero allocatable (extended
 // resources appear when their device plugin registers); otherwise
-// Initialized=Unknown with Karpenter's reason.
+// Initialized=Unknown with Karpenter's reason. An initialized NodeClaim
+// stays initialized (only the label is restored if the Node lost it), and
+// Ready follows Launched, Registered and Initialized.
 //
 // A NodeClaim already linked to a Node of another name gets
 // Registered=False, MultipleNodesFound, and no patch. A NodeClaim being
