@@ -15,14 +15,11 @@ import (
 const (
 	ReasonAwaitingReconciliation    = "AwaitingReconciliation"
 	ReasonLaunchFailed              = "LaunchFailed"
-	ReasonNodeNotFound              = "NodeNotFound"
 	ReasonMultipleNodesFound        = "MultipleNodesFound"
 	ReasonNodeNotReady              = "NodeNotReady"
 	ReasonStartupTaintsExist        = "StartupTaintsExist"
 	ReasonKnownEphemeralTaintsExist = "KnownEphemeralTaintsExist"
 	ReasonResourceNotRegistered     = "ResourceNotRegistered"
-	ReasonNodeClassNotReady         = "NodeClassNotReady"
-	ReasonInsufficientCapacity      = "InsufficientCapacity"
 )
 
 // lifecycleConditions are the conditions a new NodeClaim starts with, all
