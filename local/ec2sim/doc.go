@@ -2,7 +2,10 @@
 // the unmodified aws-sdk-go-v2 clients talk to: point a client's
 // BaseEndpoint at an httptest.Server wrapping a *Server (or at the local
 // stack's listener) and every call below goes over real HTTP, through the
-// SDK's own serializers, signers, retryers and deserializers.
+// SDK's own serializers, signers, retryers and deserializers. Give such
+// clients an HTTPClient whose transport is LoopbackTransport: without it,
+// aws-sdk-go-v2 and net/http race on loopback and about one large answer
+// in four fails with "use of closed network connection".
 //
 // # Protocols
 //

@@ -28,14 +28,14 @@ type fleet struct {
 
 // Fleet is a snapshot of an instant fleet.
 type Fleet struct {
-	ID          string
-	ClientToken string
-	CreateTime  time.Time
-	Tags        map[string]string
+	ID          string            `json:"id"`
+	ClientToken string            `json:"clientToken"`
+	CreateTime  time.Time         `json:"createTime"`
+	Tags        map[string]string `json:"tags"`
 	// InstanceIDs lists the launched instances in launch order.
-	InstanceIDs []string
+	InstanceIDs []string `json:"instanceIds"`
 	// Errors lists the per-override errors returned, as "code: message".
-	Errors []string
+	Errors []string `json:"errors"`
 }
 
 // Fleets returns every fleet created, oldest first.

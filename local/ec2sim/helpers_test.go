@@ -3,12 +3,15 @@ package ec2sim_test
 import (
 	"encoding/base64"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -32,8 +35,9 @@ type env struct {
 }
 
 // newEnv starts a simulator (a fresh one per test) on a fake clock and
-// returns EC2 and SSM clients with retries off, so injected errors reach the
-// test unchanged.
+// returns EC2 and SSM clients over ec2sim.LoopbackTransport with retries
+// off, so every injected error reaches the test and every call is one
+// recorded attempt. Tests that want the SDK's retries pass withRetries.
 func newEnv(t *testing.T, opts ec2sim.Options) *env {
 	t.Helper()
 	clock := ec2sim.NewFakeClock(epoch)
@@ -47,15 +51,32 @@ func newEnv(t *testing.T, opts ec2sim.Options) *env {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	creds := credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")
+	httpClient := &http.Client{Transport: ec2sim.LoopbackTransport(srv.Client().Transport)}
 	return &env{
 		sim:   sim,
 		clock: clock,
 		url:   srv.URL,
 		ec2: ec2.New(ec2.Options{Region: sim.Region(), BaseEndpoint: aws.String(srv.URL), Credentials: creds,
-			HTTPClient: srv.Client(), RetryMaxAttempts: 1}),
+			HTTPClient: httpClient, RetryMaxAttempts: 1}),
 		ssm: ssm.New(ssm.Options{Region: sim.Region(), BaseEndpoint: aws.String(srv.URL), Credentials: creds,
-			HTTPClient: srv.Client(), RetryMaxAttempts: 1}),
+			HTTPClient: httpClient, RetryMaxAttempts: 1}),
 	}
+}
+
+// fastRetryer is the standard retryer without backoff delay or retry quota.
+func fastRetryer() aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = 3
+		o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+		o.RateLimiter = ratelimit.None
+	})
+}
+
+// withRetries gives one EC2 call the standard retryer with 3 attempts and
+// no backoff.
+func withRetries(o *ec2.Options) {
+	o.Retryer = fastRetryer()
+	o.RetryMaxAttempts = 3
 }
 
 // param reads an SSM parameter through the SDK.

@@ -20,29 +20,29 @@ const (
 // Image is an AMI the simulator knows.
 type Image struct {
 	// ID is "ami-" + 17 hex digits; AddImage derives it from Name when empty.
-	ID   string
-	Name string
+	ID   string `json:"id"`
+	Name string `json:"name"`
 	// Description is free text.
-	Description string
+	Description string `json:"description"`
 	// Architecture is "x86_64" or "arm64".
-	Architecture string
+	Architecture string `json:"architecture"`
 	// OwnerID is the owning account; AddImage defaults it to Options.AccountID.
-	OwnerID string
+	OwnerID string `json:"ownerId"`
 	// OwnerAlias is "amazon" for Amazon-published images, else "".
-	OwnerAlias string
+	OwnerAlias string `json:"ownerAlias"`
 	// Platform is "windows" for Windows images, else "".
-	Platform string
+	Platform string `json:"platform"`
 	// CreationDate is when the image was registered.
-	CreationDate time.Time
+	CreationDate time.Time `json:"creationDate"`
 	// DeprecationTime is when the image is deprecated; zero means never.
-	DeprecationTime time.Time
+	DeprecationTime time.Time `json:"deprecationTime"`
 	// Public images are visible to every account.
-	Public bool
+	Public bool `json:"public"`
 	// RootDeviceName is the root volume's device, e.g. "/dev/xvda".
-	RootDeviceName string
+	RootDeviceName string `json:"rootDeviceName"`
 	// RootVolumeGiB is the size of the image's root snapshot.
-	RootVolumeGiB int
-	Tags          map[string]string
+	RootVolumeGiB int               `json:"rootVolumeGiB"`
+	Tags          map[string]string `json:"tags"`
 }
 
 // image is a stored AMI.

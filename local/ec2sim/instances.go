@@ -63,51 +63,54 @@ type volume struct {
 
 // Instance is a snapshot of a launched instance.
 type Instance struct {
-	ID             string
-	InstanceType   string
-	Zone, ZoneID   string
-	SubnetID       string
-	VPCID          string
-	PrivateIP      string
-	PrivateDNSName string
-	ImageID        string
+	ID             string `json:"id"`
+	InstanceType   string `json:"instanceType"`
+	Zone           string `json:"zone"`
+	ZoneID         string `json:"zoneId"`
+	SubnetID       string `json:"subnetId"`
+	VPCID          string `json:"vpcId"`
+	PrivateIP      string `json:"privateIp"`
+	PrivateDNSName string `json:"privateDnsName"`
+	ImageID        string `json:"imageId"`
 	// Architecture is "x86_64" or "arm64".
-	Architecture string
+	Architecture string `json:"architecture"`
 	// Platform is "windows" for Windows images, else "".
-	Platform string
+	Platform string `json:"platform"`
 	// CapacityType is "spot" or "on-demand".
-	CapacityType string
+	CapacityType string `json:"capacityType"`
 	// State is pending, running, shutting-down or terminated.
-	State string
+	State string `json:"state"`
 	// StateReason is the StateReason code once the instance is terminating
 	// (e.g. Client.UserInitiatedShutdown), else "".
-	StateReason string
-	LaunchTime  time.Time
-	Tags        map[string]string
+	StateReason string            `json:"stateReason"`
+	LaunchTime  time.Time         `json:"launchTime"`
+	Tags        map[string]string `json:"tags"`
 	// UserData is the decoded user data of the launch template.
-	UserData              []byte
-	LaunchTemplateID      string
-	LaunchTemplateName    string
-	LaunchTemplateVersion string
-	FleetID               string
-	SecurityGroupIDs      []string
+	UserData              []byte   `json:"userData"`
+	LaunchTemplateID      string   `json:"launchTemplateId"`
+	LaunchTemplateName    string   `json:"launchTemplateName"`
+	LaunchTemplateVersion string   `json:"launchTemplateVersion"`
+	FleetID               string   `json:"fleetId"`
+	SecurityGroupIDs      []string `json:"securityGroupIds"`
 	// IAMInstanceProfile is the instance profile ARN, or "".
-	IAMInstanceProfile string
-	Volumes            []Volume
+	IAMInstanceProfile string   `json:"iamInstanceProfile"`
+	Volumes            []Volume `json:"volumes"`
 	// MetadataOptions holds the launch template's MetadataOptions
 	// (HttpTokens, HttpPutResponseHopLimit, ...).
-	MetadataOptions map[string]string
+	MetadataOptions map[string]string `json:"metadataOptions"`
 	// Interruption is set once a Spot interruption warning was issued.
-	Interruption *SpotInterruption
+	Interruption *SpotInterruption `json:"interruption"`
 }
 
 // Volume is an EBS volume created with an instance.
 type Volume struct {
-	ID, DeviceName, VolumeType string
-	SizeGiB                    int
-	Encrypted                  bool
-	DeleteOnTermination        bool
-	Tags                       map[string]string
+	ID                  string            `json:"id"`
+	DeviceName          string            `json:"deviceName"`
+	VolumeType          string            `json:"volumeType"`
+	SizeGiB             int               `json:"sizeGiB"`
+	Encrypted           bool              `json:"encrypted"`
+	DeleteOnTermination bool              `json:"deleteOnTermination"`
+	Tags                map[string]string `json:"tags"`
 }
 
 // SpotInterruption is a Spot interruption warning: EC2 reclaims the

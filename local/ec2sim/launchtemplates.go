@@ -39,39 +39,41 @@ type ltNetworkInterface struct {
 
 // BlockDeviceMapping is one EBS volume of a launch template.
 type BlockDeviceMapping struct {
-	DeviceName          string
-	VolumeSizeGiB       int
-	VolumeType          string
-	IOPS, Throughput    int
-	Encrypted           bool
-	DeleteOnTermination bool
-	KMSKeyID            string
-	SnapshotID          string
+	DeviceName          string `json:"deviceName"`
+	VolumeSizeGiB       int    `json:"volumeSizeGiB"`
+	VolumeType          string `json:"volumeType"`
+	IOPS                int    `json:"iops"`
+	Throughput          int    `json:"throughput"`
+	Encrypted           bool   `json:"encrypted"`
+	DeleteOnTermination bool   `json:"deleteOnTermination"`
+	KMSKeyID            string `json:"kmsKeyId"`
+	SnapshotID          string `json:"snapshotId"`
 }
 
 // LaunchTemplate is a snapshot of a launch template.
 type LaunchTemplate struct {
-	ID, Name   string
-	CreateTime time.Time
-	Tags       map[string]string
-	ImageID    string
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	CreateTime time.Time         `json:"createTime"`
+	Tags       map[string]string `json:"tags"`
+	ImageID    string            `json:"imageId"`
 	// InstanceType is set only when the template names one.
-	InstanceType string
+	InstanceType string `json:"instanceType"`
 	// UserData is the decoded user data.
-	UserData         []byte
-	SecurityGroupIDs []string
+	UserData         []byte   `json:"userData"`
+	SecurityGroupIDs []string `json:"securityGroupIds"`
 	// IAMInstanceProfile is the profile name or ARN as given.
-	IAMInstanceProfile  string
-	BlockDeviceMappings []BlockDeviceMapping
+	IAMInstanceProfile  string               `json:"iamInstanceProfile"`
+	BlockDeviceMappings []BlockDeviceMapping `json:"blockDeviceMappings"`
 	// MetadataOptions holds MetadataOptions.* (HttpTokens, ...).
-	MetadataOptions map[string]string
+	MetadataOptions map[string]string `json:"metadataOptions"`
 	// TagSpecifications maps a resource type (instance, volume,
 	// network-interface, spot-instances-request) to its tags.
-	TagSpecifications map[string]map[string]string
+	TagSpecifications map[string]map[string]string `json:"tagSpecifications"`
 	// Data holds every LaunchTemplateData parameter as sent, keyed by its
 	// query path below LaunchTemplateData, e.g. "MetadataOptions.HttpTokens"
 	// or "BlockDeviceMapping.1.Ebs.VolumeSize".
-	Data map[string]string
+	Data map[string]string `json:"data"`
 }
 
 func (lt *launchTemplate) snapshot() LaunchTemplate {

@@ -27,26 +27,31 @@ type securityGroup struct {
 
 // Subnet describes a subnet of the simulated VPC.
 type Subnet struct {
-	ID, Zone, ZoneID, CIDR string
+	ID     string `json:"id"`
+	Zone   string `json:"zone"`
+	ZoneID string `json:"zoneId"`
+	CIDR   string `json:"cidr"`
 	// Public subnets map public IPs on launch and carry
 	// kubernetes.io/role/elb; private ones carry karpenter.sh/discovery.
-	Public       bool
-	AvailableIPs int
-	Tags         map[string]string
+	Public       bool              `json:"public"`
+	AvailableIPs int               `json:"availableIps"`
+	Tags         map[string]string `json:"tags"`
 }
 
 // SecurityGroup describes a security group of the simulated VPC.
 type SecurityGroup struct {
-	ID, Name, Description string
-	Tags                  map[string]string
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Tags        map[string]string `json:"tags"`
 }
 
 // Network describes the seeded VPC.
 type Network struct {
-	VPCID          string
-	CIDR           string
-	Subnets        []Subnet
-	SecurityGroups []SecurityGroup
+	VPCID          string          `json:"vpcId"`
+	CIDR           string          `json:"cidr"`
+	Subnets        []Subnet        `json:"subnets"`
+	SecurityGroups []SecurityGroup `json:"securityGroups"`
 }
 
 // seedNetwork creates the VPC 10.0.0.0/16 with, per zone i, a private
@@ -139,6 +144,7 @@ func (s *Server) groupByID(id string) *securityGroup {
 func (s *Server) Network() Network {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.advance(s.clock.Now())
 	n := Network{VPCID: s.vpcID, CIDR: s.vpcCIDR}
 	for _, sn := range s.subnets {
 		n.Subnets = append(n.Subnets, Subnet{ID: sn.id, Zone: sn.zone, ZoneID: sn.zoneID, CIDR: sn.cidr.String(),
