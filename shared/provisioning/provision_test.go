@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -710,4 +711,86 @@ func TestProvisionMovesPodsOffLeavingNodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestProvisionConcurrentDeliveriesLaunchEachNodeClaimOnce(t *testing.T) {
+	e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
+	batch := podBatch("batch-1", podSummary("a", "3"))
+	// Both deliveries solve before either stores its plan, and both reach
+	// EC2 before either records the instance: the worst interleaving.
+	b := &barrierBatches{store: e.store}
+	b.arrived.Add(2)
+	l := &barrierLauncher{ec2: e.ec2}
+	l.arrived.Add(2)
+	errs := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			p, err := provisioning.NewProvisioner(provisioning.ProvisionerPorts{
+				Claims: e.store, Config: e.config, NodeClass: e.resolver, Cluster: e.cluster,
+				Offerings: e.offerings, Batches: b, Launcher: l,
+			}, provisioning.ProvisionerOptions{Cluster: testCluster, Region: testRegion})
+			if err == nil {
+				_, err = p.Provision(context.Background(), batch, t0.Add(time.Duration(i)*time.Second))
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("Provision() error = %v", err)
+		}
+	}
+	claims, _ := e.store.ListNodeClaims(t.Context())
+	if len(claims) != 1 || len(e.ec2.requests) != 2 || len(e.ec2.instances) != 1 {
+		t.Fatalf("%d NodeClaims, %d launch calls, %d instances; want 1 NodeClaim launched twice with one ClientToken, 1 instance",
+			len(claims), len(e.ec2.requests), len(e.ec2.instances))
+	}
+	if got, want := claims[0].Status.ProviderID, e.ec2.instances[0].ProviderID(); got != want {
+		t.Errorf("NodeClaim providerID = %q, want %q", got, want)
+	}
+}
+
+// barrierBatches holds the first two PutBatchResult calls (the two plans)
+// until both have arrived.
+type barrierBatches struct {
+	store   *store
+	arrived sync.WaitGroup
+	mu      sync.Mutex
+	puts    int
+}
+
+func (b *barrierBatches) BatchResult(ctx context.Context, id string) (v1.PodBatchResult, bool, error) {
+	return b.store.BatchResult(ctx, id)
+}
+
+func (b *barrierBatches) PutBatchResult(ctx context.Context, r v1.PodBatchResult) error {
+	b.mu.Lock()
+	b.puts++
+	first := b.puts <= 2
+	b.mu.Unlock()
+	if first {
+		b.arrived.Done()
+		b.arrived.Wait()
+	}
+	return b.store.PutBatchResult(ctx, r)
+}
+
+// barrierLauncher holds the first two Launch calls until both have arrived.
+type barrierLauncher struct {
+	ec2     *ec2
+	arrived sync.WaitGroup
+	mu      sync.Mutex
+	calls   int
+}
+
+func (l *barrierLauncher) Launch(ctx context.Context, req provisioning.LaunchRequest) (provisioning.LaunchResult, error) {
+	l.mu.Lock()
+	l.calls++
+	first := l.calls <= 2
+	l.mu.Unlock()
+	if first {
+		l.arrived.Done()
+		l.arrived.Wait()
+	}
+	return l.ec2.Launch(ctx, req)
 }
