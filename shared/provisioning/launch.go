@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -240,8 +241,8 @@ func (p *Provisioner) launchOne(ctx context.Context, planned v1.NodeClaim, st *l
 		return p.recordFailure(ctx, claim, err, now)
 	}
 	o = p.recordLaunch(ctx, claim, res.Instance, class, st.types[className], now)
-	if markErr := p.markUnavailable(ctx, res.Unavailable, now); markErr != nil && o.Status != Launched {
-		o.Reason += "; " + markErr.Error()
+	if markErr := p.markUnavailable(ctx, res.Unavailable, now); markErr != nil {
+		o.Reason = strings.TrimPrefix(o.Reason+"; "+markErr.Error(), "; ")
 	}
 	return o
 }

@@ -265,7 +265,8 @@ type Launch struct {
 	Status    LaunchStatus
 	// ProviderID is set for Launched and AlreadyLaunched.
 	ProviderID string
-	// Reason explains every other status.
+	// Reason explains every other status; for Launched it is empty unless
+	// recording the offerings CreateFleet reported unfulfillable failed.
 	Reason string
 }
 
