@@ -1,0 +1,559 @@
+// Package forward is the forwarder's posting loop, run only while this
+// replica holds the leader lease. It watches what the API needs, through
+// informer caches shared with the non-leading replica, and posts it:
+//
+//   - pod batches: provisionable pods (pending.Provisionable) and pods of
+//     leaving nodes, in Karpenter's 1 s idle / 10 s max windows, re-triggered
+//     every 10 s while pods stay pending; the answers become pod Events;
+//   - the cluster config (NodePools and EC2NodeClasses) on every change;
+//   - node registrations as nodes join and change;
+//   - a cluster snapshot every SnapshotInterval when the cluster changed;
+//   - and it keeps the NodeClaim mirrors equal to the API's NodeClaims.
+//
+// A failed post is logged and retried by the next trigger; only the end of
+// leadership stops the loop.
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodewright/nodewright/forwarder/internal/batcher"
+	"github.com/nodewright/nodewright/forwarder/internal/mirror"
+	"github.com/nodewright/nodewright/forwarder/internal/pending"
+	"github.com/nodewright/nodewright/forwarder/internal/report"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+// API is the intake API as the loop uses it (intake.Client implements it).
+type API interface {
+	PostPodBatch(ctx context.Context, b *v1.PodBatch) (v1.PodBatchResult, error)
+	PodBatchResult(ctx context.Context, id string) (v1.PodBatchResult, error)
+	PostConfig(ctx context.Context, cfg *v1.ClusterConfig) (v1.Receipt, error)
+	PostRegistrations(ctx context.Context, r *v1.NodeRegistrations) (v1.Receipt, error)
+	PostSnapshot(ctx context.Context, s *v1.ClusterSnapshot) (v1.Receipt, error)
+	NodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
+}
+
+// Emitter turns a batch answer into pod Events (events.Emitter).
+type Emitter interface {
+	Emit(ctx context.Context, result v1.PodBatchResult, pods map[types.UID]v1.PodSummary) (int, error)
+}
+
+// Mirror keeps NodeClaim mirrors in the cluster (mirror.Mirror).
+type Mirror interface {
+	Sync(ctx context.Context, claims []v1.NodeClaim) (mirror.Result, error)
+}
+
+// Informer is the part of a shared informer the loop uses to be told of
+// changes while it leads.
+type Informer interface {
+	AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+	RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error
+}
+
+// PDBLister lists PodDisruptionBudgets from a cache.
+type PDBLister interface {
+	List(selector labels.Selector) ([]*policyv1.PodDisruptionBudget, error)
+}
+
+// DaemonSetLister lists DaemonSets from a cache.
+type DaemonSetLister interface {
+	List(selector labels.Selector) ([]*appsv1.DaemonSet, error)
+}
+
+// ObjectLister lists objects of a dynamic informer (cache.GenericLister).
+type ObjectLister interface {
+	List(selector labels.Selector) ([]runtime.Object, error)
+}
+
+// Sources are the informer caches the loop reads.
+type Sources struct {
+	Pods        pending.PodLister
+	Nodes       pending.NodeLister
+	PDBs        PDBLister
+	DaemonSets  DaemonSetLister
+	NodePools   ObjectLister
+	NodeClasses ObjectLister
+
+	PodInformer       Informer
+	NodeInformer      Informer
+	NodePoolInformer  Informer
+	NodeClassInformer Informer
+}
+
+// Options configure the loop; zero durations take the defaults named.
+type Options struct {
+	// Cluster is the EKS cluster name written into every message.
+	Cluster string
+	// PodWindow is the pod batching window (1 s idle, 10 s max).
+	PodWindow batcher.Options
+	// RegistrationWindow groups node changes (1 s idle, 5 s max).
+	RegistrationWindow batcher.Options
+	// ConfigWindow groups NodePool and EC2NodeClass changes (1 s idle, 10 s max).
+	ConfigWindow batcher.Options
+	// ConfigResync re-checks the config (posting it if the last post
+	// failed) this often: 1 min.
+	ConfigResync time.Duration
+	// SnapshotInterval is how often the snapshot is rebuilt: 30 s.
+	SnapshotInterval time.Duration
+	// SnapshotMaxAge re-posts an unchanged snapshot this long after the
+	// last post: 5 min.
+	SnapshotMaxAge time.Duration
+	// NodeClaimSync is how often mirrors are synced: 10 s.
+	NodeClaimSync time.Duration
+	// ResultPoll is how often outstanding batch answers are polled: 2 s.
+	ResultPoll time.Duration
+	// ResultTimeout gives up polling a batch this long after posting: 2 min.
+	ResultTimeout time.Duration
+	// Clock defaults to batcher.SystemClock.
+	Clock batcher.Clock
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Forwarder is the leader-only loop. Build it with New and run it in the
+// leader election callback.
+type Forwarder struct {
+	opts   Options
+	src    Sources
+	api    API
+	events Emitter
+	mirror Mirror
+	log    *slog.Logger
+}
+
+// New returns a Forwarder; opts' zero fields take their defaults.
+func New(opts Options, src Sources, api API, events Emitter, m Mirror) *Forwarder {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if opts.Clock == nil {
+		opts.Clock = batcher.SystemClock{}
+	}
+	for _, w := range []*batcher.Options{&opts.PodWindow, &opts.RegistrationWindow, &opts.ConfigWindow} {
+		if w.Clock == nil {
+			w.Clock = opts.Clock
+		}
+	}
+	def(&opts.RegistrationWindow.Max, 5*time.Second)
+	def(&opts.ConfigResync, time.Minute)
+	def(&opts.SnapshotInterval, 30*time.Second)
+	def(&opts.SnapshotMaxAge, 5*time.Minute)
+	def(&opts.NodeClaimSync, 10*time.Second)
+	def(&opts.ResultPoll, 2*time.Second)
+	def(&opts.ResultTimeout, 2*time.Minute)
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Forwarder{opts: opts, src: src, api: api, events: events, mirror: m, log: log}
+}
+
+// Run posts until ctx is done, then removes its event handlers and returns
+// nil. It returns an error only if an informer refuses a handler.
+func (f *Forwarder) Run(ctx context.Context) error {
+	pods := batcher.New[string](f.opts.PodWindow)
+	nodes := batcher.New[string](f.opts.RegistrationWindow)
+	config := batcher.New[string](f.opts.ConfigWindow)
+	trigger := pending.NewTrigger(f.src.Pods, f.src.Nodes, pods.Add, f.opts.Clock)
+	podHandler, nodeHandler := trigger.Handlers()
+	onNode := func(name string) { nodes.Add(name) }
+	onConfig := func() { config.Add("config") }
+
+	var handlers handlerSet
+	defer handlers.remove(f.log)
+	for _, h := range []struct {
+		inf Informer
+		h   cache.ResourceEventHandler
+	}{
+		{f.src.PodInformer, podHandler},
+		{f.src.NodeInformer, nodeHandler},
+		{f.src.NodeInformer, anyChange(func(obj any) { onNode(objectName(obj)) })},
+		{f.src.NodePoolInformer, anyChange(func(any) { onConfig() })},
+		{f.src.NodeClassInformer, anyChange(func(any) { onConfig() })},
+	} {
+		if err := handlers.add(h.inf, h.h); err != nil {
+			return err
+		}
+	}
+
+	// Leadership just started: look at everything once.
+	if _, err := trigger.Sweep(); err != nil {
+		f.log.Error("sweep pending pods", "err", err)
+	}
+	nodes.Add("")
+	onConfig()
+
+	results := make(chan posted, 64)
+	mirrorNow := make(chan struct{}, 1)
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return trigger.Run(ctx) })
+	g.Go(func() error { f.podLoop(ctx, pods, results); return nil })
+	g.Go(func() error { f.resultLoop(ctx, results, mirrorNow); return nil })
+	g.Go(func() error { f.registrationLoop(ctx, nodes); return nil })
+	g.Go(func() error { f.configLoop(ctx, config); return nil })
+	g.Go(func() error { f.every(ctx, f.opts.ConfigResync, onConfig); return nil })
+	g.Go(func() error { f.snapshotLoop(ctx); return nil })
+	g.Go(func() error { f.mirrorLoop(ctx, mirrorNow); return nil })
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// posted is a batch the API accepted, waiting for its answer.
+type posted struct {
+	batch  v1.PodBatch
+	result v1.PodBatchResult
+	at     time.Time
+}
+
+func (f *Forwarder) podLoop(ctx context.Context, pods *batcher.Batcher[string], results chan<- posted) {
+	for {
+		w, err := pods.Next(ctx)
+		if err != nil {
+			return
+		}
+		list, err := pending.Collect(f.src.Pods, f.src.Nodes)
+		if err != nil {
+			f.log.Error("collect pending pods", "err", err)
+			continue
+		}
+		batches, err := report.PodBatches(f.opts.Cluster, w.Closed, list)
+		if err != nil {
+			f.log.Error("build pod batches", "err", err)
+			continue
+		}
+		for i := range batches {
+			b := &batches[i]
+			res, err := f.api.PostPodBatch(ctx, b)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				f.log.Error("post pod batch", "batch", b.ID, "pods", len(b.Pods), "err", err)
+				continue
+			}
+			f.log.Info("posted pod batch", "batch", b.ID, "pods", len(b.Pods), "triggers", len(w.Keys), "state", res.State, "duplicate", res.Duplicate)
+			select {
+			case results <- posted{batch: *b, result: res, at: f.opts.Clock.Now()}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// resultLoop polls the answers of posted batches until they are final or
+// time out, turns them into events and asks for a mirror sync when they
+// created NodeClaims.
+func (f *Forwarder) resultLoop(ctx context.Context, results <-chan posted, mirrorNow chan<- struct{}) {
+	var outstanding []posted
+	finish := func(p posted) {
+		if p.result.State == v1.BatchFailed {
+			f.log.Warn("pod batch failed", "batch", p.batch.ID, "message", p.result.Message)
+			return
+		}
+		n, err := f.events.Emit(ctx, p.result, report.PodsByUID([]v1.PodBatch{p.batch}))
+		if err != nil {
+			f.log.Error("emit pod events", "batch", p.batch.ID, "err", err)
+		}
+		f.log.Info("pod batch solved", "batch", p.batch.ID, "nominated", len(p.result.Nominations),
+			"unschedulable", len(p.result.Unschedulable), "nodeclaims", len(p.result.NodeClaims), "events", n)
+		if len(p.result.NodeClaims) > 0 {
+			select {
+			case mirrorNow <- struct{}{}:
+			default:
+			}
+		}
+	}
+	for {
+		var tick <-chan time.Time
+		if len(outstanding) > 0 {
+			tick = f.opts.Clock.After(f.opts.ResultPoll)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-results:
+			if p.result.State == v1.BatchQueued {
+				outstanding = append(outstanding, p)
+				continue
+			}
+			finish(p)
+		case <-tick:
+			now := f.opts.Clock.Now()
+			kept := outstanding[:0]
+			for _, p := range outstanding {
+				res, err := f.api.PodBatchResult(ctx, p.batch.ID)
+				switch {
+				case err != nil && ctx.Err() != nil:
+					return
+				case err != nil:
+					f.log.Error("poll pod batch", "batch", p.batch.ID, "err", err)
+				case res.State != v1.BatchQueued:
+					p.result = res
+					finish(p)
+					continue
+				}
+				if now.Sub(p.at) >= f.opts.ResultTimeout {
+					f.log.Warn("pod batch not solved in time; its pods are retried with the next batch", "batch", p.batch.ID)
+					continue
+				}
+				kept = append(kept, p)
+			}
+			outstanding = kept
+		}
+	}
+}
+
+func (f *Forwarder) registrationLoop(ctx context.Context, nodes *batcher.Batcher[string]) {
+	regs := report.NewRegistrations()
+	for {
+		w, err := nodes.Next(ctx)
+		if err != nil {
+			return
+		}
+		all, err := f.src.Nodes.List(labels.Everything())
+		if err != nil {
+			f.log.Error("list nodes", "err", err)
+			continue
+		}
+		changed, removed := regs.Pending(all)
+		msgs, err := report.RegistrationMessages(f.opts.Cluster, w.Closed, changed, removed)
+		if err != nil {
+			f.log.Error("build node registrations", "err", err)
+			continue
+		}
+		for i := range msgs {
+			m := &msgs[i]
+			if _, err := f.api.PostRegistrations(ctx, m); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				f.log.Error("post node registrations", "id", m.ID, "err", err)
+				// Not acknowledged: the next node event reports it again.
+				continue
+			}
+			regs.Acknowledge(m.Nodes, m.Removed)
+			f.log.Info("posted node registrations", "id", m.ID, "nodes", len(m.Nodes), "removed", len(m.Removed))
+		}
+	}
+}
+
+// every calls fn every interval until ctx is done.
+func (f *Forwarder) every(ctx context.Context, interval time.Duration, fn func()) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.opts.Clock.After(interval):
+			fn()
+		}
+	}
+}
+
+func (f *Forwarder) configLoop(ctx context.Context, config *batcher.Batcher[string]) {
+	var lastHash string
+	for {
+		w, err := config.Next(ctx)
+		if err != nil {
+			return
+		}
+		nps, err := unstructuredList(f.src.NodePools)
+		if err != nil {
+			f.log.Error("list nodepools", "err", err)
+			continue
+		}
+		ncs, err := unstructuredList(f.src.NodeClasses)
+		if err != nil {
+			f.log.Error("list ec2nodeclasses", "err", err)
+			continue
+		}
+		cfg, hash, warnings, err := report.Config(f.opts.Cluster, w.Closed, nps, ncs)
+		for _, warn := range warnings {
+			f.log.Warn("config field ignored", "warning", warn)
+		}
+		if err != nil {
+			f.log.Error("read config; keeping the last one posted", "err", err)
+			continue
+		}
+		if hash == lastHash {
+			continue
+		}
+		if _, err := f.api.PostConfig(ctx, &cfg); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			f.log.Error("post config", "id", cfg.ID, "err", err)
+			continue
+		}
+		lastHash = hash
+		f.log.Info("posted config", "id", cfg.ID, "nodepools", len(cfg.NodePools), "ec2nodeclasses", len(cfg.EC2NodeClasses))
+	}
+}
+
+func (f *Forwarder) snapshotLoop(ctx context.Context) {
+	var lastHash string
+	var lastAt time.Time
+	for {
+		now := f.opts.Clock.Now()
+		parts, hash, err := f.snapshot(now)
+		switch {
+		case err != nil:
+			f.log.Error("build snapshot", "err", err)
+		case hash == lastHash && now.Sub(lastAt) < f.opts.SnapshotMaxAge:
+		default:
+			ok := true
+			for i := range parts {
+				if _, err := f.api.PostSnapshot(ctx, &parts[i]); err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					f.log.Error("post snapshot", "id", parts[i].ID, "err", err)
+					ok = false
+					break
+				}
+			}
+			if ok {
+				lastHash, lastAt = hash, now
+				f.log.Info("posted snapshot", "snapshot", parts[0].SnapshotID, "parts", len(parts))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.opts.Clock.After(f.opts.SnapshotInterval):
+		}
+	}
+}
+
+func (f *Forwarder) snapshot(now time.Time) ([]v1.ClusterSnapshot, string, error) {
+	nodes, err := f.src.Nodes.List(labels.Everything())
+	if err != nil {
+		return nil, "", err
+	}
+	pods, err := f.src.Pods.List(labels.Everything())
+	if err != nil {
+		return nil, "", err
+	}
+	pdbs, err := f.src.PDBs.List(labels.Everything())
+	if err != nil {
+		return nil, "", err
+	}
+	dss, err := f.src.DaemonSets.List(labels.Everything())
+	if err != nil {
+		return nil, "", err
+	}
+	return report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss)
+}
+
+func (f *Forwarder) mirrorLoop(ctx context.Context, now <-chan struct{}) {
+	for {
+		claims, err := f.api.NodeClaims(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil:
+			f.log.Error("list nodeclaims from the API", "err", err)
+		default:
+			res, err := f.mirror.Sync(ctx, claims)
+			if err != nil {
+				f.log.Error("sync nodeclaim mirrors", "err", err)
+			}
+			if res != (mirror.Result{}) {
+				f.log.Info("synced nodeclaim mirrors", "created", res.Created, "updated", res.Updated, "deleted", res.Deleted)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-now:
+		case <-f.opts.Clock.After(f.opts.NodeClaimSync):
+		}
+	}
+}
+
+func unstructuredList(l ObjectLister) ([]*unstructured.Unstructured, error) {
+	objs, err := l.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// anyChange calls fn on every add, update and delete.
+func anyChange(fn func(obj any)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    fn,
+		UpdateFunc: func(_, obj any) { fn(obj) },
+		DeleteFunc: fn,
+	}
+}
+
+func objectName(obj any) string {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return d.Key
+	}
+	if o, ok := obj.(interface{ GetName() string }); ok {
+		return o.GetName()
+	}
+	return ""
+}
+
+// handlerSet remembers registered handlers so they are removed when the
+// loop ends (the informers outlive leadership).
+type handlerSet struct {
+	mu   sync.Mutex
+	regs []registration
+}
+
+type registration struct {
+	inf Informer
+	reg cache.ResourceEventHandlerRegistration
+}
+
+func (s *handlerSet) add(inf Informer, h cache.ResourceEventHandler) error {
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		return fmt.Errorf("add event handler: %w", err)
+	}
+	s.mu.Lock()
+	s.regs = append(s.regs, registration{inf, reg})
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *handlerSet) remove(log *slog.Logger) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.regs {
+		if err := r.inf.RemoveEventHandler(r.reg); err != nil {
+			log.Error("remove event handler", "err", err)
+		}
+	}
+	s.regs = nil
+}

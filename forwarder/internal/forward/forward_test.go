@@ -1,0 +1,449 @@
+package forward_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodewright/nodewright/forwarder/internal/forward"
+	"github.com/nodewright/nodewright/forwarder/internal/mirror"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+// fakeAPI records what is posted and answers batches with a scripted solve.
+type fakeAPI struct {
+	mu        sync.Mutex
+	batches   []v1.PodBatch
+	configs   []v1.ClusterConfig
+	regs      []v1.NodeRegistrations
+	snapshots []v1.ClusterSnapshot
+	polls     int
+	claims    []v1.NodeClaim
+	// solved answers GET for a batch; nil means still Queued.
+	solve func(b v1.PodBatch) *v1.PodBatchResult
+}
+
+func (a *fakeAPI) PostPodBatch(_ context.Context, b *v1.PodBatch) (v1.PodBatchResult, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.batches = append(a.batches, *b)
+	return v1.PodBatchResult{BatchID: b.ID, State: v1.BatchQueued}, nil
+}
+
+func (a *fakeAPI) PodBatchResult(_ context.Context, id string) (v1.PodBatchResult, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.polls++
+	for _, b := range a.batches {
+		if b.ID == id && a.solve != nil {
+			if r := a.solve(b); r != nil {
+				return *r, nil
+			}
+		}
+	}
+	return v1.PodBatchResult{BatchID: id, State: v1.BatchQueued}, nil
+}
+
+func (a *fakeAPI) PostConfig(_ context.Context, c *v1.ClusterConfig) (v1.Receipt, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.configs = append(a.configs, *c)
+	return v1.Receipt{ID: c.ID}, nil
+}
+
+func (a *fakeAPI) PostRegistrations(_ context.Context, r *v1.NodeRegistrations) (v1.Receipt, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.regs = append(a.regs, *r)
+	return v1.Receipt{ID: r.ID}, nil
+}
+
+func (a *fakeAPI) PostSnapshot(_ context.Context, s *v1.ClusterSnapshot) (v1.Receipt, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.snapshots = append(a.snapshots, *s)
+	return v1.Receipt{ID: s.ID}, nil
+}
+
+func (a *fakeAPI) NodeClaims(context.Context) ([]v1.NodeClaim, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.claims), nil
+}
+
+// batchPods returns the pod names of every batch posted so far.
+func (a *fakeAPI) batchPods() [][]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out [][]string
+	for _, b := range a.batches {
+		var names []string
+		for _, p := range b.Pods {
+			names = append(names, p.Name)
+		}
+		out = append(out, names)
+	}
+	return out
+}
+
+func (a *fakeAPI) counts() (batches, configs, regs, snapshots int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.batches), len(a.configs), len(a.regs), len(a.snapshots)
+}
+
+type emitted struct {
+	BatchID string
+	Pods    []string
+}
+
+type fakeEmitter struct {
+	mu   sync.Mutex
+	seen []emitted
+}
+
+func (e *fakeEmitter) Emit(_ context.Context, r v1.PodBatchResult, pods map[types.UID]v1.PodSummary) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var names []string
+	for uid := range r.Nominations {
+		names = append(names, pods[uid].Name)
+	}
+	slices.Sort(names)
+	e.seen = append(e.seen, emitted{BatchID: r.BatchID, Pods: names})
+	return len(names), nil
+}
+
+type fakeMirror struct {
+	mu    sync.Mutex
+	syncs [][]string
+}
+
+func (m *fakeMirror) Sync(_ context.Context, claims []v1.NodeClaim) (mirror.Result, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var names []string
+	for _, c := range claims {
+		names = append(names, c.Name)
+	}
+	m.syncs = append(m.syncs, names)
+	return mirror.Result{}, nil
+}
+
+func (m *fakeMirror) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.syncs)
+}
+
+// fakeInformer holds an indexer and the handlers registered on it; the test
+// changes the indexer and calls the handlers as a real informer would.
+type fakeInformer struct {
+	mu       sync.Mutex
+	store    cache.Indexer
+	handlers map[*handle]cache.ResourceEventHandler
+}
+
+type handle struct{ cache.ResourceEventHandlerRegistration }
+
+func (h *handle) HasSynced() bool { return true }
+
+func newInformer() *fakeInformer {
+	return &fakeInformer{
+		store:    cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
+		handlers: map[*handle]cache.ResourceEventHandler{},
+	}
+}
+
+func (f *fakeInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := &handle{}
+	f.handlers[r] = h
+	return r, nil
+}
+
+func (f *fakeInformer) RemoveEventHandler(r cache.ResourceEventHandlerRegistration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.handlers, r.(*handle))
+	return nil
+}
+
+func (f *fakeInformer) registered() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.handlers)
+}
+
+// set stores obj and tells the handlers, as an add or an update.
+func (f *fakeInformer) set(t *testing.T, obj any) {
+	t.Helper()
+	old, exists, err := f.store.Get(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Update(obj); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	hs := make([]cache.ResourceEventHandler, 0, len(f.handlers))
+	for _, h := range f.handlers {
+		hs = append(hs, h)
+	}
+	f.mu.Unlock()
+	for _, h := range hs {
+		if exists {
+			h.OnUpdate(old, obj)
+		} else {
+			h.OnAdd(obj, false)
+		}
+	}
+}
+
+var epoch = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+
+func pendingPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: epoch},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		}}},
+	}
+}
+
+func nodeWithProvider(name string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: epoch},
+		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name},
+	}
+}
+
+func nodePool(name string, weight int64) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{"weight": weight, "template": map[string]any{"spec": map[string]any{
+			"requirements": []any{},
+			"nodeClassRef": map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+		}}},
+	}}
+	return u
+}
+
+type harness struct {
+	api                                 *fakeAPI
+	events                              *fakeEmitter
+	mirror                              *fakeMirror
+	pods, nodes, nodePools, nodeClasses *fakeInformer
+	cancel                              context.CancelFunc
+	done                                chan error
+}
+
+// start runs a Forwarder inside the current synctest bubble, as the leader
+// callback would, with one pending pod, one node and one NodePool.
+func start(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{
+		api: &fakeAPI{}, events: &fakeEmitter{}, mirror: &fakeMirror{},
+		pods: newInformer(), nodes: newInformer(), nodePools: newInformer(), nodeClasses: newInformer(),
+		done: make(chan error, 1),
+	}
+	for _, obj := range []struct {
+		inf *fakeInformer
+		obj any
+	}{{h.pods, pendingPod("web-0")}, {h.nodes, nodeWithProvider("n1")}, {h.nodePools, nodePool("default", 10)}} {
+		if err := obj.inf.store.Add(obj.obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gr := schema.GroupResource{Group: "karpenter.sh", Resource: "nodepools"}
+	src := forward.Sources{
+		Pods:              corelisters.NewPodLister(h.pods.store),
+		Nodes:             corelisters.NewNodeLister(h.nodes.store),
+		PDBs:              policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		DaemonSets:        appslisters.NewDaemonSetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		NodePools:         cache.NewGenericLister(h.nodePools.store, gr),
+		NodeClasses:       cache.NewGenericLister(h.nodeClasses.store, gr),
+		PodInformer:       h.pods,
+		NodeInformer:      h.nodes,
+		NodePoolInformer:  h.nodePools,
+		NodeClassInformer: h.nodeClasses,
+	}
+	f := forward.New(forward.Options{Cluster: "prod", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, src, h.api, h.events, h.mirror)
+	ctx, cancel := context.WithCancel(t.Context())
+	h.cancel = cancel
+	go func() { h.done <- f.Run(ctx) }()
+	return h
+}
+
+// stop ends leadership and checks that the loop let go of its handlers.
+func (h *harness) stop(t *testing.T) {
+	t.Helper()
+	h.cancel()
+	if err := <-h.done; err != nil {
+		t.Errorf("Run() = %v, want nil after the lease ends", err)
+	}
+	for name, inf := range map[string]*fakeInformer{"pods": h.pods, "nodes": h.nodes, "nodepools": h.nodePools, "ec2nodeclasses": h.nodeClasses} {
+		if n := inf.registered(); n != 0 {
+			t.Errorf("%d %s handlers left registered after Run returned", n, name)
+		}
+	}
+}
+
+func TestPodBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		time.Sleep(500 * time.Millisecond)
+		h.pods.set(t, pendingPod("web-1")) // 0.5 s later: same window
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		if diff := cmp.Diff([][]string{{"web-0", "web-1"}}, h.api.batchPods()); diff != "" {
+			t.Errorf("batches after the first window mismatch (-want +got):\n%s", diff)
+		}
+
+		bound := pendingPod("web-0")
+		bound.Spec.NodeName = "n1"
+		bound.Status.Conditions = nil
+		h.pods.set(t, bound) // web-0 was scheduled; web-1 stays pending
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if diff := cmp.Diff([][]string{{"web-0", "web-1"}, {"web-1"}}, h.api.batchPods()); diff != "" {
+			t.Errorf("batches after the 10 s re-trigger mismatch (-want +got):\n%s", diff)
+		}
+
+		h.stop(t)
+		before, _, _, _ := h.api.counts()
+		time.Sleep(time.Minute)
+		if after, _, _, _ := h.api.counts(); after != before {
+			t.Errorf("%d batches posted after leadership ended", after-before)
+		}
+	})
+}
+
+func TestAnswersBecomeEventsAndMirrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		solvedAfter := 3 * time.Second
+		postedAt := time.Now()
+		h.api.mu.Lock()
+		h.api.solve = func(b v1.PodBatch) *v1.PodBatchResult {
+			if time.Since(postedAt) < solvedAfter {
+				return nil
+			}
+			r := &v1.PodBatchResult{BatchID: b.ID, State: v1.BatchSolved, Nominations: map[types.UID]v1.Nomination{},
+				NodeClaims: []v1.NodeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "default-abc"}}}}
+			for _, p := range b.Pods {
+				r.Nominations[p.UID] = v1.Nomination{NodeClaim: "default-abc"}
+			}
+			return r
+		}
+		h.api.mu.Unlock()
+		synctest.Wait()
+		mirrorsAtStart := h.mirror.count()
+		if mirrorsAtStart != 1 {
+			t.Errorf("mirror syncs at start = %d, want 1", mirrorsAtStart)
+		}
+
+		time.Sleep(5 * time.Second) // window closes at 1 s, answer ready at 3 s, polled every 2 s
+		synctest.Wait()
+		h.events.mu.Lock()
+		seen := slices.Clone(h.events.seen)
+		h.events.mu.Unlock()
+		if len(seen) != 1 || seen[0].BatchID != h.api.batches[0].ID {
+			t.Fatalf("events emitted for %+v, want the first batch once", seen)
+		}
+		if diff := cmp.Diff([]string{"web-0"}, seen[0].Pods); diff != "" {
+			t.Errorf("nominated pods mismatch (-want +got):\n%s", diff)
+		}
+		if got := h.mirror.count(); got != mirrorsAtStart+1 {
+			t.Errorf("mirror syncs = %d, want one more right after the answer with NodeClaims", got)
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if got := h.mirror.count(); got < mirrorsAtStart+2 {
+			t.Errorf("mirror syncs = %d, want the periodic 10 s sync too", got)
+		}
+		h.stop(t)
+	})
+}
+
+func TestConfigRegistrationsAndSnapshots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		_, configs, regs, snapshots := h.api.counts()
+		if configs != 1 || regs != 1 || snapshots != 1 {
+			t.Fatalf("at start: %d configs, %d registrations, %d snapshots; want one each", configs, regs, snapshots)
+		}
+
+		h.nodePools.set(t, nodePool("default", 10)) // an update that changes nothing
+		h.nodes.set(t, nodeWithProvider("n1"))
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if _, c, r, _ := h.api.counts(); c != 1 || r != 1 {
+			t.Errorf("after no-op updates: %d configs, %d registrations; want nothing new", c, r)
+		}
+
+		h.nodePools.set(t, nodePool("default", 50))
+		h.nodes.set(t, nodeWithProvider("n2"))
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		h.api.mu.Lock()
+		if len(h.api.configs) != 2 || *h.api.configs[1].NodePools[0].Spec.Weight != 50 {
+			t.Errorf("configs after a weight change: %d", len(h.api.configs))
+		}
+		if len(h.api.regs) != 2 || len(h.api.regs[1].Nodes) != 1 || h.api.regs[1].Nodes[0].Name != "n2" {
+			t.Errorf("registrations after n2 joined: %+v", h.api.regs)
+		}
+		h.api.mu.Unlock()
+
+		// The snapshot changed (n2 joined): posted at the next 30 s tick;
+		// after that, unchanged ticks post nothing.
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		_, _, _, s1 := h.api.counts()
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		_, _, _, s2 := h.api.counts()
+		if s1 != 2 || s2 != 2 {
+			t.Errorf("snapshots: %d after the change, %d two minutes later; want 2 and 2", s1, s2)
+		}
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if _, _, _, s3 := h.api.counts(); s3 != 3 {
+			t.Errorf("snapshots after 5 min unchanged = %d, want a refresh (3)", s3)
+		}
+		h.stop(t)
+	})
+}
+
+func TestLeaderStartSendsPendingPodsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := h.api.batchPods(); len(got) != 1 {
+			t.Errorf("batches 1 s after leadership started = %v, want the pod pending before", got)
+		}
+		h.stop(t)
+	})
+}
