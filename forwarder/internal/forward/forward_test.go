@@ -367,7 +367,10 @@ func TestAnswersBecomeEventsAndMirrors(t *testing.T) {
 		h.events.mu.Lock()
 		seen := slices.Clone(h.events.seen)
 		h.events.mu.Unlock()
-		if len(seen) != 1 || seen[0].BatchID != h.api.batches[0].ID {
+		h.api.mu.Lock()
+		first := h.api.batches[0].ID
+		h.api.mu.Unlock()
+		if len(seen) != 1 || seen[0].BatchID != first {
 			t.Fatalf("events emitted for %+v, want the first batch once", seen)
 		}
 		if diff := cmp.Diff([]string{"web-0"}, seen[0].Pods); diff != "" {
