@@ -29,6 +29,7 @@ type advancer interface {
 //	POST   /_sim/boot-delay                {"delay"}: SetBootDelay
 //	POST   /_sim/spot-price                {"instanceType","zone","price"}: SetSpotPrice
 //	PUT    /_sim/parameters                {"name","value"}: PutParameter
+//	POST   /_sim/subnets/{id}/available-ips {"count"}: SetAvailableIPs
 //	GET    /_sim/clock                     {"now"}
 //	POST   /_sim/clock/advance             {"by"}: advances a FakeClock; 409 with the wall clock
 //	GET    /_sim/network                   Network
@@ -137,6 +138,19 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.PutParameter(in.Name, in.Value)
+		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "/_sim/subnets/") && strings.HasSuffix(path, "/available-ips"):
+		var in struct {
+			Count int `json:"count"`
+		}
+		if !readJSON(w, r, &in) {
+			return
+		}
+		id := strings.TrimSuffix(strings.TrimPrefix(path, "/_sim/subnets/"), "/available-ips")
+		if err := s.SetAvailableIPs(id, in.Count); err != nil {
+			writeJSONError(w, http.StatusBadRequest, err)
+			return
+		}
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodGet && path == "/_sim/clock":
 		writeJSON(w, http.StatusOK, map[string]time.Time{"now": s.clock.Now()})

@@ -142,6 +142,8 @@ func TestControlAPI(t *testing.T) {
 		{http.MethodPost, "/_sim/errors", `{"action":"DescribeSubnets","code":"InternalError","count":1}`, http.StatusNoContent},
 		{http.MethodPost, "/_sim/spot-price", `{"instanceType":"m5.large","zone":"us-east-1a","price":0.01}`, http.StatusNoContent},
 		{http.MethodPut, "/_sim/parameters", `{"name":"/custom/ami","value":"ami-12345678"}`, http.StatusNoContent},
+		{http.MethodPost, "/_sim/subnets/" + e.subnets()["us-east-1b"] + "/available-ips", `{"count":7}`, http.StatusNoContent},
+		{http.MethodPost, "/_sim/subnets/subnet-0123456789abcdef0/available-ips", `{"count":7}`, http.StatusBadRequest},
 		{http.MethodPost, "/_sim/unavailable", `{"instanceType":"c5.large","bogus":1}`, http.StatusBadRequest},
 		{http.MethodPost, "/_sim/boot-delay", `{"delay":"soon"}`, http.StatusBadRequest},
 		{http.MethodGet, "/_sim/nothing", ``, http.StatusNotFound},
@@ -152,6 +154,10 @@ func TestControlAPI(t *testing.T) {
 		}
 	}
 
+	var net ec2sim.Network
+	if got := e.control(t, http.MethodGet, "/_sim/network", "", &net); got != http.StatusOK || net.Subnets[1].AvailableIPs != 7 {
+		t.Errorf("GET /_sim/network = %d, subnet b free addresses %d; want 7", got, net.Subnets[1].AvailableIPs)
+	}
 	out, err := launch()
 	if err != nil || len(out.Instances) != 0 || len(out.Errors) != 1 {
 		t.Fatalf("CreateFleet() with the offering unavailable = %v, %v; want one error and no instance", fleetErrors(out), err)

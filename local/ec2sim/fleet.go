@@ -433,29 +433,33 @@ func (s *Server) overrideSubnets(subnetID, zoneName string, lt *launchTemplate) 
 // first; unset last) for the prioritized strategies, else by price; ties
 // keep request order.
 func (s *Server) orderPools(overrides []*override, capacityType, strategy string) []*override {
-	out := slices.Clone(overrides)
+	type pool struct {
+		o               *override
+		priority, price float64
+	}
+	pools := make([]pool, len(overrides))
+	for i, o := range overrides {
+		pools[i] = pool{o: o, priority: math.Inf(1), price: math.Inf(1)}
+		if o.priority != nil {
+			pools[i].priority = *o.priority
+		}
+		if f := s.types.byName[o.instanceType]; f != nil {
+			pools[i].price = s.price(f, o.zone.name, capacityType)
+		}
+	}
 	prioritized := strategy == "prioritized" || strategy == "capacity-optimized-prioritized"
-	priority := func(o *override) float64 {
-		if o.priority == nil {
-			return math.Inf(1)
-		}
-		return *o.priority
-	}
-	price := func(o *override) float64 {
-		f := s.types.byName[o.instanceType]
-		if f == nil {
-			return math.Inf(1)
-		}
-		return s.price(f, o.zone.name, capacityType)
-	}
-	slices.SortStableFunc(out, func(a, b *override) int {
+	slices.SortStableFunc(pools, func(a, b pool) int {
 		if prioritized {
-			if c := compareFloat(priority(a), priority(b)); c != 0 {
+			if c := compareFloat(a.priority, b.priority); c != 0 {
 				return c
 			}
 		}
-		return compareFloat(price(a), price(b))
+		return compareFloat(a.price, b.price)
 	})
+	out := make([]*override, len(pools))
+	for i, p := range pools {
+		out[i] = p.o
+	}
 	return out
 }
 
@@ -503,7 +507,7 @@ func (s *Server) poolError(o *override, capacityType string, specs map[string][]
 			return "SpotMaxPriceTooLow", fmt.Sprintf("Your Spot request price of %s is lower than the minimum required Spot request fulfillment price of %s.", o.maxPrice, strconv.FormatFloat(p, 'f', -1, 64))
 		}
 	}
-	if o.subnet.available <= 0 {
+	if o.subnet.available <= 0 || len(o.subnet.free) == 0 && int(o.subnet.next) >= subnetCapacity(o.subnet.cidr) {
 		return "InsufficientFreeAddressesInSubnet", fmt.Sprintf("There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", o.subnet.id)
 	}
 	return "", ""

@@ -20,7 +20,7 @@ import (
 func TestCreateFleet(t *testing.T) {
 	tests := []struct {
 		name        string
-		setup       func(e *env)
+		setup       func(t *testing.T, e *env)
 		input       func(t *testing.T, e *env) *ec2.CreateFleetInput
 		want        []string // type/zone/lifecycle per instance
 		wantErrors  []string // code type/zone/lifecycle
@@ -35,7 +35,7 @@ func TestCreateFleet(t *testing.T) {
 		},
 		{
 			name:  "spot price-capacity-optimized launches the cheapest spot pool across zones",
-			setup: func(e *env) { e.sim.SetSpotPrice("c5.large", "us-east-1b", 0.02) },
+			setup: func(t *testing.T, e *env) { e.sim.SetSpotPrice("c5.large", "us-east-1b", 0.02) },
 			input: func(t *testing.T, e *env) *ec2.CreateFleetInput {
 				sn := e.subnets()
 				return fleetInput("amd64", "spot", 1, []string{"m5.large", "c5.large"}, []string{sn["us-east-1a"], sn["us-east-1b"], sn["us-east-1c"]})
@@ -80,7 +80,7 @@ func TestCreateFleet(t *testing.T) {
 		},
 		{
 			name: "an insufficient-capacity pool yields an error and the next cheapest pool launches in the same call",
-			setup: func(e *env) {
+			setup: func(t *testing.T, e *env) {
 				e.sim.SetUnavailable(ec2sim.Offering{InstanceType: "t3.large", Zone: "us-east-1a", CapacityType: "on-demand"}, "")
 			},
 			input: func(t *testing.T, e *env) *ec2.CreateFleetInput {
@@ -91,7 +91,7 @@ func TestCreateFleet(t *testing.T) {
 		},
 		{
 			name:  "spot exhausted everywhere returns one error per override and no instance",
-			setup: func(e *env) { e.sim.SetUnavailable(ec2sim.Offering{CapacityType: "spot"}, "") },
+			setup: func(t *testing.T, e *env) { e.sim.SetUnavailable(ec2sim.Offering{CapacityType: "spot"}, "") },
 			input: func(t *testing.T, e *env) *ec2.CreateFleetInput {
 				sn := e.subnets()
 				return fleetInput("amd64", "spot", 1, []string{"c5.large"}, []string{sn["us-east-1a"], sn["us-east-1b"]})
@@ -100,7 +100,7 @@ func TestCreateFleet(t *testing.T) {
 		},
 		{
 			name: "spot insufficient capacity leaves on-demand of the same pool launchable",
-			setup: func(e *env) {
+			setup: func(t *testing.T, e *env) {
 				e.sim.SetUnavailable(ec2sim.Offering{InstanceType: "c5.large", Zone: "us-east-1a", CapacityType: "spot"}, "")
 			},
 			input: func(t *testing.T, e *env) *ec2.CreateFleetInput {
@@ -110,7 +110,7 @@ func TestCreateFleet(t *testing.T) {
 		},
 		{
 			name: "an injected fleet error code is reported as given",
-			setup: func(e *env) {
+			setup: func(t *testing.T, e *env) {
 				e.sim.SetUnavailable(ec2sim.Offering{InstanceType: "t3.large"}, "VcpuLimitExceeded")
 			},
 			input: func(t *testing.T, e *env) *ec2.CreateFleetInput {
@@ -118,6 +118,31 @@ func TestCreateFleet(t *testing.T) {
 			},
 			want:       []string{"m5.large/us-east-1b/on-demand"},
 			wantErrors: []string{"VcpuLimitExceeded t3.large/us-east-1b/on-demand"},
+		},
+		{
+			name: "a subnet without free addresses fails its override and the next zone launches",
+			setup: func(t *testing.T, e *env) {
+				if err := e.sim.SetAvailableIPs(e.subnets()["us-east-1a"], 0); err != nil {
+					t.Fatalf("SetAvailableIPs() error = %v", err)
+				}
+			},
+			input: func(t *testing.T, e *env) *ec2.CreateFleetInput {
+				sn := e.subnets()
+				return fleetInput("amd64", "on-demand", 1, []string{"c5.large"}, []string{sn["us-east-1a"], sn["us-east-1b"]})
+			},
+			want:       []string{"c5.large/us-east-1b/on-demand"},
+			wantErrors: []string{"InsufficientFreeAddressesInSubnet c5.large/us-east-1a/on-demand"},
+		},
+		{
+			name: "overrides of several launch-template configs compete on price",
+			input: func(t *testing.T, e *env) *ec2.CreateFleetInput {
+				e.createLT(t, "arm64", e.al2023(t, "arm64"), "")
+				in := fleetInput("amd64", "on-demand", 1, []string{"c5.large", "m5.large"}, []string{e.subnets()["us-east-1a"]})
+				arm := fleetInput("arm64", "on-demand", 1, []string{"m6g.large", "c6g.large"}, []string{e.subnets()["us-east-1c"]})
+				in.LaunchTemplateConfigs = append(in.LaunchTemplateConfigs, arm.LaunchTemplateConfigs...)
+				return in
+			},
+			want: []string{"c6g.large/us-east-1c/on-demand"},
 		},
 		{
 			name: "an override whose AMI architecture does not match fails and the next one launches",
@@ -148,7 +173,7 @@ func TestCreateFleet(t *testing.T) {
 		},
 		{
 			name: "an override without subnet or zone is tried in every zone",
-			setup: func(e *env) {
+			setup: func(t *testing.T, e *env) {
 				e.sim.SetUnavailable(ec2sim.Offering{Zone: "us-east-1a"}, "")
 			},
 			input: func(t *testing.T, e *env) *ec2.CreateFleetInput {
@@ -165,7 +190,7 @@ func TestCreateFleet(t *testing.T) {
 			e := newEnv(t, ec2sim.Options{})
 			e.createLT(t, "amd64", e.al2023(t, "x86_64"), "#!/bin/bash\necho hello\n")
 			if tt.setup != nil {
-				tt.setup(e)
+				tt.setup(t, e)
 			}
 			out, err := e.ec2.CreateFleet(t.Context(), tt.input(t, e))
 			if err != nil {

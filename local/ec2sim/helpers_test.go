@@ -38,7 +38,7 @@ type env struct {
 // returns EC2 and SSM clients over ec2sim.LoopbackTransport with retries
 // off, so every injected error reaches the test and every call is one
 // recorded attempt. Tests that want the SDK's retries pass withRetries.
-func newEnv(t *testing.T, opts ec2sim.Options) *env {
+func newEnv(t testing.TB, opts ec2sim.Options) *env {
 	t.Helper()
 	clock := ec2sim.NewFakeClock(epoch)
 	if opts.Clock == nil {
@@ -80,7 +80,7 @@ func withRetries(o *ec2.Options) {
 }
 
 // param reads an SSM parameter through the SDK.
-func (e *env) param(t *testing.T, name string) string {
+func (e *env) param(t testing.TB, name string) string {
 	t.Helper()
 	out, err := e.ssm.GetParameter(t.Context(), &ssm.GetParameterInput{Name: aws.String(name)})
 	if err != nil {
@@ -90,7 +90,7 @@ func (e *env) param(t *testing.T, name string) string {
 }
 
 // al2023 returns the current AL2023 standard AMI of arch for Kubernetes 1.33.
-func (e *env) al2023(t *testing.T, arch string) string {
+func (e *env) al2023(t testing.TB, arch string) string {
 	t.Helper()
 	return e.param(t, "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/"+arch+"/standard/recommended/image_id")
 }
@@ -107,7 +107,7 @@ func (e *env) subnets() map[string]string {
 }
 
 // createLT creates a launch template with an image and user data.
-func (e *env) createLT(t *testing.T, name, imageID, userData string) string {
+func (e *env) createLT(t testing.TB, name, imageID, userData string) string {
 	t.Helper()
 	out, err := e.ec2.CreateLaunchTemplate(t.Context(), &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String(name),

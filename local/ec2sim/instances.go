@@ -192,7 +192,7 @@ func (s *Server) beginShutdown(in *instance, at time.Time, reason string) {
 func (s *Server) finishTermination(in *instance, at time.Time) {
 	in.state, in.terminatedAt = StateTerminated, at
 	if sn := s.subnetByID(in.subnetID); sn != nil {
-		sn.available++
+		sn.releaseIP(in.privateIP)
 	}
 }
 

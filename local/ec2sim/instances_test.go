@@ -321,3 +321,31 @@ func TestCreateTags(t *testing.T) {
 		})
 	}
 }
+
+func TestReleasedAddressesAreReused(t *testing.T) {
+	e := newEnv(t, ec2sim.Options{})
+	sn := e.subnets()["us-east-1a"]
+	first := e.launch(t, "on-demand", "c5.large", "us-east-1a", 2, nil)
+	firstIP, _ := e.sim.Instance(first[0])
+	if _, err := e.ec2.TerminateInstances(t.Context(), &ec2.TerminateInstancesInput{InstanceIds: first[:1]}); err != nil {
+		t.Fatalf("TerminateInstances() error = %v", err)
+	}
+	next := e.launch(t, "on-demand", "c5.large", "us-east-1a", 1, nil)[0]
+	got, _ := e.sim.Instance(next)
+	if got.PrivateIP != firstIP.PrivateIP {
+		t.Errorf("new instance IP = %s, want the released %s", got.PrivateIP, firstIP.PrivateIP)
+	}
+	if err := e.sim.SetAvailableIPs(sn, 0); err != nil {
+		t.Fatalf("SetAvailableIPs() error = %v", err)
+	}
+	out, err := e.ec2.CreateFleet(t.Context(), fleetInput("amd64", "on-demand", 1, []string{"c5.large"}, []string{sn}))
+	if err != nil {
+		t.Fatalf("CreateFleet() error = %v", err)
+	}
+	if diff := cmp.Diff([]string{"InsufficientFreeAddressesInSubnet c5.large/us-east-1a/on-demand"}, fleetErrors(out)); diff != "" {
+		t.Errorf("fleet errors mismatch (-want +got):\n%s", diff)
+	}
+	if err := e.sim.SetAvailableIPs(sn, 1<<20); err == nil {
+		t.Error("SetAvailableIPs() above the subnet size: error = nil, want one")
+	}
+}

@@ -15,8 +15,9 @@ type subnet struct {
 	cidr             netip.Prefix
 	public           bool
 	tags             map[string]string
-	available        int
-	next             uint32 // next host offset to hand out
+	available        int      // free addresses as DescribeSubnets reports them
+	next             uint32   // next never-used host offset
+	free             []uint32 // host offsets returned by terminated instances
 }
 
 // securityGroup is one seeded security group.
@@ -107,18 +108,57 @@ func (s *Server) seedNetwork() {
 // per subnet.
 func subnetCapacity(p netip.Prefix) int { return 1<<(32-p.Bits()) - 5 }
 
-// allocateIP hands out the next private address of sn. The first four
-// addresses of a subnet are reserved by AWS.
-func (sn *subnet) allocateIP() (string, bool) {
-	if sn.available <= 0 {
+// allocateIP hands out a private address of sn: a released one first, else
+// the next unused one. The first four addresses of a subnet are reserved by
+// AWS. ok is false when the subnet has no free address.
+func (sn *subnet) allocateIP() (ip string, ok bool) {
+	var off uint32
+	switch {
+	case sn.available <= 0:
+		return "", false
+	case len(sn.free) > 0:
+		off, sn.free = sn.free[0], sn.free[1:]
+	case int(sn.next) < subnetCapacity(sn.cidr):
+		off = sn.next
+		sn.next++
+	default:
 		return "", false
 	}
-	base := sn.cidr.Addr().As4()
-	n := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
-	n += 4 + sn.next
-	sn.next++
 	sn.available--
+	base := sn.cidr.Addr().As4()
+	n := (uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])) + 4 + off
 	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String(), true
+}
+
+// releaseIP returns an address handed out by allocateIP.
+func (sn *subnet) releaseIP(ip string) {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil || !sn.cidr.Contains(addr) {
+		return
+	}
+	a, b := addr.As4(), sn.cidr.Addr().As4()
+	n := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	base := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	sn.free = append(sn.free, n-base-4)
+	sn.available++
+}
+
+// SetAvailableIPs sets the free-address count DescribeSubnets reports for a
+// subnet, as if other workloads held addresses; 0 makes CreateFleet fail its
+// overrides with InsufficientFreeAddressesInSubnet. It fails for an unknown
+// subnet or a count outside [0, subnet size − 5].
+func (s *Server) SetAvailableIPs(subnetID string, n int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sn := s.subnetByID(subnetID)
+	if sn == nil {
+		return fmt.Errorf("subnet %s: not found", subnetID)
+	}
+	if n < 0 || n > subnetCapacity(sn.cidr) {
+		return fmt.Errorf("subnet %s: %d free addresses, want 0 to %d", subnetID, n, subnetCapacity(sn.cidr))
+	}
+	sn.available = n
+	return nil
 }
 
 func (s *Server) subnetByID(id string) *subnet {
