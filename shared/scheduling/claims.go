@@ -1,5 +1,7 @@
 package scheduling
 
+import "math"
+
 // nclaim is a NodeClaim this solve creates.
 type nclaim struct {
 	h     *host
@@ -16,18 +18,19 @@ type nclaim struct {
 	free  vec
 	pods  []int32
 	ports []hostPort
-	// limitCap is the largest capacity a candidate may have (remaining pool
-	// limits at creation); limited says which slots it caps.
-	limited  bool
-	limitCap vec
-	// reserve is what the claim took from the pool's limits.
-	reserve vec
+	// capUsed is the capacity of the cursor type: what the claim counts
+	// against its pool's limits while the solve runs.
+	capUsed vec
 	// minValuesRelaxed is set when BestEffort lowered a minValues.
 	minValuesRelaxed bool
 	// doms caches claimDomains per topology key for requirement set domsReq.
 	doms    [][]int32
 	domsOK  []bool
 	domsReq int32
+	// failed holds, per improvement move (empty, shrink, merge), the
+	// improvement epoch of the claim's last failed attempt: while no move
+	// has succeeded since, the same attempt would fail again.
+	failed [3]int
 	// removed marks a claim emptied by the improvement pass.
 	removed bool
 }
@@ -49,6 +52,25 @@ func (s *solver) fitFrom(tl *typeList, start int, need *vec, limited bool, limit
 	return -1
 }
 
+// capFor returns the largest capacity a candidate of a claim of pool p may
+// have when the claim already counts capUsed against the limits: its own
+// share plus what the pool has left (max int64 in unlimited slots).
+func (s *solver) capFor(p *pool, capUsed *vec) (bool, vec) {
+	var c vec
+	for i := range c {
+		c[i] = math.MaxInt64
+	}
+	if !p.anyLimit {
+		return false, c
+	}
+	for i := 0; i < s.res.n(); i++ {
+		if p.limited[i] {
+			c[i] = capUsed[i] + p.limit[i] - p.usage[i]
+		}
+	}
+	return true, c
+}
+
 // withinLimit reports whether capacity fits under limitCap in the slots
 // the pools limit (limitCap holds max int64 elsewhere).
 func (s *solver) withinLimit(capacity, limitCap *vec) bool {
@@ -58,9 +80,14 @@ func (s *solver) withinLimit(capacity, limitCap *vec) bool {
 // fitting returns every type of tl from index start that fits need within
 // the limit cap, in price order.
 func (s *solver) fitting(tl *typeList, start int, need *vec, limited bool, limitCap *vec) []*ptype {
-	var out []*ptype
+	return s.fittingUpTo(tl, start, need, limited, limitCap, len(tl.types))
+}
+
+// fittingUpTo is fitting stopped after max types.
+func (s *solver) fittingUpTo(tl *typeList, start int, need *vec, limited bool, limitCap *vec, max int) []*ptype {
+	out := make([]*ptype, 0, min(max, len(tl.types)-start))
 	n := s.res.n()
-	for i := start; i < len(tl.types); i++ {
+	for i := start; i < len(tl.types) && len(out) < max; i++ {
 		t := tl.types[i]
 		if leq(need, &t.alloc, n) && (!limited || s.withinLimit(&t.capacity, limitCap)) {
 			out = append(out, t)
@@ -75,13 +102,25 @@ func (s *solver) fitting(tl *typeList, start int, need *vec, limited bool, limit
 // is the smallest that still holds it (best fit), and just below that at
 // the claims that would grow least.
 type claimIndex struct {
+	// slot is the resource slot the index sorts on, or byPodCount.
 	slot int
 	list []*nclaim
 }
 
+// byPodCount makes a claimIndex sort on the claims' pod counts
+// (Karpenter's order for in-flight claims).
+const byPodCount = -1
+
+func (ix *claimIndex) key(c *nclaim) int64 {
+	if ix.slot == byPodCount {
+		return int64(len(c.pods))
+	}
+	return c.free[ix.slot]
+}
+
 func (ix *claimIndex) less(a *nclaim, free int64, seq int) bool {
-	if a.free[ix.slot] != free {
-		return a.free[ix.slot] < free
+	if k := ix.key(a); k != free {
+		return k < free
 	}
 	return a.seq < seq
 }
@@ -101,7 +140,7 @@ func (ix *claimIndex) search(free int64, seq int) int {
 }
 
 func (ix *claimIndex) insert(c *nclaim) {
-	i := ix.search(c.free[ix.slot], c.seq)
+	i := ix.search(ix.key(c), c.seq)
 	ix.list = append(ix.list, nil)
 	copy(ix.list[i+1:], ix.list[i:])
 	ix.list[i] = c
@@ -110,7 +149,7 @@ func (ix *claimIndex) insert(c *nclaim) {
 // pos returns c's position; call it while c's key is still the one it
 // was indexed under.
 func (ix *claimIndex) pos(c *nclaim) int {
-	i := ix.search(c.free[ix.slot], c.seq)
+	i := ix.search(ix.key(c), c.seq)
 	if i < len(ix.list) && ix.list[i] == c {
 		return i
 	}
@@ -137,7 +176,7 @@ func (ix *claimIndex) fix(c *nclaim, i int) {
 		ix.insert(c)
 		return
 	}
-	free := c.free[ix.slot]
+	free := ix.key(c)
 	switch {
 	case i > 0 && !ix.less(ix.list[i-1], free, c.seq):
 		j := ix.searchIn(0, i, free, c.seq)
@@ -151,7 +190,7 @@ func (ix *claimIndex) fix(c *nclaim, i int) {
 }
 
 func (ix *claimIndex) remove(c *nclaim) {
-	i := ix.search(c.free[ix.slot], c.seq)
+	i := ix.search(ix.key(c), c.seq)
 	if i < len(ix.list) && ix.list[i] == c {
 		ix.list = append(ix.list[:i], ix.list[i+1:]...)
 	}

@@ -20,11 +20,14 @@ const (
 	improveMaxEmpty  = 24
 	improveTargets   = 4
 	improveMinSaving = 1e-9
+	// improveMergeWidth bounds how many claims one merge may absorb.
+	improveMergeWidth = 6
 )
 
 // claimSnap is a claim's mutable state, for rollback.
 type claimSnap struct {
 	c          *nclaim
+	capUsed    vec
 	reqID      int32
 	tl         *typeList
 	cur        int
@@ -39,7 +42,15 @@ type claimSnap struct {
 // txn records a batch of moves so that it can be undone.
 type txn struct {
 	snaps []claimSnap
+	pools []poolSnap
 	moved []movedPod
+}
+
+// poolSnap is a pool's limit accounting, for rollback.
+type poolSnap struct {
+	p     *pool
+	usage vec
+	nodes int64
 }
 
 type movedPod struct {
@@ -54,8 +65,15 @@ func (t *txn) snap(c *nclaim) {
 			return
 		}
 	}
+	known := false
+	for i := range t.pools {
+		known = known || t.pools[i].p == c.pool
+	}
+	if !known {
+		t.pools = append(t.pools, poolSnap{p: c.pool, usage: c.pool.usage, nodes: c.pool.nodes})
+	}
 	t.snaps = append(t.snaps, claimSnap{
-		c: c, reqID: c.reqID, tl: c.tl, cur: c.cur, price: c.price, used: c.used, free: c.free,
+		c: c, capUsed: c.capUsed, reqID: c.reqID, tl: c.tl, cur: c.cur, price: c.price, used: c.used, free: c.free,
 		pods: append([]int32(nil), c.pods...), ports: append([]hostPort(nil), c.ports...),
 		relaxedMin: c.minValuesRelaxed, removed: c.removed,
 	})
@@ -64,11 +82,17 @@ func (t *txn) snap(c *nclaim) {
 func (s *solver) unindex(c *nclaim) {
 	c.pool.byCPU.remove(c)
 	c.pool.byMemory.remove(c)
+	if s.strategy != stratCost {
+		s.byPods.remove(c)
+	}
 }
 
 func (s *solver) reindex(c *nclaim) {
 	c.pool.byCPU.insert(c)
 	c.pool.byMemory.insert(c)
+	if s.strategy != stratCost {
+		s.byPods.insert(c)
+	}
 }
 
 // rollback undoes every move of t, newest first.
@@ -82,11 +106,14 @@ func (s *solver) rollback(t *txn) {
 		if !c.removed {
 			s.unindex(c)
 		}
-		c.reqID, c.tl, c.cur, c.price, c.used, c.free = sn.reqID, sn.tl, sn.cur, sn.price, sn.used, sn.free
+		c.reqID, c.tl, c.cur, c.price, c.used, c.free, c.capUsed = sn.reqID, sn.tl, sn.cur, sn.price, sn.used, sn.free, sn.capUsed
 		c.pods, c.ports, c.minValuesRelaxed, c.removed = sn.pods, sn.ports, sn.relaxedMin, sn.removed
 		if !c.removed {
 			s.reindex(c)
 		}
+	}
+	for _, ps := range t.pools {
+		ps.p.usage, ps.p.nodes = ps.usage, ps.nodes
 	}
 	for i := len(t.moved) - 1; i >= 0; i-- {
 		m := t.moved[i]
@@ -124,14 +151,18 @@ func (s *solver) detach(t *txn, pi *podInfo) {
 	if len(c.pods) == 0 {
 		c.removed = true
 		c.price = 0
+		s.setCapUsed(c, &vec{})
+		c.pool.nodes--
 		return
 	}
-	if idx := s.fitFrom(c.tl, 0, &c.used, c.limited, &c.limitCap); idx >= 0 {
+	limited, limitCap := s.capFor(c.pool, &c.capUsed)
+	if idx := s.fitFrom(c.tl, 0, &c.used, limited, &limitCap); idx >= 0 {
 		c.cur = idx
 		c.price = c.tl.prices[idx]
 	}
 	c.free = c.tl.types[c.cur].alloc
 	c.free.sub(&c.used, n)
+	s.setCapUsed(c, &c.tl.types[c.cur].capacity)
 	s.reindex(c)
 }
 
@@ -258,6 +289,9 @@ func (s *solver) improve() {
 				changed = true
 			}
 		}
+		if s.tryMerges() {
+			changed = true
+		}
 		if !changed {
 			return
 		}
@@ -277,9 +311,10 @@ func (s *solver) liveClaims() []*nclaim {
 // tryEmpty moves every pod of c elsewhere when the added prices are below
 // c's own price.
 func (s *solver) tryEmpty(c *nclaim) bool {
-	if len(c.pods) > improveMaxEmpty {
+	if len(c.pods) > improveMaxEmpty || c.failed[0] == s.epoch {
 		return false
 	}
+	c.failed[0] = s.epoch
 	saving := c.price
 	t := &txn{}
 	pods := s.evictionOrder(c, nil)
@@ -296,16 +331,8 @@ func (s *solver) tryEmpty(c *nclaim) bool {
 		s.rollback(t)
 		return false
 	}
-	s.release(c)
+	s.epoch++
 	return true
-}
-
-// release returns an emptied claim's limit reservation to its pool.
-func (s *solver) release(c *nclaim) {
-	n := s.res.n()
-	c.pool.usage.sub(&c.reserve, n)
-	c.reserve = vec{}
-	c.pool.nodes--
 }
 
 // evictionOrder lists c's pods largest first (cpu, then memory), or only
@@ -335,14 +362,15 @@ func (s *solver) evictionOrder(c *nclaim, subset []int32) []*podInfo {
 // tryShrink moves a few pods off c so that a cheaper instance type fits
 // what remains, when the prices added elsewhere are below the saving.
 func (s *solver) tryShrink(c *nclaim) bool {
+	if c.failed[1] == s.epoch {
+		return false
+	}
+	c.failed[1] = s.epoch
 	n := s.res.n()
 	for j, tries := c.cur-1, 0; j >= 0 && tries < improveTargets; j-- {
 		target := c.tl.types[j]
 		saving := c.price - c.tl.prices[j]
 		if saving <= improveMinSaving {
-			continue
-		}
-		if c.limited && !s.withinLimit(&target.capacity, &c.limitCap) {
 			continue
 		}
 		tries++
@@ -365,6 +393,7 @@ func (s *solver) tryShrink(c *nclaim) bool {
 			added += d
 		}
 		if ok && !c.removed && c.price+added < before-improveMinSaving {
+			s.epoch++
 			return true
 		}
 		s.rollback(t)
@@ -411,4 +440,97 @@ func (s *solver) chooseEviction(c *nclaim, excess *vec) []*podInfo {
 		}
 	}
 	return nil
+}
+
+// moveTo moves pi from its claim onto dest, if that is a valid placement
+// that keeps others' constraints.
+func (s *solver) moveTo(t *txn, pi *podInfo, dest *nclaim) bool {
+	if !movable(pi) || pi.host.claim == dest {
+		return false
+	}
+	s.detach(t, pi)
+	fromRec := t.moved[len(t.moved)-1].fromRec
+	cd := s.evalClaim(pi, dest)
+	if !cd.ok || !s.moveOK(pi, fromRec, &cd) {
+		return false
+	}
+	t.snap(dest)
+	s.commit(pi, &cd)
+	return true
+}
+
+// absorb moves every pod of the first k claims of from onto anchor and
+// returns the change in the plan's price, or false when a move fails.
+func (s *solver) absorb(t *txn, anchor *nclaim, from []*nclaim, k int) (float64, bool) {
+	before := anchor.price
+	removed := 0.0
+	for _, c := range from[:k] {
+		removed += c.price
+		for _, pi := range s.evictionOrder(c, nil) {
+			if !s.moveTo(t, pi, anchor) {
+				return 0, false
+			}
+		}
+	}
+	return anchor.price - before - removed, true
+}
+
+// tryMerges consolidates claims: for each claim (largest first) it tries to
+// absorb the pods of up to improveMergeWidth of the pool's cheapest other
+// claims and keeps the prefix that lowers the plan's price most. Growing
+// one claim can beat several small ones when larger instance types are
+// cheaper per unit, or when daemonset overhead and fragmentation waste the
+// small ones.
+func (s *solver) tryMerges() bool {
+	changed := false
+	anchors := s.liveClaims()
+	cheapest := map[*pool][]*nclaim{}
+	for _, c := range anchors {
+		if len(c.pods) <= improveMaxEmpty {
+			cheapest[c.pool] = append(cheapest[c.pool], c)
+		}
+	}
+	for _, cs := range cheapest {
+		sort.SliceStable(cs, func(i, j int) bool { return cs[i].price < cs[j].price })
+	}
+	sort.SliceStable(anchors, func(i, j int) bool { return anchors[i].price > anchors[j].price })
+	for _, anchor := range anchors {
+		if anchor.removed || s.mergeBudget <= 0 || anchor.failed[2] == s.epoch {
+			continue
+		}
+		anchor.failed[2] = s.epoch
+		from := make([]*nclaim, 0, improveMergeWidth)
+		for _, c := range cheapest[anchor.pool] {
+			if len(from) == improveMergeWidth {
+				break
+			}
+			if c != anchor && !c.removed {
+				from = append(from, c)
+			}
+		}
+		bestK, bestDelta := 0, -improveMinSaving
+		for k := 1; k <= len(from); k++ {
+			s.mergeBudget -= k
+			t := &txn{}
+			delta, ok := s.absorb(t, anchor, from, k)
+			s.rollback(t)
+			if !ok {
+				break
+			}
+			if delta < bestDelta {
+				bestK, bestDelta = k, delta
+			}
+		}
+		if bestK == 0 {
+			continue
+		}
+		t := &txn{}
+		if _, ok := s.absorb(t, anchor, from, bestK); !ok {
+			s.rollback(t)
+			continue
+		}
+		s.epoch++
+		changed = true
+	}
+	return changed
 }

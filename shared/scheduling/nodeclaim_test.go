@@ -145,16 +145,18 @@ func TestSolveLimits(t *testing.T) {
 		pool       v1.NodePool
 		nodes      []scheduling.ExistingNode
 		pods       []*corev1.Pod
-		wantMaxCPU int64 // largest cpu among the first claim's candidates
 		wantClaims int
 		wantUnsch  int
+		// wantMaxCPU bounds the sum, over new claims, of the largest
+		// candidate's cpu: the worst case a launch can reach.
+		wantMaxCPU int64
 	}{
 		{
 			name:       "should only consider instance types within the remaining cpu limit (11.3 item 10)",
 			pool:       st.NodePool("default", st.PoolLimits("cpu", "10")),
 			nodes:      []scheduling.ExistingNode{existing8},
 			pods:       pods("web", 1, st.Requests("500m", "1Gi")),
-			wantMaxCPU: 2, wantClaims: 1,
+			wantClaims: 1, wantMaxCPU: 2,
 		},
 		{
 			name:      "should not launch when existing capacity reaches the cpu limit (11.3 item 10)",
@@ -164,22 +166,28 @@ func TestSolveLimits(t *testing.T) {
 			wantUnsch: 1,
 		},
 		{
-			name:       "should subtract the largest candidate's capacity from the remaining limits",
+			name:       "should keep the largest candidates of all claims within the limit",
 			pool:       st.NodePool("default", st.PoolLimits("cpu", "16")),
 			pods:       pods("web", 2, st.Labels(web), st.Requests("3", "1Gi"), st.PodAntiAffinity(v1.LabelHostname, web)),
-			wantMaxCPU: 16, wantClaims: 1, wantUnsch: 1,
+			wantClaims: 2, wantMaxCPU: 16,
+		},
+		{
+			name:       "should leave pods unschedulable once their cheapest types exhaust the limit",
+			pool:       st.NodePool("default", st.PoolLimits("cpu", "8")),
+			pods:       pods("web", 3, st.Labels(web), st.Requests("3", "1Gi"), st.PodAntiAffinity(v1.LabelHostname, web)),
+			wantClaims: 2, wantUnsch: 1, wantMaxCPU: 8,
 		},
 		{
 			name:       "should respect a memory limit",
 			pool:       st.NodePool("default", st.PoolLimits("memory", "16Gi")),
 			pods:       pods("web", 1, st.Requests("500m", "1Gi")),
-			wantMaxCPU: 4, wantClaims: 1,
+			wantClaims: 1, wantMaxCPU: 4,
 		},
 		{
 			name:       "should stop at the node-count limit",
 			pool:       st.NodePool("default", st.PoolLimits("nodes", "2")),
 			pods:       pods("web", 3, st.Labels(web), st.Requests("100m", "128Mi"), st.PodAntiAffinity(v1.LabelHostname, web)),
-			wantMaxCPU: 16, wantClaims: 2, wantUnsch: 1,
+			wantClaims: 2, wantUnsch: 1, wantMaxCPU: 32,
 		},
 	}
 	for _, tt := range tests {
@@ -190,19 +198,20 @@ func TestSolveLimits(t *testing.T) {
 				t.Fatalf("got %d claims and %d unschedulable (%v), want %d and %d",
 					len(res.NewClaims), len(res.Unschedulable), res.Unschedulable, tt.wantClaims, tt.wantUnsch)
 			}
-			if tt.wantClaims == 0 {
-				return
-			}
 			cpus := map[string]int64{}
 			for _, it := range in.InstanceTypes[st.DefaultNodeClass] {
 				cpus[it.Name] = it.Capacity.Cpu().Value()
 			}
-			var maxCPU int64
-			for _, name := range res.NewClaims[0].InstanceTypes {
-				maxCPU = max(maxCPU, cpus[name])
+			var sum int64
+			for _, c := range res.NewClaims {
+				var largest int64
+				for _, name := range c.InstanceTypes {
+					largest = max(largest, cpus[name])
+				}
+				sum += largest
 			}
-			if maxCPU != tt.wantMaxCPU {
-				t.Errorf("largest candidate has %d cpu, want %d (candidates %v)", maxCPU, tt.wantMaxCPU, res.NewClaims[0].InstanceTypes)
+			if sum != tt.wantMaxCPU && len(res.NewClaims) > 0 {
+				t.Errorf("largest candidates sum to %d cpu, want %d", sum, tt.wantMaxCPU)
 			}
 		})
 	}

@@ -52,6 +52,20 @@ func (s *solver) result() Result {
 		}
 	}
 	perPool := map[string]int{}
+	// slack is what each limited pool has left beyond its claims' cheapest
+	// types; claims widen their candidate lists into it in order.
+	slack := map[*pool]vec{}
+	for _, c := range claims {
+		if _, ok := slack[c.pool]; !ok && c.pool.anyLimit {
+			var sl vec
+			for i := 0; i < s.res.n(); i++ {
+				if c.pool.limited[i] {
+					sl[i] = c.pool.limit[i] - c.pool.usage[i]
+				}
+			}
+			slack[c.pool] = sl
+		}
+	}
 	for _, c := range claims {
 		name := ""
 		for {
@@ -61,7 +75,7 @@ func (s *solver) result() Result {
 				break
 			}
 		}
-		res.NewClaims = append(res.NewClaims, s.newClaim(c, name))
+		res.NewClaims = append(res.NewClaims, s.newClaim(c, name, slack))
 	}
 	return res
 }
@@ -96,12 +110,44 @@ func restrictedNodeLabel(key string) bool {
 // newClaim renders a claim as Karpenter would create it (karpenter:
 // scheduling/nodeclaim.go FinalizeScheduling, nodeclaimtemplate.go
 // ToNodeClaim; karpenter-spec §1.2, §3.3 steps 3-4).
-func (s *solver) newClaim(c *nclaim, name string) NewClaim {
+func (s *solver) newClaim(c *nclaim, name string, slack map[*pool]vec) NewClaim {
 	n := s.res.n()
 	p := c.pool
 	tmpl := &p.np.Spec.Template
 	r := s.reqs.get(c.reqID).Clone()
-	types := truncate(r, s.fitting(c.tl, c.cur, &c.used, c.limited, &c.limitCap), s.maxTypes)
+	limited, limitCap := false, vec{}
+	for i := range limitCap {
+		limitCap[i] = math.MaxInt64
+	}
+	if p.anyLimit {
+		limited = true
+		sl := slack[p]
+		for i := 0; i < n; i++ {
+			if p.limited[i] {
+				limitCap[i] = c.capUsed[i] + sl[i]
+			}
+		}
+	}
+	// Without minValues the cheapest maxTypes fitting types are the list;
+	// with minValues truncate may need more to choose from.
+	upTo := s.maxTypes
+	if c.tl.minValues {
+		upTo = len(c.tl.types)
+	}
+	types := truncate(r, s.fittingUpTo(c.tl, c.cur, &c.used, limited, &limitCap, upTo), s.maxTypes)
+	if p.anyLimit {
+		var largest vec
+		for _, t := range types {
+			largest.maxWith(&t.capacity, n)
+		}
+		sl := slack[p]
+		for i := 0; i < n; i++ {
+			if p.limited[i] {
+				sl[i] -= largest[i] - c.capUsed[i]
+			}
+		}
+		slack[p] = sl
+	}
 	relaxed := c.minValuesRelaxed
 	lowered := map[string]int{}
 	if relaxed || s.bestEffort {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,20 +68,89 @@ type solver struct {
 	// memPerMilli is the pending pods' bytes of memory per millicore, the
 	// exchange rate slackScore uses.
 	memPerMilli float64
+	// mergeBudget bounds the claim absorptions the improvement pass tries.
+	mergeBudget int
+	// epoch counts the improvement pass's successful moves; it starts at 1
+	// so that a claim's zero failure marks never match it.
+	epoch int
+	// strategy selects how pods are ordered and packed onto new claims.
+	strategy strategy
+	// byPods indexes every claim by pod count (first-fit strategies).
+	byPods claimIndex
 }
+
+// strategy is a packing strategy. Every strategy obeys the same
+// semantics; they differ only in pod order and in which allowed claim a pod
+// joins.
+type strategy uint8
+
+const (
+	// stratCost: existing capacity first in Karpenter's order, then pods
+	// that need a host of their own, then the rest, each on the claim where
+	// its marginal price is lowest; then the improvement pass.
+	stratCost strategy = iota
+	// stratFirstFit: Karpenter's order and claim choice (the claim with the
+	// fewest pods that can take the pod), evaluating at most searchExamine
+	// claims per pod.
+	stratFirstFit
+	// stratKarpenter: Karpenter's packing exactly, without improvement; the
+	// baseline tests compare against.
+	stratKarpenter
+)
 
 // Solve places pods onto existing capacity or new NodeClaims. It performs no
 // I/O; everything it needs is in Input, and Result is safe to marshal to JSON.
 // The error return is for invalid input or cancellation only.
+//
+// It solves twice, with nodewright's cost-driven packing and with
+// Karpenter's first-fit packing, and returns the plan that places more
+// pods, then the cheaper one, then the cost-driven one: so a plan never
+// places fewer pods, nor costs more, than Karpenter's way of packing the
+// same pods would.
 func Solve(ctx context.Context, in Input) (Result, error) {
-	s, err := newSolver(ctx, &in)
+	best, err := solveWith(ctx, &in, stratCost)
 	if err != nil {
 		return Result{}, err
 	}
+	alt, err := solveWith(ctx, &in, stratFirstFit)
+	if err != nil {
+		return Result{}, err
+	}
+	if preferred(&alt, &best) {
+		return alt, nil
+	}
+	return best, nil
+}
+
+func solveWith(ctx context.Context, in *Input, st strategy) (Result, error) {
+	s, err := newSolver(ctx, in)
+	if err != nil {
+		return Result{}, err
+	}
+	s.strategy = st
+	s.byPods.slot = byPodCount
 	if err := s.run(); err != nil {
 		return Result{}, err
 	}
 	return s.result(), nil
+}
+
+// preferred reports whether plan a beats plan b: fewer unschedulable pods,
+// then a lower price.
+func preferred(a, b *Result) bool {
+	if len(a.Unschedulable) != len(b.Unschedulable) {
+		return len(a.Unschedulable) < len(b.Unschedulable)
+	}
+	return planPrice(a) < planPrice(b)-priceEps
+}
+
+// planPrice is the summed Expected price of a plan's new claims.
+func planPrice(r *Result) float64 {
+	total := 0.0
+	for i := range r.NewClaims {
+		total += r.NewClaims[i].Expected.PricePerHour
+	}
+	return total
 }
 
 func invalid(format string, args ...any) error {
@@ -231,6 +299,8 @@ func (s *solver) buildPods() error {
 			mem += float64(pi.req[resMemory])
 		}
 	}
+	s.mergeBudget = 64 * len(s.pods)
+	s.epoch = 1
 	s.memPerMilli = 4 << 20 // 4GiB per core when the pods request no cpu
 	if cpu > 0 && mem > 0 {
 		s.memPerMilli = mem / cpu
@@ -321,7 +391,10 @@ func (s *solver) queueOrder() []*podInfo {
 // preference and push it back; stop when a full pass makes no progress
 // (karpenter: scheduler.go Solve, queue.go).
 func (s *solver) run() error {
-	queue := s.packingOrder(s.placeExisting(s.queueOrder()))
+	queue := s.queueOrder()
+	if s.strategy == stratCost {
+		queue = s.packingOrder(s.placeExisting(queue))
+	}
 	type mark struct{ gen, n int }
 	last := make([]mark, len(s.pods))
 	gen := 1
@@ -355,7 +428,9 @@ func (s *solver) run() error {
 	if err := s.ctx.Err(); err != nil {
 		return fmt.Errorf("solve: %w", err)
 	}
-	s.improve()
+	if s.strategy == stratCost {
+		s.improve()
+	}
 	return nil
 }
 
@@ -509,8 +584,6 @@ type cand struct {
 	fit   float64
 	// relaxedMin is set when BestEffort relaxed a minValues.
 	relaxedMin bool
-	limited    bool
-	limitCap   vec
 }
 
 const priceEps = 1e-9
@@ -554,6 +627,9 @@ const (
 // that is cheaper (karpenter-spec §3.3 steps 2b-2c, with cost deciding
 // among the allowed placements).
 func (s *solver) placeNew(pi *podInfo) bool {
+	if s.strategy != stratCost {
+		return s.placeFirstFit(pi)
+	}
 	best := s.searchClaims(pi, nil)
 	var fresh cand
 	for _, p := range s.pools {
@@ -679,15 +755,16 @@ func (s *solver) evalClaim(pi *podInfo, c *nclaim) cand {
 	if rid != c.reqID {
 		tl, start = s.list(c.pool, rid), 0
 	}
-	idx := s.fitFrom(tl, start, &need, c.limited, &c.limitCap)
+	limited, limitCap := s.capFor(c.pool, &c.capUsed)
+	idx := s.fitFrom(tl, start, &need, limited, &limitCap)
 	if idx < 0 {
 		return cand{}
 	}
 	cd := cand{ok: true, c: c, p: c.pool, reqID: rid, tl: tl, idx: idx, delta: tl.prices[idx] - c.price,
-		fit: s.slackScore(&need, &tl.types[idx].alloc), limited: c.limited, limitCap: c.limitCap, relaxedMin: c.minValuesRelaxed}
+		fit: s.slackScore(&need, &tl.types[idx].alloc), relaxedMin: c.minValuesRelaxed}
 	if tl.minValues {
 		r := s.reqs.get(rid)
-		if k, _, _ := minValuesShortfall(r, s.fitting(tl, idx, &need, c.limited, &c.limitCap)); k != "" {
+		if k, _, _ := minValuesShortfall(r, s.fitting(tl, idx, &need, limited, &limitCap)); k != "" {
 			if !s.bestEffort {
 				return cand{}
 			}
@@ -726,19 +803,8 @@ func (s *solver) evalNew(pi *podInfo, p *pool, explain bool) (cand, string) {
 	if len(tl.types) == 0 {
 		return cand{}, fmt.Sprintf("no instance type is offered for %s", s.reqs.get(rid).String())
 	}
-	var limitCap vec
-	for i := range limitCap {
-		limitCap[i] = math.MaxInt64
-	}
-	n := s.res.n()
-	if p.anyLimit {
-		for i := 0; i < n; i++ {
-			if p.limited[i] {
-				limitCap[i] = p.limit[i] - p.usage[i]
-			}
-		}
-	}
-	idx := s.fitFrom(tl, 0, &pi.req, p.anyLimit, &limitCap)
+	limited, limitCap := s.capFor(p, &vec{})
+	idx := s.fitFrom(tl, 0, &pi.req, limited, &limitCap)
 	if idx < 0 {
 		if !explain {
 			return cand{}, ""
@@ -746,10 +812,10 @@ func (s *solver) evalNew(pi *podInfo, p *pool, explain bool) (cand, string) {
 		return cand{}, s.explainFit(pi, p, tl, &limitCap)
 	}
 	cd := cand{ok: true, p: p, reqID: rid, tl: tl, idx: idx, delta: tl.prices[idx],
-		fit: s.slackScore(&pi.req, &tl.types[idx].alloc), limited: p.anyLimit, limitCap: limitCap}
+		fit: s.slackScore(&pi.req, &tl.types[idx].alloc)}
 	if tl.minValues {
 		r := s.reqs.get(rid)
-		if k, want, have := minValuesShortfall(r, s.fitting(tl, idx, &pi.req, p.anyLimit, &limitCap)); k != "" {
+		if k, want, have := minValuesShortfall(r, s.fitting(tl, idx, &pi.req, limited, &limitCap)); k != "" {
 			if !s.bestEffort {
 				return cand{}, fmt.Sprintf("minValues %d for %s cannot be met: the compatible instance types that fit offer %d", want, k, have)
 			}
@@ -764,27 +830,20 @@ func (s *solver) commit(pi *podInfo, cd *cand) {
 	n := s.res.n()
 	c := cd.c
 	if c == nil {
-		c = &nclaim{pool: cd.p, seq: len(s.claims), reqID: cd.reqID, tl: cd.tl, limited: cd.limited, limitCap: cd.limitCap}
+		c = &nclaim{pool: cd.p, seq: len(s.claims), reqID: cd.reqID, tl: cd.tl}
 		h := &host{id: int32(len(s.hosts)), claim: c}
 		h.name = fmt.Sprintf("%s-claim-%d", cd.p.name, c.seq)
 		c.h = h
 		s.hosts = append(s.hosts, h)
 		s.claims = append(s.claims, c)
-		// Pessimistic limit accounting: the largest capacity among the
-		// claim's candidates (karpenter-spec §3.3 step 2c).
-		if cd.p.anyLimit {
-			var reserve vec
-			for _, t := range s.fitting(cd.tl, cd.idx, &pi.req, cd.limited, &cd.limitCap) {
-				reserve.maxWith(&t.capacity, n)
-			}
-			cd.p.usage.add(&reserve, n)
-			c.reserve = reserve
-		}
 		cd.p.nodes++
 	}
-	iCPU, iMem := -1, -1
+	iCPU, iMem, iPods := -1, -1, -1
 	if cd.c != nil {
 		iCPU, iMem = c.pool.byCPU.pos(c), c.pool.byMemory.pos(c)
+		if s.strategy != stratCost {
+			iPods = s.byPods.pos(c)
+		}
 	}
 	c.reqID = cd.reqID
 	c.tl = cd.tl
@@ -796,8 +855,27 @@ func (s *solver) commit(pi *podInfo, cd *cand) {
 	c.minValuesRelaxed = cd.relaxedMin
 	c.free = cd.tl.types[cd.idx].alloc
 	c.free.sub(&c.used, n)
+	s.setCapUsed(c, &cd.tl.types[cd.idx].capacity)
 	c.pool.byCPU.fix(c, iCPU)
 	c.pool.byMemory.fix(c, iMem)
+	if s.strategy != stratCost {
+		s.byPods.fix(c, iPods)
+	}
 	pi.host = c.h
 	pi.rec = s.record(pi.cls, pi.eff, &topoView{h: c.h, pool: c.pool, reqID: c.reqID}, nil)
+}
+
+// setCapUsed makes capacity the claim's share of its pool's limits. During
+// the solve a claim counts only its cheapest fitting type; the result then
+// widens each claim's candidate list only as far as the limits allow, so
+// that even the largest listed candidate of every claim fits (the worst
+// case Karpenter's pessimistic subtraction guards against).
+func (s *solver) setCapUsed(c *nclaim, capacity *vec) {
+	if !c.pool.anyLimit {
+		return
+	}
+	n := s.res.n()
+	c.pool.usage.sub(&c.capUsed, n)
+	c.capUsed = *capacity
+	c.pool.usage.add(&c.capUsed, n)
 }
