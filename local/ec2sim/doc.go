@@ -65,7 +65,9 @@
 //
 //   - Only instant fleets; DefaultTargetCapacityType spot or on-demand
 //     (no capacity-block or reserved capacity); no weighted capacity,
-//     MinTargetCapacity, SingleInstanceType or SingleAvailabilityZone.
+//     MinTargetCapacity, SingleInstanceType, SingleAvailabilityZone or
+//     attribute-based selection (InstanceRequirements): every override
+//     names an instance type, directly or through its launch template.
 //   - Allocation has no capacity model: lowest-price, price-capacity-
 //     optimized, capacity-optimized and diversified all take the cheapest
 //     pool that can launch (ties in request order); prioritized and
@@ -91,4 +93,8 @@
 //     xen (as EC2 does for Nitro too). Instance tags include the
 //     aws:ec2:fleet-id and aws:ec2launchtemplate:* tags EC2 adds.
 //   - Tags are returned sorted by key; EC2 promises no order.
+//   - DescribeInstances pages count instances, not reservations;
+//     DescribeSpotPriceHistory returns one current point per pool.
+//   - Subnet addresses are handed out in order and reused once released;
+//     SetAvailableIPs only changes the reported free count.
 package ec2sim

@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -19,6 +20,7 @@ const (
 // fleet is one CreateFleet call that succeeded (instant fleets are
 // complete when the call returns).
 type fleet struct {
+	seq         int // creation order
 	id, token   string
 	created     time.Time
 	tags        map[string]string
@@ -42,8 +44,9 @@ type Fleet struct {
 func (s *Server) Fleets() []Fleet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	fleets := slices.SortedFunc(maps.Values(s.fleets), func(a, b *fleet) int { return a.seq - b.seq })
 	var out []Fleet
-	for _, f := range s.fleets {
+	for _, f := range fleets {
 		fl := Fleet{ID: f.id, ClientToken: f.token, CreateTime: f.created, Tags: maps.Clone(f.tags)}
 		for _, in := range f.resp.Instances {
 			fl.InstanceIDs = append(fl.InstanceIDs, in.InstanceIDs...)
@@ -53,12 +56,6 @@ func (s *Server) Fleets() []Fleet {
 		}
 		out = append(out, fl)
 	}
-	slices.SortFunc(out, func(a, b Fleet) int {
-		if c := a.CreateTime.Compare(b.CreateTime); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
 	return out
 }
 
@@ -245,8 +242,8 @@ func (s *Server) createFleet(q *qnode, now time.Time) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	spotStrategy := cmpOr(q.str("SpotOptions.AllocationStrategy"), "lowest-price")
-	odStrategy := cmpOr(q.str("OnDemandOptions.AllocationStrategy"), "lowest-price")
+	spotStrategy := cmp.Or(q.str("SpotOptions.AllocationStrategy"), "lowest-price")
+	odStrategy := cmp.Or(q.str("OnDemandOptions.AllocationStrategy"), "lowest-price")
 	if !slices.Contains(spotStrategies, spotStrategy) {
 		return nil, invalidParameterValue("The allocation strategy '%s' is not valid for Spot.", spotStrategy)
 	}
@@ -267,7 +264,7 @@ func (s *Server) createFleet(q *qnode, now time.Time) (response, error) {
 		return nil, err
 	}
 
-	f := &fleet{id: "fleet-" + s.newUUID("fleet"), token: token, created: now, tags: tagMap(specs["fleet"]), fingerprint: fp}
+	f := &fleet{seq: len(s.fleets), id: "fleet-" + s.newUUID("fleet"), token: token, created: now, tags: tagMap(specs["fleet"]), fingerprint: fp}
 	resp := &createFleetResponse{FleetID: f.id}
 	reservation := ""
 	for _, ct := range []string{capacityOnDemand, capacitySpot} {
@@ -315,7 +312,7 @@ func (s *Server) createFleet(q *qnode, now time.Time) (response, error) {
 
 // capacityCounts splits the target capacity by capacity type.
 func capacityCounts(q *qnode, total int) (map[string]int, error) {
-	def := cmpOr(q.str("TargetCapacitySpecification.DefaultTargetCapacityType"), capacityOnDemand)
+	def := cmp.Or(q.str("TargetCapacitySpecification.DefaultTargetCapacityType"), capacityOnDemand)
 	if def != capacitySpot && def != capacityOnDemand {
 		return nil, errorf("UnsupportedOperation", "The simulator supports DefaultTargetCapacityType spot and on-demand, not %q.", def)
 	}
@@ -354,8 +351,8 @@ func (s *Server) fleetOverrides(q *qnode) ([]*override, error) {
 			members = []*qnode{{}}
 		}
 		for _, m := range members {
-			base := override{lt: lt, spec: specXML, instanceType: cmpOr(m.str("InstanceType"), lt.data.instanceType),
-				imageID: cmpOr(m.str("ImageId"), lt.data.imageID), maxPrice: m.str("MaxPrice")}
+			base := override{lt: lt, spec: specXML, instanceType: cmp.Or(m.str("InstanceType"), lt.data.instanceType),
+				imageID: cmp.Or(m.str("ImageId"), lt.data.imageID), maxPrice: m.str("MaxPrice")}
 			if base.instanceType == "" {
 				return nil, missingParameter("InstanceType")
 			}
@@ -592,7 +589,7 @@ func (s *Server) launch(o *override, capacityType string, f *fleet, reservation 
 		if size == 0 && b.DeviceName == img.RootDeviceName {
 			size = img.RootVolumeGiB
 		}
-		in.volumes = append(in.volumes, &volume{id: s.newID("vol"), device: b.DeviceName, volumeType: cmpOr(b.VolumeType, "gp2"),
+		in.volumes = append(in.volumes, &volume{id: s.newID("vol"), device: b.DeviceName, volumeType: cmp.Or(b.VolumeType, "gp2"),
 			sizeGiB: size, encrypted: b.Encrypted, deleteOnTerm: b.DeleteOnTermination, tags: maps.Clone(volumeTags)})
 	}
 	s.instances[in.id] = in

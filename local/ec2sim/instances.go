@@ -479,7 +479,6 @@ func (s *Server) instanceXML(in *instance) instanceXML {
 type reservationXML struct {
 	ReservationID string        `xml:"reservationId"`
 	OwnerID       string        `xml:"ownerId"`
-	RequesterID   string        `xml:"requesterId,omitempty"`
 	GroupSet      []groupXML    `xml:"groupSet>item"`
 	Instances     []instanceXML `xml:"instancesSet>item"`
 }
@@ -562,8 +561,7 @@ func (s *Server) describeInstances(q *qnode, _ time.Time) (response, error) {
 	for _, in := range hits[p.start:p.end] {
 		n := len(resp.Reservations)
 		if n == 0 || resp.Reservations[n-1].ReservationID != in.reservationID {
-			resp.Reservations = append(resp.Reservations, reservationXML{ReservationID: in.reservationID, OwnerID: s.accountID,
-				RequesterID: "AIDAFLEETREQUESTER"})
+			resp.Reservations = append(resp.Reservations, reservationXML{ReservationID: in.reservationID, OwnerID: s.accountID})
 			n++
 		}
 		resp.Reservations[n-1].Instances = append(resp.Reservations[n-1].Instances, s.instanceXML(in))

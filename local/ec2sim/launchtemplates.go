@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"cmp"
 	"encoding/base64"
 	"maps"
 	"slices"
@@ -87,7 +88,7 @@ func (lt *launchTemplate) snapshot() LaunchTemplate {
 	out := LaunchTemplate{
 		ID: lt.id, Name: lt.name, CreateTime: lt.created, Tags: maps.Clone(lt.tags), ImageID: lt.data.imageID,
 		InstanceType: lt.data.instanceType, UserData: ud, SecurityGroupIDs: slices.Clone(lt.data.securityGroupIDs),
-		IAMInstanceProfile:  cmpOr(lt.data.iamProfileArn, lt.data.iamProfileName),
+		IAMInstanceProfile:  cmp.Or(lt.data.iamProfileArn, lt.data.iamProfileName),
 		BlockDeviceMappings: slices.Clone(lt.data.bdms), MetadataOptions: maps.Clone(lt.data.metadata),
 		TagSpecifications: map[string]map[string]string{}, Data: maps.Clone(lt.raw),
 	}
@@ -95,13 +96,6 @@ func (lt *launchTemplate) snapshot() LaunchTemplate {
 		out.TagSpecifications[rt] = tagMap(tags)
 	}
 	return out
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // LaunchTemplates returns every launch template, sorted by name.

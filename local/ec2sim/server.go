@@ -34,9 +34,9 @@ const (
 	TerminatedVisibility = time.Hour
 )
 
-// DefaultKubernetesVersions are the Kubernetes minor versions whose EKS AMIs
+// defaultKubernetesVersions are the Kubernetes minor versions whose EKS AMIs
 // and SSM parameters are seeded when Options.KubernetesVersions is empty.
-var DefaultKubernetesVersions = []string{"1.32", "1.33", "1.34"}
+var defaultKubernetesVersions = []string{"1.32", "1.33", "1.34"}
 
 // Options configure New. The zero value gives us-east-1 with zones a, b and
 // c, the wall clock, no boot delay and cluster "nodewright".
@@ -52,7 +52,7 @@ type Options struct {
 	// kubernetes.io/cluster/<name>) and resource names.
 	ClusterName string
 	// KubernetesVersions lists the minor versions ("1.33") to seed EKS AMIs
-	// and SSM parameters for; empty means DefaultKubernetesVersions.
+	// and SSM parameters for; empty means 1.32, 1.33 and 1.34.
 	KubernetesVersions []string
 	// AccountID owns the seeded VPC, subnets, security groups, launch
 	// templates and instances.
@@ -184,7 +184,7 @@ func New(opts Options) (*Server, error) {
 		s.accountID = DefaultAccountID
 	}
 	if len(s.k8s) == 0 {
-		s.k8s = slices.Clone(DefaultKubernetesVersions)
+		s.k8s = slices.Clone(defaultKubernetesVersions)
 	}
 	if s.clock == nil {
 		s.clock = systemClock{}

@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -108,7 +109,7 @@ func (s *Server) describeInstanceTypeOfferings(q *qnode, _ time.Time) (response,
 	if err != nil {
 		return nil, err
 	}
-	locType := cmpOr(q.str("LocationType"), "region")
+	locType := cmp.Or(q.str("LocationType"), "region")
 	var locations []string
 	switch locType {
 	case "region":
