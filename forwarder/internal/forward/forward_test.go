@@ -160,7 +160,9 @@ type fakeInformer struct {
 	handlers map[*handle]cache.ResourceEventHandler
 }
 
-type handle struct{ cache.ResourceEventHandlerRegistration }
+type handle struct {
+	cache.ResourceEventHandlerRegistration
+}
 
 func (h *handle) HasSynced() bool { return true }
 
