@@ -163,7 +163,7 @@ func (s *solver) buildNodes() error {
 			if !activePod(p) {
 				continue
 			}
-			r, _ := s.res.vector(podRequests(&p.Spec))
+			r, _ := s.res.podRequestVector(&p.Spec)
 			r[resPods]++
 			node.avail.sub(&r, n)
 			if ownedByDaemonSet(p) {

@@ -18,7 +18,7 @@ const (
 	improveRounds    = 4
 	improveMaxEvict  = 4
 	improveMaxEmpty  = 24
-	improveTargets   = 4
+	improveTargets   = 2
 	improveMinSaving = 1e-9
 	// improveMergeWidth bounds how many claims one merge may absorb.
 	improveMergeWidth = 6

@@ -174,12 +174,11 @@ func writePodTerm(w func(...string), t *corev1.PodAffinityTerm) {
 	}
 }
 
-// provisionable returns why the provisioner ignores a pod, or "": pods
-// already bound, terminal, DaemonSet-owned or mirror pods are not pending
-// work (karpenter: pkg/utils/pod IsProvisionable), pods with resource claims
-// are skipped (IGNORE_DRA_REQUESTS default), and pods failing Karpenter's
-// validation are ignored (karpenter: provisioner.go Validate).
-func provisionable(p *corev1.Pod) string {
+// notPending returns why a pod is not pending work for the provisioner, or
+// "": pods already bound, terminal or terminating, DaemonSet-owned and
+// mirror pods (karpenter: pkg/utils/pod IsProvisionable), and pods with
+// resource claims (IGNORE_DRA_REQUESTS default).
+func notPending(p *corev1.Pod) string {
 	switch {
 	case p.Spec.NodeName != "":
 		return fmt.Sprintf("not pending: already bound to node %q", p.Spec.NodeName)
@@ -199,17 +198,25 @@ func provisionable(p *corev1.Pod) string {
 	if len(p.Spec.ResourceClaims) > 0 {
 		return "not provisioned for: pod requests dynamic resources (resource claims), which the provisioner ignores"
 	}
-	if err := requirements.ValidatePod(p); err != nil {
-		if errors.Is(err, requirements.ErrNodePoolDoesNotExist) {
-			return "not provisioned for: pod requires karpenter.sh/nodepool DoesNotExist, so it opts out of provisioned nodes"
-		}
-		msg := err.Error()
-		if i := strings.Index(msg, ": "); i >= 0 {
-			msg = msg[i+2:]
-		}
-		return "ignored by the provisioner (invalid node selection): " + msg
-	}
 	return ""
+}
+
+// invalidForProvisioner returns why Karpenter's validation ignores a pod,
+// or "" (karpenter: provisioner.go Validate): matchFields, restricted keys,
+// unsupported operators or values, karpenter.sh/nodepool DoesNotExist.
+func invalidForProvisioner(p *corev1.Pod) string {
+	err := requirements.ValidatePod(p)
+	if err == nil {
+		return ""
+	}
+	if errors.Is(err, requirements.ErrNodePoolDoesNotExist) {
+		return "not provisioned for: pod requires karpenter.sh/nodepool DoesNotExist, so it opts out of provisioned nodes"
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return "ignored by the provisioner (invalid node selection): " + msg
 }
 
 // relax returns a copy of pod with one more preference dropped, in

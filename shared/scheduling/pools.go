@@ -317,8 +317,7 @@ func (s *solver) buildPoolTypes(p *pool) {
 		if _, ok := typeAdmits(r, t); !ok {
 			continue
 		}
-		t.capacity, _ = s.res.vector(it.Capacity)
-		t.alloc, _ = s.res.vector(it.Allocatable())
+		t.capacity, t.alloc = s.typeVectors(it)
 		for _, d := range p.daemons {
 			if !daemonFitsType(d, t) {
 				continue
@@ -329,6 +328,31 @@ func (s *solver) buildPoolTypes(p *pool) {
 		t.alloc.sub(&t.ds, n)
 		p.types = append(p.types, t)
 	}
+}
+
+// typeVectors returns an instance type's capacity and allocatable
+// (capacity minus kube-reserved, system-reserved and the eviction threshold,
+// floored at zero, as catalog.InstanceType.Allocatable computes it) as
+// vectors, cached per type: pools sharing a node class share the work.
+func (s *solver) typeVectors(it *catalog.InstanceType) (capacity, alloc vec) {
+	if v, ok := s.typeVecs[it]; ok {
+		return v[0], v[1]
+	}
+	n := s.res.n()
+	capacity, _ = s.res.vector(it.Capacity)
+	alloc = capacity
+	for _, l := range []corev1.ResourceList{it.Overhead.KubeReserved, it.Overhead.SystemReserved, it.Overhead.EvictionThreshold} {
+		for name, q := range l {
+			if slot, ok := s.res.slot[name]; ok {
+				if _, inCap := it.Capacity[name]; inCap {
+					alloc[slot] -= quantity(slot, q)
+				}
+			}
+		}
+	}
+	alloc.floorZero(n)
+	s.typeVecs[it] = [2]vec{capacity, alloc}
+	return capacity, alloc
 }
 
 // daemonFitsType reports whether a DaemonSet compatible with the pool also
@@ -356,7 +380,7 @@ func (s *solver) buildDaemons(dss []appsv1.DaemonSet) error {
 			ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels},
 			Spec:       *ds.Spec.Template.Spec.DeepCopy(),
 		}
-		req, missing := s.res.vector(podRequests(&pod.Spec))
+		req, missing := s.res.podRequestVector(&pod.Spec)
 		if len(missing) > 0 {
 			return fmt.Errorf("daemonset %s/%s: resources %v not registered", ds.Namespace, ds.Name, missing)
 		}

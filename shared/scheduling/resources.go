@@ -270,3 +270,59 @@ func maxList(dst, src corev1.ResourceList) {
 		}
 	}
 }
+
+// podRequestVector is podRequests computed directly on vectors (the hot
+// path); missing lists requested resources without a slot.
+func (ri *resourceIndex) podRequestVector(spec *corev1.PodSpec) (sum vec, missing []corev1.ResourceName) {
+	n := ri.n()
+	add := func(dst *vec, c *corev1.Container) {
+		for name, q := range c.Resources.Requests {
+			if slot, ok := ri.slot[name]; ok {
+				dst[slot] += quantity(slot, q)
+			} else if !q.IsZero() {
+				missing = append(missing, name)
+			}
+		}
+		for name, q := range c.Resources.Limits {
+			if _, hasReq := c.Resources.Requests[name]; hasReq {
+				continue
+			}
+			if slot, ok := ri.slot[name]; ok {
+				dst[slot] += quantity(slot, q)
+			} else if !q.IsZero() {
+				missing = append(missing, name)
+			}
+		}
+	}
+	for i := range spec.Containers {
+		add(&sum, &spec.Containers[i])
+	}
+	var sidecars, initMax vec
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		var step vec
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			var own vec
+			add(&own, c)
+			sum.add(&own, n)
+			sidecars.add(&own, n)
+			step = sidecars
+		} else {
+			add(&step, c)
+			step.add(&sidecars, n)
+		}
+		initMax.maxWith(&step, n)
+	}
+	sum.maxWith(&initMax, n)
+	for name, q := range spec.Overhead {
+		if slot, ok := ri.slot[name]; ok {
+			sum[slot] += quantity(slot, q)
+		} else if !q.IsZero() {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 1 {
+		sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
+	}
+	return sum, missing
+}

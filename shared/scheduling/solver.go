@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -73,6 +74,8 @@ type solver struct {
 	// epoch counts the improvement pass's successful moves; it starts at 1
 	// so that a claim's zero failure marks never match it.
 	epoch int
+	// typeVecs caches instance types' capacity and allocatable vectors.
+	typeVecs map[*catalog.InstanceType][2]vec
 	// strategy selects how pods are ordered and packed onto new claims.
 	strategy strategy
 	// byPods indexes every claim by pod count (first-fit strategies).
@@ -163,6 +166,7 @@ func newSolver(ctx context.Context, in *Input) (*solver, error) {
 		keyByName: map[string]*topoKey{}, groupByID: map[string]*group{},
 		selCache: map[string][]*group{}, domCache: map[domKey][]int32{},
 		placements: map[string]string{}, narrow1: map[narrow1Key]int32{},
+		typeVecs: map[*catalog.InstanceType][2]vec{},
 	}
 	switch in.Options.PreferencePolicy {
 	case "", PreferencePolicyRespect:
@@ -251,6 +255,7 @@ func (s *solver) registerResources() error {
 // buildPods validates pods, groups them into classes and orders them.
 func (s *solver) buildPods() error {
 	byKey := map[string]*class{}
+	invalidByClass := map[string]string{}
 	seen := map[string]bool{}
 	for i, p := range s.in.Pods {
 		if p == nil {
@@ -266,20 +271,28 @@ func (s *solver) buildPods() error {
 		seen[key] = true
 		pi := &podInfo{idx: int32(i), pod: p, key: key}
 		s.pods = append(s.pods, pi)
-		if why := provisionable(p); why != "" {
+		if why := notPending(p); why != "" {
 			pi.ignored = why
 			continue
 		}
-		req, missing := s.res.vector(podRequests(&p.Spec))
+		ck := classKey(p)
+		why, checked := invalidByClass[ck]
+		if !checked {
+			why = invalidForProvisioner(p)
+			invalidByClass[ck] = why
+		}
+		if why != "" {
+			pi.ignored = why
+			continue
+		}
+		req, missing := s.res.podRequestVector(&p.Spec)
 		if len(missing) > 0 {
-			// A resource nothing provides: the pod fits nowhere; keep the
-			// names for the reason.
-			pi.ignored = fmt.Sprintf("requests %s, which no instance type or node provides", resourceNames(missing))
+			// A resource nothing provides: the pod fits nowhere.
+			pi.ignored = fmt.Sprintf("requests %s, which no instance type or node provides", resourceNames(sortedUnique(resourceStrings(missing))))
 			continue
 		}
 		req[resPods]++
 		pi.req = req
-		ck := classKey(p)
 		c, ok := byKey[ck]
 		if !ok {
 			c = &class{id: len(s.classes), rep: p, ports: podHostPorts(&p.Spec)}
@@ -308,13 +321,15 @@ func (s *solver) buildPods() error {
 	return nil
 }
 
-func resourceNames(ns []corev1.ResourceName) string {
+func resourceStrings(ns []corev1.ResourceName) []string {
 	s := make([]string, len(ns))
 	for i, n := range ns {
 		s[i] = string(n)
 	}
-	return quoteList(s)
+	return s
 }
+
+func resourceNames(ns []string) string { return quoteList(ns) }
 
 // buildTopology registers groups of existing pods' anti-affinity, the domain
 // universe, class selections and existing pods' counts.
