@@ -1,6 +1,7 @@
 package ec2sim_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -347,5 +348,40 @@ func TestReleasedAddressesAreReused(t *testing.T) {
 	}
 	if err := e.sim.SetAvailableIPs(sn, 1<<20); err == nil {
 		t.Error("SetAvailableIPs() above the subnet size: error = nil, want one")
+	}
+}
+
+func TestConcurrentCallsKeepOneInstancePerToken(t *testing.T) {
+	e := newEnv(t, ec2sim.Options{})
+	e.createLT(t, "amd64", e.al2023(t, "x86_64"), "")
+	sn := e.subnets()["us-east-1a"]
+	const workers, perWorker = 4, 10
+	errs := make(chan error, workers*perWorker*2)
+	done := make(chan struct{})
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range perWorker {
+				in := fleetInput("amd64", "on-demand", 1, []string{"c5.large"}, []string{sn})
+				// Two workers share each token: the second call must replay.
+				in.ClientToken = aws.String(fmt.Sprintf("token-%d-%d", w/2, i))
+				if _, err := e.ec2.CreateFleet(t.Context(), in); err != nil {
+					errs <- err
+				}
+				if _, err := e.ec2.DescribeInstances(t.Context(), &ec2.DescribeInstancesInput{}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent call error = %v", err)
+	}
+	if got, want := len(e.sim.Instances()), workers/2*perWorker; got != want {
+		t.Errorf("instances = %d, want %d (one per distinct token)", got, want)
 	}
 }
