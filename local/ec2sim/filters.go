@@ -172,7 +172,7 @@ func tagSet(tags map[string]string) []tagXML {
 // validateTags applies EC2's tag rules: at most 50 tags per resource, keys
 // of 1 to 128 characters not starting with "aws:", values of at most 256
 // characters.
-func validateTags(tags []Tag, existing map[string]string) error {
+func validateTags(tags []tag, existing map[string]string) error {
 	merged := maps.Clone(existing)
 	if merged == nil {
 		merged = map[string]string{}
@@ -195,7 +195,7 @@ func validateTags(tags []Tag, existing map[string]string) error {
 }
 
 // tagMap folds tags into a map (later keys win).
-func tagMap(tags []Tag) map[string]string {
+func tagMap(tags []tag) map[string]string {
 	out := make(map[string]string, len(tags))
 	for _, t := range tags {
 		out[t.Key] = t.Value

@@ -472,7 +472,7 @@ func compareFloat(a, b float64) int {
 
 // poolError returns the error code and message EC2 would give for
 // launching one instance in pool o now, or "" when it can.
-func (s *Server) poolError(o *override, capacityType string, specs map[string][]Tag) (code, msg string) {
+func (s *Server) poolError(o *override, capacityType string, specs map[string][]tag) (code, msg string) {
 	f := s.types.byName[o.instanceType]
 	if f == nil {
 		return "InvalidParameterValue", fmt.Sprintf("The instance type '%s' does not exist.", o.instanceType)
@@ -545,7 +545,7 @@ func (s *Server) templateGroups(lt *launchTemplate) []string {
 }
 
 // launch creates one instance in pool o.
-func (s *Server) launch(o *override, capacityType string, f *fleet, reservation string, specs map[string][]Tag, now time.Time) *instance {
+func (s *Server) launch(o *override, capacityType string, f *fleet, reservation string, specs map[string][]tag, now time.Time) *instance {
 	ft := s.types.byName[o.instanceType]
 	img := s.imageByID(o.imageID)
 	ip, _ := o.subnet.allocateIP()

@@ -26,7 +26,7 @@ type ltData struct {
 	iamProfileName, iamProfileArn   string
 	bdms                            []BlockDeviceMapping
 	metadata                        map[string]string
-	tagSpecs                        map[string][]Tag
+	tagSpecs                        map[string][]tag
 	nis                             []ltNetworkInterface
 	monitoring                      bool
 }

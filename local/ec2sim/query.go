@@ -150,18 +150,18 @@ func (n *qnode) boolParam(path string) (v bool, ok bool, err error) {
 }
 
 // tagList decodes a flattened Tag list (members with Key and Value).
-func tagList(members []*qnode) []Tag {
-	var out []Tag
+func tagList(members []*qnode) []tag {
+	var out []tag
 	for _, m := range members {
-		out = append(out, Tag{Key: m.str("Key"), Value: m.str("Value")})
+		out = append(out, tag{Key: m.str("Key"), Value: m.str("Value")})
 	}
 	return out
 }
 
 // tagSpecs decodes TagSpecification members into resource type → tags.
 // Tags given twice for one resource type are merged in order.
-func tagSpecs(members []*qnode) map[string][]Tag {
-	out := map[string][]Tag{}
+func tagSpecs(members []*qnode) map[string][]tag {
+	out := map[string][]tag{}
 	for _, m := range members {
 		rt := m.str("ResourceType")
 		out[rt] = append(out[rt], tagList(m.list("Tag"))...)

@@ -125,10 +125,9 @@ type Offering struct {
 	CapacityType string `json:"capacityType"`
 }
 
-// Tag is an EC2 tag.
-type Tag struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
+// tag is one EC2 tag of a request.
+type tag struct {
+	Key, Value string
 }
 
 // Call is one API request the simulator answered, in arrival order.
