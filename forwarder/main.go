@@ -22,32 +22,11 @@ import (
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/nodewright/nodewright/forwarder/internal/batcher"
-	"github.com/nodewright/nodewright/forwarder/internal/events"
-	"github.com/nodewright/nodewright/forwarder/internal/forward"
-	"github.com/nodewright/nodewright/forwarder/internal/intake"
-	"github.com/nodewright/nodewright/forwarder/internal/leader"
-	"github.com/nodewright/nodewright/forwarder/internal/metrics"
-	"github.com/nodewright/nodewright/forwarder/internal/mirror"
-	v1 "github.com/nodewright/nodewright/shared/apis/v1"
-)
-
-var (
-	nodePoolsGVR   = schema.GroupVersionResource{Group: v1.Group, Version: "v1", Resource: "nodepools"}
-	nodeClassesGVR = schema.GroupVersionResource{Group: v1.AWSGroup, Version: "v1", Resource: "ec2nodeclasses"}
 )
 
 func main() {
@@ -93,88 +72,16 @@ func run(ctx context.Context) error {
 		cfg.Region = awsCfg.Region
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m, err := metrics.New(reg, time.Now)
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	client, err := intake.New(intake.Options{
-		Endpoint: cfg.Endpoint, Region: cfg.Region, Credentials: awsCfg.Credentials, OnRetry: m.OnRetry,
-	})
+	a, err := newApp(cfg, log, kube, dyn, awsCfg.Credentials)
 	if err != nil {
 		return err
 	}
-
-	// Informers run on every replica so a new leader starts with warm
-	// caches. managedFields are dropped to save memory.
-	strip := func(obj any) (any, error) {
-		if o, ok := obj.(metav1.Object); ok {
-			o.SetManagedFields(nil)
-		}
-		return obj, nil
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(strip))
-	dynFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, metav1.NamespaceAll, nil)
-	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
-	pdbs, dss := factory.Policy().V1().PodDisruptionBudgets(), factory.Apps().V1().DaemonSets()
-	nodePools, nodeClasses := dynFactory.ForResource(nodePoolsGVR), dynFactory.ForResource(nodeClassesGVR)
-	synced := []cache.InformerSynced{
-		pods.Informer().HasSynced, nodes.Informer().HasSynced, pdbs.Informer().HasSynced,
-		dss.Informer().HasSynced, nodePools.Informer().HasSynced, nodeClasses.Informer().HasSynced,
-	}
-	ready := func() error {
-		for _, s := range synced {
-			if !s() {
-				return errors.New("informer caches not synced")
-			}
-		}
-		return nil
-	}
-
-	fwd := forward.New(forward.Options{
-		Cluster:   cfg.Cluster,
-		PodWindow: batcher.Options{Idle: cfg.BatchIdle, Max: cfg.BatchMax},
-		Logger:    log,
-	}, forward.Sources{
-		Pods: pods.Lister(), Nodes: nodes.Lister(), PDBs: pdbs.Lister(), DaemonSets: dss.Lister(),
-		NodePools: nodePools.Lister(), NodeClasses: nodeClasses.Lister(),
-		PodInformer: pods.Informer(), NodeInformer: nodes.Informer(),
-		NodePoolInformer: nodePools.Informer(), NodeClassInformer: nodeClasses.Informer(),
-	}, m.API(client), m.Emitter(events.New(kube.CoreV1(), time.Now, cfg.Identity)), m.Mirror(mirror.New(dyn)))
-	lead := func(ctx context.Context) error {
-		log.Info("leading: posting to the API", "identity", cfg.Identity)
-		m.SetLeader(true)
-		defer m.SetLeader(false)
-		return fwd.Run(ctx)
-	}
-
 	g, ctx := errgroup.WithContext(ctx)
 	for _, addr := range uniq(cfg.MetricsAddr, cfg.HealthAddr) {
-		g.Go(func() error { return serve(ctx, addr, metrics.Handler(reg, ready)) })
+		g.Go(func() error { return serve(ctx, addr, a.handler) })
 	}
-	g.Go(func() error {
-		factory.Start(ctx.Done())
-		dynFactory.Start(ctx.Done())
-		log.Info("waiting for informer caches (NodePool and EC2NodeClass CRDs must be installed)")
-		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-			return ctx.Err()
-		}
-		log.Info("informer caches synced")
-		if !cfg.LeaderElect {
-			return lead(ctx)
-		}
-		lc := cfg.leaderConfig()
-		lc.OnNewLeader = func(id string) { log.Info("leader elected", "leader", id) }
-		return leader.Run(ctx, kube, lc, lead)
-	})
-	err = g.Wait()
-	factory.Shutdown()
-	dynFactory.Shutdown()
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
+	g.Go(func() error { return a.run(ctx) })
+	return g.Wait()
 }
 
 func kubeConfig(cfg config) (*rest.Config, error) {

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodewright/nodewright/forwarder/internal/batcher"
+	"github.com/nodewright/nodewright/forwarder/internal/events"
+	"github.com/nodewright/nodewright/forwarder/internal/forward"
+	"github.com/nodewright/nodewright/forwarder/internal/intake"
+	"github.com/nodewright/nodewright/forwarder/internal/leader"
+	"github.com/nodewright/nodewright/forwarder/internal/metrics"
+	"github.com/nodewright/nodewright/forwarder/internal/mirror"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+var (
+	nodePoolsGVR   = schema.GroupVersionResource{Group: v1.Group, Version: "v1", Resource: "nodepools"}
+	nodeClassesGVR = schema.GroupVersionResource{Group: v1.AWSGroup, Version: "v1", Resource: "ec2nodeclasses"}
+)
+
+// app is the wired forwarder: informers, the leader-only posting loop and
+// the HTTP handler for metrics and probes.
+type app struct {
+	cfg        config
+	log        *slog.Logger
+	kube       kubernetes.Interface
+	factory    informers.SharedInformerFactory
+	dynFactory dynamicinformer.DynamicSharedInformerFactory
+	synced     []cache.InformerSynced
+	handler    http.Handler
+	lead       func(ctx context.Context) error
+}
+
+// newApp wires the forwarder from its clients. creds signs requests to the
+// intake API.
+func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic.Interface, creds aws.CredentialsProvider) (*app, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	m, err := metrics.New(reg, time.Now)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	client, err := intake.New(intake.Options{Endpoint: cfg.Endpoint, Region: cfg.Region, Credentials: creds, OnRetry: m.OnRetry})
+	if err != nil {
+		return nil, err
+	}
+
+	// Informers run on every replica so that a new leader starts with warm
+	// caches. managedFields are dropped to save memory.
+	strip := func(obj any) (any, error) {
+		if o, ok := obj.(metav1.Object); ok {
+			o.SetManagedFields(nil)
+		}
+		return obj, nil
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(strip))
+	dynFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, metav1.NamespaceAll, nil)
+	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
+	pdbs, dss := factory.Policy().V1().PodDisruptionBudgets(), factory.Apps().V1().DaemonSets()
+	nodePools, nodeClasses := dynFactory.ForResource(nodePoolsGVR), dynFactory.ForResource(nodeClassesGVR)
+	a := &app{
+		cfg: cfg, log: log, kube: kube, factory: factory, dynFactory: dynFactory,
+		synced: []cache.InformerSynced{
+			pods.Informer().HasSynced, nodes.Informer().HasSynced, pdbs.Informer().HasSynced,
+			dss.Informer().HasSynced, nodePools.Informer().HasSynced, nodeClasses.Informer().HasSynced,
+		},
+	}
+	a.handler = metrics.Handler(reg, a.ready)
+
+	fwd := forward.New(forward.Options{
+		Cluster:   cfg.Cluster,
+		PodWindow: batcher.Options{Idle: cfg.BatchIdle, Max: cfg.BatchMax},
+		Logger:    log,
+	}, forward.Sources{
+		Pods: pods.Lister(), Nodes: nodes.Lister(), PDBs: pdbs.Lister(), DaemonSets: dss.Lister(),
+		NodePools: nodePools.Lister(), NodeClasses: nodeClasses.Lister(),
+		PodInformer: pods.Informer(), NodeInformer: nodes.Informer(),
+		NodePoolInformer: nodePools.Informer(), NodeClassInformer: nodeClasses.Informer(),
+	}, m.API(client), m.Emitter(events.New(kube.CoreV1(), time.Now, cfg.Identity)), m.Mirror(mirror.New(dyn)))
+	a.lead = func(ctx context.Context) error {
+		log.Info("leading: posting to the API", "identity", cfg.Identity)
+		m.SetLeader(true)
+		defer m.SetLeader(false)
+		return fwd.Run(ctx)
+	}
+	return a, nil
+}
+
+// ready reports whether every informer cache has synced (/readyz).
+func (a *app) ready() error {
+	for _, s := range a.synced {
+		if !s() {
+			return errors.New("informer caches not synced")
+		}
+	}
+	return nil
+}
+
+// run starts the informers, waits for their caches, then campaigns for the
+// lease (or leads at once without leader election) until ctx is done. It
+// returns nil after a shutdown through ctx, and leader.ErrLeadershipLost
+// when the lease is lost.
+func (a *app) run(ctx context.Context) error {
+	defer a.dynFactory.Shutdown()
+	defer a.factory.Shutdown()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // Shutdown waits for the informers, which stop on ctx.
+	a.factory.Start(ctx.Done())
+	a.dynFactory.Start(ctx.Done())
+	a.log.Info("waiting for informer caches (the NodePool and EC2NodeClass CRDs must be installed)")
+	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
+		return nil
+	}
+	a.log.Info("informer caches synced")
+	var err error
+	if a.cfg.LeaderElect {
+		lc := a.cfg.leaderConfig()
+		lc.OnNewLeader = func(id string) { a.log.Info("leader elected", "leader", id) }
+		err = leader.Run(ctx, a.kube, lc, a.lead)
+	} else {
+		err = a.lead(ctx)
+	}
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodewright/nodewright/forwarder/internal/mirror"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+// intakeStub is the intake API as the contract describes it: it decodes
+// every POST with the contract's decoders (rejecting what the Lambda would
+// reject), requires a SigV4 Authorization header, and solves every batch by
+// nominating its pods onto one NodeClaim.
+type intakeStub struct {
+	t       *testing.T
+	mu      sync.Mutex
+	batches []v1.PodBatch
+	configs []v1.ClusterConfig
+	regs    []v1.NodeRegistrations
+	snaps   []v1.ClusterSnapshot
+	claims  []v1.NodeClaim
+}
+
+func (s *intakeStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AKID/") {
+		http.Error(w, `{"message":"missing signature"}`, http.StatusForbidden)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reject := func(err error) {
+		s.t.Errorf("the intake API would reject %s: %v", r.URL.Path, err)
+		w.WriteHeader(v1.HTTPStatus(err))
+		_ = json.NewEncoder(w).Encode(v1.NewErrorResponse(err))
+	}
+	answer := func(v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/prod"+v1.RoutePodBatches:
+		b, _, err := v1.DecodePodBatch(body)
+		if err != nil {
+			reject(err)
+			return
+		}
+		if r.Header.Get(v1.HeaderIdempotencyKey) != b.ID {
+			s.t.Errorf("Idempotency-Key %q differs from the batch ID %q", r.Header.Get(v1.HeaderIdempotencyKey), b.ID)
+		}
+		s.batches = append(s.batches, *b)
+		claim := v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abc", Labels: map[string]string{v1.LabelNodePool: "default"}},
+			Spec: v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: v1.AWSGroup, Kind: v1.KindEC2NodeClass, Name: "default"},
+				Requirements: []v1.NodeSelectorRequirementWithMinValues{}}}
+		s.claims = []v1.NodeClaim{claim}
+		w.WriteHeader(http.StatusAccepted)
+		answer(v1.PodBatchResult{BatchID: b.ID, State: v1.BatchQueued})
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/prod"+v1.RoutePodBatches+"/"):
+		id := strings.TrimPrefix(r.URL.Path, "/prod"+v1.RoutePodBatches+"/")
+		for _, b := range s.batches {
+			if b.ID != id {
+				continue
+			}
+			res := v1.PodBatchResult{BatchID: id, State: v1.BatchSolved, Nominations: map[types.UID]v1.Nomination{}, NodeClaims: s.claims}
+			for _, p := range b.Pods {
+				res.Nominations[p.UID] = v1.Nomination{NodeClaim: "default-abc"}
+			}
+			answer(res)
+			return
+		}
+		http.Error(w, `{"message":"no such batch"}`, http.StatusNotFound)
+	case r.Method == http.MethodGet && r.URL.Path == "/prod"+v1.RouteNodeClaims:
+		answer(v1.NodeClaimList{Items: s.claims})
+	case r.Method == http.MethodPost && r.URL.Path == "/prod"+v1.RouteConfig:
+		c, _, err := v1.DecodeClusterConfig(body)
+		if err != nil {
+			reject(err)
+			return
+		}
+		s.configs = append(s.configs, *c)
+		w.WriteHeader(http.StatusAccepted)
+		answer(v1.Receipt{ID: c.ID})
+	case r.Method == http.MethodPost && r.URL.Path == "/prod"+v1.RouteRegistrations:
+		reg, _, err := v1.DecodeNodeRegistrations(body)
+		if err != nil {
+			reject(err)
+			return
+		}
+		s.regs = append(s.regs, *reg)
+		w.WriteHeader(http.StatusAccepted)
+		answer(v1.Receipt{ID: reg.ID})
+	case r.Method == http.MethodPost && r.URL.Path == "/prod"+v1.RouteSnapshots:
+		snap, _, err := v1.DecodeClusterSnapshot(body)
+		if err != nil {
+			reject(err)
+			return
+		}
+		s.snaps = append(s.snaps, *snap)
+		w.WriteHeader(http.StatusAccepted)
+		answer(v1.Receipt{ID: snap.ID})
+	default:
+		http.Error(w, `{"message":"no route"}`, http.StatusNotFound)
+	}
+}
+
+func unstructuredJSON(t *testing.T, s string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// waitFor polls cond until it holds; it fails the test after 20 s. The
+// deadline only bounds a hung test: nothing here measures speed.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("gave up waiting for %s", what)
+}
+
+// TestForwarderEndToEnd wires the forwarder as main does, against a fake
+// cluster and an intake stub: a pending pod becomes a signed batch, the
+// answer becomes a Nominated event and a NodeClaim mirror, and the config,
+// node registration and snapshot reach the API.
+func TestForwarderEndToEnd(t *testing.T) {
+	stub := &intakeStub{t: t}
+	srv := httptest.NewServer(stub)
+	defer srv.Close()
+
+	now := metav1.Now()
+	kube := fake.NewClientset(
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "nodewright", Name: "nodewright-forwarder"}},
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "uid-web-0", CreationTimestamp: now},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			}}},
+		},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: now}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1"}},
+	)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		nodePoolsGVR: "NodePoolList", nodeClassesGVR: "EC2NodeClassList", mirror.GVR: "NodeClaimList",
+	},
+		unstructuredJSON(t, `{"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"default"},"spec":{"template":{"spec":{"requirements":[],"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"}}}}}`),
+		unstructuredJSON(t, `{"apiVersion":"karpenter.k8s.aws/v1","kind":"EC2NodeClass","metadata":{"name":"default"},"spec":{"role":"r","amiSelectorTerms":[{"alias":"al2023@latest"}],"subnetSelectorTerms":[{"id":"subnet-1"}],"securityGroupSelectorTerms":[{"id":"sg-1"}]}}`),
+	)
+	cfg, err := loadConfig([]string{"--batch-idle-duration=50ms", "--batch-max-duration=200ms"}, getenv(map[string]string{
+		"CLUSTER_NAME": "prod", "API_ENDPOINT": srv.URL + "/prod", "AWS_REGION": "us-east-1",
+		"POD_NAMESPACE": "nodewright", "POD_NAME": "forwarder-0",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"}, nil
+	})
+	a, err := newApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), kube, dyn, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.run(ctx) }()
+
+	waitFor(t, "a Nominated event on web-0", func() bool {
+		evs, err := kube.CoreV1().Events("shop").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "Nominated" && e.InvolvedObject.Name == "web-0" && e.Message == "Pod should schedule on: nodeclaim/default-abc" {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "the NodeClaim mirror", func() bool {
+		nc, err := dyn.Resource(mirror.GVR).Get(ctx, "default-abc", metav1.GetOptions{})
+		return err == nil && nc.GetLabels()[mirror.LabelMirror] == "true"
+	})
+	waitFor(t, "config, registration and snapshot", func() bool {
+		stub.mu.Lock()
+		defer stub.mu.Unlock()
+		return len(stub.configs) > 0 && len(stub.regs) > 0 && len(stub.snaps) > 0
+	})
+	if err := a.ready(); err != nil {
+		t.Errorf("ready() = %v after the loop ran", err)
+	}
+	stub.mu.Lock()
+	if got := stub.batches[0].Pods[0].Name; got != "web-0" {
+		t.Errorf("first batch carries %q, want web-0", got)
+	}
+	if got := stub.configs[0]; len(got.NodePools) != 1 || len(got.EC2NodeClasses) != 1 {
+		t.Errorf("config = %d NodePools, %d EC2NodeClasses; want 1 and 1", len(got.NodePools), len(got.EC2NodeClasses))
+	}
+	if got := stub.regs[0].Nodes; len(got) != 1 || got[0].ProviderID != "aws:///us-east-1a/i-1" {
+		t.Errorf("registrations = %+v", got)
+	}
+	stub.mu.Unlock()
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run() after shutdown = %v, want nil", err)
+	}
+	lease, err := kube.CoordinationV1().Leases("nodewright").Get(context.Background(), "nodewright-forwarder", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "" {
+		t.Errorf("lease holder after shutdown = %v, want released", lease.Spec.HolderIdentity)
+	}
+}
