@@ -508,14 +508,13 @@ func (s *solver) domainsOf(p *pool, key string) []string {
 				}
 			}
 		}
-	case typeDefinedKeys[key]:
+	default:
 		for _, t := range p.types {
 			if v, ok := t.it.Labels[key]; ok {
 				set[v] = true
 			}
 		}
-	default:
-		if req, ok := r[key]; ok && req.Operator() == corev1.NodeSelectorOpIn {
+		if req, ok := r[key]; len(set) == 0 && ok && req.Operator() == corev1.NodeSelectorOpIn {
 			for _, v := range req.Values() {
 				set[v] = true
 			}

@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -166,11 +167,27 @@ func TestSolveProperties(t *testing.T) {
 	for seed := int64(1); seed <= 150; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			in := randomWorkload(rand.New(rand.NewSource(seed)))
-			res := solve(t, in) // includes schedulingtest.CheckResult
-			checkAccounting(t, in, res)
-			checkDaemonOverhead(t, in, res)
-			checkExistingNodes(t, in, res)
-			checkSpread(t, in, res)
+			strategies := []struct {
+				name  string
+				solve func(context.Context, scheduling.Input) (scheduling.Result, error)
+			}{
+				{"Solve", scheduling.Solve},
+				{"cost-driven", scheduling.SolveCostOnly},
+				{"first-fit", scheduling.SolveFirstFitOnly},
+			}
+			for _, sv := range strategies {
+				res, err := sv.solve(t.Context(), in)
+				if err != nil {
+					t.Fatalf("%s error = %v", sv.name, err)
+				}
+				if err := st.CheckResult(in, res); err != nil {
+					t.Fatalf("%s broke a plan invariant: %v", sv.name, err)
+				}
+				checkAccounting(t, in, res)
+				checkDaemonOverhead(t, in, res)
+				checkExistingNodes(t, in, res)
+				checkSpread(t, in, res)
+			}
 		})
 	}
 }

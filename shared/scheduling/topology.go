@@ -581,6 +581,9 @@ func (s *solver) checkTopology(e *effClass, v *topoView, buf []narrow) ([]narrow
 			continue
 		}
 		doms := s.viewDomains(v, g.key, narrowed)
+		if len(doms) == 0 && g.kind == gAnti {
+			continue // a host without the key shares no domain with anyone
+		}
 		start := len(s.domArena)
 		if g.kind == gAffinity {
 			any := false
@@ -637,6 +640,9 @@ func (s *solver) checkTopology(e *effClass, v *topoView, buf []narrow) ([]narrow
 			continue
 		}
 		doms := s.viewDomains(v, g.key, narrowed)
+		if len(doms) == 0 {
+			continue
+		}
 		start := len(s.domArena)
 		for _, d := range doms {
 			if g.owners[d] == 0 {

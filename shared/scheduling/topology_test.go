@@ -402,3 +402,16 @@ func TestSolveHostPorts(t *testing.T) {
 		})
 	}
 }
+
+func TestSolveAntiAffinityIgnoresNodesWithoutTheKey(t *testing.T) {
+	db := map[string]string{"app": "db"}
+	// n1 has no zone label: it shares no zone with anyone, so zone
+	// anti-affinity to the db pod on it does not keep the pod away.
+	in := input([]v1.NodePool{st.NodePool("default")},
+		pods("web", 1, st.Labels(web), st.Requests("100m", "128Mi"), st.PodAntiAffinity(v1.LabelTopologyZone, db)),
+		st.WithNodes(st.Existing(st.Node("n1", st.NodeAllocatable("4", "8Gi", "20")), st.Pod("db-0", st.Labels(db)))))
+	res := solve(t, in)
+	if diff := cmp.Diff(map[string]string{"web-0": "n1"}, viewOf(in, res).Placements); diff != "" {
+		t.Errorf("placements mismatch (-want +got):\n%s", diff)
+	}
+}
