@@ -1,0 +1,172 @@
+package ddbstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+)
+
+// snapshotPart returns part of parts of snapshot sid, created at created,
+// holding one node and one pod named after the part.
+func snapshotPart(sid string, part, parts int, created time.Time) *v1.ClusterSnapshot {
+	name := sid + "-" + string(rune('a'+part))
+	return &v1.ClusterSnapshot{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindClusterSnapshot},
+		ID:         name,
+		Cluster:    testCluster,
+		CreatedAt:  metav1.NewTime(created),
+		SnapshotID: sid,
+		Part:       part,
+		Parts:      parts,
+		Nodes:      []v1.NodeSummary{{Name: "node-" + name, ProviderID: "aws:///us-east-1a/i-" + name}},
+		Pods: []v1.PodSummary{{
+			Name: "pod-" + name, Namespace: "default", UID: types.UID("uid-" + name), NodeName: "node-" + name,
+			Spec: v1.PodSpecSummary{Containers: []v1.ContainerSummary{{Name: "app"}}},
+		}},
+	}
+}
+
+type snapshotView struct {
+	ID      string
+	Version int64
+	Nodes   []string
+	Pods    []string
+}
+
+func view(s ddbstore.Snapshot) snapshotView {
+	v := snapshotView{ID: s.ID, Version: s.Version}
+	for _, n := range s.Nodes {
+		v.Nodes = append(v.Nodes, n.Name)
+	}
+	for _, p := range s.Pods {
+		v.Pods = append(v.Pods, p.Name)
+	}
+	return v
+}
+
+func TestSnapshotParts(t *testing.T) {
+	type put struct {
+		part *v1.ClusterSnapshot
+		want ddbstore.SnapshotPartResult
+	}
+	tests := []struct {
+		name string
+		puts []put
+		want snapshotView
+	}{
+		{
+			name: "parts arriving out of order make the snapshot current with the last one, merged in part order",
+			puts: []put{
+				{part: snapshotPart("s1", 1, 2, t0), want: ddbstore.SnapshotPartResult{Received: 1, Parts: 2}},
+				{part: snapshotPart("s1", 0, 2, t0), want: ddbstore.SnapshotPartResult{Received: 2, Parts: 2, Current: true}},
+			},
+			want: snapshotView{ID: "s1", Version: 1, Nodes: []string{"node-s1-a", "node-s1-b"}, Pods: []string{"pod-s1-a", "pod-s1-b"}},
+		},
+		{
+			name: "a part stored twice changes nothing",
+			puts: []put{
+				{part: snapshotPart("s1", 0, 1, t0), want: ddbstore.SnapshotPartResult{Received: 1, Parts: 1, Current: true}},
+				{part: snapshotPart("s1", 0, 1, t0), want: ddbstore.SnapshotPartResult{Received: 1, Parts: 1, Current: true}},
+			},
+			want: snapshotView{ID: "s1", Version: 1, Nodes: []string{"node-s1-a"}, Pods: []string{"pod-s1-a"}},
+		},
+		{
+			name: "a newer snapshot replaces the current one and an older one does not",
+			puts: []put{
+				{part: snapshotPart("s1", 0, 1, t0), want: ddbstore.SnapshotPartResult{Received: 1, Parts: 1, Current: true}},
+				{part: snapshotPart("s2", 0, 1, t0.Add(time.Minute)), want: ddbstore.SnapshotPartResult{Received: 1, Parts: 1, Current: true}},
+				{part: snapshotPart("s0", 0, 1, t0.Add(-time.Minute)), want: ddbstore.SnapshotPartResult{Received: 1, Parts: 1}},
+			},
+			want: snapshotView{ID: "s2", Version: 2, Nodes: []string{"node-s2-a"}, Pods: []string{"pod-s2-a"}},
+		},
+		{
+			name: "an incomplete newer snapshot leaves the complete one current",
+			puts: []put{
+				{part: snapshotPart("s1", 0, 1, t0), want: ddbstore.SnapshotPartResult{Received: 1, Parts: 1, Current: true}},
+				{part: snapshotPart("s2", 0, 3, t0.Add(time.Minute)), want: ddbstore.SnapshotPartResult{Received: 1, Parts: 3}},
+			},
+			want: snapshotView{ID: "s1", Version: 1, Nodes: []string{"node-s1-a"}, Pods: []string{"pod-s1-a"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newEnv(t).store(t, testCluster)
+			ctx := context.Background()
+			for i, p := range tt.puts {
+				got, err := s.PutSnapshotPart(ctx, p.part, t0)
+				if err != nil {
+					t.Fatalf("PutSnapshotPart(#%d) error = %v", i, err)
+				}
+				if diff := cmp.Diff(p.want, got); diff != "" {
+					t.Errorf("PutSnapshotPart(#%d) mismatch (-want +got):\n%s", i, diff)
+				}
+			}
+			got, err := s.CurrentSnapshot(ctx, t0.Add(time.Minute))
+			if err != nil {
+				t.Fatalf("CurrentSnapshot() error = %v", err)
+			}
+			if diff := cmp.Diff(tt.want, view(got)); diff != "" {
+				t.Errorf("CurrentSnapshot() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCurrentSnapshotAbsent(t *testing.T) {
+	tests := []struct {
+		name  string
+		parts []*v1.ClusterSnapshot
+		now   time.Time
+	}{
+		{name: "no snapshot was ever stored", now: t0},
+		{name: "the only snapshot is incomplete", parts: []*v1.ClusterSnapshot{snapshotPart("s1", 0, 2, t0)}, now: t0},
+		{name: "the current snapshot is older than SnapshotTTL", parts: []*v1.ClusterSnapshot{snapshotPart("s1", 0, 1, t0)}, now: t0.Add(ddbstore.SnapshotTTL)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newEnv(t).store(t, testCluster)
+			ctx := context.Background()
+			for _, p := range tt.parts {
+				if _, err := s.PutSnapshotPart(ctx, p, t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.CurrentSnapshot(ctx, tt.now); !errors.Is(err, ddbstore.ErrNotFound) {
+				t.Errorf("CurrentSnapshot() error = %v, want ErrNotFound", err)
+			}
+		})
+	}
+}
+
+func TestPutSnapshotPartErrors(t *testing.T) {
+	bad := func(mutate func(*v1.ClusterSnapshot)) *v1.ClusterSnapshot {
+		p := snapshotPart("s1", 0, 1, t0)
+		mutate(p)
+		return p
+	}
+	tests := []struct {
+		name string
+		give *v1.ClusterSnapshot
+	}{
+		{name: "nil part", give: nil},
+		{name: "snapshot id with the key separator", give: bad(func(p *v1.ClusterSnapshot) { p.SnapshotID = "a#b" })},
+		{name: "part beyond parts", give: bad(func(p *v1.ClusterSnapshot) { p.Part = 1 })},
+		{name: "no parts", give: bad(func(p *v1.ClusterSnapshot) { p.Parts = 0 })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newEnv(t).store(t, testCluster)
+			if _, err := s.PutSnapshotPart(context.Background(), tt.give, t0); !errors.Is(err, ddbstore.ErrInvalid) {
+				t.Errorf("PutSnapshotPart() error = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
