@@ -10,7 +10,11 @@ import "context"
 // pass; each claim then launches its cheapest fitting type. Tests and
 // benchmarks use it as the baseline Solve's plans are compared with.
 func solveKarpenterStyle(ctx context.Context, in Input) (Result, error) {
-	return solveWith(ctx, &in, stratKarpenter)
+	s, err := solveWith(ctx, &in, stratKarpenter)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.result(), nil
 }
 
 // placeFirstFit is Karpenter's choice among this round's claims: the one

@@ -258,25 +258,38 @@ func (s *solver) buildLimits(p *pool) error {
 	return nil
 }
 
+// offerFilter holds the requirements that decide which offerings a
+// requirement set allows: zone, capacity type and capacity reservation.
+type offerFilter struct {
+	zone, capacityType, reservation *requirements.Requirement
+}
+
+func newOfferFilter(r requirements.Requirements) offerFilter {
+	return offerFilter{zone: r[v1.LabelTopologyZone], capacityType: r[v1.LabelCapacityType], reservation: r[v1.LabelCapacityReservationID]}
+}
+
+// allows reports whether offering o satisfies the filter.
+func (f *offerFilter) allows(o *catalog.Offering) bool {
+	if f.zone != nil && !f.zone.Has(o.Zone) {
+		return false
+	}
+	if f.capacityType != nil && !f.capacityType.Has(o.CapacityType) {
+		return false
+	}
+	if c := f.reservation; c != nil {
+		if o.ReservationID == "" {
+			return negative(c)
+		}
+		return c.Has(o.ReservationID)
+	}
+	return true
+}
+
 // offerAllowed reports whether offering o satisfies the zone, capacity-type
 // and capacity-reservation requirements of r.
 func offerAllowed(r requirements.Requirements, o *catalog.Offering) bool {
-	if z, ok := r[v1.LabelTopologyZone]; ok && !z.Has(o.Zone) {
-		return false
-	}
-	if c, ok := r[v1.LabelCapacityType]; ok && !c.Has(o.CapacityType) {
-		return false
-	}
-	if c, ok := r[v1.LabelCapacityReservationID]; ok {
-		if o.ReservationID == "" {
-			if !negative(c) {
-				return false
-			}
-		} else if !c.Has(o.ReservationID) {
-			return false
-		}
-	}
-	return true
+	f := newOfferFilter(r)
+	return f.allows(o)
 }
 
 // typeAdmits reports whether r admits the instance type: its labels, and
@@ -286,10 +299,11 @@ func typeAdmits(r requirements.Requirements, t *ptype) (float64, bool) {
 	if !r.AdmitsLabels(t.it.Labels, typeDefinedKeys) {
 		return 0, false
 	}
+	f := newOfferFilter(r)
 	best, ok := 0.0, false
 	for i := range t.offers {
 		o := &t.offers[i]
-		if !offerAllowed(r, o) {
+		if !f.allows(o) {
 			continue
 		}
 		if !ok || o.Price < best {

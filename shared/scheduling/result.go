@@ -20,6 +20,100 @@ func zeroQuantity() *resource.Quantity { return resource.NewQuantity(0, resource
 
 func replaceAll(s, old, new string) string { return strings.ReplaceAll(s, old, new) }
 
+// final is a claim as it will be written: its candidates and the offering
+// CreateFleet is expected to pick.
+type final struct {
+	c        *nclaim
+	types    []*ptype
+	expected ExpectedOffering
+}
+
+// finalize computes, once, every live claim's candidate list and expected
+// offering, in output order (pool order, then creation). Claims of a
+// limited pool widen their lists in that order, only into what the pool's
+// limits leave beyond every claim's cheapest type.
+func (s *solver) finalize() []final {
+	if s.finals != nil {
+		return s.finals
+	}
+	n := s.res.n()
+	claims := make([]*nclaim, 0, len(s.claims))
+	for _, c := range s.claims {
+		if !c.removed && len(c.pods) > 0 {
+			claims = append(claims, c)
+		}
+	}
+	sort.SliceStable(claims, func(i, j int) bool {
+		if claims[i].pool.idx != claims[j].pool.idx {
+			return claims[i].pool.idx < claims[j].pool.idx
+		}
+		return claims[i].seq < claims[j].seq
+	})
+	slack := map[*pool]vec{}
+	s.finals = make([]final, 0, len(claims))
+	for _, c := range claims {
+		p := c.pool
+		limited, limitCap := false, vec{}
+		for i := range limitCap {
+			limitCap[i] = math.MaxInt64
+		}
+		if p.anyLimit {
+			sl, ok := slack[p]
+			if !ok {
+				for i := 0; i < n; i++ {
+					if p.limited[i] {
+						sl[i] = p.limit[i] - p.usage[i]
+					}
+				}
+			}
+			limited = true
+			for i := 0; i < n; i++ {
+				if p.limited[i] {
+					limitCap[i] = c.capUsed[i] + sl[i]
+				}
+			}
+			slack[p] = sl
+		}
+		// Without minValues the cheapest maxTypes fitting types are the
+		// list; with minValues truncate may need more to choose from.
+		upTo := s.maxTypes
+		if c.tl.minValues {
+			upTo = len(c.tl.types)
+		}
+		r := s.reqs.get(c.reqID)
+		types := truncate(r, s.fittingUpTo(c.tl, c.cur, &c.used, limited, &limitCap, upTo), s.maxTypes)
+		if p.anyLimit {
+			var largest vec
+			for _, t := range types {
+				largest.maxWith(&t.capacity, n)
+			}
+			sl := slack[p]
+			for i := 0; i < n; i++ {
+				if p.limited[i] {
+					sl[i] -= largest[i] - c.capUsed[i]
+				}
+			}
+			slack[p] = sl
+		}
+		s.finals = append(s.finals, final{c: c, types: types, expected: s.expectedOffering(r, types)})
+	}
+	return s.finals
+}
+
+// outcome summarizes a solved plan for choosing between strategies: pods
+// left unplaced, and the summed expected price of the new claims.
+func (s *solver) outcome() (unplaced int, price float64) {
+	for _, pi := range s.pods {
+		if pi.host == nil {
+			unplaced++
+		}
+	}
+	for _, f := range s.finalize() {
+		price += f.expected.PricePerHour
+	}
+	return unplaced, price
+}
+
 // result assembles the plan.
 func (s *solver) result() Result {
 	res := Result{Placements: map[string]string{}, Unschedulable: map[string]string{}}
@@ -33,18 +127,6 @@ func (s *solver) result() Result {
 			res.Placements[pi.key] = pi.host.node.name
 		}
 	}
-	claims := make([]*nclaim, 0, len(s.claims))
-	for _, c := range s.claims {
-		if !c.removed && len(c.pods) > 0 {
-			claims = append(claims, c)
-		}
-	}
-	sort.SliceStable(claims, func(i, j int) bool {
-		if claims[i].pool.idx != claims[j].pool.idx {
-			return claims[i].pool.idx < claims[j].pool.idx
-		}
-		return claims[i].seq < claims[j].seq
-	})
 	taken := map[string]bool{}
 	for i := range s.in.Nodes {
 		if en := &s.in.Nodes[i]; en.NodeClaim != nil {
@@ -52,30 +134,16 @@ func (s *solver) result() Result {
 		}
 	}
 	perPool := map[string]int{}
-	// slack is what each limited pool has left beyond its claims' cheapest
-	// types; claims widen their candidate lists into it in order.
-	slack := map[*pool]vec{}
-	for _, c := range claims {
-		if _, ok := slack[c.pool]; !ok && c.pool.anyLimit {
-			var sl vec
-			for i := 0; i < s.res.n(); i++ {
-				if c.pool.limited[i] {
-					sl[i] = c.pool.limit[i] - c.pool.usage[i]
-				}
-			}
-			slack[c.pool] = sl
-		}
-	}
-	for _, c := range claims {
+	for _, f := range s.finalize() {
 		name := ""
 		for {
-			perPool[c.pool.name]++
-			name = fmt.Sprintf("%s-%d", c.pool.name, perPool[c.pool.name])
+			perPool[f.c.pool.name]++
+			name = fmt.Sprintf("%s-%d", f.c.pool.name, perPool[f.c.pool.name])
 			if !taken[name] {
 				break
 			}
 		}
-		res.NewClaims = append(res.NewClaims, s.newClaim(c, name, slack))
+		res.NewClaims = append(res.NewClaims, s.newClaim(f, name))
 	}
 	return res
 }
@@ -110,44 +178,12 @@ func restrictedNodeLabel(key string) bool {
 // newClaim renders a claim as Karpenter would create it (karpenter:
 // scheduling/nodeclaim.go FinalizeScheduling, nodeclaimtemplate.go
 // ToNodeClaim; karpenter-spec §1.2, §3.3 steps 3-4).
-func (s *solver) newClaim(c *nclaim, name string, slack map[*pool]vec) NewClaim {
+func (s *solver) newClaim(f final, name string) NewClaim {
 	n := s.res.n()
+	c, types := f.c, f.types
 	p := c.pool
 	tmpl := &p.np.Spec.Template
 	r := s.reqs.get(c.reqID).Clone()
-	limited, limitCap := false, vec{}
-	for i := range limitCap {
-		limitCap[i] = math.MaxInt64
-	}
-	if p.anyLimit {
-		limited = true
-		sl := slack[p]
-		for i := 0; i < n; i++ {
-			if p.limited[i] {
-				limitCap[i] = c.capUsed[i] + sl[i]
-			}
-		}
-	}
-	// Without minValues the cheapest maxTypes fitting types are the list;
-	// with minValues truncate may need more to choose from.
-	upTo := s.maxTypes
-	if c.tl.minValues {
-		upTo = len(c.tl.types)
-	}
-	types := truncate(r, s.fittingUpTo(c.tl, c.cur, &c.used, limited, &limitCap, upTo), s.maxTypes)
-	if p.anyLimit {
-		var largest vec
-		for _, t := range types {
-			largest.maxWith(&t.capacity, n)
-		}
-		sl := slack[p]
-		for i := 0; i < n; i++ {
-			if p.limited[i] {
-				sl[i] -= largest[i] - c.capUsed[i]
-			}
-		}
-		slack[p] = sl
-	}
 	relaxed := c.minValuesRelaxed
 	lowered := map[string]int{}
 	if relaxed || s.bestEffort {
@@ -177,12 +213,13 @@ func (s *solver) newClaim(c *nclaim, name string, slack map[*pool]vec) NewClaim 
 	for i := range minDS {
 		minDS[i] = math.MaxInt64
 	}
+	filter := newOfferFilter(r)
 	for i, t := range types {
 		names[i] = t.name
 		minDS.minWith(&t.ds, n)
 		for j := range t.offers {
 			o := &t.offers[j]
-			if offerAllowed(r, o) {
+			if filter.allows(o) {
 				zones = append(zones, o.Zone)
 				capTypes = append(capTypes, o.CapacityType)
 			}
@@ -192,7 +229,7 @@ func (s *solver) newClaim(c *nclaim, name string, slack map[*pool]vec) NewClaim 
 		minDS = vec{}
 	}
 	zones, capTypes = sortedUnique(zones), sortedUnique(capTypes)
-	expected := s.expectedOffering(r, types, capTypes)
+	expected := f.expected
 	r.Add(requirements.New(v1.LabelInstanceType, corev1.NodeSelectorOpIn, names...))
 	r.Add(requirements.New(v1.LabelCapacityType, corev1.NodeSelectorOpIn, capTypes...))
 
@@ -261,50 +298,49 @@ func ptrTo[T any](v T) *T { return &v }
 // available, else spot if any remains, else on-demand (aws: instance.go
 // getCapacityType); then the cheapest offering of that type, ties by
 // instance type order and zone.
-func (s *solver) expectedOffering(r requirements.Requirements, types []*ptype, capTypes []string) ExpectedOffering {
-	has := map[string]bool{}
-	for _, ct := range capTypes {
-		has[ct] = true
+func (s *solver) expectedOffering(r requirements.Requirements, types []*ptype) ExpectedOffering {
+	filter := newOfferFilter(r)
+	// One pass: the cheapest allowed offering per capacity type, and the
+	// cheapest on-demand price for the spot filter. Offerings are visited
+	// in candidate order, then zone order, so ties keep the earliest.
+	type pick struct {
+		o     *catalog.Offering
+		t     *ptype
+		found bool
 	}
-	cheapestOD := math.Inf(1)
-	for _, t := range types {
-		for j := range t.offers {
-			if o := &t.offers[j]; o.CapacityType == v1.CapacityTypeOnDemand && offerAllowed(r, o) && o.Price < cheapestOD {
-				cheapestOD = o.Price
-			}
+	var cheapest [3]pick // reserved, spot, on-demand
+	slot := func(ct string) int {
+		switch ct {
+		case v1.CapacityTypeReserved:
+			return 0
+		case v1.CapacityTypeSpot:
+			return 1
 		}
+		return 2
 	}
-	spotOK := func(o *catalog.Offering) bool {
-		return !has[v1.CapacityTypeOnDemand] || o.Price <= cheapestOD
-	}
-	want := v1.CapacityTypeOnDemand
-	switch {
-	case has[v1.CapacityTypeReserved]:
-		want = v1.CapacityTypeReserved
-	case has[v1.CapacityTypeSpot]:
-		for _, t := range types {
-			for j := range t.offers {
-				if o := &t.offers[j]; o.CapacityType == v1.CapacityTypeSpot && offerAllowed(r, o) && spotOK(o) {
-					want = v1.CapacityTypeSpot
-				}
-			}
-		}
-	}
-	var best ExpectedOffering
-	found := false
 	for _, t := range types {
 		for j := range t.offers {
 			o := &t.offers[j]
-			if o.CapacityType != want || !offerAllowed(r, o) || (want == v1.CapacityTypeSpot && !spotOK(o)) {
+			if !filter.allows(o) {
 				continue
 			}
-			if !found || o.Price < best.PricePerHour || (o.Price == best.PricePerHour && t.name == best.InstanceType && o.Zone < best.Zone) {
-				best = ExpectedOffering{InstanceType: t.name, Zone: o.Zone, CapacityType: o.CapacityType, PricePerHour: o.Price}
-				found = true
+			p := &cheapest[slot(o.CapacityType)]
+			if !p.found || o.Price < p.o.Price || (o.Price == p.o.Price && p.t == t && o.Zone < p.o.Zone) {
+				*p = pick{o: o, t: t, found: true}
 			}
 		}
 	}
-	return best
+	// Spot offerings pricier than the cheapest on-demand one are dropped
+	// when both are allowed; dropping the cheapest spot one drops them all.
+	if od := cheapest[2]; od.found && cheapest[1].found && cheapest[1].o.Price > od.o.Price {
+		cheapest[1].found = false
+	}
+	for _, p := range cheapest {
+		if p.found {
+			return ExpectedOffering{InstanceType: p.t.name, Zone: p.o.Zone, CapacityType: p.o.CapacityType, PricePerHour: p.o.Price}
+		}
+	}
+	return ExpectedOffering{}
 }
 
 // lowerMinValues rewrites the minValues of the listed keys.

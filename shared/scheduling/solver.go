@@ -76,6 +76,8 @@ type solver struct {
 	epoch int
 	// typeVecs caches instance types' capacity and allocatable vectors.
 	typeVecs map[*catalog.InstanceType][2]vec
+	// finals caches finalize.
+	finals []final
 	// strategy selects how pods are ordered and packed onto new claims.
 	strategy strategy
 	// byPods indexes every claim by pod count (first-fit strategies).
@@ -119,41 +121,26 @@ func Solve(ctx context.Context, in Input) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if preferred(&alt, &best) {
-		return alt, nil
+	bu, bp := best.outcome()
+	au, ap := alt.outcome()
+	if au < bu || (au == bu && ap < bp-priceEps) {
+		best = alt
 	}
-	return best, nil
+	return best.result(), nil
 }
 
-func solveWith(ctx context.Context, in *Input, st strategy) (Result, error) {
+// solveWith runs one strategy; the caller renders the result.
+func solveWith(ctx context.Context, in *Input, st strategy) (*solver, error) {
 	s, err := newSolver(ctx, in)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	s.strategy = st
 	s.byPods.slot = byPodCount
 	if err := s.run(); err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	return s.result(), nil
-}
-
-// preferred reports whether plan a beats plan b: fewer unschedulable pods,
-// then a lower price.
-func preferred(a, b *Result) bool {
-	if len(a.Unschedulable) != len(b.Unschedulable) {
-		return len(a.Unschedulable) < len(b.Unschedulable)
-	}
-	return planPrice(a) < planPrice(b)-priceEps
-}
-
-// planPrice is the summed Expected price of a plan's new claims.
-func planPrice(r *Result) float64 {
-	total := 0.0
-	for i := range r.NewClaims {
-		total += r.NewClaims[i].Expected.PricePerHour
-	}
-	return total
+	return s, nil
 }
 
 func invalid(format string, args ...any) error {
@@ -749,7 +736,7 @@ func (s *solver) evalClaim(pi *podInfo, c *nclaim) cand {
 	var need vec
 	need = c.used
 	need.add(&pi.req, n)
-	if !leq(&need, &c.tl.maxAlloc, n) {
+	if !leq(&need, &c.tl.maxAlloc, n) || s.hostnameBlocks(e, c.h) {
 		return cand{}
 	}
 	if len(pi.cls.ports) > 0 && portConflict(c.ports, pi.cls.ports) != nil {
@@ -893,4 +880,42 @@ func (s *solver) setCapUsed(c *nclaim, capacity *vec) {
 	c.pool.usage.sub(&c.capUsed, n)
 	c.capUsed = *capacity
 	c.pool.usage.add(&c.capUsed, n)
+}
+
+// hostnameBlocks is a quick, exact rejection before the full checks: a
+// hostname anti-affinity or spread term of the pod, or a placed pod's
+// hostname anti-affinity, already rules the host out.
+func (s *solver) hostnameBlocks(e *effClass, h *host) bool {
+	if len(h.hc) == 0 {
+		return false
+	}
+	for i := range e.owned {
+		o := &e.owned[i]
+		if !o.g.key.hostname {
+			continue
+		}
+		c, _ := h.counts(o.g.id)
+		switch o.g.kind {
+		case gAnti:
+			if c > 0 {
+				return true
+			}
+		case gSpread:
+			self := int32(0)
+			if o.self {
+				self = 1
+			}
+			if c+self > o.g.maxSkew {
+				return true
+			}
+		}
+	}
+	for _, g := range e.cls.inverse {
+		if g.key.hostname {
+			if _, ow := h.counts(g.id); ow > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
