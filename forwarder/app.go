@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -37,14 +38,51 @@ var (
 // app is the wired forwarder: informers, the leader-only posting loop and
 // the HTTP handler for metrics and probes.
 type app struct {
-	cfg        config
-	log        *slog.Logger
-	kube       kubernetes.Interface
-	factory    informers.SharedInformerFactory
-	dynFactory dynamicinformer.DynamicSharedInformerFactory
-	synced     []cache.InformerSynced
-	handler    http.Handler
-	lead       func(ctx context.Context) error
+	cfg       config
+	log       *slog.Logger
+	kube      kubernetes.Interface
+	factories []interface {
+		Start(stopCh <-chan struct{})
+		Shutdown()
+	}
+	synced  []cache.InformerSynced
+	handler http.Handler
+	lead    func(ctx context.Context) error
+}
+
+// activePods selects the pods the forwarder reads: terminal pods neither
+// need capacity nor hold any.
+const activePods = "status.phase!=Succeeded,status.phase!=Failed"
+
+// trim drops from informer objects what the forwarder never reads, to keep
+// the caches small: managedFields everywhere, node image lists, and all of a
+// pod but its summary (v1.PodSummary) and the status fields the
+// provisionable rule reads.
+func trim(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return trimPod(o), nil
+	case *corev1.Node:
+		o.ManagedFields = nil
+		o.Status.Images = nil
+	case metav1.Object:
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+func trimPod(p *corev1.Pod) *corev1.Pod {
+	t := v1.SummarizePod(p).Pod()
+	t.ResourceVersion = p.ResourceVersion
+	t.Generation = p.Generation
+	t.Status.Phase = p.Status.Phase
+	t.Status.NominatedNodeName = p.Status.NominatedNodeName
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			t.Status.Conditions = append(t.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
+		}
+	}
+	return t
 }
 
 // newApp wires the forwarder from its clients. creds signs requests to the
@@ -67,20 +105,20 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 	}
 
 	// Informers run on every replica so that a new leader starts with warm
-	// caches. managedFields are dropped to save memory.
-	strip := func(obj any) (any, error) {
-		if o, ok := obj.(metav1.Object); ok {
-			o.SetManagedFields(nil)
-		}
-		return obj, nil
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(strip))
+	// caches. They keep only what the forwarder reads (see trim), and the pod
+	// informer skips terminal pods.
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim))
+	podFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = activePods }))
 	dynFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, metav1.NamespaceAll, nil)
-	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
+	pods, nodes := podFactory.Core().V1().Pods(), factory.Core().V1().Nodes()
 	pdbs, dss := factory.Policy().V1().PodDisruptionBudgets(), factory.Apps().V1().DaemonSets()
 	nodePools, nodeClasses := dynFactory.ForResource(nodePoolsGVR), dynFactory.ForResource(nodeClassesGVR)
 	a := &app{
-		cfg: cfg, log: log, kube: kube, factory: factory, dynFactory: dynFactory,
+		cfg: cfg, log: log, kube: kube, factories: []interface {
+			Start(stopCh <-chan struct{})
+			Shutdown()
+		}{factory, podFactory, dynFactory},
 		synced: []cache.InformerSynced{
 			pods.Informer().HasSynced, nodes.Informer().HasSynced, pdbs.Informer().HasSynced,
 			dss.Informer().HasSynced, nodePools.Informer().HasSynced, nodeClasses.Informer().HasSynced,
@@ -122,12 +160,14 @@ func (a *app) ready() error {
 // returns nil after a shutdown through ctx, and leader.ErrLeadershipLost
 // when the lease is lost.
 func (a *app) run(ctx context.Context) error {
-	defer a.dynFactory.Shutdown()
-	defer a.factory.Shutdown()
+	for _, f := range a.factories {
+		defer f.Shutdown()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // Shutdown waits for the informers, which stop on ctx.
-	a.factory.Start(ctx.Done())
-	a.dynFactory.Start(ctx.Done())
+	for _, f := range a.factories {
+		f.Start(ctx.Done())
+	}
 	a.log.Info("waiting for informer caches (the NodePool and EC2NodeClass CRDs must be installed)")
 	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
 		return nil

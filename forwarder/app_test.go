@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodewright/nodewright/forwarder/internal/mirror"
+	"github.com/nodewright/nodewright/forwarder/internal/pending"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
@@ -236,4 +238,78 @@ func TestForwarderEndToEnd(t *testing.T) {
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "" {
 		t.Errorf("lease holder after shutdown = %v, want released", lease.Spec.HolderIdentity)
 	}
+}
+
+func TestTrimKeepsWhatTheForwarderReads(t *testing.T) {
+	grace := int64(30)
+	now := metav1.Now()
+	base := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "shop", Name: "web-0", UID: "uid-web-0", ResourceVersion: "42", CreationTimestamp: now,
+			Labels:          map[string]string{"app": "web"},
+			Annotations:     map[string]string{v1.AnnotationDoNotDisrupt: "true", "checksum/config": "abc"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs"}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}},
+		},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "web", Image: "web:1", Env: []corev1.EnvVar{{Name: "A", Value: "b"}},
+				Ports: []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}}},
+			TerminationGracePeriodSeconds: &grace,
+			Volumes:                       []corev1.Volume{{Name: "data"}},
+		},
+	}
+	unschedulable := base.DeepCopy()
+	unschedulable.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"},
+	}}
+	nominated := unschedulable.DeepCopy()
+	nominated.Status.NominatedNodeName = "n1"
+	running := base.DeepCopy()
+	running.Spec.NodeName = "n1"
+	running.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+	}, ContainerStatuses: []corev1.ContainerStatus{{Name: "web", Ready: true}}}
+	terminating := running.DeepCopy()
+	terminating.DeletionTimestamp = &now
+	daemon := unschedulable.DeepCopy()
+	daemon.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "ds"}}
+	mirrorPod := running.DeepCopy()
+	mirrorPod.Annotations[corev1.MirrorPodAnnotationKey] = "hash"
+
+	for name, p := range map[string]*corev1.Pod{
+		"unschedulable": unschedulable, "nominated": nominated, "running": running,
+		"terminating": terminating, "daemonset": daemon, "mirror": mirrorPod,
+	} {
+		t.Run(name, func(t *testing.T) {
+			obj, err := trim(p.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := obj.(*corev1.Pod)
+			if pending.Provisionable(got) != pending.Provisionable(p) || pending.Reschedulable(got) != pending.Reschedulable(p) {
+				t.Errorf("trimmed pod: provisionable %v reschedulable %v; original %v %v",
+					pending.Provisionable(got), pending.Reschedulable(got), pending.Provisionable(p), pending.Reschedulable(p))
+			}
+			if diff := cmp.Diff(v1.SummarizePod(p), v1.SummarizePod(got)); diff != "" {
+				t.Errorf("summary changed by trimming (-original +trimmed):\n%s", diff)
+			}
+			if got.ResourceVersion != p.ResourceVersion || got.ManagedFields != nil || got.Spec.Volumes != nil || got.Spec.Containers[0].Image != "" {
+				t.Errorf("trimmed pod keeps too much or too little: %+v", got)
+			}
+		})
+	}
+
+	t.Run("node images and managedFields are dropped", func(t *testing.T) {
+		n := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "n1", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+			Status:     corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"busybox"}}}},
+		}
+		obj, err := trim(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := obj.(*corev1.Node); got.Status.Images != nil || got.ManagedFields != nil {
+			t.Errorf("trim(node) = %+v", got)
+		}
+	})
 }
