@@ -224,8 +224,7 @@ func (s *solver) buildPools() error {
 		p.daemons = s.poolDaemons(p)
 		s.buildPoolTypes(p)
 		if len(p.types) == 0 {
-			p.skip = fmt.Sprintf("has no compatible instance type: its requirements (%s) leave none of the %d instance types of EC2NodeClass %q with an available offering",
-				s.reqs.get(p.reqID).String(), len(s.in.InstanceTypes[p.className]), p.className)
+			p.skip = "has no compatible instance type: " + s.diagnoseNoTypes(p)
 		}
 	}
 	return nil
@@ -552,4 +551,55 @@ func quoteList(names []string) string {
 		q[i] = fmt.Sprintf("%q", n)
 	}
 	return strings.Join(q, ", ")
+}
+
+// diagnoseNoTypes says why a pool's requirements admit no instance type:
+// the requirement that alone excludes everything the others allow (with
+// the values on offer for zone and capacity type), or all of them.
+func (s *solver) diagnoseNoTypes(p *pool) string {
+	types := s.in.InstanceTypes[p.className]
+	r := s.reqs.get(p.reqID)
+	admits := func(r requirements.Requirements) bool {
+		for _, it := range types {
+			if it == nil {
+				continue
+			}
+			t := &ptype{it: it}
+			for _, o := range it.Offerings {
+				if o.Available {
+					t.offers = append(t.offers, o)
+				}
+			}
+			if _, ok := typeAdmits(r, t); ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, k := range r.Keys() {
+		rest := r.Clone()
+		delete(rest, k)
+		if !admits(rest) {
+			continue
+		}
+		msg := fmt.Sprintf("requirement %q excludes every instance type of EC2NodeClass %q that its other requirements allow", r[k].String(), p.className)
+		if k == v1.LabelTopologyZone || k == v1.LabelCapacityType {
+			offered := map[string]bool{}
+			for _, it := range types {
+				for _, o := range it.Offerings {
+					if o.Available {
+						if k == v1.LabelTopologyZone {
+							offered[o.Zone] = true
+						} else {
+							offered[o.CapacityType] = true
+						}
+					}
+				}
+			}
+			msg += fmt.Sprintf(" (available offerings are in %s)", strings.Join(sortedKeys(offered), ", "))
+		}
+		return msg
+	}
+	return fmt.Sprintf("its requirements (%s) leave none of the %d instance types of EC2NodeClass %q with an available offering",
+		r.String(), len(types), p.className)
 }

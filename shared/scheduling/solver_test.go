@@ -293,6 +293,13 @@ func TestSolveUnschedulableReasons(t *testing.T) {
 			want:  []string{`requests "example.com/fpga", which no instance type or node provides`},
 		},
 		{
+			name:  "should name the requirement that excludes every instance type",
+			pools: []v1.NodePool{st.NodePool("eu", st.PoolRequirement(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "eu-west-1a"))},
+			pod:   st.Pod("p", st.Requests("1", "1Gi")),
+			want: []string{`NodePool "eu": has no compatible instance type: requirement "topology.kubernetes.io/zone In [eu-west-1a]" excludes every instance type`,
+				"available offerings are in us-east-1a, us-east-1b, us-east-1c"},
+		},
+		{
 			name:  "should report that no nodepool exists",
 			pools: nil,
 			pod:   st.Pod("p", st.Requests("1", "1Gi")),
