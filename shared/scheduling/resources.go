@@ -209,70 +209,15 @@ func (v *vec) floorZero(n int) {
 	}
 }
 
-// podRequests is a pod's effective requests as Kubernetes computes them
-// (k8s.io/component-helpers resource.PodRequests, which Karpenter's
-// resources.RequestsForPods follows): the sum of its containers and
-// restartable init containers (sidecars), or the largest init step (an init
-// container plus the sidecars started before it) when larger, plus
-// spec.overhead. A container with limits but no request for a resource
-// counts its limit, as API-server defaulting does (karpenter:
+// podRequestVector is a pod's effective requests as Kubernetes computes
+// them (k8s.io/component-helpers resource.PodRequests, which Karpenter's
+// resources.RequestsForPods follows), as a vector: the sum of its
+// containers and restartable init containers (sidecars), or the largest
+// init step (an init container plus the sidecars started before it) when
+// larger, plus spec.overhead. A container with limits but no request for a
+// resource counts its limit, as API-server defaulting does (karpenter:
 // resources.MergeResourceLimitsIntoRequests). It does not include the
-// "pods" count.
-func podRequests(spec *corev1.PodSpec) corev1.ResourceList {
-	sum := corev1.ResourceList{}
-	for i := range spec.Containers {
-		addList(sum, containerRequests(&spec.Containers[i]))
-	}
-	sidecars := corev1.ResourceList{}
-	initMax := corev1.ResourceList{}
-	for i := range spec.InitContainers {
-		c := &spec.InitContainers[i]
-		req := containerRequests(c)
-		step := corev1.ResourceList{}
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addList(sum, req)
-			addList(sidecars, req)
-			addList(step, sidecars)
-		} else {
-			addList(step, req)
-			addList(step, sidecars)
-		}
-		maxList(initMax, step)
-	}
-	maxList(sum, initMax)
-	addList(sum, spec.Overhead)
-	return sum
-}
-
-func containerRequests(c *corev1.Container) corev1.ResourceList {
-	out := make(corev1.ResourceList, len(c.Resources.Requests)+len(c.Resources.Limits))
-	for k, v := range c.Resources.Limits {
-		out[k] = v
-	}
-	for k, v := range c.Resources.Requests {
-		out[k] = v
-	}
-	return out
-}
-
-func addList(dst, src corev1.ResourceList) {
-	for k, v := range src {
-		q := dst[k]
-		q.Add(v)
-		dst[k] = q
-	}
-}
-
-func maxList(dst, src corev1.ResourceList) {
-	for k, v := range src {
-		if q, ok := dst[k]; !ok || v.Cmp(q) > 0 {
-			dst[k] = v
-		}
-	}
-}
-
-// podRequestVector is podRequests computed directly on vectors (the hot
-// path); missing lists requested resources without a slot.
+// "pods" count. missing lists, sorted, requested resources without a slot.
 func (ri *resourceIndex) podRequestVector(spec *corev1.PodSpec) (sum vec, missing []corev1.ResourceName) {
 	n := ri.n()
 	add := func(dst *vec, c *corev1.Container) {

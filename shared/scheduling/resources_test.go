@@ -83,13 +83,17 @@ func TestPodRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			ri := newResourceIndex()
+			v, missing := ri.podRequestVector(&tt.spec)
+			if len(missing) > 0 {
+				t.Fatalf("missing resources %v", missing)
+			}
 			got := map[string]int64{}
-			for name, q := range podRequests(&tt.spec) {
-				if name == corev1.ResourceCPU {
-					got[string(name)] = q.MilliValue()
-				} else {
-					got[string(name)] = q.Value() >> 20
-				}
+			if v[resCPU] != 0 {
+				got["cpu"] = v[resCPU]
+			}
+			if v[resMemory] != 0 {
+				got["memory"] = v[resMemory] >> 20
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("podRequests() mismatch (-want +got):\n%s", diff)
@@ -126,5 +130,14 @@ func TestResourceIndexRejectsTooManyNames(t *testing.T) {
 	}
 	if err := ri.addAll(list); err == nil {
 		t.Fatalf("addAll(%d extended resources) = nil, want an error", len(list))
+	}
+}
+
+func TestPodRequestVectorReportsMissingResources(t *testing.T) {
+	ri := newResourceIndex()
+	spec := corev1.PodSpec{Containers: []corev1.Container{container(rl("cpu", "1", "example.com/fpga", "1"), nil)}}
+	v, missing := ri.podRequestVector(&spec)
+	if v[resCPU] != 1000 || len(missing) != 1 || missing[0] != "example.com/fpga" {
+		t.Errorf("podRequestVector() = cpu %d, missing %v; want 1000 and [example.com/fpga]", v[resCPU], missing)
 	}
 }

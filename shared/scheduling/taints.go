@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -171,13 +170,4 @@ func portConflict(used, want []hostPort) *hostPort {
 		}
 	}
 	return nil
-}
-
-// portsString renders ports for reasons.
-func portsString(ps []hostPort) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ", ")
 }

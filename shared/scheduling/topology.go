@@ -3,7 +3,6 @@ package scheduling
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -887,5 +886,3 @@ func (s *solver) selectedBy(ns string, lbls map[string]string) []*group {
 	s.selCache[key] = out
 	return out
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
