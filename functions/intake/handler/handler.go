@@ -1,0 +1,517 @@
+// Package handler is the intake Lambda: the API Gateway (REST API, proxy
+// integration, IAM authorization) front of nodewright. It serves the routes
+// of the forwarder <-> API contract (shared/apis/v1 podbatch.go):
+//
+//	POST /v1/podbatches       validate, dedupe, enqueue to the provisioning FIFO queue -> 202 PodBatchResult (Queued)
+//	GET  /v1/podbatches/{id}  the stored PodBatchResult (Queued while the provisioner has not stored one)
+//	POST /v1/config           validate, dedupe, store the NodePools and EC2NodeClasses as one versioned item -> 202 Receipt
+//	POST /v1/registrations    validate, dedupe, enqueue on the same FIFO group as the batches -> 202 Receipt
+//	POST /v1/snapshots        validate, dedupe, store the part; the snapshot becomes current when complete -> 202 Receipt
+//	GET  /v1/nodeclaims       every NodeClaim of the cluster -> 200 NodeClaimList
+//
+// A body over v1.MaxMessageBytes is refused with 413 before it is decoded.
+// A malformed or invalid message (truncated JSON, wrong types, unknown
+// kind, missing fields, another cluster's, an Idempotency-Key header that
+// differs from the body's id) gets a 4xx ErrorResponse naming the field
+// paths at fault, and nothing is stored or enqueued. Every POST is
+// idempotent by message ID: the first accepted request claims the ID
+// (a DynamoDB conditional write) before acting; a repeat is answered as the
+// first one was, with Duplicate set, and changes nothing; if acting fails,
+// the claim is released so the sender's retry is not dropped, and the
+// answer is a 5xx the sender retries. Registrations share the pod batches'
+// message group (the cluster name), so every NodeClaim write stays with the
+// single provisioner invocation of the cluster.
+//
+// A message too large for the queue even gzipped (SQS takes 256 KiB) is
+// stored in DynamoDB (ddbstore.PutPayload, the claim-check pattern) and the
+// queue carries its reference.
+package handler
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/functions/internal/lambdakit"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/awserr"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/queue"
+)
+
+// Config is the intake Lambda's configuration.
+type Config struct {
+	// Cluster is the EKS cluster name; messages naming another are refused.
+	Cluster string
+	// Table is the DynamoDB table (ddbstore).
+	Table string
+	// QueueURL is the provisioning FIFO queue.
+	QueueURL string
+	// IdempotencyTTL is how long a message ID is remembered: longer than
+	// the forwarder retries one message (about a minute). Default 1 h.
+	IdempotencyTTL time.Duration
+	// PayloadTTL keeps claim-checked payloads; it must exceed the queue's
+	// message retention. Default 4 days (SQS's default retention).
+	PayloadTTL time.Duration
+	// LogLevel is the slog level.
+	LogLevel slog.Level
+}
+
+// LoadConfig reads the configuration: CLUSTER_NAME, TABLE_NAME and
+// QUEUE_URL (required), IDEMPOTENCY_TTL and PAYLOAD_TTL (Go durations) and
+// LOG_LEVEL. It reports every problem at once.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	e := lambdakit.NewEnv(getenv)
+	c := Config{
+		Cluster:        e.String("CLUSTER_NAME"),
+		Table:          e.String("TABLE_NAME"),
+		QueueURL:       e.String("QUEUE_URL"),
+		IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", time.Hour, time.Minute),
+		PayloadTTL:     e.Duration("PAYLOAD_TTL", 96*time.Hour, time.Hour),
+		LogLevel:       e.Level("LOG_LEVEL"),
+	}
+	return c, e.Err()
+}
+
+// store is what the intake reads and writes in DynamoDB (*ddbstore.Store).
+type store interface {
+	ClaimIdempotencyKey(ctx context.Context, scope, key string, now time.Time, ttl time.Duration) (bool, error)
+	ReleaseIdempotencyKey(ctx context.Context, scope, key string) error
+	HasIdempotencyKey(ctx context.Context, scope, key string, now time.Time) (bool, error)
+	BatchResult(ctx context.Context, batchID string, now time.Time) (v1.PodBatchResult, bool, error)
+	GetConfig(ctx context.Context) (ddbstore.ConfigSnapshot, error)
+	PutConfig(ctx context.Context, cfg ddbstore.Config, expectedVersion int64) (ddbstore.ConfigSnapshot, error)
+	PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, now time.Time) (ddbstore.SnapshotPartResult, error)
+	PutPayload(ctx context.Context, key string, data []byte, now time.Time, ttl time.Duration) error
+	ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
+}
+
+// sender enqueues to the provisioning queue (*queue.Queue).
+type sender interface {
+	Send(ctx context.Context, m queue.Message) error
+}
+
+var (
+	_ store  = (*ddbstore.Store)(nil)
+	_ sender = (*queue.Queue)(nil)
+)
+
+// Deps are the handler's collaborators. All are required.
+type Deps struct {
+	Store store
+	Queue sender
+	Log   *slog.Logger
+	// Now is the clock (time.Now in main).
+	Now func() time.Time
+}
+
+// Handler serves the intake routes. It holds no state between invocations.
+type Handler struct {
+	cfg  Config
+	deps Deps
+}
+
+// New returns a Handler, or an error naming a missing setting or
+// dependency.
+func New(cfg Config, deps Deps) (*Handler, error) {
+	switch {
+	case cfg.Cluster == "":
+		return nil, errors.New("intake: cluster: required")
+	case cfg.IdempotencyTTL <= 0 || cfg.PayloadTTL <= 0:
+		return nil, errors.New("intake: IdempotencyTTL and PayloadTTL must be positive")
+	case deps.Store == nil || deps.Queue == nil || deps.Log == nil || deps.Now == nil:
+		return nil, errors.New("intake: Store, Queue, Log and Now are required")
+	}
+	return &Handler{cfg: cfg, deps: deps}, nil
+}
+
+// configAttempts bounds the version-checked config writes of one request.
+const configAttempts = 5
+
+// maxResponseBytes bounds an answer's body. A Lambda's response is at most
+// 6 MB, and the body travels inside it as an escaped JSON string that can
+// grow by a third and more.
+const maxResponseBytes = 4 << 20
+
+// Handle serves one API Gateway proxy request. It always answers with a
+// response (a 5xx for its own failures, which the forwarder retries) and
+// never returns an error, since API Gateway would turn one into a bare 502.
+func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	start := time.Now()
+	resp := h.route(ctx, req)
+	level := slog.LevelInfo
+	if resp.StatusCode >= 500 {
+		level = slog.LevelError
+	}
+	h.deps.Log.Log(ctx, level, "request", "method", req.HTTPMethod, "path", req.Path, "status", resp.StatusCode,
+		"caller", req.RequestContext.Identity.UserArn, "ms", time.Since(start).Milliseconds())
+	return resp, nil
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+
+func (h *Handler) route(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	path := strings.TrimSuffix(req.Path, "/")
+	type route struct {
+		method string
+		serve  func() events.APIGatewayProxyResponse
+	}
+	var routes []route
+	switch {
+	case path == v1.RoutePodBatches:
+		routes = []route{{http.MethodPost, func() events.APIGatewayProxyResponse { return h.postPodBatch(ctx, req) }}}
+	case strings.HasPrefix(path, v1.RoutePodBatches+"/"):
+		id := strings.TrimPrefix(path, v1.RoutePodBatches+"/")
+		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getPodBatch(ctx, id) }}}
+	case path == v1.RouteConfig:
+		routes = []route{{http.MethodPost, func() events.APIGatewayProxyResponse { return h.postConfig(ctx, req) }}}
+	case path == v1.RouteRegistrations:
+		routes = []route{{http.MethodPost, func() events.APIGatewayProxyResponse { return h.postRegistrations(ctx, req) }}}
+	case path == v1.RouteSnapshots:
+		routes = []route{{http.MethodPost, func() events.APIGatewayProxyResponse { return h.postSnapshot(ctx, req) }}}
+	case path == v1.RouteNodeClaims:
+		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClaims(ctx) }}}
+	default:
+		return errorResponse(http.StatusNotFound, v1.ErrorResponse{Message: fmt.Sprintf("no route %s", req.Path)})
+	}
+	for _, r := range routes {
+		if r.method == req.HTTPMethod {
+			return r.serve()
+		}
+	}
+	resp := errorResponse(http.StatusMethodNotAllowed, v1.ErrorResponse{Message: fmt.Sprintf("%s does not serve %s", req.Path, req.HTTPMethod)})
+	resp.Headers["Allow"] = routes[0].method
+	return resp
+}
+
+// body returns the request body, refusing one over v1.MaxMessageBytes
+// before it is decoded.
+func body(req events.APIGatewayProxyRequest) ([]byte, error) {
+	if req.IsBase64Encoded {
+		if len(req.Body) > base64.StdEncoding.EncodedLen(v1.MaxMessageBytes) {
+			return nil, tooLarge(base64.StdEncoding.DecodedLen(len(req.Body)))
+		}
+		data, err := base64.StdEncoding.DecodeString(req.Body)
+		if err != nil {
+			return nil, &v1.ValidationError{Kind: "request", Fields: []v1.FieldError{{Path: "(body)", Message: "not valid base64: " + err.Error()}}}
+		}
+		if len(data) > v1.MaxMessageBytes {
+			return nil, tooLarge(len(data))
+		}
+		return data, nil
+	}
+	if len(req.Body) > v1.MaxMessageBytes {
+		return nil, tooLarge(len(req.Body))
+	}
+	return []byte(req.Body), nil
+}
+
+func tooLarge(n int) error {
+	return fmt.Errorf("body of %d bytes, limit %d: %w", n, v1.MaxMessageBytes, v1.ErrMessageTooLarge)
+}
+
+// checkEnvelope checks what the Decode functions cannot: the
+// Idempotency-Key header equals the body's id, and the message is this
+// cluster's.
+func (h *Handler) checkEnvelope(req events.APIGatewayProxyRequest, kind, id, cluster string) error {
+	var fields []v1.FieldError
+	switch key := header(req, v1.HeaderIdempotencyKey); {
+	case key == "":
+		fields = append(fields, v1.FieldError{Path: "header " + v1.HeaderIdempotencyKey, Message: "required: the message id"})
+	case key != id:
+		fields = append(fields, v1.FieldError{Path: "header " + v1.HeaderIdempotencyKey, Message: fmt.Sprintf("%q differs from the body's id %q", key, id)})
+	}
+	if cluster != h.cfg.Cluster {
+		fields = append(fields, v1.FieldError{Path: "cluster", Message: fmt.Sprintf("this API serves cluster %q, got %q", h.cfg.Cluster, cluster)})
+	}
+	if len(fields) > 0 {
+		return &v1.ValidationError{Kind: kind, Name: id, Fields: fields}
+	}
+	return nil
+}
+
+// header returns the first value of a header, matched case-insensitively.
+func header(req events.APIGatewayProxyRequest, name string) string {
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	for k, vs := range req.MultiValueHeaders {
+		if strings.EqualFold(k, name) && len(vs) > 0 {
+			return vs[0]
+		}
+	}
+	return ""
+}
+
+// accept runs apply once per (scope, id): it claims the ID, applies, and
+// releases the claim if applying fails, so the message is either applied
+// and remembered or neither. It reports whether the ID was seen before
+// (nothing is applied then).
+func (h *Handler) accept(ctx context.Context, scope, id string, apply func(context.Context) error) (bool, error) {
+	seen, err := h.deps.Store.ClaimIdempotencyKey(ctx, scope, id, h.deps.Now(), h.cfg.IdempotencyTTL)
+	if err != nil {
+		return false, err
+	}
+	if seen {
+		return true, nil
+	}
+	if err := apply(ctx); err != nil {
+		// Release even if the request's context is done: a claim left
+		// behind would turn the sender's retry into a duplicate.
+		if rerr := h.deps.Store.ReleaseIdempotencyKey(context.WithoutCancel(ctx), scope, id); rerr != nil {
+			return false, errors.Join(err, fmt.Errorf("release idempotency key: %w", rerr))
+		}
+		return false, err
+	}
+	return false, nil
+}
+
+// enqueue sends a message to the cluster's message group, as a claim check
+// when it is too large for the queue.
+func (h *Handler) enqueue(kind, id string, data []byte) func(context.Context) error {
+	return func(ctx context.Context) error {
+		m := queue.Message{GroupID: h.cfg.Cluster, DeduplicationID: kind + "-" + id, Kind: kind, Body: data}
+		err := h.deps.Queue.Send(ctx, m)
+		if !errors.Is(err, queue.ErrTooLarge) {
+			return err
+		}
+		ref := kind + "-" + id
+		if err := h.deps.Store.PutPayload(ctx, ref, data, h.deps.Now(), h.cfg.PayloadTTL); err != nil {
+			return fmt.Errorf("store oversized message: %w", err)
+		}
+		m.Body, m.PayloadRef = nil, ref
+		return h.deps.Queue.Send(ctx, m)
+	}
+}
+
+func (h *Handler) postPodBatch(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	data, err := body(req)
+	if err != nil {
+		return rejected(err)
+	}
+	b, warnings, err := v1.DecodePodBatch(data)
+	if err != nil {
+		return rejected(err)
+	}
+	if err := h.checkEnvelope(req, v1.KindPodBatch, b.ID, b.Cluster); err != nil {
+		return rejected(err)
+	}
+	h.logWarnings(ctx, v1.KindPodBatch, b.ID, warnings)
+	dup, err := h.accept(ctx, ddbstore.ScopeBatch, b.ID, h.enqueue(v1.KindPodBatch, b.ID, data))
+	if err != nil {
+		return h.failed(ctx, "accept pod batch "+b.ID, err)
+	}
+	answer := queued(b.ID)
+	if dup {
+		if stored, found, err := h.deps.Store.BatchResult(ctx, b.ID, h.deps.Now()); err != nil {
+			return h.failed(ctx, "read batch "+b.ID, err)
+		} else if found {
+			answer = stored
+		}
+		answer.Duplicate = true
+	}
+	return jsonResponse(http.StatusAccepted, answer)
+}
+
+func queued(id string) v1.PodBatchResult {
+	return v1.PodBatchResult{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindPodBatchResult},
+		BatchID:  id,
+		State:    v1.BatchQueued,
+	}
+}
+
+func (h *Handler) getPodBatch(ctx context.Context, id string) events.APIGatewayProxyResponse {
+	if !idPattern.MatchString(id) {
+		return rejected(&v1.ValidationError{Kind: v1.KindPodBatch, Name: id, Fields: []v1.FieldError{{Path: "id", Message: "must be 1 to 80 letters, digits, '-' or '_'"}}})
+	}
+	now := h.deps.Now()
+	stored, found, err := h.deps.Store.BatchResult(ctx, id, now)
+	if err != nil {
+		return h.failed(ctx, "read batch "+id, err)
+	}
+	if found {
+		stored.Duplicate = false
+		return jsonResponse(http.StatusOK, stored)
+	}
+	accepted, err := h.deps.Store.HasIdempotencyKey(ctx, ddbstore.ScopeBatch, id, now)
+	if err != nil {
+		return h.failed(ctx, "read batch "+id, err)
+	}
+	if !accepted {
+		return errorResponse(http.StatusNotFound, v1.ErrorResponse{Message: fmt.Sprintf("no pod batch %q", id)})
+	}
+	return jsonResponse(http.StatusOK, queued(id))
+}
+
+func (h *Handler) postConfig(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	data, err := body(req)
+	if err != nil {
+		return rejected(err)
+	}
+	c, warnings, err := v1.DecodeClusterConfig(data)
+	if err != nil {
+		return rejected(err)
+	}
+	if err := h.checkEnvelope(req, v1.KindClusterConfig, c.ID, c.Cluster); err != nil {
+		return rejected(err)
+	}
+	h.logWarnings(ctx, v1.KindClusterConfig, c.ID, warnings)
+	dup, err := h.accept(ctx, ddbstore.ScopeConfig, c.ID, func(ctx context.Context) error {
+		return h.putConfig(ctx, ddbstore.Config{NodePools: c.NodePools, NodeClasses: c.EC2NodeClasses})
+	})
+	if err != nil {
+		return h.failed(ctx, "store config "+c.ID, err)
+	}
+	return jsonResponse(http.StatusAccepted, receipt(c.ID, dup))
+}
+
+// putConfig replaces the stored configuration, re-reading its version when
+// another writer got there first. The configuration is one item, so it is
+// replaced whole or not at all.
+func (h *Handler) putConfig(ctx context.Context, cfg ddbstore.Config) error {
+	for range configAttempts {
+		var version int64
+		cur, err := h.deps.Store.GetConfig(ctx)
+		switch {
+		case err == nil:
+			version = cur.Version
+		case !errors.Is(err, ddbstore.ErrNotFound):
+			return err
+		}
+		_, err = h.deps.Store.PutConfig(ctx, cfg, version)
+		var conflict *ddbstore.ConflictError
+		if errors.As(err, &conflict) {
+			continue
+		}
+		return err
+	}
+	return fmt.Errorf("put config: %d attempts lost to concurrent writers", configAttempts)
+}
+
+func (h *Handler) postRegistrations(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	data, err := body(req)
+	if err != nil {
+		return rejected(err)
+	}
+	r, warnings, err := v1.DecodeNodeRegistrations(data)
+	if err != nil {
+		return rejected(err)
+	}
+	if err := h.checkEnvelope(req, v1.KindNodeRegistrations, r.ID, r.Cluster); err != nil {
+		return rejected(err)
+	}
+	h.logWarnings(ctx, v1.KindNodeRegistrations, r.ID, warnings)
+	dup, err := h.accept(ctx, ddbstore.ScopeRegistrations, r.ID, h.enqueue(v1.KindNodeRegistrations, r.ID, data))
+	if err != nil {
+		return h.failed(ctx, "accept registrations "+r.ID, err)
+	}
+	return jsonResponse(http.StatusAccepted, receipt(r.ID, dup))
+}
+
+func (h *Handler) postSnapshot(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	data, err := body(req)
+	if err != nil {
+		return rejected(err)
+	}
+	s, warnings, err := v1.DecodeClusterSnapshot(data)
+	if err != nil {
+		return rejected(err)
+	}
+	if err := h.checkEnvelope(req, v1.KindClusterSnapshot, s.ID, s.Cluster); err != nil {
+		return rejected(err)
+	}
+	h.logWarnings(ctx, v1.KindClusterSnapshot, s.ID, warnings)
+	dup, err := h.accept(ctx, ddbstore.ScopeSnapshot, s.ID, func(ctx context.Context) error {
+		res, err := h.deps.Store.PutSnapshotPart(ctx, s, h.deps.Now())
+		if err == nil {
+			h.deps.Log.DebugContext(ctx, "snapshot part stored", "snapshot", s.SnapshotID, "part", s.Part,
+				"received", res.Received, "parts", res.Parts, "current", res.Current)
+		}
+		return err
+	})
+	if err != nil {
+		return h.failed(ctx, "store snapshot part "+s.ID, err)
+	}
+	return jsonResponse(http.StatusAccepted, receipt(s.ID, dup))
+}
+
+func receipt(id string, dup bool) v1.Receipt {
+	return v1.Receipt{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindReceipt}, ID: id, Duplicate: dup}
+}
+
+func (h *Handler) getNodeClaims(ctx context.Context) events.APIGatewayProxyResponse {
+	claims, err := h.deps.Store.ListNodeClaims(ctx)
+	if err != nil {
+		return h.failed(ctx, "list nodeclaims", err)
+	}
+	if claims == nil {
+		claims = []v1.NodeClaim{}
+	}
+	list := v1.NodeClaimList{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1.Group + "/v1", Kind: v1.KindNodeClaim + "List"},
+		Items:    claims,
+	}
+	resp := jsonResponse(http.StatusOK, list)
+	if len(resp.Body) > maxResponseBytes {
+		return h.failed(ctx, "list nodeclaims", fmt.Errorf("%d nodeclaims encode to %d bytes, more than a Lambda response carries (%d)", len(claims), len(resp.Body), maxResponseBytes))
+	}
+	return resp
+}
+
+func (h *Handler) logWarnings(ctx context.Context, kind, id string, warnings []v1.FieldError) {
+	if len(warnings) == 0 {
+		return
+	}
+	msgs := make([]string, len(warnings))
+	for i, w := range warnings {
+		msgs[i] = w.Error()
+	}
+	h.deps.Log.InfoContext(ctx, "message has fields this API does not know", "kind", kind, "id", id, "warnings", msgs)
+}
+
+// rejected answers a decode or validation error with its status (413 or
+// 400) and field paths.
+func rejected(err error) events.APIGatewayProxyResponse {
+	return errorResponse(v1.HTTPStatus(err), v1.NewErrorResponse(err))
+}
+
+// failed answers the API's own failure: 503 when AWS throttled it, else
+// 500; both tell the sender to retry.
+func (h *Handler) failed(ctx context.Context, what string, err error) events.APIGatewayProxyResponse {
+	h.deps.Log.ErrorContext(ctx, what, "err", err)
+	status := http.StatusInternalServerError
+	if awserr.Classify(err) == awserr.Throttled {
+		status = http.StatusServiceUnavailable
+	}
+	return errorResponse(status, v1.ErrorResponse{Message: what + ": " + err.Error()})
+}
+
+func errorResponse(status int, e v1.ErrorResponse) events.APIGatewayProxyResponse {
+	return jsonResponse(status, e)
+}
+
+func jsonResponse(status int, v any) events.APIGatewayProxyResponse {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		data, _ = json.Marshal(v1.ErrorResponse{Message: "encode answer: " + err.Error()})
+	}
+	return events.APIGatewayProxyResponse{
+		StatusCode: status,
+		Headers:    map[string]string{"Content-Type": "application/json"},
+		Body:       string(data),
+	}
+}

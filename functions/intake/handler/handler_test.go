@@ -1,0 +1,317 @@
+package handler_test
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodewright/nodewright/functions/intake/handler"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/queue"
+)
+
+var (
+	pbResult = metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindPodBatchResult}
+	receiptT = metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindReceipt}
+)
+
+func TestLoadConfig(t *testing.T) {
+	env := map[string]string{"CLUSTER_NAME": "prod", "TABLE_NAME": "nw", "QUEUE_URL": "https://sqs/q.fifo", "IDEMPOTENCY_TTL": "2h"}
+	got, err := handler.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("LoadConfig() error = %v", err)
+	}
+	want := handler.Config{Cluster: "prod", Table: "nw", QueueURL: "https://sqs/q.fifo", IdempotencyTTL: 2 * time.Hour, PayloadTTL: 96 * time.Hour}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("LoadConfig() mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := handler.LoadConfig(func(string) string { return "" }); err == nil ||
+		!strings.Contains(err.Error(), "CLUSTER_NAME: required") || !strings.Contains(err.Error(), "QUEUE_URL: required") {
+		t.Errorf("LoadConfig(empty) error = %v, want every missing setting named", err)
+	}
+}
+
+func TestPostPodBatch(t *testing.T) {
+	tests := []struct {
+		name string
+		req  events.APIGatewayProxyRequest
+	}{
+		{name: "should enqueue a new batch on the cluster's message group and answer Queued", req: post(v1.RoutePodBatches, "b1", okBatch("b1"))},
+		{name: "should match the idempotency header case-insensitively", req: func() events.APIGatewayProxyRequest {
+			r := post(v1.RoutePodBatches, "", okBatch("b1"))
+			r.Headers["idempotency-key"] = "b1"
+			return r
+		}()},
+		{name: "should accept a base64-encoded body", req: func() events.APIGatewayProxyRequest {
+			r := post(v1.RoutePodBatches, "b1", base64.StdEncoding.EncodeToString([]byte(okBatch("b1"))))
+			r.IsBase64Encoded = true
+			return r
+		}()},
+		{name: "should accept a trailing slash", req: post(v1.RoutePodBatches+"/", "b1", okBatch("b1"))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			var got v1.PodBatchResult
+			e.do(t, tt.req, http.StatusAccepted, &got)
+			if diff := cmp.Diff(v1.PodBatchResult{TypeMeta: pbResult, BatchID: "b1", State: v1.BatchQueued}, got); diff != "" {
+				t.Errorf("answer mismatch (-want +got):\n%s", diff)
+			}
+			want := []queue.Message{{GroupID: cluster, Kind: v1.KindPodBatch, Body: []byte(okBatch("b1"))}}
+			if diff := cmp.Diff(want, e.received(t)); diff != "" {
+				t.Errorf("queue mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPostPodBatchDuplicates(t *testing.T) {
+	t.Run("should answer a repeated batch as the first and enqueue it once", func(t *testing.T) {
+		e := newEnv(t)
+		e.do(t, post(v1.RoutePodBatches, "b1", okBatch("b1")), http.StatusAccepted, nil)
+		var got v1.PodBatchResult
+		e.do(t, post(v1.RoutePodBatches, "b1", okBatch("b1")), http.StatusAccepted, &got)
+		if diff := cmp.Diff(v1.PodBatchResult{TypeMeta: pbResult, BatchID: "b1", State: v1.BatchQueued, Duplicate: true}, got); diff != "" {
+			t.Errorf("answer mismatch (-want +got):\n%s", diff)
+		}
+		if n := len(e.received(t)); n != 1 {
+			t.Errorf("queued %d messages, want 1", n)
+		}
+	})
+	t.Run("should answer a repeat of a solved batch with its stored result", func(t *testing.T) {
+		e := newEnv(t)
+		e.do(t, post(v1.RoutePodBatches, "b1", okBatch("b1")), http.StatusAccepted, nil)
+		solved := v1.PodBatchResult{TypeMeta: pbResult, BatchID: "b1", State: v1.BatchSolved, Unschedulable: map[types.UID]string{"uid-web-0": "no nodepool"}}
+		if err := e.store.PutBatchResult(context.Background(), solved, t0); err != nil {
+			t.Fatal(err)
+		}
+		var got v1.PodBatchResult
+		e.do(t, post(v1.RoutePodBatches, "b1", okBatch("b1")), http.StatusAccepted, &got)
+		solved.Duplicate = true
+		if diff := cmp.Diff(solved, got); diff != "" {
+			t.Errorf("answer mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("should release the claim when enqueueing fails, so the retry is enqueued", func(t *testing.T) {
+		e := newEnv(t)
+		e.sender.Fail = 1
+		var failed v1.ErrorResponse
+		e.do(t, post(v1.RoutePodBatches, "b1", okBatch("b1")), http.StatusInternalServerError, &failed)
+		if !strings.Contains(failed.Message, "connection reset") {
+			t.Errorf("error message = %q, want the cause", failed.Message)
+		}
+		if n := e.items(t); n != 0 {
+			t.Errorf("table holds %d items after the failure, want 0", n)
+		}
+		var got v1.PodBatchResult
+		e.do(t, post(v1.RoutePodBatches, "b1", okBatch("b1")), http.StatusAccepted, &got)
+		if got.Duplicate {
+			t.Error("retry answered as a duplicate, want a first acceptance")
+		}
+		if n := len(e.received(t)); n != 1 {
+			t.Errorf("queued %d messages, want 1", n)
+		}
+	})
+	t.Run("should store a message too large for the queue and enqueue its reference", func(t *testing.T) {
+		e := newEnv(t)
+		e.sender.TooLarge = true
+		e.do(t, post(v1.RoutePodBatches, "b1", okBatch("b1")), http.StatusAccepted, nil)
+		want := []queue.Message{{GroupID: cluster, Kind: v1.KindPodBatch, PayloadRef: "PodBatch-b1"}}
+		if diff := cmp.Diff(want, e.received(t)); diff != "" {
+			t.Errorf("queue mismatch (-want +got):\n%s", diff)
+		}
+		payload, err := e.store.GetPayload(context.Background(), "PodBatch-b1", t0)
+		if err != nil {
+			t.Fatalf("GetPayload() error = %v", err)
+		}
+		if string(payload) != okBatch("b1") {
+			t.Errorf("stored payload = %s, want the request body", payload)
+		}
+	})
+}
+
+// TestRejections covers issue 4's malformed batches and the contract's
+// other 4xx answers: each gets its status and field paths, and nothing is
+// stored or enqueued.
+func TestRejections(t *testing.T) {
+	tenMB := `{"apiVersion":"nodewright.dev/v1","kind":"PodBatch","padding":"` + strings.Repeat("x", 10<<20) + `"}`
+	tests := []struct {
+		name       string
+		req        events.APIGatewayProxyRequest
+		wantStatus int
+		wantPaths  []string
+	}{
+		{name: "should reject truncated JSON", req: post(v1.RoutePodBatches, "b1", okBatch("b1")[:90]), wantStatus: 400, wantPaths: []string{"(body)"}},
+		{name: "should reject pods of the wrong type", req: post(v1.RoutePodBatches, "b1", podBatch("b1", cluster, `"web-0"`)), wantStatus: 400, wantPaths: []string{"pods"}},
+		{name: "should reject a uid of the wrong type", req: post(v1.RoutePodBatches, "b1", podBatch("b1", cluster, `[{"name":"a","namespace":"n","uid":5}]`)), wantStatus: 400, wantPaths: []string{"pods[0].uid"}},
+		{name: "should reject a 10 MB body before decoding it", req: post(v1.RoutePodBatches, "b1", tenMB), wantStatus: 413},
+		{name: "should reject a 10 MB base64 body before decoding it", req: func() events.APIGatewayProxyRequest {
+			r := post(v1.RoutePodBatches, "b1", base64.StdEncoding.EncodeToString([]byte(tenMB)))
+			r.IsBase64Encoded = true
+			return r
+		}(), wantStatus: 413},
+		{name: "should reject an unknown kind", req: post(v1.RoutePodBatches, "b1", strings.Replace(okBatch("b1"), `"kind":"PodBatch"`, `"kind":"PodBunch"`, 1)), wantStatus: 400, wantPaths: []string{"kind"}},
+		{name: "should reject a kind that is not the route's", req: post(v1.RouteRegistrations, "b1", okBatch("b1")), wantStatus: 400, wantPaths: []string{"kind"}},
+		{name: "should reject another apiVersion", req: post(v1.RoutePodBatches, "b1", strings.Replace(okBatch("b1"), "nodewright.dev/v1", "nodewright.dev/v2", 1)), wantStatus: 400, wantPaths: []string{"apiVersion"}},
+		{name: "should reject pods without a UID", req: post(v1.RoutePodBatches, "b1", podBatch("b1", cluster, "["+pod("web-0", "")+"]")), wantStatus: 400, wantPaths: []string{"pods[0].uid"}},
+		{name: "should reject a batch without pods", req: post(v1.RoutePodBatches, "b1", podBatch("b1", cluster, "[]")), wantStatus: 400, wantPaths: []string{"pods"}},
+		{name: "should reject another cluster's batch", req: post(v1.RoutePodBatches, "b1", podBatch("b1", "other", "["+pod("web-0", "u")+"]")), wantStatus: 400, wantPaths: []string{"cluster"}},
+		{name: "should reject a missing idempotency header", req: post(v1.RoutePodBatches, "", okBatch("b1")), wantStatus: 400, wantPaths: []string{"header Idempotency-Key"}},
+		{name: "should reject an idempotency header that differs from the id", req: post(v1.RoutePodBatches, "b2", okBatch("b1")), wantStatus: 400, wantPaths: []string{"header Idempotency-Key"}},
+		{name: "should reject invalid base64", req: func() events.APIGatewayProxyRequest {
+			r := post(v1.RoutePodBatches, "b1", "%%%")
+			r.IsBase64Encoded = true
+			return r
+		}(), wantStatus: 400, wantPaths: []string{"(body)"}},
+		{name: "should reject a malformed config", req: post(v1.RouteConfig, "c1", config("c1")[:40]), wantStatus: 400, wantPaths: []string{"(body)"}},
+		{name: "should reject registrations of a node without providerID", req: post(v1.RouteRegistrations, "r1", strings.Replace(registrations("r1"), `"providerID":"aws:///us-east-1a/i-0123",`, "", 1)), wantStatus: 400, wantPaths: []string{"nodes[0].providerID"}},
+		{name: "should reject a snapshot part beyond its parts", req: post(v1.RouteSnapshots, "s1", snapshot("s1", "snap", 2, 2)), wantStatus: 400, wantPaths: []string{"part"}},
+		{name: "should answer 404 for an unknown route", req: post("/v1/podbatch", "b1", okBatch("b1")), wantStatus: 404},
+		{name: "should answer 405 for a method the route does not serve", req: get(v1.RoutePodBatches), wantStatus: 405},
+		{name: "should answer 404 for a batch never posted", req: get(v1.RoutePodBatches + "/b9"), wantStatus: 404},
+		{name: "should reject a batch id that cannot be one", req: get(v1.RoutePodBatches + "/a.b"), wantStatus: 400, wantPaths: []string{"id"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			var got v1.ErrorResponse
+			e.do(t, tt.req, tt.wantStatus, &got)
+			if got.Message == "" {
+				t.Error("ErrorResponse.Message is empty")
+			}
+			var paths []string
+			for _, f := range got.Fields {
+				paths = append(paths, f.Path)
+			}
+			if diff := cmp.Diff(tt.wantPaths, paths, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("field paths mismatch (-want +got):\n%s", diff)
+			}
+			if n := e.items(t); n != 0 {
+				t.Errorf("table holds %d items, want nothing stored", n)
+			}
+			if msgs := e.received(t); len(msgs) != 0 {
+				t.Errorf("queue holds %d messages, want nothing enqueued", len(msgs))
+			}
+		})
+	}
+}
+
+func TestGetPodBatch(t *testing.T) {
+	e := newEnv(t)
+	var got v1.PodBatchResult
+	e.do(t, post(v1.RoutePodBatches, "b1", okBatch("b1")), http.StatusAccepted, nil)
+	e.do(t, get(v1.RoutePodBatches+"/b1"), http.StatusOK, &got)
+	if diff := cmp.Diff(v1.PodBatchResult{TypeMeta: pbResult, BatchID: "b1", State: v1.BatchQueued}, got); diff != "" {
+		t.Errorf("before solving: mismatch (-want +got):\n%s", diff)
+	}
+	solved := v1.PodBatchResult{TypeMeta: pbResult, BatchID: "b1", State: v1.BatchSolved, Nominations: map[types.UID]v1.Nomination{"uid-web-0": {NodeClaim: "default-abc"}}}
+	if err := e.store.PutBatchResult(context.Background(), solved, t0); err != nil {
+		t.Fatal(err)
+	}
+	got = v1.PodBatchResult{}
+	e.do(t, get(v1.RoutePodBatches+"/b1"), http.StatusOK, &got)
+	if diff := cmp.Diff(solved, got); diff != "" {
+		t.Errorf("after solving: mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPostConfig(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	var got v1.Receipt
+	e.do(t, post(v1.RouteConfig, "c1", config("c1", "b", "a")), http.StatusAccepted, &got)
+	if diff := cmp.Diff(v1.Receipt{TypeMeta: receiptT, ID: "c1"}, got); diff != "" {
+		t.Errorf("receipt mismatch (-want +got):\n%s", diff)
+	}
+	e.do(t, post(v1.RouteConfig, "c2", config("c2", "a")), http.StatusAccepted, nil)
+	e.do(t, post(v1.RouteConfig, "c1", config("c1", "b", "a")), http.StatusAccepted, &got)
+	if !got.Duplicate {
+		t.Error("repeated config c1: Duplicate = false, want true")
+	}
+	snap, err := e.store.GetConfig(ctx)
+	if err != nil {
+		t.Fatalf("GetConfig() error = %v", err)
+	}
+	var names []string
+	for _, np := range snap.NodePools {
+		names = append(names, np.Name)
+	}
+	// c2 replaced c1 whole; the repeat of c1 changed nothing.
+	if diff := cmp.Diff([]string{"a"}, names); diff != "" || snap.Version != 2 {
+		t.Errorf("stored config = version %d, pools %v; want version 2, pools [a]", snap.Version, names)
+	}
+	if msgs := e.received(t); len(msgs) != 0 {
+		t.Errorf("config enqueued %d messages, want none", len(msgs))
+	}
+}
+
+func TestPostRegistrations(t *testing.T) {
+	e := newEnv(t)
+	var got v1.Receipt
+	e.do(t, post(v1.RouteRegistrations, "r1", registrations("r1")), http.StatusAccepted, &got)
+	e.do(t, post(v1.RouteRegistrations, "r1", registrations("r1")), http.StatusAccepted, &got)
+	if diff := cmp.Diff(v1.Receipt{TypeMeta: receiptT, ID: "r1", Duplicate: true}, got); diff != "" {
+		t.Errorf("receipt of the repeat mismatch (-want +got):\n%s", diff)
+	}
+	want := []queue.Message{{GroupID: cluster, Kind: v1.KindNodeRegistrations, Body: []byte(registrations("r1"))}}
+	if diff := cmp.Diff(want, e.received(t)); diff != "" {
+		t.Errorf("queue mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPostSnapshots(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.do(t, post(v1.RouteSnapshots, "p1", snapshot("p1", "snap", 1, 2)), http.StatusAccepted, nil)
+	if _, err := e.store.CurrentSnapshot(ctx, t0); err == nil {
+		t.Error("CurrentSnapshot() after one of two parts: error = nil, want not found")
+	}
+	e.do(t, post(v1.RouteSnapshots, "p0", snapshot("p0", "snap", 0, 2)), http.StatusAccepted, nil)
+	snap, err := e.store.CurrentSnapshot(ctx, t0)
+	if err != nil {
+		t.Fatalf("CurrentSnapshot() error = %v", err)
+	}
+	if snap.ID != "snap" || len(snap.Nodes) != 2 || snap.Nodes[0].Name != "node-0" {
+		t.Errorf("CurrentSnapshot() = %s with nodes %v, want snap with node-0 and node-1", snap.ID, snap.Nodes)
+	}
+}
+
+func TestGetNodeClaims(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	var empty v1.NodeClaimList
+	resp := e.do(t, get(v1.RouteNodeClaims), http.StatusOK, &empty)
+	if !strings.Contains(resp.Body, `"items":[]`) || empty.Kind != "NodeClaimList" {
+		t.Errorf("empty list body = %s, want kind NodeClaimList and an empty items list", resp.Body)
+	}
+	for _, name := range []string{"default-b", "default-a"} {
+		c := v1.NodeClaim{TypeMeta: metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: v1.KindNodeClaim}, ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := e.store.PutNodeClaim(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got v1.NodeClaimList
+	e.do(t, get(v1.RouteNodeClaims), http.StatusOK, &got)
+	var names []string
+	for _, c := range got.Items {
+		names = append(names, c.Name+"@"+c.ResourceVersion)
+	}
+	if diff := cmp.Diff([]string{"default-a@1", "default-b@1"}, names); diff != "" {
+		t.Errorf("listed nodeclaims mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	if _, err := handler.New(handler.Config{}, handler.Deps{}); err == nil {
+		t.Error("New(zero) error = nil, want an error")
+	}
+}
