@@ -65,14 +65,20 @@ type Options struct {
 	MaxInstanceTypes int
 }
 
-// Result is the plan. It is safe to marshal to JSON and is keyed by pod UID.
+// Result is the plan. It is safe to marshal to JSON and is keyed by pod UID
+// (namespace/name for a pod without one). Every pod of Input.Pods appears
+// exactly once: in Placements, in one NewClaim's Pods, or in Unschedulable.
 type Result struct {
-	// NewClaims are the NodeClaims to launch, in a deterministic order.
+	// NewClaims are the NodeClaims to launch, in NodePool order (weight
+	// desc, then name desc), then in the order they were opened; their
+	// names are "<nodepool>-<n>", skipping names of in-flight NodeClaims.
 	NewClaims []NewClaim
 	// Placements maps pod UID to the existing node (or in-flight NodeClaim)
 	// name it was placed on.
 	Placements map[string]string
-	// Unschedulable maps pod UID to a precise, actionable reason.
+	// Unschedulable maps pod UID to a precise, actionable reason: which
+	// NodePools rejected the pod and why (in NodePool order), or why the
+	// provisioner does not act on it at all.
 	Unschedulable map[string]string
 }
 
@@ -97,7 +103,8 @@ type NewClaim struct {
 	// Expected is the offering CreateFleet would pick: the cheapest available
 	// offering of the candidates that the claim's requirements allow.
 	Expected ExpectedOffering
-	// Pods are the UIDs of the pods placed on this claim.
+	// Pods are the UIDs of the pods placed on this claim, in placement
+	// order.
 	Pods []string
 }
 
