@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -179,6 +180,13 @@ func TestSolveProperties(t *testing.T) {
 				res, err := sv.solve(t.Context(), in)
 				if err != nil {
 					t.Fatalf("%s error = %v", sv.name, err)
+				}
+				again, err := sv.solve(t.Context(), randomWorkload(rand.New(rand.NewSource(seed))))
+				if err != nil {
+					t.Fatalf("%s error = %v", sv.name, err)
+				}
+				if diff := cmp.Diff(res, again); diff != "" {
+					t.Fatalf("%s is not deterministic (-first +second):\n%s", sv.name, diff)
 				}
 				if err := st.CheckResult(in, res); err != nil {
 					t.Fatalf("%s broke a plan invariant: %v", sv.name, err)
