@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -413,5 +414,75 @@ func TestSolveAntiAffinityIgnoresNodesWithoutTheKey(t *testing.T) {
 	res := solve(t, in)
 	if diff := cmp.Diff(map[string]string{"web-0": "n1"}, viewOf(in, res).Placements); diff != "" {
 		t.Errorf("placements mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestSolveSpreadPolicies(t *testing.T) {
+	arm := st.Node("n1", st.NodeType(testTypes()[8], "us-east-1a", v1.CapacityTypeOnDemand), st.NodeAllocatable("1", "1Gi", "10"))
+	old := func(i int, rev string) *corev1.Pod {
+		return st.Pod(fmt.Sprintf("old-%d", i), st.Labels(map[string]string{"app": "web", "rev": rev}))
+	}
+	spread := func(affinityPolicy *corev1.NodeInclusionPolicy, matchLabelKeys ...string) st.PodOption {
+		return st.SpreadConstraint(corev1.TopologySpreadConstraint{
+			MaxSkew: 1, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: web}, NodeAffinityPolicy: affinityPolicy, MatchLabelKeys: matchLabelKeys,
+		})
+	}
+	ignore := corev1.NodeInclusionPolicyIgnore
+	tests := []struct {
+		name      string
+		pods      []*corev1.Pod
+		wantZoneA bool // some new pod lands in us-east-1a
+	}{
+		{
+			name:      "should count existing pods in the spread",
+			pods:      pods("web", 3, st.Labels(map[string]string{"app": "web", "rev": "2"}), st.Requests("100m", "128Mi"), spread(nil)),
+			wantZoneA: false,
+		},
+		{
+			name:      "should only count pods with the owner's matchLabelKeys values",
+			pods:      pods("web", 3, st.Labels(map[string]string{"app": "web", "rev": "2"}), st.Requests("100m", "128Mi"), spread(nil, "rev")),
+			wantZoneA: true,
+		},
+		{
+			name: "should not count pods on nodes the owner's node affinity excludes (nodeAffinityPolicy Honor)",
+			pods: pods("web", 3, st.Labels(map[string]string{"app": "web", "rev": "2"}), st.Requests("100m", "128Mi"),
+				st.NodeSelector(map[string]string{v1.LabelArch: "amd64"}), spread(nil)),
+			wantZoneA: true,
+		},
+		{
+			name: "should count pods on every node with nodeAffinityPolicy Ignore",
+			pods: pods("web", 3, st.Labels(map[string]string{"app": "web", "rev": "2"}), st.Requests("100m", "128Mi"),
+				st.NodeSelector(map[string]string{v1.LabelArch: "amd64"}), spread(&ignore)),
+			wantZoneA: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input([]v1.NodePool{st.NodePool("default")}, tt.pods,
+				st.WithNodes(st.Existing(arm.DeepCopy(), old(0, "1"), old(1, "1"), old(2, "1"))))
+			res := solve(t, in)
+			if len(res.Unschedulable) != 0 {
+				t.Fatalf("unschedulable: %v", res.Unschedulable)
+			}
+			zones := zoneOf(t, in, res)
+			gotA := false
+			for _, z := range zones {
+				gotA = gotA || z == "us-east-1a"
+			}
+			if gotA != tt.wantZoneA {
+				t.Errorf("a new pod in us-east-1a = %v, want %v (zones %v)", gotA, tt.wantZoneA, zones)
+			}
+		})
+	}
+}
+
+func TestSolveIgnoresPreferencesWithPolicyIgnore(t *testing.T) {
+	in := input([]v1.NodePool{st.NodePool("default")}, pods("web", 3, st.Labels(web), st.Requests("100m", "128Mi"),
+		st.PreferredPodAntiAffinity(1, v1.LabelHostname, web), st.PreferredNodeAffinity(1, st.Term(st.In(v1.LabelTopologyZone, "us-east-1z")))),
+		st.WithOptions(scheduling.Options{PreferencePolicy: scheduling.PreferencePolicyIgnore}))
+	res := solve(t, in)
+	if len(res.NewClaims) != 1 || len(res.NewClaims[0].Pods) != 3 {
+		t.Errorf("got %d claims, want one holding all three pods", len(res.NewClaims))
 	}
 }
