@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +14,9 @@ import (
 // enode is an existing node or in-flight NodeClaim that can take pods
 // (karpenter: ExistingNode, StateNode; karpenter-spec §3.7).
 type enode struct {
-	h           *host
+	h *host
+	// idx is the node's position in first-fit order.
+	idx         int
 	name        string
 	labels      map[string]string
 	reqs        requirements.Requirements
@@ -215,8 +218,10 @@ func (s *solver) buildNodes() error {
 	pods := make([][]*corev1.Pod, len(idx))
 	for i, j := range idx {
 		nodes[i], pods[i] = s.nodes[j], s.nodePods[j]
+		nodes[i].idx = i
 	}
 	s.nodes, s.nodePods = nodes, pods
+	s.nodeTree = newNodeTree(s.nodes, s.res.n())
 	return nil
 }
 
@@ -287,4 +292,65 @@ func (s *solver) existingClass(p *corev1.Pod) *class {
 func (s *solver) taintSet(taints []corev1.Taint) int32 {
 	s.taintSets = append(s.taintSets, taints)
 	return int32(len(s.taintSets) - 1)
+}
+
+// nodeTree finds, in node order, the next existing node whose available
+// resources hold a request: a segment tree of the element-wise maximum
+// availability, so that first fit skips full nodes in O(log n) instead of
+// checking each.
+type nodeTree struct {
+	n    int // resource slots in use
+	size int // leaves (a power of two)
+	max  []vec
+}
+
+func newNodeTree(nodes []*enode, slots int) *nodeTree {
+	size := 1
+	for size < len(nodes) {
+		size <<= 1
+	}
+	t := &nodeTree{n: slots, size: size, max: make([]vec, 2*size)}
+	for i := range t.max {
+		for j := 0; j < slots; j++ {
+			t.max[i][j] = math.MinInt64
+		}
+	}
+	for i, node := range nodes {
+		t.max[size+i] = node.avail
+	}
+	for i := size - 1; i >= 1; i-- {
+		t.max[i] = t.max[2*i]
+		t.max[i].maxWith(&t.max[2*i+1], slots)
+	}
+	return t
+}
+
+// update refreshes node i's availability.
+func (t *nodeTree) update(i int, avail *vec) {
+	i += t.size
+	t.max[i] = *avail
+	for i >>= 1; i >= 1; i >>= 1 {
+		t.max[i] = t.max[2*i]
+		t.max[i].maxWith(&t.max[2*i+1], t.n)
+	}
+}
+
+// next returns the first node index >= from whose availability holds req,
+// or -1.
+func (t *nodeTree) next(from int, req *vec) int {
+	return t.find(1, 0, t.size, from, req)
+}
+
+func (t *nodeTree) find(i, lo, hi, from int, req *vec) int {
+	if hi <= from || !leq(req, &t.max[i], t.n) {
+		return -1
+	}
+	if hi-lo == 1 {
+		return lo
+	}
+	mid := (lo + hi) / 2
+	if r := t.find(2*i, lo, mid, from, req); r >= 0 {
+		return r
+	}
+	return t.find(2*i+1, mid, hi, from, req)
 }

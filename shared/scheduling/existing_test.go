@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -119,6 +120,26 @@ func TestSolveExistingCapacity(t *testing.T) {
 			want: view{Placements: map[string]string{"web-0": "n1"}},
 		},
 	}
+	var many []scheduling.ExistingNode
+	for i := 0; i < 40; i++ {
+		cpu := "500m"
+		if i == 27 || i == 31 {
+			cpu = "4"
+		}
+		many = append(many, st.Existing(st.Node(fmt.Sprintf("n%02d", i), st.NodeAllocatable(cpu, "8Gi", "20"))))
+	}
+	tests = append(tests, struct {
+		name  string
+		nodes []scheduling.ExistingNode
+		ds    []st.PodOption
+		pods  []*corev1.Pod
+		want  view
+	}{
+		name:  "should take the first node in order that has room among many full ones",
+		nodes: many,
+		pods:  pods("web", 1, st.Requests("1", "1Gi")),
+		want:  view{Placements: map[string]string{"web-0": "n27"}},
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := []st.InputOption{st.WithNodes(tt.nodes...)}

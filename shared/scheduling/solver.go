@@ -58,6 +58,7 @@ type solver struct {
 
 	hosts    []*host
 	nodes    []*enode
+	nodeTree *nodeTree
 	nodePods [][]*corev1.Pod
 	claims   []*nclaim
 
@@ -448,18 +449,25 @@ func (s *solver) placeExisting(order []*podInfo) []*podInfo {
 	}
 	rest := order[:0:0]
 	for _, pi := range order {
-		placed := false
-		for _, node := range s.nodes {
-			if s.tryNode(pi, node) {
-				placed = true
-				break
-			}
-		}
-		if !placed {
+		if !s.firstFitExisting(pi) {
 			rest = append(rest, pi)
 		}
 	}
 	return rest
+}
+
+// firstFitExisting places pi on the first existing node, in order, that
+// takes it; the node tree skips nodes without room.
+func (s *solver) firstFitExisting(pi *podInfo) bool {
+	if len(s.nodes) == 0 {
+		return false
+	}
+	for i := s.nodeTree.next(0, &pi.req); i >= 0; i = s.nodeTree.next(i+1, &pi.req) {
+		if s.tryNode(pi, s.nodes[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // packingOrder orders the pods that need new capacity: pods that must each
@@ -476,10 +484,8 @@ func (s *solver) packingOrder(pods []*podInfo) []*podInfo {
 // place tries existing capacity first (initialized nodes, then by name;
 // first fit wins), then this round's claims and a new claim by cost.
 func (s *solver) place(pi *podInfo) bool {
-	for _, node := range s.nodes {
-		if s.tryNode(pi, node) {
-			return true
-		}
+	if s.firstFitExisting(pi) {
+		return true
 	}
 	return s.placeNew(pi)
 }
@@ -507,6 +513,7 @@ func (s *solver) tryNode(pi *podInfo, node *enode) bool {
 		return false
 	}
 	node.avail.sub(&pi.req, n)
+	s.nodeTree.update(node.idx, &node.avail)
 	node.ports = append(node.ports, pi.cls.ports...)
 	pi.host = node.h
 	pi.rec = s.record(pi.cls, e, view, nil)
