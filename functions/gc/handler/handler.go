@@ -1,0 +1,146 @@
+// Package handler is the garbage-collection Lambda, invoked by EventBridge
+// Scheduler every minute. It runs provisioning.Collector over the real
+// adapters (karpenter-spec sections 5.1 and 5.4, 11.3 items 17-18):
+// NodeClaims not launched within 5 minutes or not registered within 15 are
+// deleted with their instance and Node; instances carrying the cluster's
+// launch tags that no NodeClaim accounts for are terminated once older than
+// 30 seconds; a registered NodeClaim whose instance is gone is deleted with
+// its Node.
+//
+// Every step is idempotent and a run decides from fresh reads, so an
+// overlapping or retried run is harmless. A run that fails part-way
+// reports a workflow error (the scheduler may retry; the next minute runs
+// regardless).
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/functions/internal/adapters"
+	"github.com/nodewright/nodewright/functions/internal/lambdakit"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/provisioning"
+	"github.com/nodewright/nodewright/shared/workflow"
+)
+
+// Config is the garbage-collection Lambda's configuration.
+type Config struct {
+	Cluster string
+	Table   string
+	// Endpoint and CAData (base64 PEM) reach the cluster's API server.
+	Endpoint string
+	CAData   string
+	LogLevel slog.Level
+}
+
+// LoadConfig reads CLUSTER_NAME, TABLE_NAME, CLUSTER_ENDPOINT and
+// CLUSTER_CA_DATA (required) and LOG_LEVEL.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	e := lambdakit.NewEnv(getenv)
+	c := Config{
+		Cluster:  e.String("CLUSTER_NAME"),
+		Table:    e.String("TABLE_NAME"),
+		Endpoint: e.String("CLUSTER_ENDPOINT"),
+		CAData:   e.String("CLUSTER_CA_DATA"),
+		LogLevel: e.Level("LOG_LEVEL"),
+	}
+	return c, e.Err()
+}
+
+// NodeAPI lists and deletes Nodes (*kube.Client; DeleteNode is idempotent).
+type NodeAPI interface {
+	ListNodes(ctx context.Context) ([]corev1.Node, error)
+	DeleteNode(ctx context.Context, name string) error
+}
+
+var _ NodeAPI = (*kube.Client)(nil)
+
+// Clients are the API clients New wires the handler with.
+type Clients struct {
+	DynamoDB ddbstore.API
+	EC2      fleet.EC2API
+	Nodes    NodeAPI
+}
+
+// collector runs one garbage-collection pass (*provisioning.Collector).
+type collector interface {
+	CollectGarbage(ctx context.Context, now time.Time) ([]provisioning.CleanupResult, error)
+}
+
+// Handler runs garbage collection. It holds no state between invocations.
+type Handler struct {
+	collector collector
+	log       *slog.Logger
+	now       func() time.Time
+}
+
+// New wires the handler the way the Lambda runs it: provisioning.Collector
+// over the DynamoDB store, the cluster's tagged EC2 instances and the
+// cluster's Nodes. now is the clock (time.Now in main).
+func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handler, error) {
+	store, err := ddbstore.New(c.DynamoDB, cfg.Table, cfg.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	col, err := provisioning.NewCollector(cfg.Cluster, adapters.Claims{Store: store},
+		adapters.Instances{Fleet: fleet.New(c.EC2), Cluster: cfg.Cluster}, c.Nodes)
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	return NewWithCollector(col, log, now)
+}
+
+// NewWithCollector returns a Handler over a collector.
+func NewWithCollector(c collector, log *slog.Logger, now func() time.Time) (*Handler, error) {
+	if c == nil || log == nil || now == nil {
+		return nil, errors.New("gc: collector, log and now are required")
+	}
+	return &Handler{collector: c, log: log, now: now}, nil
+}
+
+// Output summarizes one run.
+type Output struct {
+	// Cleanups are the executed decisions, in the collector's order.
+	Cleanups []Cleanup `json:"cleanups"`
+}
+
+// Cleanup is one executed decision.
+type Cleanup struct {
+	provisioning.Cleanup
+	Skipped bool   `json:"skipped,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Handle runs one pass. The scheduler's input is ignored. It returns the
+// executed cleanups and, when a list or a cleanup failed, a workflow error
+// (see lambdakit.AsWorkflowError) with everything done so far in Output.
+func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error) {
+	results, err := h.collector.CollectGarbage(ctx, h.now())
+	out := Output{Cleanups: []Cleanup{}}
+	for _, r := range results {
+		c := Cleanup{Cleanup: r.Cleanup, Skipped: r.Skipped}
+		level := slog.LevelInfo
+		if r.Err != nil {
+			c.Error = r.Err.Error()
+			level = slog.LevelError
+		}
+		out.Cleanups = append(out.Cleanups, c)
+		h.log.Log(ctx, level, "garbage collected", "reason", r.Reason, "nodeclaim", r.NodeClaim,
+			"instance", r.InstanceID, "node", r.Node, "skipped", r.Skipped, "err", c.Error)
+	}
+	if err != nil {
+		h.log.ErrorContext(ctx, "garbage collection incomplete", "err", err)
+		return out, lambdakit.AsWorkflowError(err, lambdakit.Is(provisioning.ErrConflict, workflow.ErrConflict))
+	}
+	h.log.InfoContext(ctx, "garbage collection done", "cleanups", len(out.Cleanups))
+	return out, nil
+}

@@ -1,0 +1,196 @@
+// Package adapters fits nodewright's AWS packages to the ports that
+// shared/provisioning declares: the DynamoDB store (shared/aws/ddbstore) as
+// its NodeClaim, configuration, cluster-state, offering and batch stores;
+// the EC2NodeClass resolver and launch templates (shared/aws/nodeclass) as
+// its node-class resolver; CreateFleet (shared/aws/fleet) as its launcher
+// and instance provider. It translates types and errors only: ddbstore's
+// ErrNotFound, ErrAlreadyExists and *ConflictError become the provisioning
+// sentinels under errors.Is, fleet's insufficient-capacity error becomes
+// provisioning's, and so on. No decision is made here.
+//
+// The provisioner and garbage-collection Lambdas wire these; the clock
+// (Now) is theirs, since the store takes `now` from its caller.
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/provisioning"
+)
+
+// storeError keeps the store's error (and its message) while also matching
+// the provisioning sentinel it means.
+type storeError struct {
+	err  error
+	kind error
+}
+
+func (e *storeError) Error() string   { return e.err.Error() }
+func (e *storeError) Unwrap() []error { return []error{e.err, e.kind} }
+
+// translate maps ddbstore errors to provisioning's port errors.
+func translate(err error) error {
+	var conflict *ddbstore.ConflictError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ddbstore.ErrNotFound):
+		return &storeError{err: err, kind: provisioning.ErrNotFound}
+	case errors.Is(err, ddbstore.ErrAlreadyExists):
+		return &storeError{err: err, kind: provisioning.ErrAlreadyExists}
+	case errors.As(err, &conflict):
+		return &storeError{err: err, kind: provisioning.ErrConflict}
+	}
+	return err
+}
+
+// Claims is the NodeClaim store of provisioning (claimStore,
+// registrationStore, gcClaimStore) over ddbstore.
+type Claims struct{ Store *ddbstore.Store }
+
+// ListNodeClaims lists every NodeClaim, strongly consistent.
+func (c Claims) ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
+	claims, err := c.Store.ListNodeClaims(ctx)
+	return claims, translate(err)
+}
+
+// GetNodeClaim reads one NodeClaim; ErrNotFound when absent.
+func (c Claims) GetNodeClaim(ctx context.Context, name string) (v1.NodeClaim, error) {
+	claim, err := c.Store.GetNodeClaim(ctx, name)
+	return claim, translate(err)
+}
+
+// CreateNodeClaim creates a NodeClaim; ErrAlreadyExists when the name is
+// taken.
+func (c Claims) CreateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error) {
+	created, err := c.Store.PutNodeClaim(ctx, claim)
+	return created, translate(err)
+}
+
+// UpdateNodeClaim replaces a NodeClaim at its ResourceVersion; ErrConflict
+// or ErrNotFound otherwise.
+func (c Claims) UpdateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error) {
+	updated, err := c.Store.UpdateNodeClaim(ctx, claim)
+	return updated, translate(err)
+}
+
+// DeleteNodeClaim deletes a NodeClaim at resourceVersion; ErrConflict or
+// ErrNotFound otherwise.
+func (c Claims) DeleteNodeClaim(ctx context.Context, name, resourceVersion string) error {
+	return translate(c.Store.DeleteNodeClaim(ctx, v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: resourceVersion}}))
+}
+
+// NodeClaimByProviderID finds the NodeClaim of a node; ErrNotFound when
+// none carries the providerID.
+func (c Claims) NodeClaimByProviderID(ctx context.Context, providerID string) (v1.NodeClaim, error) {
+	claim, err := c.Store.FindByProviderID(ctx, providerID)
+	return claim, translate(err)
+}
+
+// Config is provisioning's configSource over ddbstore.
+type Config struct{ Store *ddbstore.Store }
+
+// ClusterConfig returns the synced NodePools and EC2NodeClasses; none yet
+// is two empty lists.
+func (c Config) ClusterConfig(ctx context.Context) ([]v1.NodePool, []v1.EC2NodeClass, error) {
+	snap, err := c.Store.GetConfig(ctx)
+	if errors.Is(err, ddbstore.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return snap.NodePools, snap.NodeClasses, nil
+}
+
+// Offerings is provisioning's unavailable-offerings cache over ddbstore.
+type Offerings struct{ Store *ddbstore.Store }
+
+// UnavailableOfferings lists the offerings still unavailable at now.
+func (o Offerings) UnavailableOfferings(ctx context.Context, now time.Time) ([]provisioning.Offering, error) {
+	list, err := o.Store.ListUnavailable(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]provisioning.Offering, len(list))
+	for i, u := range list {
+		out[i] = provisioning.Offering{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Zone: u.Zone}
+	}
+	return out, nil
+}
+
+// MarkUnavailable records an offering as unavailable until now+ttl.
+func (o Offerings) MarkUnavailable(ctx context.Context, off provisioning.Offering, code string, now time.Time, ttl time.Duration) error {
+	key := ddbstore.OfferingKey{CapacityType: off.CapacityType, InstanceType: off.InstanceType, Zone: off.Zone}
+	return o.Store.MarkUnavailable(ctx, key, code, now, ttl)
+}
+
+// Batches is provisioning's batch store over ddbstore. Now stamps the
+// results' deadline (ddbstore.BatchResultTTL).
+type Batches struct {
+	Store *ddbstore.Store
+	Now   func() time.Time
+}
+
+// BatchResult returns the stored result of a batch.
+func (b Batches) BatchResult(ctx context.Context, batchID string) (v1.PodBatchResult, bool, error) {
+	return b.Store.BatchResult(ctx, batchID, b.Now())
+}
+
+// PutBatchResult stores a batch's result.
+func (b Batches) PutBatchResult(ctx context.Context, r v1.PodBatchResult) error {
+	return b.Store.PutBatchResult(ctx, r, b.Now())
+}
+
+// Cluster is provisioning's clusterSource: the forwarder's current
+// snapshot. Without one (none yet, or the forwarder stopped posting for
+// ddbstore.SnapshotTTL) the cluster state is empty: only in-flight and
+// registered NodeClaims are known capacity.
+type Cluster struct {
+	Store *ddbstore.Store
+	Now   func() time.Time
+}
+
+// ClusterState returns the snapshot's Nodes, bound pods and DaemonSets.
+func (c Cluster) ClusterState(ctx context.Context) (provisioning.ClusterState, error) {
+	snap, err := c.Store.CurrentSnapshot(ctx, c.Now())
+	if errors.Is(err, ddbstore.ErrNotFound) {
+		return provisioning.ClusterState{}, nil
+	}
+	if err != nil {
+		return provisioning.ClusterState{}, fmt.Errorf("read cluster snapshot: %w", err)
+	}
+	return ClusterStateOf(snap), nil
+}
+
+// ClusterStateOf converts a stored snapshot into the solver's objects.
+func ClusterStateOf(snap ddbstore.Snapshot) provisioning.ClusterState {
+	var st provisioning.ClusterState
+	for _, n := range snap.Nodes {
+		st.Nodes = append(st.Nodes, *n.Node())
+	}
+	for _, p := range snap.Pods {
+		st.Pods = append(st.Pods, *p.Pod())
+	}
+	for _, ds := range snap.DaemonSets {
+		tmpl := ds.Template.Pod()
+		st.DaemonSets = append(st.DaemonSets, appsv1.DaemonSet{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+			ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, UID: ds.UID},
+			Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels, Annotations: tmpl.Annotations},
+				Spec:       tmpl.Spec,
+			}},
+		})
+	}
+	return st
+}

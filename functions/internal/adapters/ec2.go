@@ -1,0 +1,171 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/provisioning"
+)
+
+// Condition reasons for an EC2NodeClass that does not resolve (Karpenter's
+// EC2NodeClass condition reasons).
+const (
+	reasonSubnetsNotFound        = "SubnetsNotFound"
+	reasonSecurityGroupsNotFound = "SecurityGroupsNotFound"
+	reasonAMINotFound            = "AMINotFound"
+)
+
+// NodeClasses is provisioning's node-class resolver: it resolves an
+// EC2NodeClass's subnets, security groups and AMIs (aliases through SSM for
+// KubernetesVersion) with nodeclass.Resolver and fills its status.
+//
+// Instance profile: spec.instanceProfile when set. For spec.role, Karpenter
+// creates and manages an instance profile per node class through IAM;
+// nodewright does not call IAM and uses the instance profile named like the
+// role, which the deployment creates with the role (the CDK stack does).
+type NodeClasses struct {
+	Resolver *nodeclass.Resolver
+	// KubernetesVersion is the cluster's minor version, e.g. "1.33".
+	KubernetesVersion string
+}
+
+// ResolveNodeClass returns nc with its status resolved and Ready=True, or
+// Ready=False with Karpenter's reason when nothing matches a selector.
+// Failed AWS calls are errors.
+func (n NodeClasses) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (provisioning.ResolvedNodeClass, error) {
+	res, err := n.Resolver.Resolve(ctx, &nc, n.KubernetesVersion)
+	if reason := notFoundReason(err); reason != "" {
+		nc.Status.Conditions = []metav1.Condition{{
+			Type: v1.ConditionTypeReady, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error(), ObservedGeneration: nc.Generation,
+		}}
+		return provisioning.ResolvedNodeClass{NodeClass: nc}, nil
+	}
+	if err != nil {
+		return provisioning.ResolvedNodeClass{}, fmt.Errorf("resolve EC2NodeClass %s: %w", nc.Name, err)
+	}
+	res.ApplyTo(&nc.Status)
+	switch {
+	case nc.Spec.InstanceProfile != nil:
+		nc.Status.InstanceProfile = *nc.Spec.InstanceProfile
+	default:
+		nc.Status.InstanceProfile = nc.Spec.Role
+	}
+	nc.Status.Conditions = []metav1.Condition{{
+		Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeReady, ObservedGeneration: nc.Generation,
+	}}
+	out := provisioning.ResolvedNodeClass{NodeClass: nc}
+	for _, s := range res.Subnets {
+		out.Subnets = append(out.Subnets, provisioning.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID, AvailableIPs: s.AvailableIPs})
+	}
+	return out, nil
+}
+
+func notFoundReason(err error) string {
+	switch {
+	case errors.Is(err, nodeclass.ErrSubnetsNotFound):
+		return reasonSubnetsNotFound
+	case errors.Is(err, nodeclass.ErrSecurityGroupsNotFound):
+		return reasonSecurityGroupsNotFound
+	case errors.Is(err, nodeclass.ErrAMIsNotFound):
+		return reasonAMINotFound
+	}
+	return ""
+}
+
+// Launcher is provisioning's launcher: one instant CreateFleet per NodeClaim
+// (fleet.Client.Launch, ClientToken from the NodeClaim's UID) with the
+// launch templates nodeclass.Resolver ensures for the cluster.
+type Launcher struct {
+	Fleet     *fleet.Client
+	Templates *nodeclass.Resolver
+	// Cluster holds what user data needs (name, endpoint, CA, service
+	// CIDR, DNS).
+	Cluster nodeclass.Cluster
+}
+
+// Launch launches req.NodeClaim. An insufficient-capacity outcome is a
+// *provisioning.InsufficientCapacityError listing the offerings EC2
+// refused.
+func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (provisioning.LaunchResult, error) {
+	claim, class := req.NodeClaim, req.NodeClass
+	subnets := make([]fleet.Subnet, len(req.Subnets))
+	for i, s := range req.Subnets {
+		subnets[i] = fleet.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID, AvailableIPs: s.AvailableIPs}
+	}
+	templates := fleet.TemplateFunc(func(ctx context.Context, tr fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) {
+		lts, err := l.Templates.EnsureLaunchTemplates(ctx, nodeclass.TemplateRequest{
+			Cluster: l.Cluster, NodeClass: &class, NodeClaim: &claim,
+			CapacityType: tr.CapacityType, ReservationID: tr.ReservationID, InstanceTypes: tr.InstanceTypes,
+		})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]fleet.LaunchTemplate, len(lts))
+		for i, lt := range lts {
+			out[i] = fleet.LaunchTemplate(lt)
+		}
+		return out, nil
+	})
+	res, err := l.Fleet.Launch(ctx, fleet.Request{
+		ClusterName: l.Cluster.Name, NodeClaim: &claim, NodeClass: &class,
+		InstanceTypes: req.InstanceTypes, Subnets: subnets, Templates: templates,
+	})
+	var ice *fleet.InsufficientCapacityError
+	if errors.As(err, &ice) {
+		return provisioning.LaunchResult{}, &provisioning.InsufficientCapacityError{Offerings: unavailable(ice.Offerings), Reason: ice.Reason}
+	}
+	if err != nil {
+		return provisioning.LaunchResult{}, err
+	}
+	return provisioning.LaunchResult{Instance: instance(res.Instance), Unavailable: unavailable(res.Unavailable)}, nil
+}
+
+func unavailable(in []fleet.UnavailableOffering) []provisioning.UnavailableOffering {
+	out := make([]provisioning.UnavailableOffering, len(in))
+	for i, u := range in {
+		out[i] = provisioning.UnavailableOffering{
+			Offering: provisioning.Offering{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Zone: u.Zone},
+			Code:     u.Code, SubnetID: u.SubnetID,
+		}
+	}
+	return out
+}
+
+func instance(i fleet.Instance) provisioning.Instance {
+	return provisioning.Instance{
+		ID: i.ID, InstanceType: i.InstanceType, Zone: i.Zone, ZoneID: i.ZoneID, CapacityType: i.CapacityType,
+		ReservationID: i.ReservationID, ImageID: i.ImageID, State: i.State, LaunchTime: i.LaunchTime, Tags: i.Tags,
+	}
+}
+
+// Instances is provisioning's instance provider for garbage collection:
+// the cluster's tagged instances (fleet.Client.List) and termination.
+type Instances struct {
+	Fleet   *fleet.Client
+	Cluster string
+}
+
+// ListInstances lists the cluster's instances in any state but terminated.
+func (in Instances) ListInstances(ctx context.Context) ([]provisioning.Instance, error) {
+	list, err := in.Fleet.List(ctx, in.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]provisioning.Instance, len(list))
+	for i, inst := range list {
+		out[i] = instance(inst)
+	}
+	return out, nil
+}
+
+// TerminateInstance terminates one instance; an instance already gone is
+// not an error (fleet.Client.Terminate is idempotent).
+func (in Instances) TerminateInstance(ctx context.Context, id string) error {
+	return in.Fleet.Terminate(ctx, id)
+}

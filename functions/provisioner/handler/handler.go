@@ -1,0 +1,387 @@
+// Package handler is the provisioner Lambda: the consumer of the
+// provisioning SQS FIFO queue (event source mapping with a small batch size
+// and ReportBatchItemFailures). Each message is one of the intake API's:
+//
+//   - PodBatch: provisioning.Provision with the real adapters (DynamoDB
+//     store, EC2NodeClass resolution through EC2 and SSM, CreateFleet), which
+//     stores the batch's PodBatchResult for the intake API's GET route;
+//   - NodeRegistrations: for each Node, provisioning.Registrar against the
+//     live Node read from the Kubernetes API, then the Node patch applied
+//     through a conflict-retrying update.
+//
+// One solve at a time per cluster comes from the queue: every message of a
+// cluster shares one message group, and SQS hands out a group's next
+// message only once the previous one is deleted or its visibility timeout
+// expired (shared/provisioning, "Single writer"). The queue's visibility
+// timeout must therefore exceed this function's timeout (AWS advises six
+// times); no DynamoDB lease is taken.
+//
+// Acknowledgement follows the effect (STYLE rule 9): a record is reported
+// failed, and redelivered by SQS, when its effect is not complete —
+// provisioning.ErrLaunchIncomplete, a store or API failure, a registration
+// that could not be written. Since the queue is FIFO, the records after a
+// failed one are reported failed too, unprocessed, so they are redelivered
+// after it and in order. A message that can never succeed (a body that does
+// not decode, an unknown kind, an expired claim check, another cluster's
+// batch) is logged as poison, counted and acknowledged; a batch rejected as
+// invalid gets a Failed PodBatchResult so the forwarder learns of it.
+package handler
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/functions/internal/adapters"
+	"github.com/nodewright/nodewright/functions/internal/lambdakit"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/aws/queue"
+	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/provisioning"
+)
+
+// Config is the provisioner Lambda's configuration.
+type Config struct {
+	// Cluster is the EKS cluster name.
+	Cluster string
+	// Table is the DynamoDB table (ddbstore).
+	Table string
+	// Region is the AWS region (Lambda's AWS_REGION): it prices and zones
+	// the instance types.
+	Region string
+	// KubernetesVersion is the cluster's minor version ("1.33"), for AMI
+	// aliases.
+	KubernetesVersion string
+	// Endpoint is the cluster's API server URL and CAData its CA bundle
+	// (base64 PEM, as EKS's certificateAuthority.data): the Kubernetes
+	// client and the nodes' user data use them.
+	Endpoint string
+	CAData   string
+	// ServiceCIDR is the cluster's service CIDR (AL2023 user data needs
+	// it) and DNS the kube-dns ClusterIP ("" lets the AMI decide).
+	ServiceCIDR string
+	DNS         string
+	// SpotPriceRatio prices spot offerings at on-demand × the ratio until
+	// spot price history is read (0.35, as the CLI and the local stack).
+	SpotPriceRatio float64
+	// LaunchParallelism bounds concurrent CreateFleet calls (16).
+	LaunchParallelism int
+	LogLevel          slog.Level
+}
+
+// LoadConfig reads the configuration: CLUSTER_NAME, TABLE_NAME,
+// AWS_REGION, KUBERNETES_VERSION, CLUSTER_ENDPOINT and CLUSTER_CA_DATA
+// (required); SERVICE_CIDR, CLUSTER_DNS, SPOT_PRICE_RATIO,
+// LAUNCH_PARALLELISM and LOG_LEVEL. It reports every problem at once.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	e := lambdakit.NewEnv(getenv)
+	c := Config{
+		Cluster:           e.String("CLUSTER_NAME"),
+		Table:             e.String("TABLE_NAME"),
+		Region:            e.String("AWS_REGION"),
+		KubernetesVersion: e.String("KUBERNETES_VERSION"),
+		Endpoint:          e.String("CLUSTER_ENDPOINT"),
+		CAData:            e.String("CLUSTER_CA_DATA"),
+		ServiceCIDR:       e.StringOr("SERVICE_CIDR", ""),
+		DNS:               e.StringOr("CLUSTER_DNS", ""),
+		SpotPriceRatio:    e.Float("SPOT_PRICE_RATIO", 0.35, 0, 1),
+		LaunchParallelism: e.Int("LAUNCH_PARALLELISM", provisioning.DefaultLaunchParallelism, 1, 256),
+		LogLevel:          e.Level("LOG_LEVEL"),
+	}
+	err := e.Err()
+	if c.CAData != "" {
+		if _, derr := base64.StdEncoding.DecodeString(c.CAData); derr != nil {
+			err = errors.Join(err, fmt.Errorf("CLUSTER_CA_DATA: not base64: %w", derr))
+		}
+	}
+	return c, err
+}
+
+// CAPEM returns the cluster CA bundle as PEM.
+func (c Config) CAPEM() ([]byte, error) { return base64.StdEncoding.DecodeString(c.CAData) }
+
+// EC2API is the EC2 client as the provisioner uses it (*ec2.Client).
+type EC2API interface {
+	fleet.EC2API
+	nodeclass.EC2API
+}
+
+// Clients are the API clients New wires the handler with.
+type Clients struct {
+	DynamoDB ddbstore.API
+	EC2      EC2API
+	SSM      nodeclass.SSMAPI
+	// Nodes reads and updates Nodes (*kube.Client).
+	Nodes NodeAPI
+}
+
+// New wires the handler from cfg and clients the way the Lambda runs it:
+// the store, the node-class resolver, CreateFleet, and
+// provisioning.Provisioner and Registrar over the adapters. now is the
+// clock (time.Now in main).
+func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handler, error) {
+	store, err := ddbstore.New(c.DynamoDB, cfg.Table, cfg.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("provisioner: %w", err)
+	}
+	resolver := nodeclass.New(c.EC2, c.SSM, now)
+	prov, err := provisioning.NewProvisioner(provisioning.ProvisionerPorts{
+		Claims:    adapters.Claims{Store: store},
+		Config:    adapters.Config{Store: store},
+		NodeClass: adapters.NodeClasses{Resolver: resolver, KubernetesVersion: cfg.KubernetesVersion},
+		Cluster:   adapters.Cluster{Store: store, Now: now},
+		Offerings: adapters.Offerings{Store: store},
+		Batches:   adapters.Batches{Store: store, Now: now},
+		Launcher: adapters.Launcher{Fleet: fleet.New(c.EC2), Templates: resolver, Cluster: nodeclass.Cluster{
+			Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS,
+		}},
+	}, provisioning.ProvisionerOptions{
+		Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio, LaunchParallelism: cfg.LaunchParallelism,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("provisioner: %w", err)
+	}
+	reg, err := provisioning.NewRegistrar(adapters.Claims{Store: store})
+	if err != nil {
+		return nil, fmt.Errorf("provisioner: %w", err)
+	}
+	return NewWithDeps(Deps{
+		Provisioner: prov, Registrar: reg, Nodes: c.Nodes, Payloads: store,
+		Results: adapters.Batches{Store: store, Now: now}, Log: log, Now: now,
+	})
+}
+
+// provisioner runs one provisioning round (*provisioning.Provisioner).
+type provisioner interface {
+	Provision(ctx context.Context, batch *v1.PodBatch, now time.Time) (provisioning.Result, error)
+}
+
+// registrar registers one Node (*provisioning.Registrar).
+type registrar interface {
+	Register(ctx context.Context, node *corev1.Node, now time.Time) (provisioning.Registration, error)
+}
+
+// NodeAPI reads and updates Nodes (*kube.Client): GetNode returns an error
+// matching kube.ErrNotFound for a missing Node; UpdateNode re-reads and
+// re-applies mutate on conflicts.
+type NodeAPI interface {
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+	UpdateNode(ctx context.Context, name string, mutate func(*corev1.Node) error) error
+}
+
+// payloads reads claim-checked message bodies (*ddbstore.Store).
+type payloads interface {
+	GetPayload(ctx context.Context, key string, now time.Time) ([]byte, error)
+}
+
+// results stores a batch's answer (adapters.Batches).
+type results interface {
+	PutBatchResult(ctx context.Context, r v1.PodBatchResult) error
+}
+
+var _ NodeAPI = (*kube.Client)(nil)
+
+// Deps are the handler's collaborators. All are required.
+type Deps struct {
+	Provisioner provisioner
+	Registrar   registrar
+	Nodes       NodeAPI
+	Payloads    payloads
+	Results     results
+	Log         *slog.Logger
+	Now         func() time.Time
+}
+
+// Handler consumes the provisioning queue. It holds no state between
+// invocations.
+type Handler struct{ deps Deps }
+
+// NewWithDeps returns a Handler over deps, or an error naming a missing
+// one.
+func NewWithDeps(deps Deps) (*Handler, error) {
+	if deps.Provisioner == nil || deps.Registrar == nil || deps.Nodes == nil || deps.Payloads == nil ||
+		deps.Results == nil || deps.Log == nil || deps.Now == nil {
+		return nil, errors.New("provisioner: every dependency is required")
+	}
+	return &Handler{deps: deps}, nil
+}
+
+// outcome is what became of one record.
+type outcome int
+
+const (
+	done   outcome = iota // effect complete: acknowledge
+	retry                 // effect incomplete: report failed, SQS redelivers
+	poison                // can never succeed: log, count, acknowledge
+)
+
+// Handle processes the records in order and reports the ones to redeliver.
+// It returns an error only for a malformed event; every record's own
+// failure is in the response.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
+	var processed, poisoned int
+	failed := false
+	for _, rec := range ev.Records {
+		if failed {
+			// FIFO: a later message of the group must not overtake a
+			// failed one.
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+			continue
+		}
+		switch h.process(ctx, rec) {
+		case done:
+			processed++
+		case poison:
+			poisoned++
+		case retry:
+			failed = true
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
+	h.deps.Log.InfoContext(ctx, "records handled", "records", len(ev.Records), "processed", processed,
+		"poison", poisoned, "redeliver", len(resp.BatchItemFailures))
+	return resp, nil
+}
+
+func (h *Handler) process(ctx context.Context, rec events.SQSMessage) outcome {
+	log := h.deps.Log.With("messageId", rec.MessageId, "receiveCount", rec.Attributes["ApproximateReceiveCount"])
+	attrs := map[string]string{}
+	for k, v := range rec.MessageAttributes {
+		if v.StringValue != nil {
+			attrs[k] = *v.StringValue
+		}
+	}
+	m, err := queue.Decode(rec.Body, attrs, rec.Attributes["MessageGroupId"], rec.Attributes["MessageDeduplicationId"])
+	if err != nil {
+		log.ErrorContext(ctx, "poison message acknowledged", "reason", err)
+		return poison
+	}
+	if m.PayloadRef != "" {
+		m.Body, err = h.deps.Payloads.GetPayload(ctx, m.PayloadRef, h.deps.Now())
+		if errors.Is(err, ddbstore.ErrNotFound) {
+			log.ErrorContext(ctx, "poison message acknowledged", "reason", err, "kind", m.Kind)
+			return poison
+		}
+		if err != nil {
+			log.ErrorContext(ctx, "read claim-checked payload", "err", err)
+			return retry
+		}
+	}
+	log = log.With("kind", m.Kind)
+	switch m.Kind {
+	case v1.KindPodBatch:
+		return h.podBatch(ctx, log, m.Body)
+	case v1.KindNodeRegistrations:
+		return h.registrations(ctx, log, m.Body)
+	}
+	log.ErrorContext(ctx, "poison message acknowledged", "reason", "unknown kind")
+	return poison
+}
+
+func (h *Handler) podBatch(ctx context.Context, log *slog.Logger, body []byte) outcome {
+	b, _, err := v1.DecodePodBatch(body)
+	if err != nil {
+		log.ErrorContext(ctx, "poison message acknowledged", "reason", err)
+		return poison
+	}
+	log = log.With("batch", b.ID, "pods", len(b.Pods))
+	start := time.Now()
+	res, err := h.deps.Provisioner.Provision(ctx, b, h.deps.Now())
+	counts := map[provisioning.LaunchStatus]int{}
+	for _, l := range res.Launches {
+		counts[l.Status]++
+	}
+	attrs := []any{"nodeclaims", len(res.Batch.NodeClaims), "nominated", len(res.Batch.Nominations),
+		"unschedulable", len(res.Batch.Unschedulable), "launches", counts, "replayed", res.Replayed,
+		"resumed", res.Resumed, "warnings", res.Warnings, "ms", time.Since(start).Milliseconds()}
+	switch {
+	case err == nil:
+		log.InfoContext(ctx, "batch provisioned", attrs...)
+		return done
+	case errors.Is(err, provisioning.ErrInvalidInput):
+		log.ErrorContext(ctx, "poison message acknowledged", append(attrs, "reason", err)...)
+		failed := v1.PodBatchResult{
+			TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindPodBatchResult},
+			BatchID:  b.ID, State: v1.BatchFailed, Message: err.Error(),
+		}
+		if perr := h.deps.Results.PutBatchResult(ctx, failed); perr != nil {
+			log.ErrorContext(ctx, "store failed batch result", "err", perr)
+		}
+		return poison
+	case errors.Is(err, provisioning.ErrLaunchIncomplete):
+		log.WarnContext(ctx, "batch incomplete; redelivering", append(attrs, "err", err)...)
+		return retry
+	}
+	log.ErrorContext(ctx, "provision batch; redelivering", append(attrs, "err", err)...)
+	return retry
+}
+
+func (h *Handler) registrations(ctx context.Context, log *slog.Logger, body []byte) outcome {
+	r, _, err := v1.DecodeNodeRegistrations(body)
+	if err != nil {
+		log.ErrorContext(ctx, "poison message acknowledged", "reason", err)
+		return poison
+	}
+	log = log.With("registrations", r.ID)
+	result := done
+	for _, n := range r.Nodes {
+		if err := h.register(ctx, log, n.Name); err != nil {
+			log.ErrorContext(ctx, "register node; redelivering", "node", n.Name, "err", err)
+			result = retry
+		}
+	}
+	if len(r.Removed) > 0 {
+		// A removed Node needs nothing here: garbage collection deletes a
+		// registered NodeClaim whose instance and Node are gone.
+		log.InfoContext(ctx, "nodes removed", "count", len(r.Removed))
+	}
+	return result
+}
+
+// register runs registration for the live Node named name and applies its
+// patch. A Node that is gone or has no NodeClaim is done.
+func (h *Handler) register(ctx context.Context, log *slog.Logger, name string) error {
+	node, err := h.deps.Nodes.GetNode(ctx, name)
+	if errors.Is(err, kube.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get node: %w", err)
+	}
+	reg, err := h.deps.Registrar.Register(ctx, node, h.deps.Now())
+	switch {
+	case errors.Is(err, provisioning.ErrNoNodeClaim), errors.Is(err, provisioning.ErrInvalidInput):
+		log.DebugContext(ctx, "node not managed by nodewright", "node", name, "reason", err)
+		return nil
+	case err != nil:
+		return err
+	}
+	for _, w := range reg.Warnings {
+		log.WarnContext(ctx, "registration warning", "node", name, "nodeclaim", reg.NodeClaim.Name, "warning", w)
+	}
+	if !reg.Patch.IsEmpty() {
+		err := h.deps.Nodes.UpdateNode(ctx, name, func(n *corev1.Node) error {
+			reg.Patch.Apply(n)
+			return nil
+		})
+		if errors.Is(err, kube.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("update node: %w", err)
+		}
+	}
+	log.InfoContext(ctx, "node registered", "node", name, "nodeclaim", reg.NodeClaim.Name, "changed", reg.Changed, "patched", !reg.Patch.IsEmpty())
+	return nil
+}
