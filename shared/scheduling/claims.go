@@ -189,6 +189,13 @@ func (ix *claimIndex) fix(c *nclaim, i int) {
 	}
 }
 
+// removeAt removes the claim at position i (from pos); -1 does nothing.
+func (ix *claimIndex) removeAt(i int) {
+	if i >= 0 {
+		ix.list = append(ix.list[:i], ix.list[i+1:]...)
+	}
+}
+
 func (ix *claimIndex) remove(c *nclaim) {
 	i := ix.search(ix.key(c), c.seq)
 	if i < len(ix.list) && ix.list[i] == c {

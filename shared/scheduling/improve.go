@@ -132,7 +132,7 @@ func (s *solver) detach(t *txn, pi *podInfo) {
 	s.unrecord(pi.host, pi.rec)
 	pi.rec = nil
 	n := s.res.n()
-	s.unindex(c)
+	iCPU, iMem := c.pool.byCPU.pos(c), c.pool.byMemory.pos(c)
 	c.used.sub(&pi.req, n)
 	for i, idx := range c.pods {
 		if idx == pi.idx {
@@ -149,6 +149,8 @@ func (s *solver) detach(t *txn, pi *podInfo) {
 		}
 	}
 	if len(c.pods) == 0 {
+		c.pool.byCPU.removeAt(iCPU)
+		c.pool.byMemory.removeAt(iMem)
 		c.removed = true
 		c.price = 0
 		s.setCapUsed(c, &vec{})
@@ -163,7 +165,8 @@ func (s *solver) detach(t *txn, pi *podInfo) {
 	c.free = c.tl.types[c.cur].alloc
 	c.free.sub(&c.used, n)
 	s.setCapUsed(c, &c.tl.types[c.cur].capacity)
-	s.reindex(c)
+	c.pool.byCPU.fix(c, iCPU)
+	c.pool.byMemory.fix(c, iMem)
 }
 
 // movable reports whether moving pi may leave others' constraints intact:
@@ -467,6 +470,7 @@ func (s *solver) absorb(t *txn, anchor *nclaim, from []*nclaim, k int) (float64,
 	for _, c := range from[:k] {
 		removed += c.price
 		for _, pi := range s.evictionOrder(c, nil) {
+			s.mergeBudget--
 			if !s.moveTo(t, pi, anchor) {
 				return 0, false
 			}
@@ -509,8 +513,7 @@ func (s *solver) tryMerges() bool {
 			}
 		}
 		bestK, bestDelta := 0, -improveMinSaving
-		for k := 1; k <= len(from); k++ {
-			s.mergeBudget -= k
+		for k := 1; k <= len(from) && s.mergeBudget > 0; k++ {
 			t := &txn{}
 			delta, ok := s.absorb(t, anchor, from, k)
 			s.rollback(t)

@@ -70,7 +70,7 @@ type solver struct {
 	// memPerMilli is the pending pods' bytes of memory per millicore, the
 	// exchange rate slackScore uses.
 	memPerMilli float64
-	// mergeBudget bounds the claim absorptions the improvement pass tries.
+	// mergeBudget bounds the pod moves the improvement pass's merges try.
 	mergeBudget int
 	// epoch counts the improvement pass's successful moves; it starts at 1
 	// so that a claim's zero failure marks never match it.
@@ -300,7 +300,7 @@ func (s *solver) buildPods() error {
 			mem += float64(pi.req[resMemory])
 		}
 	}
-	s.mergeBudget = 64 * len(s.pods)
+	s.mergeBudget = 16 * len(s.pods)
 	s.epoch = 1
 	s.memPerMilli = 4 << 20 // 4GiB per core when the pods request no cpu
 	if cpu > 0 && mem > 0 {
