@@ -133,8 +133,11 @@
 //
 // Work is per class of identical pods where possible (requirements,
 // tolerations, topology terms), requirement sets are interned and their
-// merges memoized, resources are fixed-size int64 vectors, and each claim
-// keeps a cursor into its price-sorted candidate list, so the time per pod
-// stays nearly flat as the number of pods and claims grows. BENCHMARKS.md
+// merges memoized, resources are fixed-size int64 vectors, each claim keeps
+// a cursor into its price-sorted candidate list, first fit over existing
+// nodes walks a segment tree of their free capacity, and the improvement
+// pass skips attempts that nothing since their last failure could have
+// changed, so the time per pod stays nearly flat as pods, claims and nodes
+// grow. BENCHMARKS.md
 // has the measured figures and the command that reproduces them.
 package scheduling
