@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -128,6 +129,10 @@ func NewReport(in scheduling.Input, res scheduling.Result) Report {
 		r.NodeClaims = append(r.NodeClaims, cr)
 		r.PricePerHour += c.Expected.PricePerHour
 	}
+	// Prices are per instance-hour with at most 4-6 significant decimals;
+	// round the sum so float addition noise (0.45899999999999996) never
+	// reaches the output.
+	r.PricePerHour = math.Round(r.PricePerHour*1e6) / 1e6
 	byNode := map[string][]string{}
 	for uid, node := range res.Placements {
 		byNode[node] = append(byNode[node], podName(uid))
