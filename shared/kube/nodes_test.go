@@ -60,9 +60,9 @@ func TestGetNodeErrors(t *testing.T) {
 
 func TestListNodes(t *testing.T) {
 	tests := []struct {
-		name      string
-		n         int
-		expireAt  map[int]bool
+		name     string
+		n        int
+		expireAt map[int]bool
 		// wantContinues are the continue tokens of the requests, in order.
 		wantContinues []string
 	}{
