@@ -21,6 +21,10 @@ var ErrNotFound = errors.New("not found")
 // returns when the Node kept changing under it for every attempt.
 var ErrConflict = errors.New("object kept changing")
 
+// ErrMultipleNodes matches the error NodeByProviderID returns when more
+// than one Node carries the providerID.
+var ErrMultipleNodes = errors.New("several nodes have the providerID")
+
 // Retry and paging defaults.
 const (
 	// UpdateAttempts is how many read-mutate-write rounds UpdateNode makes

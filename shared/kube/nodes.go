@@ -41,6 +41,36 @@ func (c *Client) ListNodes(ctx context.Context) ([]corev1.Node, error) {
 	return nodes, nil
 }
 
+// NodeByProviderID returns the Node whose spec.providerID is providerID
+// (aws:///<zone>/<instance-id> on EKS), found by listing Nodes (the API
+// server has no field selector on spec.providerID). It returns an error
+// matching ErrNotFound when no Node has it, and one matching
+// ErrMultipleNodes when several do (Karpenter then reports
+// Registered=False MultipleNodesFound, karpenter-spec 5.1).
+func (c *Client) NodeByProviderID(ctx context.Context, providerID string) (*corev1.Node, error) {
+	if providerID == "" {
+		return nil, errors.New("node by providerID: empty providerID")
+	}
+	nodes, err := c.ListNodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("node by providerID %s: %w", providerID, err)
+	}
+	var found []corev1.Node
+	for _, n := range nodes {
+		if n.Spec.ProviderID == providerID {
+			found = append(found, n)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("node by providerID %s: %w", providerID, ErrNotFound)
+	case 1:
+		return &found[0], nil
+	default:
+		return nil, fmt.Errorf("node by providerID %s: %d nodes: %w", providerID, len(found), ErrMultipleNodes)
+	}
+}
+
 // UpdateNode reads the Node called name, applies mutate to a copy and, when
 // the copy differs (semantically, as the API compares quantities), writes
 // it with an Update carrying the read resourceVersion. When another writer

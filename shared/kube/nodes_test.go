@@ -557,3 +557,59 @@ func TestCordonErrors(t *testing.T) {
 		}
 	}
 }
+
+func withProviderID(id string) func(*corev1.Node) {
+	return func(n *corev1.Node) { n.Spec.ProviderID = id }
+}
+
+func TestNodeByProviderID(t *testing.T) {
+	c, _ := newClient(
+		newNode("node-a", withProviderID("aws:///eu-west-1a/i-0aaa")),
+		newNode("node-b", withProviderID("aws:///eu-west-1b/i-0bbb")),
+		newNode("node-c"),
+	)
+	got, err := c.NodeByProviderID(t.Context(), "aws:///eu-west-1b/i-0bbb")
+	if err != nil {
+		t.Fatalf("NodeByProviderID() error = %v", err)
+	}
+	if got.Name != "node-b" {
+		t.Errorf("NodeByProviderID() = %s, want node-b", got.Name)
+	}
+}
+
+func TestNodeByProviderIDErrors(t *testing.T) {
+	nodes := []runtime.Object{
+		newNode("node-a", withProviderID("aws:///eu-west-1a/i-0aaa")),
+		newNode("node-a2", withProviderID("aws:///eu-west-1a/i-0aaa")),
+		newNode("node-c"),
+	}
+	tests := []struct {
+		name       string
+		providerID string
+		listErr    error
+		wantIs     error
+	}{
+		{name: "no node with the providerID matches ErrNotFound", providerID: "aws:///eu-west-1a/i-0zzz", wantIs: kube.ErrNotFound},
+		{name: "two nodes with the providerID match ErrMultipleNodes", providerID: "aws:///eu-west-1a/i-0aaa", wantIs: kube.ErrMultipleNodes},
+		{name: "empty providerID is refused (it would match unregistered nodes)", providerID: ""},
+		{name: "list error", providerID: "aws:///eu-west-1a/i-0aaa", listErr: apierrors.NewServiceUnavailable("busy")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, cs := newClient(nodes...)
+			if tt.listErr != nil {
+				failWith(cs, "list", "nodes", tt.listErr)
+			}
+			got, err := c.NodeByProviderID(t.Context(), tt.providerID)
+			if err == nil {
+				t.Fatalf("NodeByProviderID() = %s, want an error", got.Name)
+			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("NodeByProviderID() error = %v, want one matching %v", err, tt.wantIs)
+			}
+			if tt.wantIs == nil && (errors.Is(err, kube.ErrNotFound) || errors.Is(err, kube.ErrMultipleNodes)) {
+				t.Errorf("NodeByProviderID() error = %v, want neither sentinel", err)
+			}
+		})
+	}
+}
