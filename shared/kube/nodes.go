@@ -116,7 +116,7 @@ func (c *Client) UpdateNode(ctx context.Context, name string, mutate func(*corev
 			return fmt.Errorf("update node %s: %w", name, err)
 		}
 	}
-	return fmt.Errorf("update node %s: %d attempts: %w", name, UpdateAttempts, errors.Join(ErrConflict, lastErr))
+	return fmt.Errorf("update node %s: %w after %d attempts: %w", name, ErrConflict, UpdateAttempts, lastErr)
 }
 
 // DeleteNode deletes the Node called name. It is idempotent: a Node that
