@@ -1,0 +1,117 @@
+package ddbstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+const (
+	kindEvent = "Event"
+	pkEvent   = "EVENT"
+)
+
+// EventTTL is how long an event record waits to be emitted: long enough
+// for the forwarder to pick it up through a slow or paused poll, short
+// enough that a stale record is not emitted as news.
+const EventTTL = time.Hour
+
+// Event is a Kubernetes Event a Lambda records for the forwarder to emit on
+// a NodeClaim and its Node (the Lambdas do not write cluster Events
+// themselves); for example the interruption Lambda's SpotInterrupted or
+// SpotRebalanceRecommendation (karpenter-spec.md section 10.2).
+type Event struct {
+	// ID identifies the record. Writing an ID again replaces the record,
+	// so a retried writer that derives the ID from what happened records
+	// it once. At most 512 bytes, no '#'.
+	ID string `json:"id"`
+	// Time is when it happened.
+	Time time.Time `json:"time"`
+	// Type is "Normal" or "Warning".
+	Type string `json:"type"`
+	// Reason is the event reason, e.g. "SpotInterrupted".
+	Reason string `json:"reason"`
+	// Message is the event's text.
+	Message string `json:"message"`
+	// NodeClaim names the NodeClaim the event is about. Required.
+	NodeClaim string `json:"nodeClaim"`
+	// Node names its Node; empty if it never registered.
+	Node string `json:"node,omitempty"`
+}
+
+// PutEvent records e until now+ttl (use EventTTL). The write is
+// unconditional: a record with the same ID is replaced. It returns an error
+// wrapping ErrInvalid if ID, NodeClaim or Reason is empty, ID is not a valid
+// key part, Type is neither "Normal" nor "Warning", or ttl is not positive;
+// ErrItemTooLarge if the record exceeds MaxBodyBytes.
+func (s *Store) PutEvent(ctx context.Context, e Event, now time.Time, ttl time.Duration) error {
+	if err := checkKeyPart("event id", e.ID); err != nil {
+		return fmt.Errorf("put event: %w", err)
+	}
+	switch {
+	case e.NodeClaim == "" || e.Reason == "":
+		return fmt.Errorf("put event %s: nodeClaim and reason are required: %w", e.ID, ErrInvalid)
+	case e.Type != "Normal" && e.Type != "Warning":
+		return fmt.Errorf("put event %s: type %q, want Normal or Warning: %w", e.ID, e.Type, ErrInvalid)
+	case ttl <= 0:
+		return fmt.Errorf("put event %s: ttl %v must be positive: %w", e.ID, ttl, ErrInvalid)
+	}
+	body, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("put event %s: %w", e.ID, err)
+	}
+	if len(body) > MaxBodyBytes {
+		return fmt.Errorf("put event %s: %d bytes: %w", e.ID, len(body), ErrItemTooLarge)
+	}
+	until := now.Add(ttl)
+	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: &s.table,
+		Item: map[string]types.AttributeValue{
+			attrPK:        str(s.pk(pkEvent)),
+			attrSK:        str(e.ID),
+			attrKind:      str(kindEvent),
+			attrBody:      str(string(body)),
+			attrUntilMs:   num(until.UnixMilli()),
+			attrExpiresAt: num(ttlSeconds(until)),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("put event %s: %w", e.ID, err)
+	}
+	return nil
+}
+
+// ListEvents returns the event records still unexpired at now, oldest
+// first (by Time, then ID). The read is strongly consistent. Expired
+// records are skipped even if DynamoDB has not deleted them yet.
+func (s *Store) ListEvents(ctx context.Context, now time.Time) ([]Event, error) {
+	items, err := s.queryPartition(ctx, s.pk(pkEvent))
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	out := []Event{}
+	for _, item := range items {
+		untilMs, err := getInt(item, attrUntilMs)
+		if err != nil {
+			return nil, fmt.Errorf("list events: %s: %w", getString(item, attrSK), err)
+		}
+		if untilMs <= now.UnixMilli() {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal([]byte(getString(item, attrBody)), &e); err != nil {
+			return nil, fmt.Errorf("list events: %s: decode: %w", getString(item, attrSK), err)
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Event) int {
+		return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}

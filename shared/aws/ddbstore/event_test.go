@@ -1,0 +1,134 @@
+package ddbstore_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+)
+
+func TestEvents(t *testing.T) {
+	spot := ddbstore.Event{ID: "e1-spot", Time: t0, Type: "Warning", Reason: "SpotInterrupted",
+		Message: "EC2 sent a Spot interruption warning", NodeClaim: "default-x7k2p", Node: "ip-10-0-1-23.ec2.internal"}
+	rebalance := ddbstore.Event{ID: "e0-rebalance", Time: t0.Add(-time.Minute), Type: "Normal", Reason: "SpotRebalanceRecommendation",
+		Message: "EC2 recommends rebalancing", NodeClaim: "default-x7k2p"}
+	later := ddbstore.Event{ID: "a-later", Time: t0.Add(time.Minute), Type: "Warning", Reason: "InstanceStopping",
+		Message: "The instance is stopping", NodeClaim: "default-q9w4z"}
+	ttl := ddbstore.EventTTL
+
+	type put struct {
+		event ddbstore.Event
+		at    time.Time
+	}
+	tests := []struct {
+		name string
+		puts []put
+		now  time.Time
+		want []ddbstore.Event
+	}{
+		{
+			name: "should list a recorded event until its TTL",
+			puts: []put{{spot, t0}},
+			now:  t0.Add(ttl - time.Millisecond),
+			want: []ddbstore.Event{spot},
+		},
+		{
+			name: "should drop an event at its deadline even before DynamoDB deletes it",
+			puts: []put{{spot, t0}},
+			now:  t0.Add(ttl),
+			want: []ddbstore.Event{},
+		},
+		{
+			name: "should list events oldest first",
+			puts: []put{{later, t0}, {spot, t0}, {rebalance, t0}},
+			now:  t0,
+			want: []ddbstore.Event{rebalance, spot, later},
+		},
+		{
+			name: "should record an event written twice once",
+			puts: []put{{spot, t0}, {spot, t0.Add(time.Second)}},
+			now:  t0,
+			want: []ddbstore.Event{spot},
+		},
+		{
+			name: "should list no events when none were recorded",
+			now:  t0,
+			want: []ddbstore.Event{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.store(t, testCluster)
+			for _, p := range tt.puts {
+				if err := s.PutEvent(t.Context(), p.event, p.at, ttl); err != nil {
+					t.Fatalf("PutEvent(%s) error = %v", p.event.ID, err)
+				}
+			}
+			got, err := s.ListEvents(t.Context(), tt.now)
+			if err != nil {
+				t.Fatalf("ListEvents() error = %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ListEvents() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEventsOfOneCluster(t *testing.T) {
+	e := newEnv(t)
+	ours, theirs := e.store(t, testCluster), e.store(t, "other-cluster")
+	ev := ddbstore.Event{ID: "e1", Time: t0, Type: "Warning", Reason: "SpotInterrupted", NodeClaim: "default-x7k2p"}
+	if err := theirs.PutEvent(t.Context(), ev, t0, ddbstore.EventTTL); err != nil {
+		t.Fatalf("PutEvent() error = %v", err)
+	}
+	got, err := ours.ListEvents(t.Context(), t0)
+	if err != nil {
+		t.Fatalf("ListEvents() error = %v", err)
+	}
+	if diff := cmp.Diff([]ddbstore.Event{}, got); diff != "" {
+		t.Errorf("ListEvents() of another cluster's table partition mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPutEventErrors(t *testing.T) {
+	valid := ddbstore.Event{ID: "e1", Time: t0, Type: "Warning", Reason: "SpotInterrupted", NodeClaim: "default-x7k2p"}
+	tests := []struct {
+		name    string
+		edit    func(e *ddbstore.Event)
+		ttl     time.Duration
+		wantErr error
+	}{
+		{name: "should refuse an empty id", edit: func(e *ddbstore.Event) { e.ID = "" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse an id with the key separator", edit: func(e *ddbstore.Event) { e.ID = "a#b" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse an id over 512 bytes", edit: func(e *ddbstore.Event) { e.ID = strings.Repeat("x", 513) }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse an event without a NodeClaim", edit: func(e *ddbstore.Event) { e.NodeClaim = "" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse an event without a reason", edit: func(e *ddbstore.Event) { e.Reason = "" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse a type other than Normal or Warning", edit: func(e *ddbstore.Event) { e.Type = "Error" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse a ttl that is not positive", edit: func(*ddbstore.Event) {}, ttl: 0, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse an event too large for an item", edit: func(e *ddbstore.Event) { e.Message = strings.Repeat("x", ddbstore.MaxBodyBytes) }, ttl: time.Hour, wantErr: ddbstore.ErrItemTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.store(t, testCluster)
+			ev := valid
+			tt.edit(&ev)
+			if err := s.PutEvent(t.Context(), ev, t0, tt.ttl); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("PutEvent() error = %v, want %v", err, tt.wantErr)
+			}
+			got, err := s.ListEvents(t.Context(), t0)
+			if err != nil {
+				t.Fatalf("ListEvents() error = %v", err)
+			}
+			if len(got) != 0 {
+				t.Errorf("ListEvents() = %v after a refused write, want none", got)
+			}
+		})
+	}
+}
