@@ -75,12 +75,15 @@ const (
 // (wall clock) never deletes what the test writes.
 var epoch = time.Date(2030, 3, 2, 10, 0, 0, 0, time.UTC)
 
+// envSeq numbers the envs of the process.
+var envSeq atomic.Int64
+
 var creds = credentials.NewStaticCredentialsProvider("AKIDE2E", "e2e-secret", "")
 
 // env is one test's whole system. Nothing is shared between tests: kumo's
 // state is per process, so each env has its own table and queue.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	clock *ec2sim.FakeClock
 	sim   *ec2sim.Server
 	ec2   *ec2.Client
@@ -116,7 +119,7 @@ func (f *flakyEC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, op
 	return out, err
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	e := &env{t: t, clock: ec2sim.NewFakeClock(epoch), log: &bytes.Buffer{}}
@@ -146,7 +149,8 @@ func newEnv(t *testing.T) *env {
 	awsCfg := aws.Config{Region: region, Credentials: creds}
 	e.ddb = dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(k.URL) })
 	e.sqs = sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(k.URL) })
-	sum := sha256.Sum256([]byte(t.Name()))
+	// kumo's state is per process: a table and a queue per env.
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", t.Name(), envSeq.Add(1))))
 	name := "e2e-" + hex.EncodeToString(sum[:8])
 	e.table = name
 	if err := ddbstore.CreateTable(ctx, e.ddb, e.table, time.Minute); err != nil {
@@ -232,7 +236,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 // proxy event the intake function receives.
 type apiGateway struct {
 	intake *intakehandler.Handler
-	t      *testing.T
+	t      testing.TB
 	seq    atomic.Int64
 }
 
@@ -329,7 +333,7 @@ type apiClient struct {
 
 // do sends one request, retrying 5xx answers, and decodes a 2xx answer
 // into out. It returns the final status.
-func (c *apiClient) do(t *testing.T, method, route, id string, msg, out any) int {
+func (c *apiClient) do(t testing.TB, method, route, id string, msg, out any) int {
 	t.Helper()
 	var body []byte
 	if msg != nil {
@@ -471,7 +475,7 @@ func sqsRecord(id, kind, body string) events.SQSMessage {
 	}
 }
 
-func mustJSON(t *testing.T, v any) string {
+func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	data, err := json.Marshal(v)
 	if err != nil {

@@ -37,7 +37,7 @@ const (
       - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}`
 )
 
-func decodeYAML[T any](t *testing.T, doc string, decode func([]byte) (*T, []v1.FieldError, error)) T {
+func decodeYAML[T any](t testing.TB, doc string, decode func([]byte) (*T, []v1.FieldError, error)) T {
 	t.Helper()
 	j, err := yaml.YAMLToJSON([]byte(doc))
 	if err != nil {
@@ -53,7 +53,7 @@ func decodeYAML[T any](t *testing.T, doc string, decode func([]byte) (*T, []v1.F
 // postConfig sends the cluster's configuration: NodePool "default" with
 // requirements reqs and an AL2023 EC2NodeClass "default" selecting the
 // simulator's discovery-tagged subnets and security group.
-func (e *env) postConfig(t *testing.T, reqs string) {
+func (e *env) postConfig(t testing.TB, reqs string) {
 	t.Helper()
 	pool := decodeYAML(t, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
@@ -97,7 +97,7 @@ func pod(name, cpu, memory string) v1.PodSummary {
 	}
 }
 
-func (e *env) postBatch(t *testing.T, id string, pods ...v1.PodSummary) v1.PodBatchResult {
+func (e *env) postBatch(t testing.TB, id string, pods ...v1.PodSummary) v1.PodBatchResult {
 	t.Helper()
 	b := v1.PodBatch{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindPodBatch},
@@ -110,7 +110,7 @@ func (e *env) postBatch(t *testing.T, id string, pods ...v1.PodSummary) v1.PodBa
 	return res
 }
 
-func (e *env) batchResult(t *testing.T, id string) v1.PodBatchResult {
+func (e *env) batchResult(t testing.TB, id string) v1.PodBatchResult {
 	t.Helper()
 	var res v1.PodBatchResult
 	if status := e.api.do(t, http.MethodGet, v1.RoutePodBatches+"/"+id, "", nil, &res); status != http.StatusOK {
@@ -119,7 +119,7 @@ func (e *env) batchResult(t *testing.T, id string) v1.PodBatchResult {
 	return res
 }
 
-func (e *env) claims(t *testing.T) []v1.NodeClaim {
+func (e *env) claims(t testing.TB) []v1.NodeClaim {
 	t.Helper()
 	claims, err := e.store.ListNodeClaims(context.Background())
 	if err != nil {
@@ -130,7 +130,7 @@ func (e *env) claims(t *testing.T) []v1.NodeClaim {
 
 // drainOK drains the queue and fails the test if any record was reported
 // failed.
-func (e *env) drainOK(t *testing.T) {
+func (e *env) drainOK(t testing.TB) {
 	t.Helper()
 	for i, r := range e.drain(10) {
 		if len(r.BatchItemFailures) > 0 {
@@ -157,7 +157,7 @@ func conditionStatus(c v1.NodeClaim, typ string) metav1.ConditionStatus {
 	return ""
 }
 
-func instanceID(t *testing.T, providerID string) string {
+func instanceID(t testing.TB, providerID string) string {
 	t.Helper()
 	_, id, err := fleet.ParseProviderID(providerID)
 	if err != nil {
@@ -168,7 +168,7 @@ func instanceID(t *testing.T, providerID string) string {
 
 // launchOne provisions one pod onto one on-demand m5 NodeClaim and
 // returns the NodeClaim.
-func (e *env) launchOne(t *testing.T) v1.NodeClaim {
+func (e *env) launchOne(t testing.TB) v1.NodeClaim {
 	t.Helper()
 	e.postConfig(t, onDemandM5)
 	e.postBatch(t, "b1", pod("web-0", "1", "2Gi"))
