@@ -3,7 +3,6 @@ package interruption
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
 	"strings"
 )
 
@@ -71,51 +70,43 @@ const (
 type Handling struct {
 	Action Action
 	Mark   Mark
-	// Notices are recorded in this order on the NodeClaim of every
-	// instance the event names, also when the NodeClaim is already being
-	// deleted (then only the action is skipped, as in Karpenter).
-	Notices []Notice
+	// Notice is the event recorded on the NodeClaim of every instance the
+	// event names, also when the NodeClaim is already being deleted (then
+	// only the action is skipped, as in Karpenter). Zero for ActionNone.
+	Notice Notice
 }
 
-var terminating = Notice{EventTypeWarning, ReasonTerminatingOnInterruption, "Interruption: the node is drained and terminated"}
+// TerminatingNotice is the event recorded, after the kind's Notice, on a
+// NodeClaim whose interruption execution is started (Karpenter's
+// TerminatingOnInterruption).
+func TerminatingNotice() Notice {
+	return Notice{EventTypeWarning, ReasonTerminatingOnInterruption, "Interruption: the node is drained and terminated"}
+}
 
 // handlings is Karpenter's action table (karpenter-spec.md section 8.2;
 // checklist items 33-35). It is never modified.
 var handlings = map[Kind]Handling{
-	KindSpotInterruption: {ActionCordonAndDrain, MarkSpotOffering, []Notice{
-		{EventTypeWarning, ReasonSpotInterrupted, "EC2 sent a Spot interruption warning: the instance is reclaimed within two minutes"},
-		terminating,
-	}},
-	KindRebalanceRecommendation: {ActionRecordOnly, MarkNone, []Notice{
-		{EventTypeNormal, ReasonSpotRebalanceRecommendation, "EC2 recommends rebalancing: the Spot instance is at elevated risk of interruption"},
-	}},
-	KindScheduledChange: {ActionCordonAndDrain, MarkNone, []Notice{
-		{EventTypeWarning, ReasonInstanceUnhealthy, "AWS Health scheduled a change (retirement, reboot or maintenance) for the instance"},
-		terminating,
-	}},
-	KindInstanceStopped: {ActionCordonAndDrain, MarkNone, []Notice{
-		{EventTypeWarning, ReasonInstanceStopping, "The instance is stopping or stopped"},
-		terminating,
-	}},
-	KindInstanceTerminated: {ActionCordonAndDrain, MarkNone, []Notice{
-		{EventTypeWarning, ReasonInstanceTerminating, "The instance is shutting down or terminated"},
-		terminating,
-	}},
-	KindCapacityReservationInterruption: {ActionCordonAndDrain, MarkReservation, []Notice{
-		{EventTypeWarning, ReasonCapacityReservationInstanceInterrupted, "The capacity reservation's owner is reclaiming the instance within two minutes"},
-		terminating,
-	}},
+	KindSpotInterruption: {ActionCordonAndDrain, MarkSpotOffering,
+		Notice{EventTypeWarning, ReasonSpotInterrupted, "EC2 sent a Spot interruption warning: the instance is reclaimed within two minutes"}},
+	KindRebalanceRecommendation: {ActionRecordOnly, MarkNone,
+		Notice{EventTypeNormal, ReasonSpotRebalanceRecommendation, "EC2 recommends rebalancing: the Spot instance is at elevated risk of interruption"}},
+	KindScheduledChange: {ActionCordonAndDrain, MarkNone,
+		Notice{EventTypeWarning, ReasonInstanceUnhealthy, "AWS Health scheduled a change (retirement, reboot or maintenance) for the instance"}},
+	KindInstanceStopped: {ActionCordonAndDrain, MarkNone,
+		Notice{EventTypeWarning, ReasonInstanceStopping, "The instance is stopping or stopped"}},
+	KindInstanceTerminated: {ActionCordonAndDrain, MarkNone,
+		Notice{EventTypeWarning, ReasonInstanceTerminating, "The instance is shutting down or terminated"}},
+	KindCapacityReservationInterruption: {ActionCordonAndDrain, MarkReservation,
+		Notice{EventTypeWarning, ReasonCapacityReservationInstanceInterrupted, "The capacity reservation's owner is reclaiming the instance within two minutes"}},
 	KindNoOp: {Action: ActionNone},
 }
 
 // Handling returns the response to k. An unknown Kind gets ActionNone.
 func (k Kind) Handling() Handling {
-	h, ok := handlings[k]
-	if !ok {
-		return Handling{Action: ActionNone}
+	if h, ok := handlings[k]; ok {
+		return h
 	}
-	h.Notices = slices.Clone(h.Notices)
-	return h
+	return Handling{Action: ActionNone}
 }
 
 // MaxExecutionNameLength is Step Functions' limit on execution names

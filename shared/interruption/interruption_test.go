@@ -465,7 +465,6 @@ func TestEventTypes(t *testing.T) {
 }
 
 func TestKindHandling(t *testing.T) {
-	terminating := interruption.Notice{Type: "Warning", Reason: "TerminatingOnInterruption", Message: "Interruption: the node is drained and terminated"}
 	tests := []struct {
 		name string
 		kind interruption.Kind
@@ -474,49 +473,38 @@ func TestKindHandling(t *testing.T) {
 		{
 			name: "should drain a Spot-interrupted node and mark its spot offering unavailable",
 			kind: interruption.KindSpotInterruption,
-			want: interruption.Handling{Action: interruption.ActionCordonAndDrain, Mark: interruption.MarkSpotOffering, Notices: []interruption.Notice{
-				{Type: "Warning", Reason: "SpotInterrupted", Message: "EC2 sent a Spot interruption warning: the instance is reclaimed within two minutes"},
-				terminating,
-			}},
+			want: interruption.Handling{Action: interruption.ActionCordonAndDrain, Mark: interruption.MarkSpotOffering,
+				Notice: interruption.Notice{Type: "Warning", Reason: "SpotInterrupted", Message: "EC2 sent a Spot interruption warning: the instance is reclaimed within two minutes"}},
 		},
 		{
 			name: "should only record an event for a rebalance recommendation",
 			kind: interruption.KindRebalanceRecommendation,
-			want: interruption.Handling{Action: interruption.ActionRecordOnly, Notices: []interruption.Notice{
-				{Type: "Normal", Reason: "SpotRebalanceRecommendation", Message: "EC2 recommends rebalancing: the Spot instance is at elevated risk of interruption"},
-			}},
+			want: interruption.Handling{Action: interruption.ActionRecordOnly,
+				Notice: interruption.Notice{Type: "Normal", Reason: "SpotRebalanceRecommendation", Message: "EC2 recommends rebalancing: the Spot instance is at elevated risk of interruption"}},
 		},
 		{
 			name: "should drain a node with a scheduled change",
 			kind: interruption.KindScheduledChange,
-			want: interruption.Handling{Action: interruption.ActionCordonAndDrain, Notices: []interruption.Notice{
-				{Type: "Warning", Reason: "InstanceUnhealthy", Message: "AWS Health scheduled a change (retirement, reboot or maintenance) for the instance"},
-				terminating,
-			}},
+			want: interruption.Handling{Action: interruption.ActionCordonAndDrain,
+				Notice: interruption.Notice{Type: "Warning", Reason: "InstanceUnhealthy", Message: "AWS Health scheduled a change (retirement, reboot or maintenance) for the instance"}},
 		},
 		{
 			name: "should drain a stopping node",
 			kind: interruption.KindInstanceStopped,
-			want: interruption.Handling{Action: interruption.ActionCordonAndDrain, Notices: []interruption.Notice{
-				{Type: "Warning", Reason: "InstanceStopping", Message: "The instance is stopping or stopped"},
-				terminating,
-			}},
+			want: interruption.Handling{Action: interruption.ActionCordonAndDrain,
+				Notice: interruption.Notice{Type: "Warning", Reason: "InstanceStopping", Message: "The instance is stopping or stopped"}},
 		},
 		{
 			name: "should drain a terminating node",
 			kind: interruption.KindInstanceTerminated,
-			want: interruption.Handling{Action: interruption.ActionCordonAndDrain, Notices: []interruption.Notice{
-				{Type: "Warning", Reason: "InstanceTerminating", Message: "The instance is shutting down or terminated"},
-				terminating,
-			}},
+			want: interruption.Handling{Action: interruption.ActionCordonAndDrain,
+				Notice: interruption.Notice{Type: "Warning", Reason: "InstanceTerminating", Message: "The instance is shutting down or terminated"}},
 		},
 		{
 			name: "should drain a node whose capacity reservation is reclaimed and mark the reservation unavailable",
 			kind: interruption.KindCapacityReservationInterruption,
-			want: interruption.Handling{Action: interruption.ActionCordonAndDrain, Mark: interruption.MarkReservation, Notices: []interruption.Notice{
-				{Type: "Warning", Reason: "CapacityReservationInstanceInterrupted", Message: "The capacity reservation's owner is reclaiming the instance within two minutes"},
-				terminating,
-			}},
+			want: interruption.Handling{Action: interruption.ActionCordonAndDrain, Mark: interruption.MarkReservation,
+				Notice: interruption.Notice{Type: "Warning", Reason: "CapacityReservationInstanceInterrupted", Message: "The capacity reservation's owner is reclaiming the instance within two minutes"}},
 		},
 		{name: "should do nothing for a no-op event", kind: interruption.KindNoOp, want: interruption.Handling{Action: interruption.ActionNone}},
 		{name: "should do nothing for an unknown kind", kind: "meteor_strike", want: interruption.Handling{Action: interruption.ActionNone}},
@@ -537,11 +525,10 @@ func TestKindHandling(t *testing.T) {
 	}
 }
 
-func TestHandlingReturnsACopy(t *testing.T) {
-	h := interruption.KindSpotInterruption.Handling()
-	h.Notices[0].Reason = "Changed"
-	if got := interruption.KindSpotInterruption.Handling().Notices[0].Reason; got != "SpotInterrupted" {
-		t.Errorf("after changing a returned Handling, Reason = %q, want SpotInterrupted", got)
+func TestTerminatingNotice(t *testing.T) {
+	want := interruption.Notice{Type: "Warning", Reason: "TerminatingOnInterruption", Message: "Interruption: the node is drained and terminated"}
+	if diff := cmp.Diff(want, interruption.TerminatingNotice()); diff != "" {
+		t.Errorf("TerminatingNotice() mismatch (-want +got):\n%s", diff)
 	}
 }
 

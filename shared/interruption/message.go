@@ -10,7 +10,8 @@
 //     and drops it, never retries it.
 //   - A Message's Kind says what happened; Kind.Handling gives Karpenter's
 //     response: the Action (CordonAndDrain, RecordOnly or None), what to mark
-//     unavailable, and the Kubernetes events to record.
+//     unavailable, and the Kubernetes event to record (TerminatingNotice
+//     follows it when the interruption execution is started).
 //   - ExecutionName names the interruption execution of one NodeClaim for
 //     one event, so a redelivered event starts no second execution.
 //
