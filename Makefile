@@ -35,6 +35,14 @@ vet:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+.PHONY: controlplane integration
+
+controlplane: ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into .cache/bin (built from local/tools; skipped when up to date)
+	@GO=$(GO) ./local/tools/build.sh .cache/bin
+
+integration: controlplane ## end-to-end tests on the local control plane (integration/, local/controlplane)
+	$(GO) test -count=1 -timeout 15m ./integration/... ./local/controlplane/
+
 demo: ## the whole system on a local stack (arrives with the local-stack work)
 	@echo "make demo: the local stack is not built yet; see README.md (Status)." >&2; exit 1
 
