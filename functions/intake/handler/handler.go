@@ -20,7 +20,10 @@
 // the claim is released so the sender's retry is not dropped, and the
 // answer is a 5xx the sender retries. Registrations share the pod batches'
 // message group (the cluster name), so every NodeClaim write stays with the
-// single provisioner invocation of the cluster.
+// single provisioner invocation of the cluster. A message's SQS
+// deduplication ID is its kind and ID ("PodBatch-<id>"), so a pod batch and
+// a registrations message that happen to share an ID are never taken for
+// one another within the queue's 5-minute deduplication window.
 //
 // A message too large for the queue even gzipped (SQS takes 256 KiB) is
 // stored in DynamoDB (ddbstore.PutPayload, the claim-check pattern) and the

@@ -16,6 +16,14 @@
 // timeout must therefore exceed this function's timeout (AWS advises six
 // times); no DynamoDB lease is taken.
 //
+// The event source mapping should use a small batch size (1 to 10: a batch
+// of 4,000 pods is one message and solves in well under a second, while a
+// large SQS batch only delays the records after it), ReportBatchItemFailures,
+// and a redrive policy to a dead-letter queue after a few receives (a batch
+// that keeps failing blocks its cluster's group until it leaves the queue;
+// garbage collection then removes its NodeClaims at their launch timeout,
+// and the forwarder's next batch carries the pods again).
+//
 // Acknowledgement follows the effect (STYLE rule 9): a record is reported
 // failed, and redelivered by SQS, when its effect is not complete —
 // provisioning.ErrLaunchIncomplete, a store or API failure, a registration
