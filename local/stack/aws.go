@@ -1,0 +1,253 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	gchandler "github.com/nodewright/nodewright/functions/gc/handler"
+	intakehandler "github.com/nodewright/nodewright/functions/intake/handler"
+	provisionerhandler "github.com/nodewright/nodewright/functions/provisioner/handler"
+	"github.com/nodewright/nodewright/local/ec2sim"
+	"github.com/nodewright/nodewright/shared/apis/crds"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+// apiFront stands in for API Gateway with a Lambda proxy integration in
+// front of the intake function: it strips the stage from the path and
+// turns each request into the APIGatewayProxyRequest the function gets.
+// IAM authorization is NOT checked locally: any signature (or none) is
+// accepted, and the caller is reported as the forwarder's role.
+type apiFront struct {
+	intake *intakehandler.Handler
+	seq    atomic.Int64
+}
+
+func (g *apiFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// API Gateway's payload limit is 10 MB.
+	body, err := io.ReadAll(io.LimitReader(r.Body, 11<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	req := events.APIGatewayProxyRequest{
+		Resource: "/{proxy+}", Path: strings.TrimPrefix(r.URL.Path, stage), HTTPMethod: r.Method,
+		Headers: map[string]string{}, MultiValueHeaders: map[string][]string{}, Body: string(body),
+		QueryStringParameters: map[string]string{}, MultiValueQueryStringParameters: map[string][]string{},
+		RequestContext: events.APIGatewayProxyRequestContext{
+			Stage:     strings.TrimPrefix(stage, "/"),
+			RequestID: fmt.Sprintf("local-%d", g.seq.Add(1)),
+			Identity:  events.APIGatewayRequestIdentity{UserArn: "arn:aws:sts::111122223333:assumed-role/nodewright-forwarder/local"},
+		},
+	}
+	for k, vs := range r.Header {
+		req.Headers[k] = vs[0]
+		req.MultiValueHeaders[k] = vs
+	}
+	for k, vs := range r.URL.Query() {
+		req.QueryStringParameters[k] = vs[0]
+		req.MultiValueQueryStringParameters[k] = vs
+	}
+	ctx := lambdacontext.NewContext(r.Context(), &lambdacontext.LambdaContext{AwsRequestID: req.RequestContext.RequestID})
+	resp, err := g.intake.Handle(ctx, req)
+	if err != nil {
+		// API Gateway answers a failed integration with 502.
+		http.Error(w, "Internal server error", http.StatusBadGateway)
+		return
+	}
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.WriteString(w, resp.Body)
+}
+
+// queuePump is the SQS event source mapping of the provisioning queue:
+// it long-polls the FIFO queue (kumo), invokes the provisioner with up to
+// ten messages, deletes the acknowledged ones and makes the reported
+// failures visible again, as Lambda's ReportBatchItemFailures does.
+type queuePump struct {
+	sqs     *sqs.Client
+	url     string
+	group   string
+	handler *provisionerhandler.Handler
+	log     *slog.Logger
+}
+
+func (p *queuePump) run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		out, err := p.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(p.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{"All"},
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				p.log.Warn("receive", "err", err)
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
+		if len(out.Messages) == 0 {
+			continue
+		}
+		p.invoke(ctx, out.Messages)
+	}
+	return ctx.Err()
+}
+
+func (p *queuePump) invoke(ctx context.Context, msgs []sqstypes.Message) {
+	var ev events.SQSEvent
+	for _, m := range msgs {
+		rec := events.SQSMessage{
+			MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
+			Attributes: map[string]string{}, MessageAttributes: map[string]events.SQSMessageAttribute{}, EventSource: "aws:sqs",
+		}
+		for k, v := range m.Attributes {
+			rec.Attributes[k] = v
+		}
+		// kumo does not report the FIFO system attributes.
+		rec.Attributes["MessageGroupId"] = p.group
+		for k, v := range m.MessageAttributes {
+			rec.MessageAttributes[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue}
+		}
+		ev.Records = append(ev.Records, rec)
+	}
+	// The provisioner Lambda's timeout (5 minutes).
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{AwsRequestID: "local-" + aws.ToString(msgs[0].MessageId)})
+	resp, err := p.handler.Handle(ictx, ev)
+	failed := map[string]bool{}
+	if err != nil {
+		p.log.Error("provisioner invocation failed", "err", err)
+		for _, m := range msgs {
+			failed[aws.ToString(m.MessageId)] = true
+		}
+	}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	for _, m := range msgs {
+		var err error
+		if failed[aws.ToString(m.MessageId)] {
+			// Retried after a short visibility timeout rather than the
+			// queue's 6 minutes, so that the local stack recovers quickly.
+			_, err = p.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(p.url), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 2})
+		} else {
+			_, err = p.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(p.url), ReceiptHandle: m.ReceiptHandle})
+		}
+		if err != nil && ctx.Err() == nil {
+			p.log.Warn("settle message", "err", err)
+		}
+	}
+}
+
+// runTicker invokes the gc handler every interval, as its EventBridge
+// Scheduler schedule does.
+func runTicker(ctx context.Context, interval time.Duration, gc *gchandler.Handler, log *slog.Logger) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			ictx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-gc"})
+			if _, err := gc.Handle(ictx, json.RawMessage(`{}`)); err != nil && ctx.Err() == nil {
+				log.Warn("gc invocation failed", "err", err)
+			}
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// tagPrivateSubnets adds network-type=private to the simulator's private
+// subnets, as the VPC of the Karpenter guide's complete example is tagged
+// (its EC2NodeClass selects subnets by that tag), through EC2 CreateTags.
+func tagPrivateSubnets(ctx context.Context, client *ec2.Client, sim *ec2sim.Server) error {
+	var ids []string
+	for _, sn := range sim.Network().Subnets {
+		if !sn.Public {
+			ids = append(ids, sn.ID)
+		}
+	}
+	_, err := client.CreateTags(ctx, &ec2.CreateTagsInput{
+		Resources: ids,
+		Tags:      []ec2types.Tag{{Key: aws.String("network-type"), Value: aws.String("private")}},
+	})
+	if err != nil {
+		return fmt.Errorf("tag private subnets: %w", err)
+	}
+	return nil
+}
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// applyCRDs creates the CRDs of shared/apis/crds and waits until each is
+// Established.
+func applyCRDs(ctx context.Context, dyn dynamic.Interface) error {
+	var names []string
+	for _, crd := range crds.All() {
+		raw, err := yaml.YAMLToJSON(crd.YAML)
+		if err != nil {
+			return fmt.Errorf("crd %s: %w", crd.File, err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(raw); err != nil {
+			return fmt.Errorf("crd %s: %w", crd.File, err)
+		}
+		if _, err := dyn.Resource(crdResource).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create crd %s: %w", crd.File, err)
+		}
+		names = append(names, obj.GetName())
+	}
+	for _, name := range names {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := dyn.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("crd %s not established: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// NodeClaimResource is the karpenter.sh/v1 NodeClaim resource.
+var NodeClaimResource = schema.GroupVersionResource{Group: v1.Group, Version: "v1", Resource: "nodeclaims"}

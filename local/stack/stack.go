@@ -1,0 +1,528 @@
+// Package stack runs the whole of nodewright on one machine, on a real
+// Kubernetes control plane, with no AWS account: the local stack behind
+// `nodewright local up`, `nodewright demo` and the end-to-end tests in
+// integration/stack.
+//
+//	kube-apiserver (+ etcd, scheduler, controller manager)   local/controlplane, child processes
+//	kwok (fake kubelets for Nodes annotated kwok.x-k8s.io/node=fake)
+//	nodewright-forwarder                                      the real binary (go build ./forwarder), child process
+//	  --SigV4 HTTP--> intake front (API Gateway proxy events; IAM auth NOT checked locally)
+//	      -> intake handler -> DynamoDB (kumo, in-process) + provisioning queue (kumo SQS FIFO)
+//	      -> queue pump (the SQS event source mapping: long-poll, invoke, delete acknowledged)
+//	      -> provisioner handler -> ec2sim (EC2 + SSM over HTTP) + DynamoDB + kube-apiserver
+//	gc ticker (EventBridge Scheduler stand-in) -> gc handler
+//	node bridge (local/kwoknode): running simulator instances -> kwok-managed Nodes
+//
+// The AWS stand-ins and the Lambda handlers run inside the process that
+// calls Up; the control plane and the forwarder are child processes, each
+// in its own process group, recorded by PID. Prices are the embedded
+// offline on-demand table (shared/catalog), Spot at on-demand × 0.35.
+//
+// The disruption, interruption and Step Functions pieces (functions/
+// disruption, functions/interruption, statemachines/*.asl.json on
+// aws-local-stepfunctions) are not wired yet: Stack.Wired says which
+// features are.
+//
+// # State
+//
+// Everything lives under Options.Dir, which Down removes:
+//
+//	stack.json     Info: URLs, kubeconfig, PIDs (written once Up has succeeded)
+//	cluster/       the control plane's directory (local/controlplane)
+//	bin/           the forwarder binary, when Up built it
+//	logs/          forwarder.log, functions.log (JSON lines of the handlers)
+package stack
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/sivchari/kumo"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	gchandler "github.com/nodewright/nodewright/functions/gc/handler"
+	intakehandler "github.com/nodewright/nodewright/functions/intake/handler"
+	provisionerhandler "github.com/nodewright/nodewright/functions/provisioner/handler"
+	"github.com/nodewright/nodewright/local/controlplane"
+	"github.com/nodewright/nodewright/local/ec2sim"
+	"github.com/nodewright/nodewright/local/kwoknode"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/queue"
+	"github.com/nodewright/nodewright/shared/kube"
+)
+
+// Defaults of Options.
+const (
+	DefaultClusterName       = "my-cluster" // the seed manifests' discovery tag
+	DefaultRegion            = "ap-northeast-1"
+	DefaultBootDelay         = 5 * time.Second
+	DefaultKubernetesVersion = "1.34"
+	DefaultGCInterval        = time.Minute
+	// Local credentials the forwarder signs with; nothing checks them.
+	accessKey = "AKIDLOCALSTACK"
+	secretKey = "local-stack-secret"
+	stage     = "/local"
+)
+
+// Options configure Up.
+type Options struct {
+	// Dir is the state directory (required). Up refuses a Dir that holds
+	// a running stack; Down removes it.
+	Dir string
+	// BinDir holds the control-plane binaries (`make controlplane`:
+	// .cache/bin at the repository root). Empty means <RepoRoot>/.cache/bin.
+	BinDir string
+	// RepoRoot is the repository, for `go build ./forwarder`. Empty means
+	// found by walking up from the working directory (FindRepoRoot).
+	RepoRoot string
+	// ForwarderBin is a prebuilt forwarder binary; empty means build it
+	// into Dir/bin.
+	ForwarderBin string
+	// ClusterName, Region and Zones configure the simulator (zones empty:
+	// ec2sim's defaults for the region).
+	ClusterName string
+	Region      string
+	Zones       []string
+	// KubernetesVersion is the minor version the provisioner asks AMIs
+	// for ("1.34").
+	KubernetesVersion string
+	// BootDelay is how long a launched instance stays pending before its
+	// Node registers; negative means 0, zero means DefaultBootDelay.
+	BootDelay time.Duration
+	// BatchIdle and BatchMax are the forwarder's batching windows (zero:
+	// the forwarder's defaults, 1s and 10s).
+	BatchIdle, BatchMax time.Duration
+	// GCInterval is how often the gc handler runs (zero: one minute).
+	GCInterval time.Duration
+	// Detach lets the control plane and the forwarder outlive this
+	// process (`local up --detach` runs Up in a background process).
+	Detach bool
+	// Progress receives one human-readable line per step; nil discards.
+	Progress io.Writer
+}
+
+// Info is what stack.json records about a running stack.
+type Info struct {
+	Dir         string         `json:"dir"`
+	Kubeconfig  string         `json:"kubeconfig"`
+	Server      string         `json:"server"`
+	SimURL      string         `json:"simURL"`
+	IntakeURL   string         `json:"intakeURL"`
+	DynamoDBURL string         `json:"dynamodbURL"`
+	Region      string         `json:"region"`
+	Zones       []string       `json:"zones"`
+	ClusterName string         `json:"clusterName"`
+	PIDs        map[string]int `json:"pids"`
+	// ServePID is the process running the in-process stand-ins.
+	ServePID int `json:"servePID"`
+}
+
+// Stack is a running local stack. Its methods are safe for concurrent use.
+type Stack struct {
+	Info
+	// Cluster is the control plane.
+	Cluster *controlplane.Cluster
+	// Kube and Dynamic are admin clients of the API server.
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	// Sim is the EC2/SSM simulator.
+	Sim *ec2sim.Server
+
+	opts     Options
+	restCfg  *rest.Config
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	closers  []func()
+	fwd      *child
+	fwdMu    sync.Mutex
+	fwdBin   string
+	fwdEnv   []string
+	log      *slog.Logger
+	logFile  *os.File
+	prices   *pricer
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Wired lists which parts of the system the stack runs end to end.
+type Wired struct {
+	Provisioning, GarbageCollection  bool
+	Consolidation, Drift, Interrupts bool
+}
+
+// Wired reports the features this stack runs: provisioning and garbage
+// collection today; consolidation, drift and interruption handling wait
+// for their functions and state machines.
+func (s *Stack) Wired() Wired { return Wired{Provisioning: true, GarbageCollection: true} }
+
+// Up starts the stack (see the package doc) and returns once the forwarder
+// runs. ctx bounds the start only. On error everything started so far is
+// stopped; Dir is kept for its logs. Errors name the component.
+func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
+	if err := opts.fill(); err != nil {
+		return nil, err
+	}
+	progress := func(format string, args ...any) {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, format+"\n", args...)
+		}
+	}
+	if running(opts.Dir) {
+		return nil, fmt.Errorf("state dir %s: a stack is already running there (nodewright local down --dir %s)", opts.Dir, opts.Dir)
+	}
+	if err := os.MkdirAll(filepath.Join(opts.Dir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	s := &Stack{opts: opts}
+	s.Dir, s.Region, s.ClusterName, s.ServePID = opts.Dir, opts.Region, opts.ClusterName, os.Getpid()
+	defer func() {
+		if err != nil {
+			_ = s.stop(false)
+		}
+	}()
+	if s.logFile, err = os.Create(filepath.Join(opts.Dir, "logs", "functions.log")); err != nil {
+		return nil, fmt.Errorf("functions log: %w", err)
+	}
+	s.log = slog.New(slog.NewJSONHandler(&syncWriter{w: s.logFile}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	// The forwarder build runs while the control plane starts.
+	buildErr := make(chan error, 1)
+	go func() {
+		if opts.ForwarderBin != "" {
+			s.fwdBin = opts.ForwarderBin
+			buildErr <- nil
+			return
+		}
+		s.fwdBin = filepath.Join(opts.Dir, "bin", "nodewright-forwarder")
+		buildErr <- BuildForwarder(ctx, opts.RepoRoot, s.fwdBin)
+	}()
+
+	progress("starting the control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok) on 127.0.0.1")
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: filepath.Join(opts.Dir, "cluster"), BinDir: opts.BinDir, Detach: opts.Detach})
+	if err != nil {
+		<-buildErr
+		return nil, fmt.Errorf("control plane: %w", err)
+	}
+	s.Cluster, s.Kubeconfig, s.Server = cp, cp.Kubeconfig, cp.Server
+	s.restCfg = cp.RESTConfig()
+	s.restCfg.QPS, s.restCfg.Burst = 200, 400
+	if s.Kube, err = kubernetes.NewForConfig(s.restCfg); err != nil {
+		return nil, fmt.Errorf("kube client: %w", err)
+	}
+	if s.Dynamic, err = dynamic.NewForConfig(s.restCfg); err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	progress("applying the CRDs (NodePool, NodeClaim, EC2NodeClass)")
+	if err := applyCRDs(ctx, s.Dynamic); err != nil {
+		return nil, err
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	if err := s.startAWS(ctx, runCtx); err != nil {
+		return nil, err
+	}
+	if err := <-buildErr; err != nil {
+		return nil, err
+	}
+	progress("starting the forwarder (%s) against %s", s.fwdBin, s.IntakeURL)
+	if err := s.StartForwarder(); err != nil {
+		return nil, err
+	}
+	s.PIDs = cp.PIDs()
+	s.PIDs["forwarder"] = s.ForwarderPID()
+	if err := writeInfo(opts.Dir, s.Info); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// fill applies defaults and checks the options.
+func (o *Options) fill() error {
+	if o.Dir == "" {
+		return errors.New("stack options: Dir is required")
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	o.Dir = dir
+	if o.RepoRoot == "" && (o.BinDir == "" || o.ForwarderBin == "") {
+		if o.RepoRoot, err = FindRepoRoot(); err != nil {
+			return err
+		}
+	}
+	if o.BinDir == "" {
+		o.BinDir = filepath.Join(o.RepoRoot, ".cache", "bin")
+	}
+	o.ClusterName = cmpOr(o.ClusterName, DefaultClusterName)
+	o.Region = cmpOr(o.Region, DefaultRegion)
+	o.KubernetesVersion = cmpOr(o.KubernetesVersion, DefaultKubernetesVersion)
+	switch {
+	case o.BootDelay < 0:
+		o.BootDelay = 0
+	case o.BootDelay == 0:
+		o.BootDelay = DefaultBootDelay
+	}
+	if o.GCInterval <= 0 {
+		o.GCInterval = DefaultGCInterval
+	}
+	return nil
+}
+
+func cmpOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// startAWS starts kumo, the simulator, the handlers, the intake front, the
+// queue pump, the gc ticker and the node bridge. startCtx bounds setup
+// calls; runCtx the loops.
+func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
+	opts := s.opts
+	creds := credentials.NewStaticCredentialsProvider(accessKey, secretKey, "")
+
+	sim, err := ec2sim.New(ec2sim.Options{
+		Region: opts.Region, Zones: opts.Zones, ClusterName: opts.ClusterName,
+		KubernetesVersions: []string{opts.KubernetesVersion}, BootDelay: opts.BootDelay,
+	})
+	if err != nil {
+		return fmt.Errorf("ec2 simulator: %w", err)
+	}
+	s.Sim = sim
+	simURL, err := s.serve(sim)
+	if err != nil {
+		return fmt.Errorf("ec2 simulator: %w", err)
+	}
+	s.SimURL = simURL
+	for _, sn := range sim.Network().Subnets {
+		s.Zones = appendUnique(s.Zones, sn.Zone)
+	}
+	loop := &http.Client{Transport: ec2sim.LoopbackTransport(http.DefaultTransport.(*http.Transport).Clone())}
+	ec2Client := ec2.New(ec2.Options{Region: opts.Region, BaseEndpoint: aws.String(simURL), Credentials: creds, HTTPClient: loop})
+	ssmClient := ssm.New(ssm.Options{Region: opts.Region, BaseEndpoint: aws.String(simURL), Credentials: creds, HTTPClient: loop})
+	if err := tagPrivateSubnets(startCtx, ec2Client, sim); err != nil {
+		return err
+	}
+	if s.prices, err = newPricer(opts.Region); err != nil {
+		return err
+	}
+
+	k := kumo.NewServer()
+	s.closers = append(s.closers, k.Close)
+	s.DynamoDBURL = k.URL
+	awsCfg := aws.Config{Region: opts.Region, Credentials: creds}
+	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(k.URL) })
+	sqsClient := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(k.URL) })
+	table := "nodewright-" + opts.ClusterName
+	if err := ddbstore.CreateTable(startCtx, ddb, table, time.Minute); err != nil {
+		return fmt.Errorf("dynamodb table: %w", err)
+	}
+	q, err := sqsClient.CreateQueue(startCtx, &sqs.CreateQueueInput{
+		QueueName:  aws.String("nodewright-provisioning.fifo"),
+		Attributes: map[string]string{"FifoQueue": "true", "VisibilityTimeout": "360"},
+	})
+	if err != nil {
+		return fmt.Errorf("provisioning queue: %w", err)
+	}
+	queueURL := aws.ToString(q.QueueUrl)
+
+	env := map[string]string{
+		"CLUSTER_NAME": opts.ClusterName, "TABLE_NAME": table, "QUEUE_URL": queueURL, "AWS_REGION": opts.Region,
+		"KUBERNETES_VERSION": opts.KubernetesVersion, "CLUSTER_ENDPOINT": s.Server,
+		"CLUSTER_CA_DATA": base64.StdEncoding.EncodeToString(s.restCfg.CAData),
+		"SERVICE_CIDR":    "10.96.0.0/12", "CLUSTER_DNS": "10.96.0.10",
+	}
+	getenv := func(k string) string { return env[k] }
+	store, err := ddbstore.New(ddb, table, opts.ClusterName)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	sender, err := queue.New(sqsClient, queueURL)
+	if err != nil {
+		return fmt.Errorf("queue: %w", err)
+	}
+	icfg, err := intakehandler.LoadConfig(getenv)
+	if err != nil {
+		return fmt.Errorf("intake config: %w", err)
+	}
+	intake, err := intakehandler.New(icfg, intakehandler.Deps{Store: store, Queue: sender, Log: s.log.With("function", "intake"), Now: time.Now})
+	if err != nil {
+		return fmt.Errorf("intake: %w", err)
+	}
+	nodes, err := kube.New(s.restCfg)
+	if err != nil {
+		return fmt.Errorf("kube client: %w", err)
+	}
+	pcfg, err := provisionerhandler.LoadConfig(getenv)
+	if err != nil {
+		return fmt.Errorf("provisioner config: %w", err)
+	}
+	prov, err := provisionerhandler.New(pcfg, provisionerhandler.Clients{DynamoDB: ddb, EC2: ec2Client, SSM: ssmClient, Nodes: nodes},
+		s.log.With("function", "provisioner"), time.Now)
+	if err != nil {
+		return fmt.Errorf("provisioner: %w", err)
+	}
+	gcfg, err := gchandler.LoadConfig(getenv)
+	if err != nil {
+		return fmt.Errorf("gc config: %w", err)
+	}
+	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Nodes: nodes}, s.log.With("function", "gc"), time.Now)
+	if err != nil {
+		return fmt.Errorf("gc: %w", err)
+	}
+
+	front, err := s.serve(&apiFront{intake: intake})
+	if err != nil {
+		return fmt.Errorf("intake front: %w", err)
+	}
+	s.IntakeURL = front + stage
+
+	bridge, err := kwoknode.New(kwoknode.Options{Sim: sim, Kube: s.Kube, Region: opts.Region, Log: s.log.With("component", "node-bridge")})
+	if err != nil {
+		return err
+	}
+	pump := &queuePump{sqs: sqsClient, url: queueURL, group: opts.ClusterName, handler: prov, log: s.log.With("component", "queue-pump")}
+	s.goLoop(runCtx, pump.run)
+	s.goLoop(runCtx, bridge.Run)
+	s.goLoop(runCtx, func(ctx context.Context) error { return runTicker(ctx, opts.GCInterval, gc, s.log) })
+	return nil
+}
+
+// goLoop runs f until runCtx ends; Down waits for it.
+func (s *Stack) goLoop(ctx context.Context, f func(context.Context) error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = f(ctx)
+	}()
+}
+
+// serve serves h on a free loopback port and returns its base URL.
+func (s *Stack) serve(h http.Handler) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	s.closers = append(s.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return "http://" + ln.Addr().String(), nil
+}
+
+// Down stops everything Up started (the forwarder, the loops, the servers,
+// the control plane, by process ID) and removes Dir. Safe to call twice.
+func (s *Stack) Down() error { return s.stop(true) }
+
+func (s *Stack) stop(removeDir bool) error {
+	s.stopOnce.Do(func() {
+		var errs []error
+		s.fwdMu.Lock()
+		if s.fwd != nil {
+			s.fwd.stop(5 * time.Second)
+		}
+		s.fwdMu.Unlock()
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.wg.Wait()
+		for i := len(s.closers) - 1; i >= 0; i-- {
+			s.closers[i]()
+		}
+		if s.Cluster != nil {
+			if err := s.Cluster.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stop control plane: %w", err))
+			}
+		}
+		if s.logFile != nil {
+			_ = s.logFile.Close()
+		}
+		if removeDir && len(errs) == 0 {
+			if err := os.RemoveAll(s.opts.Dir); err != nil {
+				errs = append(errs, fmt.Errorf("remove state dir: %w", err))
+			}
+		}
+		s.stopErr = errors.Join(errs...)
+	})
+	return s.stopErr
+}
+
+// LogPath returns the path of a stack log: "forwarder" or "functions", or a
+// control-plane component's.
+func (s *Stack) LogPath(name string) string {
+	switch name {
+	case "forwarder", "functions":
+		return filepath.Join(s.opts.Dir, "logs", name+".log")
+	}
+	return s.Cluster.LogPath(name)
+}
+
+func writeInfo(dir string, info Info) error {
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return fmt.Errorf("stack info: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stack.json"), data, 0o644); err != nil {
+		return fmt.Errorf("stack info: %w", err)
+	}
+	return nil
+}
+
+// ReadInfo reads the stack.json of a running stack in dir.
+func ReadInfo(dir string) (Info, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "stack.json"))
+	if err != nil {
+		return Info{}, fmt.Errorf("stack info: %w", err)
+	}
+	var info Info
+	if err := json.Unmarshal(data, &info); err != nil {
+		return Info{}, fmt.Errorf("stack info %s: %w", dir, err)
+	}
+	return info, nil
+}
+
+func appendUnique(s []string, v string) []string {
+	for _, have := range s {
+		if have == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+// syncWriter serializes writes of concurrent handlers.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
