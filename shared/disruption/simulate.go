@@ -1,0 +1,231 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/requirements"
+	"github.com/nodewright/nodewright/shared/scheduling"
+)
+
+// defaultSimulationTypes is the instance-type list length of a
+// replacement NodeClaim (Karpenter's MaxInstanceTypes, 600).
+const defaultSimulationTypes = 600
+
+// simulation is the outcome of rescheduling some candidates' pods.
+type simulation struct {
+	// claims are the solver's new NodeClaims that host at least one pod of
+	// the candidates, in the solver's order.
+	claims []scheduling.NewClaim
+}
+
+// simulate asks the solver whether the reschedulable pods of cands fit on
+// the rest of the cluster (karpenter: SimulateScheduling; karpenter-spec
+// §6.4). The solver sees every node except cands and the nodes already
+// leaving (those stay in Input.Nodes marked for deletion, so NodePool
+// limits still count them, as Karpenter's do), and places the pending
+// pods, the candidates' pods and the pods of nodes already leaving. It
+// returns why the candidates cannot go, or "": every pod of cands and of
+// leaving nodes must be placed, and none of the candidates' pods on an
+// uninitialized node. New NodeClaims that only pending pods need are the
+// provisioner's business and are not counted.
+func (e *evaluation) simulate(ctx context.Context, cands []*node) (simulation, string, error) {
+	in := scheduling.Input{
+		Now: e.now, NodePools: e.poolList, NodeClasses: e.in.NodeClasses, InstanceTypes: e.in.InstanceTypes,
+		DaemonSets: e.in.DaemonSets, Options: e.in.Options.Scheduling,
+	}
+	if in.Options.MaxInstanceTypes == 0 {
+		in.Options.MaxInstanceTypes = defaultSimulationTypes
+	}
+	leaving := map[*node]bool{}
+	for _, n := range cands {
+		leaving[n] = true
+	}
+	candidatePod := map[string]*corev1.Pod{}
+	mustPlace := map[string]string{} // pod key → message prefix
+	for _, n := range e.nodes {
+		out := leaving[n] || n.deleting
+		in.Nodes = append(in.Nodes, scheduling.ExistingNode{
+			Node: n.node, NodeClaim: n.claim, Pods: append(append([]*corev1.Pod(nil), n.pods...), n.nominated...),
+			MarkedForDeletion: out,
+		})
+		if !out {
+			continue
+		}
+		for _, p := range n.reschedulable {
+			moved := *p
+			moved.Spec.NodeName = ""
+			moved.Status.NominatedNodeName = ""
+			in.Pods = append(in.Pods, &moved)
+			key := podKey(p)
+			if leaving[n] {
+				candidatePod[key] = p
+				mustPlace[key] = fmt.Sprintf("pod %s cannot be rescheduled", podName(p))
+			} else {
+				mustPlace[key] = fmt.Sprintf("pod %s of leaving node %s cannot be rescheduled", podName(p), n.name())
+			}
+		}
+	}
+	for _, k := range e.unmanaged {
+		in.Nodes = append(in.Nodes, scheduling.ExistingNode{Node: k, Pods: e.hosted[k.Name], MarkedForDeletion: k.DeletionTimestamp != nil})
+	}
+	in.Pods = append(in.Pods, e.pending...)
+	res, err := scheduling.Solve(ctx, in)
+	if err != nil {
+		return simulation{}, "", fmt.Errorf("simulate rescheduling of %s: %w", names(cands), err)
+	}
+	keys := make([]string, 0, len(mustPlace))
+	for k := range mustPlace {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if why, ok := res.Unschedulable[k]; ok {
+			return simulation{}, fmt.Sprintf("%s: %s", mustPlace[k], why), nil
+		}
+	}
+	for _, k := range keys {
+		target, ok := res.Placements[k]
+		if !ok || candidatePod[k] == nil {
+			continue
+		}
+		if t := e.byName[target]; t != nil && !t.initialized {
+			return simulation{}, fmt.Sprintf("pod %s would move to node %s, which is not initialized yet", podName(candidatePod[k]), target), nil
+		}
+	}
+	var sim simulation
+	for _, nc := range res.NewClaims {
+		for _, k := range nc.Pods {
+			if candidatePod[k] != nil {
+				sim.claims = append(sim.claims, nc)
+				break
+			}
+		}
+	}
+	return sim, "", nil
+}
+
+// replacement turns a solver NewClaim into a Replacement. With types
+// non-nil, the NodeClaim is narrowed to them (in that order) under reqs,
+// the claim's requirements after consolidation's price filter and any
+// capacity-type narrowing. The NodeClaim carries the NodePool and
+// EC2NodeClass hash annotations, so it does not drift at once.
+func (e *evaluation) replacement(nc scheduling.NewClaim, types []*catalog.InstanceType, reqs requirements.Requirements) (Replacement, error) {
+	claim := nc.NodeClaim
+	claim.Annotations = maps.Clone(claim.Annotations)
+	if claim.Annotations == nil {
+		claim.Annotations = map[string]string{}
+	}
+	if np := e.pools[nc.NodePool]; np != nil {
+		h, err := e.nodePoolHash(np)
+		if err != nil {
+			return Replacement{}, err
+		}
+		claim.Annotations[v1.AnnotationNodePoolHash] = h
+		claim.Annotations[v1.AnnotationNodePoolHashVersion] = v1.NodePoolHashVersion
+	}
+	if class := e.classes[nc.NodeClass]; class != nil {
+		h, ver, err := e.nodeClassHash(class)
+		if err != nil {
+			return Replacement{}, err
+		}
+		claim.Annotations[v1.AnnotationEC2NodeClassHash] = h
+		claim.Annotations[v1.AnnotationEC2NodeClassHashVersion] = ver
+	}
+	r := Replacement{InstanceTypes: nc.InstanceTypes, Expected: nc.Expected}
+	if types != nil {
+		reqs = reqs.Clone()
+		names := make([]string, len(types))
+		for i, it := range types {
+			names[i] = it.Name
+		}
+		narrowed := requirements.New(v1.LabelInstanceType, corev1.NodeSelectorOpIn, names...)
+		if old := reqs[v1.LabelInstanceType]; old != nil && old.MinValues != nil {
+			mv := *old.MinValues
+			narrowed.MinValues = &mv
+		}
+		reqs[v1.LabelInstanceType] = narrowed
+		claim.Spec.Requirements = reqs.NodeSelectorRequirements()
+		r.InstanceTypes = names
+		r.Expected = expectedOffering(types, reqs)
+	}
+	r.NodeClaim = claim
+	return r, nil
+}
+
+// allowed returns the zone and capacity-type predicates of reqs.
+func allowed(reqs requirements.Requirements) (zone, capacityType func(string) bool) {
+	return reqs.Get(v1.LabelTopologyZone).Has, reqs.Get(v1.LabelCapacityType).Has
+}
+
+// launchPrice is the price an instance type is ordered by: its cheapest
+// available offering reqs allow (karpenter: OrderByPrice); +Inf when none.
+func launchPrice(it *catalog.InstanceType, reqs requirements.Requirements) float64 {
+	zone, ct := allowed(reqs)
+	if o, ok := it.Offerings.CheapestAvailable(zone, ct); ok {
+		return o.Price
+	}
+	return math.Inf(1)
+}
+
+// worstLaunchPrice is the most expensive available offering reqs allow of
+// the capacity type a launch would use: reserved if any, else spot, else
+// on-demand (karpenter: Offerings.WorstLaunchPrice); +Inf when none.
+func worstLaunchPrice(it *catalog.InstanceType, reqs requirements.Requirements) float64 {
+	zone, ct := allowed(reqs)
+	for _, want := range []string{v1.CapacityTypeReserved, v1.CapacityTypeSpot, v1.CapacityTypeOnDemand} {
+		if !ct(want) {
+			continue
+		}
+		worst, found := 0.0, false
+		for _, o := range it.Offerings {
+			if o.Available && o.CapacityType == want && zone(o.Zone) {
+				worst, found = math.Max(worst, o.Price), true
+			}
+		}
+		if found {
+			return worst
+		}
+	}
+	return math.Inf(1)
+}
+
+// expectedOffering is the offering CreateFleet is expected to pick among
+// types under reqs: reserved when available, else spot unless the cheapest
+// spot offering costs more than the cheapest on-demand one, else
+// on-demand; the cheapest of that capacity type, ties to the earlier type
+// and zone (as scheduling.ExpectedOffering).
+func expectedOffering(types []*catalog.InstanceType, reqs requirements.Requirements) scheduling.ExpectedOffering {
+	zone, ct := allowed(reqs)
+	type pick struct {
+		it *catalog.InstanceType
+		o  catalog.Offering
+	}
+	best := map[string]*pick{}
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			if !o.Available || !zone(o.Zone) || !ct(o.CapacityType) {
+				continue
+			}
+			if p := best[o.CapacityType]; p == nil || o.Price < p.o.Price {
+				best[o.CapacityType] = &pick{it: it, o: o}
+			}
+		}
+	}
+	if s, od := best[v1.CapacityTypeSpot], best[v1.CapacityTypeOnDemand]; s != nil && od != nil && s.o.Price > od.o.Price {
+		delete(best, v1.CapacityTypeSpot)
+	}
+	for _, c := range []string{v1.CapacityTypeReserved, v1.CapacityTypeSpot, v1.CapacityTypeOnDemand} {
+		if p := best[c]; p != nil {
+			return scheduling.ExpectedOffering{InstanceType: p.it.Name, Zone: p.o.Zone, CapacityType: c, PricePerHour: p.o.Price}
+		}
+	}
+	return scheduling.ExpectedOffering{}
+}
