@@ -1,0 +1,100 @@
+package nodewright
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// apiStage is the deployed stage: the forwarder's API_ENDPOINT ends in it.
+const apiStage = "prod"
+
+// apiRoute is one route of the forwarder <-> intake contract
+// (shared/apis/v1 podbatch.go; a test checks every Route* path of that
+// file is here).
+type apiRoute struct {
+	method string
+	path   string
+}
+
+var apiRoutes = []apiRoute{
+	{method: "POST", path: "/v1/podbatches"},
+	{method: "GET", path: "/v1/podbatches/{id}"},
+	{method: "POST", path: "/v1/config"},
+	{method: "POST", path: "/v1/registrations"},
+	{method: "POST", path: "/v1/snapshots"},
+	{method: "GET", path: "/v1/nodeclaims"},
+}
+
+// Stage throttling: the forwarder posts about one pod batch a second at
+// most, plus snapshot parts; these bound a runaway client.
+const (
+	apiRateLimit  = 50
+	apiBurstLimit = 100
+)
+
+// newAPI creates the intake API: a regional REST API whose only routes are
+// apiRoutes, each proxied to the API-triggered function, with IAM
+// authorization on every method and a resource policy that denies every
+// caller but the forwarder's role. Access logs go to a log group of its
+// own with the deployment's retention.
+func newAPI(d *deployment, specs []functionSpec) awsapigateway.RestApi {
+	var intake *builtFunction
+	for _, spec := range specs {
+		if spec.trigger.kind == triggerAPI {
+			intake = d.functions[spec.name]
+		}
+	}
+	forwarder := d.forwarder.RoleArn()
+	policy := awsiam.NewPolicyDocument(&awsiam.PolicyDocumentProps{Statements: &[]awsiam.PolicyStatement{
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("ForwarderOnly"),
+			Principals: &[]awsiam.IPrincipal{awsiam.NewArnPrincipal(forwarder)},
+			Actions:    jsii.Strings("execute-api:Invoke"),
+			Resources:  jsii.Strings("execute-api:/*"),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("DenyEveryoneElse"),
+			Effect:     awsiam.Effect_DENY,
+			Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+			Actions:    jsii.Strings("execute-api:Invoke"),
+			Resources:  jsii.Strings("execute-api:/*"),
+			Conditions: &map[string]any{"StringNotEquals": map[string]any{"aws:PrincipalArn": forwarder}},
+		}),
+	}})
+	accessLogs := awslogs.NewLogGroup(d.scope, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+		Retention:     retention(d.props.LogRetentionDays),
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	api := awsapigateway.NewRestApi(d.scope, jsii.String("Api"), &awsapigateway.RestApiProps{
+		Description:    jsii.String("nodewright intake API of cluster " + d.props.Cluster.Name + " (forwarder only)"),
+		EndpointTypes:  &[]awsapigateway.EndpointType{awsapigateway.EndpointType_REGIONAL},
+		Policy:         policy,
+		CloudWatchRole: jsii.Bool(false),
+		DefaultMethodOptions: &awsapigateway.MethodOptions{
+			AuthorizationType: awsapigateway.AuthorizationType_IAM,
+		},
+		DeployOptions: &awsapigateway.StageOptions{
+			StageName:            jsii.String(apiStage),
+			AccessLogDestination: awsapigateway.NewLogGroupLogDestination(accessLogs),
+			AccessLogFormat: awsapigateway.AccessLogFormat_JsonWithStandardFields(&awsapigateway.JsonWithStandardFieldProps{
+				Caller: jsii.Bool(true), HttpMethod: jsii.Bool(true), Ip: jsii.Bool(true), Protocol: jsii.Bool(true),
+				RequestTime: jsii.Bool(true), ResourcePath: jsii.Bool(true), ResponseLength: jsii.Bool(true),
+				Status: jsii.Bool(true), User: jsii.Bool(true),
+			}),
+			ThrottlingRateLimit:  jsii.Number(apiRateLimit),
+			ThrottlingBurstLimit: jsii.Number(apiBurstLimit),
+		},
+	})
+	integration := awsapigateway.NewLambdaIntegration(intake.fn, &awsapigateway.LambdaIntegrationOptions{
+		Proxy:                   jsii.Bool(true),
+		AllowTestInvoke:         jsii.Bool(false),
+		ScopePermissionToMethod: jsii.Bool(false),
+	})
+	for _, r := range apiRoutes {
+		api.Root().ResourceForPath(jsii.String(r.path)).AddMethod(jsii.String(r.method), integration, nil)
+	}
+	return api
+}

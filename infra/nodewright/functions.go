@@ -1,0 +1,318 @@
+package nodewright
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// triggerKind is what invokes a function.
+type triggerKind int
+
+const (
+	// triggerAPI: the intake API's routes (api.go), proxy integration.
+	triggerAPI triggerKind = iota + 1
+	// triggerQueue: an SQS event source mapping on trigger.queue with
+	// ReportBatchItemFailures.
+	triggerQueue
+	// triggerSchedule: an EventBridge Scheduler schedule every
+	// trigger.every (events.go).
+	triggerSchedule
+)
+
+type trigger struct {
+	kind      triggerKind
+	queue     string        // triggerQueue: a queues.go name
+	batchSize int           // triggerQueue
+	every     time.Duration // triggerSchedule
+}
+
+// grant is one permission set a function needs; iam.go turns each into
+// policy statements.
+type grant int
+
+const (
+	// grantTable: read and write the table and its indexes.
+	grantTable grant = iota + 1
+	// grantSendProvisioning: send to the provisioning FIFO queue.
+	grantSendProvisioning
+	// grantLaunch: CreateFleet/RunInstances/CreateLaunchTemplate with the
+	// cluster's request tags, tagging on creation, the Describe calls of
+	// EC2NodeClass resolution, the public SSM parameters and iam:PassRole
+	// of the node role (karpenter-spec 4.1).
+	grantLaunch
+	// grantTagInstances: CreateTags on the cluster's instances, limited to
+	// the registration tag keys.
+	grantTagInstances
+	// grantTerminate: TerminateInstances and DeleteLaunchTemplate on the
+	// cluster's resources, and DescribeInstances to find them.
+	grantTerminate
+)
+
+// kubeAccess is a function's Kubernetes identity: its role gets an EKS
+// access entry in group, which infra/kube/rbac.yaml binds to a ClusterRole
+// of the same name.
+type kubeAccess struct {
+	group string
+}
+
+// env names a function's environment from the deployment.
+type env func(d *deployment) map[string]*string
+
+// functionSpec is one Lambda: one row of the table below.
+type functionSpec struct {
+	// name is the folder under functions/ and dist/.
+	name        string
+	description string
+	memoryMiB   int
+	timeout     time.Duration
+	// singleWriter reserves one concurrent execution (when
+	// Props.ReservedConcurrency): a second invocation, from anything,
+	// would break the function's single-writer guarantee.
+	singleWriter bool
+	env          []env
+	grants       []grant
+	trigger      trigger
+	// kube: the function calls the cluster's Kubernetes API; nil: never.
+	kube *kubeAccess
+	// starts are state machines (workflows.go names) the function starts;
+	// each adds <NAME>_STATE_MACHINE_ARN to its environment.
+	starts []string
+	// enabled reports whether props deploy the function; nil: always.
+	enabled func(Props) bool
+}
+
+// functions is every Lambda nodewright deploys. A test fails when a
+// functions/*/main.go has no row here; New fails when a row's
+// dist/<name>/bootstrap is missing (run `make build`).
+var functions = []functionSpec{
+	{
+		// API Gateway's integration timeout is 29 s; the intake answers
+		// well before it.
+		name:        "intake",
+		description: "intake API: validates, dedupes and enqueues the forwarder's messages",
+		memoryMiB:   512,
+		timeout:     25 * time.Second,
+		env:         []env{envCommon, envProvisioningQueue},
+		grants:      []grant{grantTable, grantSendProvisioning},
+		trigger:     trigger{kind: triggerAPI},
+	},
+	{
+		// The solver fits 10,000 pods in 1 GiB (DESIGN.md section 3); twice
+		// that buys Lambda CPU (1,769 MB is one vCPU). One solve at a time
+		// per cluster comes from the FIFO message group (functions/
+		// provisioner); the reserved concurrency of 1 keeps any other
+		// invoker out too.
+		name:         "provisioner",
+		description:  "provisioner: solves pod batches and launches NodeClaims with CreateFleet; registers nodes",
+		memoryMiB:    2048,
+		timeout:      2 * time.Minute,
+		singleWriter: true,
+		env:          []env{envCommon, envKube, envNodeBootstrap, envFeatureGates},
+		grants:       []grant{grantTable, grantLaunch, grantTagInstances},
+		trigger:      trigger{kind: triggerQueue, queue: queueProvisioning, batchSize: 5},
+		kube:         &kubeAccess{group: "nodewright:provisioner"},
+	},
+	{
+		// Every step is idempotent and decided from fresh reads (functions/
+		// gc), so overlapping runs are harmless: no reserved concurrency.
+		name:        "gc",
+		description: "garbage collection: launch/registration timeouts, leaked instances, orphaned Nodes",
+		memoryMiB:   512,
+		timeout:     50 * time.Second,
+		env:         []env{envCommon, envKube},
+		grants:      []grant{grantTable, grantTerminate},
+		trigger:     trigger{kind: triggerSchedule, every: time.Minute},
+		kube:        &kubeAccess{group: "nodewright:gc"},
+	},
+	{
+		name:        "interruption",
+		description: "interruption: Spot warnings, rebalance, state changes and scheduled changes from the interruption queue",
+		memoryMiB:   256,
+		timeout:     30 * time.Second,
+		env:         []env{envCommon},
+		grants:      []grant{grantTable},
+		trigger:     trigger{kind: triggerQueue, queue: queueInterruption, batchSize: 10},
+		enabled:     func(p Props) bool { return p.Interruption },
+	},
+}
+
+func envCommon(d *deployment) map[string]*string {
+	return map[string]*string{
+		"CLUSTER_NAME": jsii.String(d.props.Cluster.Name),
+		"TABLE_NAME":   d.table.TableName(),
+		"LOG_LEVEL":    jsii.String(d.props.LogLevel),
+	}
+}
+
+func envKube(d *deployment) map[string]*string {
+	return map[string]*string{
+		"CLUSTER_ENDPOINT": d.cluster.endpoint,
+		"CLUSTER_CA_DATA":  d.cluster.caData,
+	}
+}
+
+// envNodeBootstrap is what nodes' user data and AMI aliases need.
+func envNodeBootstrap(d *deployment) map[string]*string {
+	m := map[string]*string{
+		"KUBERNETES_VERSION": d.cluster.version,
+		"SERVICE_CIDR":       d.cluster.serviceCIDR,
+	}
+	if d.props.Cluster.DNS != "" {
+		m["CLUSTER_DNS"] = jsii.String(d.props.Cluster.DNS)
+	}
+	return m
+}
+
+func envFeatureGates(d *deployment) map[string]*string {
+	if len(d.props.FeatureGates) == 0 {
+		return nil
+	}
+	return map[string]*string{"FEATURE_GATES": jsii.String(d.props.featureGates())}
+}
+
+func envProvisioningQueue(d *deployment) map[string]*string {
+	return map[string]*string{"QUEUE_URL": d.queues[queueProvisioning].queue.QueueUrl()}
+}
+
+// enabledFunctions returns the rows props deploy, in table order.
+func enabledFunctions(p Props) []functionSpec {
+	var out []functionSpec
+	for _, f := range functions {
+		if f.enabled == nil || f.enabled(p) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// bootstrapPath is where `make build` puts a function's binary.
+func bootstrapPath(dist, name string) string { return filepath.Join(dist, name, "bootstrap") }
+
+// checkFunctionAssets fails, naming every missing file, when a function
+// has no bootstrap. Nothing is invented in its place.
+func checkFunctionAssets(dist string, specs []functionSpec) error {
+	var errs []error
+	for _, f := range specs {
+		p := bootstrapPath(dist, f.name)
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("function %s: %w (build it with `make build`; functions/%s/main.go must exist)", f.name, err, f.name))
+		case !st.Mode().IsRegular():
+			errs = append(errs, fmt.Errorf("function %s: %s is not a regular file", f.name, p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// builtFunction is a deployed function and its role.
+type builtFunction struct {
+	spec     functionSpec
+	fn       awslambda.Function
+	role     awsiam.Role
+	logGroup awslogs.LogGroup
+}
+
+// newFunction creates spec's function with a role of its own that can
+// write only to the function's own log group, the log group with the
+// deployment's retention, and the environment of spec.env. Grants and
+// triggers are added by iam.go and events.go.
+func newFunction(d *deployment, spec functionSpec) {
+	id := camel(spec.name)
+	lg := awslogs.NewLogGroup(d.scope, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+		Retention:     retention(d.props.LogRetentionDays),
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	role := awsiam.NewRole(d.scope, jsii.String(id+"Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("nodewright " + spec.name + " Lambda"),
+		InlinePolicies: &map[string]awsiam.PolicyDocument{
+			"Runtime": awsiam.NewPolicyDocument(&awsiam.PolicyDocumentProps{Statements: runtimeStatements(d, spec, lg)}),
+		},
+	})
+	environment := map[string]*string{}
+	for _, e := range spec.env {
+		for k, v := range e(d) {
+			environment[k] = v
+		}
+	}
+	var reserved *float64
+	if spec.singleWriter && d.props.ReservedConcurrency {
+		reserved = jsii.Number(1)
+	}
+	fn := awslambda.NewFunction(d.scope, jsii.String(id), &awslambda.FunctionProps{
+		Description:                  jsii.String("nodewright " + spec.description),
+		Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:                 awslambda.Architecture_ARM_64(),
+		Handler:                      jsii.String("bootstrap"),
+		Code:                         awslambda.Code_FromAsset(jsii.String(filepath.Dir(bootstrapPath(d.props.Assets.DistDir, spec.name))), nil),
+		MemorySize:                   jsii.Number(float64(spec.memoryMiB)),
+		Timeout:                      awscdk.Duration_Seconds(jsii.Number(spec.timeout.Seconds())),
+		Environment:                  &environment,
+		Role:                         role,
+		LogGroup:                     lg,
+		ReservedConcurrentExecutions: reserved,
+		RecursiveLoop:                awslambda.RecursiveLoop_TERMINATE,
+	})
+	if spec.kube != nil && d.props.Network != nil {
+		placeInVPC(d, fn)
+	}
+	d.functions[spec.name] = &builtFunction{spec: spec, fn: fn, role: role, logGroup: lg}
+}
+
+// runtimeStatements are what the Lambda service needs for the function to
+// run: its own log group (the group exists, so no logs:CreateLogGroup),
+// and, in a VPC, the network interfaces.
+func runtimeStatements(d *deployment, spec functionSpec, lg awslogs.LogGroup) *[]awsiam.PolicyStatement {
+	st := []awsiam.PolicyStatement{
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("WriteOwnLogs"),
+			Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
+			Resources: &[]*string{lg.LogGroupArn()},
+		}),
+	}
+	if spec.kube != nil && d.props.Network != nil {
+		st = append(st, vpcAccessStatements()...)
+	}
+	return &st
+}
+
+// camel turns a table name ("drain-node") into a construct ID fragment
+// ("DrainNode").
+func camel(name string) string {
+	var b strings.Builder
+	for _, part := range strings.FieldsFunc(name, func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
+
+// envName turns a table name into an environment-variable fragment
+// ("drain-node" -> "DRAIN_NODE").
+func envName(name string) string {
+	return strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(name))
+}
+
+// retention is the CDK name of a validated retention (Props.Validate).
+func retention(days int) awslogs.RetentionDays { return logRetentionDays[days] }
+
+// functionNames returns the names of the table's rows, sorted.
+func functionNames() []string {
+	var out []string
+	for _, f := range functions {
+		out = append(out, f.name)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,298 @@
+package nodewright
+
+import (
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseks"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Tag keys of the cluster's EC2 resources (karpenter-spec 1.5; shared/
+// amifamily LaunchTags and RegistrationTags set them).
+const (
+	tagClusterPrefix   = "kubernetes.io/cluster/"
+	tagEKSClusterName  = "eks:eks-cluster-name"
+	tagNodePool        = "karpenter.sh/nodepool"
+	tagNodeClaim       = "karpenter.sh/nodeclaim"
+	tagName            = "Name"
+	tagOwnedValue      = "owned"
+	eksNodeAccessEntry = "EC2_LINUX"
+)
+
+// EC2 actions that create or destroy instances. A test fails if a policy
+// grants one of them on a created resource type without a tag condition.
+var ec2LaunchActions = []string{"ec2:RunInstances", "ec2:CreateFleet", "ec2:TerminateInstances"}
+
+// ec2 builds a regional EC2 ARN pattern for resourceType; account is
+// "" (images, snapshots: no account in the ARN), "*" (resources another
+// account may share through RAM) or "own".
+func ec2ARN(account, resourceType string) string {
+	switch account {
+	case "own":
+		account = *awscdk.Aws_ACCOUNT_ID()
+	case "*", "":
+	}
+	return "arn:" + *awscdk.Aws_PARTITION() + ":ec2:" + *awscdk.Aws_REGION() + ":" + account + ":" + resourceType + "/*"
+}
+
+// Resources an instance launch references but does not create: AMIs and
+// snapshots (often Amazon's, untaggable by the user), and subnets, security
+// groups, capacity reservations and placement groups (possibly shared
+// from another account). Karpenter's controller policy grants launches on
+// these without a condition (karpenter-spec 4.1, first row): a launch also
+// needs the tag-conditioned grants on the resources it creates, so these
+// alone launch nothing.
+func launchReferencedResources() []*string {
+	return *jsii.Strings(
+		ec2ARN("", "image"), ec2ARN("", "snapshot"),
+		ec2ARN("*", "security-group"), ec2ARN("*", "subnet"),
+		ec2ARN("*", "capacity-reservation"), ec2ARN("*", "placement-group"),
+	)
+}
+
+// launchCreatedResources are what CreateFleet, RunInstances and
+// CreateLaunchTemplate create; always in this account.
+func launchCreatedResources() []*string {
+	return *jsii.Strings(
+		ec2ARN("own", "fleet"), ec2ARN("own", "instance"), ec2ARN("own", "volume"),
+		ec2ARN("own", "network-interface"), ec2ARN("own", "launch-template"),
+		ec2ARN("own", "spot-instances-request"),
+	)
+}
+
+// requestTagged is the condition that a request tags what it creates as
+// the cluster's, in a node pool (karpenter-spec 4.1, third row).
+func requestTagged(cluster string) map[string]any {
+	return map[string]any{
+		"StringEquals": map[string]any{
+			"aws:RequestTag/" + tagClusterPrefix + cluster: tagOwnedValue,
+			"aws:RequestTag/" + tagEKSClusterName:          cluster,
+		},
+		"StringLike": map[string]any{"aws:RequestTag/" + tagNodePool: "*"},
+	}
+}
+
+// resourceTagged is the condition that an existing resource is the
+// cluster's and in a node pool (karpenter-spec 4.1, rows 2, 5 and 6).
+func resourceTagged(cluster string) map[string]any {
+	return map[string]any{
+		"StringEquals": map[string]any{"aws:ResourceTag/" + tagClusterPrefix + cluster: tagOwnedValue},
+		"StringLike":   map[string]any{"aws:ResourceTag/" + tagNodePool: "*"},
+	}
+}
+
+func inRegion() map[string]any {
+	return map[string]any{"StringEquals": map[string]any{"aws:RequestedRegion": *awscdk.Aws_REGION()}}
+}
+
+func statement(sid string, actions []string, resources []*string, conditions map[string]any) awsiam.PolicyStatement {
+	props := &awsiam.PolicyStatementProps{
+		Sid:       jsii.String(sid),
+		Actions:   jsii.Strings(actions...),
+		Resources: &resources,
+	}
+	if conditions != nil {
+		props.Conditions = &conditions
+	}
+	return awsiam.NewPolicyStatement(props)
+}
+
+// grantStatements turns a function's grants into policy statements,
+// following the reference scoping of Karpenter's controller policy
+// (karpenter-spec 4.1), restricted to the calls nodewright's code makes.
+func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
+	cluster := d.props.Cluster.Name
+	switch g {
+	case grantLaunch:
+		return []awsiam.PolicyStatement{
+			statement("LaunchWithReferencedResources", []string{"ec2:RunInstances", "ec2:CreateFleet"}, launchReferencedResources(), nil),
+			statement("LaunchWithClusterLaunchTemplates", []string{"ec2:RunInstances", "ec2:CreateFleet"},
+				*jsii.Strings(ec2ARN("own", "launch-template")), resourceTagged(cluster)),
+			statement("CreateClusterTaggedResources", []string{"ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"},
+				launchCreatedResources(), requestTagged(cluster)),
+			statement("TagOnCreation", []string{"ec2:CreateTags"}, launchCreatedResources(), merge(requestTagged(cluster), map[string]any{
+				"StringEquals": map[string]any{"ec2:CreateAction": []string{"RunInstances", "CreateFleet", "CreateLaunchTemplate"}},
+			})),
+			statement("ResolveNodeClasses", []string{
+				"ec2:DescribeImages", "ec2:DescribeLaunchTemplates", "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets",
+			}, *jsii.Strings("*"), inRegion()),
+			statement("ReadPublicSSMParameters", []string{"ssm:GetParameter"},
+				*jsii.Strings("arn:" + *awscdk.Aws_PARTITION() + ":ssm:" + *awscdk.Aws_REGION() + "::parameter/aws/service/*"), nil),
+			statement("PassNodeRole", []string{"iam:PassRole"}, []*string{d.nodeRole.arn}, map[string]any{
+				"StringEquals": map[string]any{"iam:PassedToService": []string{"ec2.amazonaws.com", "ec2.amazonaws.com.cn"}},
+			}),
+		}
+	case grantTagInstances:
+		return []awsiam.PolicyStatement{
+			statement("TagRegisteredInstances", []string{"ec2:CreateTags"}, *jsii.Strings(ec2ARN("own", "instance")), merge(resourceTagged(cluster), map[string]any{
+				"StringEqualsIfExists": map[string]any{"aws:RequestTag/" + tagEKSClusterName: cluster},
+				"ForAllValues:StringEquals": map[string]any{
+					"aws:TagKeys": []string{tagEKSClusterName, tagNodeClaim, tagName},
+				},
+			})),
+		}
+	case grantTerminate:
+		return []awsiam.PolicyStatement{
+			statement("TerminateClusterInstances", []string{"ec2:TerminateInstances"}, *jsii.Strings(ec2ARN("own", "instance")), resourceTagged(cluster)),
+			statement("ListInstances", []string{"ec2:DescribeInstances"}, *jsii.Strings("*"), inRegion()),
+		}
+	}
+	return nil
+}
+
+// merge combines condition blocks; operators present in both are merged
+// key by key.
+func merge(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, m := range []map[string]any{a, b} {
+		for op, v := range m {
+			existing, ok := out[op].(map[string]any)
+			if !ok {
+				out[op] = v
+				continue
+			}
+			combined := map[string]any{}
+			for k, x := range existing {
+				combined[k] = x
+			}
+			for k, x := range v.(map[string]any) {
+				combined[k] = x
+			}
+			out[op] = combined
+		}
+	}
+	return out
+}
+
+// applyGrants adds every grant of spec to its function's role.
+func applyGrants(d *deployment, f *builtFunction) {
+	for _, g := range f.spec.grants {
+		switch g {
+		case grantTable:
+			grantTableItems(d, f.role)
+		case grantSendProvisioning:
+			d.queues[queueProvisioning].queue.GrantSendMessages(f.role)
+		default:
+			for _, st := range grantStatements(d, g) {
+				f.role.AddToPrincipalPolicy(st)
+			}
+		}
+	}
+}
+
+// tableItemActions are item-level reads and writes, with batches and the
+// condition checks of transactions: no Scan, no stream reads, no table
+// administration (the stack owns the table).
+var tableItemActions = []string{
+	"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query",
+	"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
+	"dynamodb:ConditionCheckItem",
+}
+
+// tableARNs are the table and each of its indexes by name: no wildcard.
+func tableARNs(d *deployment) *[]*string {
+	arns := []*string{d.table.TableArn()}
+	for _, ix := range d.tableIndexes {
+		arns = append(arns, jsii.String(*d.table.TableArn()+"/index/"+ix))
+	}
+	return &arns
+}
+
+// grantTableItems lets grantee read and write the table's items and query
+// its indexes.
+func grantTableItems(d *deployment, grantee awsiam.IGrantable) {
+	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      grantee,
+		Actions:      jsii.Strings(tableItemActions...),
+		ResourceArns: tableARNs(d),
+	})
+}
+
+// nodeRole is the role nodes run with and its instance profile.
+type nodeRole struct {
+	name *string
+	arn  *string
+}
+
+// newNodeRole imports Props.NodeRoleName, or creates the role with the
+// policies EKS nodes need (the four AWS managed policies of Karpenter's
+// reference node role) and its EC2_LINUX access entry so its nodes can
+// join. Either way it creates the instance profile named like the role
+// (functions/internal/adapters: the provisioner uses spec.role as the
+// profile name).
+func newNodeRole(d *deployment) nodeRole {
+	var r nodeRole
+	if name := d.props.NodeRoleName; name != "" {
+		role := awsiam.Role_FromRoleName(d.scope, jsii.String("NodeRole"), jsii.String(name), nil)
+		r = nodeRole{name: role.RoleName(), arn: role.RoleArn()}
+	} else {
+		var managed []awsiam.IManagedPolicy
+		for _, p := range []string{"AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryPullOnly", "AmazonSSMManagedInstanceCore"} {
+			managed = append(managed, awsiam.ManagedPolicy_FromAwsManagedPolicyName(jsii.String(p)))
+		}
+		role := awsiam.NewRole(d.scope, jsii.String("NodeRole"), &awsiam.RoleProps{
+			AssumedBy:       awsiam.NewServicePrincipal(jsii.String("ec2.amazonaws.com"), nil),
+			Description:     jsii.String("nodewright nodes of cluster " + d.props.Cluster.Name),
+			ManagedPolicies: &managed,
+		})
+		awseks.NewCfnAccessEntry(d.scope, jsii.String("NodeAccessEntry"), &awseks.CfnAccessEntryProps{
+			ClusterName:  jsii.String(d.props.Cluster.Name),
+			PrincipalArn: role.RoleArn(),
+			Type:         jsii.String(eksNodeAccessEntry),
+		})
+		r = nodeRole{name: role.RoleName(), arn: role.RoleArn()}
+	}
+	awsiam.NewCfnInstanceProfile(d.scope, jsii.String("NodeInstanceProfile"), &awsiam.CfnInstanceProfileProps{
+		InstanceProfileName: r.name,
+		Roles:               &[]any{r.name},
+	})
+	return r
+}
+
+// newForwarderRole is the in-cluster forwarder's role: through EKS Pod
+// Identity (an association for the nodewright/nodewright-forwarder
+// ServiceAccount, with a trust policy that checks the session tags Pod
+// Identity sets) or, with Props.ForwarderOIDCProviderARN, through IRSA.
+// It may only invoke the intake API (grantForwarder).
+func newForwarderRole(d *deployment) awsiam.Role {
+	var principal awsiam.IPrincipal
+	if oidc := d.props.ForwarderOIDCProviderARN; oidc != "" {
+		issuer := oidc[strings.Index(oidc, ":oidc-provider/")+len(":oidc-provider/"):]
+		principal = awsiam.NewFederatedPrincipal(jsii.String(oidc), &map[string]any{
+			"StringEquals": map[string]any{
+				issuer + ":sub": "system:serviceaccount:" + forwarderNamespace + ":" + forwarderServiceAccount,
+				issuer + ":aud": "sts.amazonaws.com",
+			},
+		}, jsii.String("sts:AssumeRoleWithWebIdentity"))
+	} else {
+		principal = awsiam.NewSessionTagsPrincipal(awsiam.NewPrincipalWithConditions(
+			awsiam.NewServicePrincipal(jsii.String("pods.eks.amazonaws.com"), nil),
+			&map[string]any{"StringEquals": map[string]any{
+				"aws:RequestTag/eks-cluster-name":           d.props.Cluster.Name,
+				"aws:RequestTag/kubernetes-namespace":       forwarderNamespace,
+				"aws:RequestTag/kubernetes-service-account": forwarderServiceAccount,
+			}}))
+	}
+	role := awsiam.NewRole(d.scope, jsii.String("ForwarderRole"), &awsiam.RoleProps{
+		AssumedBy:   principal,
+		Description: jsii.String("nodewright forwarder in cluster " + d.props.Cluster.Name + ": invokes the intake API only"),
+	})
+	if d.props.ForwarderOIDCProviderARN == "" {
+		awseks.NewCfnPodIdentityAssociation(d.scope, jsii.String("ForwarderPodIdentity"), &awseks.CfnPodIdentityAssociationProps{
+			ClusterName:    jsii.String(d.props.Cluster.Name),
+			Namespace:      jsii.String(forwarderNamespace),
+			ServiceAccount: jsii.String(forwarderServiceAccount),
+			RoleArn:        role.RoleArn(),
+		})
+	}
+	return role
+}
+
+// grantForwarder lets the forwarder's role invoke the API's /v1 routes on
+// its deployed stage, and nothing else.
+func grantForwarder(d *deployment) {
+	d.forwarder.AddToPrincipalPolicy(statement("InvokeIntakeAPI", []string{"execute-api:Invoke"},
+		[]*string{d.api.ArnForExecuteApi(jsii.String("*"), jsii.String("/v1/*"), d.api.DeploymentStage().StageName())}, nil))
+}

@@ -1,0 +1,129 @@
+package nodewright
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// alarmPeriod is the period of every alarm: long enough to smooth single
+// data points, short enough to page within minutes.
+var alarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))
+
+// provisioningAgeLimit: a provisioning message older than this means the
+// cluster's message group is stuck (pods stay pending).
+const provisioningAgeLimit = 10 * 60
+
+// newMonitoring creates the alarms (any Lambda error, any message in a
+// dead-letter queue, any failed or timed-out state machine execution, any
+// intake 5xx, a stuck provisioning queue) and one dashboard showing them
+// with the traffic behind them. Alarms notify Props.AlarmTopicARN when set.
+func newMonitoring(d *deployment) {
+	var action awscloudwatch.IAlarmAction
+	if arn := d.props.AlarmTopicARN; arn != "" {
+		action = awscloudwatchactions.NewSnsAction(awssns.Topic_FromTopicArn(d.scope, jsii.String("AlarmTopic"), jsii.String(arn)))
+	}
+	var alarms []awscloudwatch.Alarm
+	alarm := func(id, desc string, metric awscloudwatch.IMetric, threshold float64) {
+		a := awscloudwatch.NewAlarm(d.scope, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmDescription:   jsii.String("nodewright " + d.props.Cluster.Name + ": " + desc),
+			Metric:             metric,
+			Threshold:          jsii.Number(threshold),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		if action != nil {
+			a.AddAlarmAction(action)
+		}
+		alarms = append(alarms, a)
+	}
+	sum := &awscloudwatch.MetricOptions{Period: alarmPeriod, Statistic: jsii.String("Sum")}
+	max := &awscloudwatch.MetricOptions{Period: alarmPeriod, Statistic: jsii.String("Maximum")}
+
+	var fnErrors, fnInvocations, fnDuration, fnThrottles []awscloudwatch.IMetric
+	for _, name := range slices.Sorted(maps.Keys(d.functions)) {
+		f := d.functions[name]
+		alarm(camel(name)+"ErrorsAlarm", "Lambda "+name+" reported errors", f.fn.MetricErrors(sum), 1)
+		label := &awscloudwatch.MetricOptions{Label: jsii.String(name)}
+		fnErrors = append(fnErrors, f.fn.MetricErrors(label))
+		fnInvocations = append(fnInvocations, f.fn.MetricInvocations(label))
+		fnThrottles = append(fnThrottles, f.fn.MetricThrottles(label))
+		fnDuration = append(fnDuration, f.fn.MetricDuration(&awscloudwatch.MetricOptions{Label: jsii.String(name + " p99"), Statistic: jsii.String("p99")}))
+	}
+
+	dlqs := map[string]awssqs.Queue{}
+	var queueDepth, queueAge []awscloudwatch.IMetric
+	for _, name := range slices.Sorted(maps.Keys(d.queues)) {
+		q := d.queues[name]
+		dlqs[name] = q.dlq
+		queueDepth = append(queueDepth, q.queue.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Label: jsii.String(name)}))
+		queueAge = append(queueAge, q.queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Label: jsii.String(name), Statistic: jsii.String("Maximum")}))
+	}
+	if d.scheduleDLQ != nil {
+		dlqs["schedule"] = d.scheduleDLQ
+	}
+	var dlqDepth []awscloudwatch.IMetric
+	for _, name := range slices.Sorted(maps.Keys(dlqs)) {
+		alarm(camel(name)+"DeadLetterAlarm", "messages in the "+name+" dead-letter queue", dlqs[name].MetricApproximateNumberOfMessagesVisible(max), 1)
+		dlqDepth = append(dlqDepth, dlqs[name].MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Label: jsii.String(name + " DLQ"), Statistic: jsii.String("Maximum")}))
+	}
+	if q, ok := d.queues[queueProvisioning]; ok {
+		alarm("ProvisioningQueueStuckAlarm", "the oldest provisioning message waits for 10 minutes or more (pods stay pending)",
+			q.queue.MetricApproximateAgeOfOldestMessage(max), provisioningAgeLimit)
+	}
+
+	var smStarted, smFailed []awscloudwatch.IMetric
+	for _, name := range slices.Sorted(maps.Keys(d.machines)) {
+		sm := d.machines[name].sm
+		failed := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String("FILL(failed, 0) + FILL(timedOut, 0) + FILL(aborted, 0)"),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{
+				"failed": sm.MetricFailed(sum), "timedOut": sm.MetricTimedOut(sum), "aborted": sm.MetricAborted(sum),
+			},
+			Label:  jsii.String(name + " failed, timed out or aborted"),
+			Period: alarmPeriod,
+		})
+		alarm(camel(name)+"FailedExecutionsAlarm", "executions of state machine "+name+" failed, timed out or were aborted", failed, 1)
+		smStarted = append(smStarted, sm.MetricStarted(&awscloudwatch.MetricOptions{Label: jsii.String(name + " started")}))
+		smFailed = append(smFailed, failed)
+	}
+
+	alarm("ApiServerErrorsAlarm", "the intake API answered 5xx", d.api.MetricServerError(sum), 1)
+
+	graph := func(title string, left []awscloudwatch.IMetric) awscloudwatch.IWidget {
+		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &left, Width: jsii.Number(8)})
+	}
+	alarmRefs := make([]interfacesawscloudwatch.IAlarmRef, len(alarms))
+	for i, a := range alarms {
+		alarmRefs[i] = a
+	}
+	rows := [][]awscloudwatch.IWidget{
+		{awscloudwatch.NewAlarmStatusWidget(&awscloudwatch.AlarmStatusWidgetProps{
+			Title: jsii.String("Alarms"), Alarms: &alarmRefs, Width: jsii.Number(24),
+		})},
+		{
+			graph("Intake API requests", []awscloudwatch.IMetric{d.api.MetricCount(nil)}),
+			graph("Intake API errors", []awscloudwatch.IMetric{d.api.MetricClientError(nil), d.api.MetricServerError(nil)}),
+			graph("Intake API latency p99", []awscloudwatch.IMetric{d.api.MetricLatency(&awscloudwatch.MetricOptions{Statistic: jsii.String("p99")})}),
+		},
+		{graph("Lambda invocations", fnInvocations), graph("Lambda errors", fnErrors), graph("Lambda duration p99", fnDuration)},
+		{graph("Lambda throttles", fnThrottles), graph("Queue depth", queueDepth), graph("Oldest message age (s)", queueAge)},
+		{graph("Dead-letter queue depth", dlqDepth)},
+	}
+	if len(smStarted) > 0 {
+		rows[len(rows)-1] = append(rows[len(rows)-1], graph("Executions started", smStarted), graph("Executions failed", smFailed))
+	}
+	widgets := make([]*[]awscloudwatch.IWidget, len(rows))
+	for i := range rows {
+		widgets[i] = &rows[i]
+	}
+	awscloudwatch.NewDashboard(d.scope, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{Widgets: &widgets})
+}
