@@ -57,8 +57,8 @@ sfn-deps: ## Node 22, aws-local-stepfunctions and asl-validator into .cache/npm 
 		npm install --no-audit --no-fund --loglevel=error $(SFN_PACKAGES); \
 	fi
 
-demo: ## the whole system on a local stack (arrives with the local-stack work)
-	@echo "make demo: the local stack is not built yet; see README.md (Status)." >&2; exit 1
+demo: controlplane ## the README's demo: local stack up, guide-complete applied, inflate scaled 10 -> 0, timeline; exits 0 on success, leaves nothing running
+	$(GO) run ./cmd/nodewright demo
 
 synth: ## synthesize the CDK app (arrives with the infra work)
 	@echo "make synth: the CDK app (infra/) is not built yet; see README.md (Status)." >&2; exit 1
