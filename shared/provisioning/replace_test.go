@@ -1,0 +1,77 @@
+package provisioning_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/provisioning"
+)
+
+// replacement is a planned replacement NodeClaim of pool "default" allowing
+// instanceTypes on demand.
+func replacement(name string, instanceTypes ...string) v1.NodeClaim {
+	return v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelNodePool: "default"}, CreationTimestamp: metav1.NewTime(t0)},
+		Spec: v1.NodeClaimSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: v1.LabelInstanceType, Operator: "In", Values: instanceTypes},
+				{Key: v1.LabelCapacityType, Operator: "In", Values: []string{v1.CapacityTypeOnDemand}},
+			},
+			NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+		},
+	}
+}
+
+func TestLaunchNodeClaims(t *testing.T) {
+	e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
+	p := e.provisioner(t)
+	planned := []v1.NodeClaim{replacement("default-r1", "m5.large")}
+
+	got, _, err := p.LaunchNodeClaims(t.Context(), planned, t0)
+	if err != nil {
+		t.Fatalf("LaunchNodeClaims() error = %v", err)
+	}
+	if len(e.ec2.instances) != 1 {
+		t.Fatalf("instances launched = %d, want 1", len(e.ec2.instances))
+	}
+	want := []provisioning.Launch{{NodeClaim: "default-r1", Status: provisioning.Launched, ProviderID: e.ec2.instances[0].ProviderID()}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("LaunchNodeClaims() mismatch (-want +got):\n%s", diff)
+	}
+	stored, err := e.store.GetNodeClaim(t.Context(), "default-r1")
+	if err != nil || stored.Status.ProviderID != want[0].ProviderID || stored.Labels[v1.LabelInstanceType] != "m5.large" {
+		t.Errorf("stored replacement = %+v, %v; want it launched as m5.large", stored.Status, err)
+	}
+
+	again, _, err := p.LaunchNodeClaims(t.Context(), planned, t0)
+	if err != nil {
+		t.Fatalf("second LaunchNodeClaims() error = %v", err)
+	}
+	wantAgain := []provisioning.Launch{{NodeClaim: "default-r1", Status: provisioning.AlreadyLaunched, ProviderID: want[0].ProviderID}}
+	if diff := cmp.Diff(wantAgain, again); diff != "" {
+		t.Errorf("second LaunchNodeClaims() mismatch (-want +got):\n%s", diff)
+	}
+	if len(e.ec2.instances) != 1 {
+		t.Errorf("instances after a repeated call = %d, want 1", len(e.ec2.instances))
+	}
+}
+
+func TestLaunchNodeClaimsInsufficientCapacity(t *testing.T) {
+	e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
+	for _, zone := range []string{"us-east-1a", "us-east-1b"} {
+		e.ec2.ice[provisioning.Offering{CapacityType: v1.CapacityTypeOnDemand, InstanceType: "m5.large", Zone: zone}] = true
+	}
+	got, _, err := e.provisioner(t).LaunchNodeClaims(t.Context(), []v1.NodeClaim{replacement("default-r1", "m5.large")}, t0)
+	if err != nil {
+		t.Fatalf("LaunchNodeClaims() error = %v", err)
+	}
+	if len(got) != 1 || got[0].Status != provisioning.InsufficientCapacity {
+		t.Fatalf("LaunchNodeClaims() = %+v, want InsufficientCapacity", got)
+	}
+	if _, err := e.store.GetNodeClaim(t.Context(), "default-r1"); err == nil {
+		t.Error("the replacement NodeClaim is still stored after insufficient capacity, want it deleted")
+	}
+}
