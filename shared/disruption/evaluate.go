@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -456,6 +457,8 @@ func (e *evaluation) finalReason(n *node) string {
 		return n.why
 	case n.podBlock != "":
 		return n.podBlock
+	case n.drift != "" && e.acted == MethodDrifted:
+		return fmt.Sprintf("drifted (%s): waiting, drift starts one command per evaluation", n.drift)
 	case n.drift != "" && e.acted != "":
 		return fmt.Sprintf("drifted (%s) but not evaluated: the %s method acted in this evaluation (one method per evaluation)", n.drift, e.acted)
 	}
@@ -512,6 +515,7 @@ func (e *evaluation) finish(c *Command, cands []*node) Command {
 	if c.Replacements == nil {
 		c.Replacements = []Replacement{}
 	}
+	c.SavingsPerHour = math.Round(c.SavingsPerHour*1e6) / 1e6
 	c.ID = commandID(c)
 	return *c
 }
