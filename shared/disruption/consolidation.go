@@ -27,7 +27,9 @@ func (e *evaluation) consolidationCandidates() []*node {
 			continue
 		}
 		if why := e.consolidationBlock(n, true); why != "" {
-			n.note("%s", why)
+			if n.drift == "" { // a drifted node's drift outcome says more
+				n.note("%s", why)
+			}
 			continue
 		}
 		out = append(out, n)

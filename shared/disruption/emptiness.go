@@ -22,7 +22,9 @@ func (emptiness) compute(_ context.Context, e *evaluation) ([]Command, error) {
 			continue
 		}
 		if why := e.consolidationBlock(n, false); why != "" {
-			n.note("%s", why)
+			if n.drift == "" { // a drifted node's drift outcome says more
+				n.note("%s", why)
+			}
 			continue
 		}
 		cands = append(cands, n)
