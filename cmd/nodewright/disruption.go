@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/cmd/nodewright/internal/workload"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/disruption"
+	"github.com/nodewright/nodewright/shared/manifest"
+)
+
+// knownFeatureGates are Karpenter's feature gates (karpenter-spec §10.3);
+// only SpotToSpotConsolidation changes disruption decisions, the others are
+// accepted so a Helm value can be pasted as is.
+var knownFeatureGates = []string{
+	"NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "NodeOverlay", "StaticCapacity", "CapacityBuffer",
+}
+
+// disruptionConfig is the parsed command line of `nodewright disruption`.
+type disruptionConfig struct {
+	Files          []string
+	Now            time.Time
+	Region         string
+	SpotPriceRatio float64
+	Gates          disruption.FeatureGates
+	Output         string
+}
+
+// parseFeatureGates reads "Name=bool,Name=bool".
+func parseFeatureGates(s string) (disruption.FeatureGates, error) {
+	var g disruption.FeatureGates
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			return g, fmt.Errorf("%q: want Name=true or Name=false", kv)
+		}
+		on, err := strconv.ParseBool(val)
+		if err != nil {
+			return g, fmt.Errorf("%q: %q is not true or false", kv, val)
+		}
+		if !slices.Contains(knownFeatureGates, name) {
+			return g, fmt.Errorf("%q: unknown feature gate (known: %s)", kv, strings.Join(knownFeatureGates, ", "))
+		}
+		if name == "SpotToSpotConsolidation" {
+			g.SpotToSpotConsolidation = on
+		}
+	}
+	return g, nil
+}
+
+// parseDisruptionFlags parses args; now supplies the default for --now.
+func parseDisruptionFlags(args []string, stderr io.Writer, now func() time.Time) (disruptionConfig, error) {
+	fs := flag.NewFlagSet("nodewright disruption", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var files stringList
+	var nowFlag, gates string
+	cfg := disruptionConfig{}
+	fs.Var(&files, "f", "manifest `FILE|DIR|-` (repeatable or comma-separated; - reads stdin; directories are read recursively)")
+	fs.StringVar(&nowFlag, "now", "", "evaluation instant, RFC 3339 (default: the current time)")
+	fs.StringVar(&gates, "feature-gates", "", "Karpenter feature `gates`, e.g. SpotToSpotConsolidation=true")
+	fs.StringVar(&cfg.Region, "region", "us-east-1", "AWS `region` whose catalog and prices are used")
+	fs.Float64Var(&cfg.SpotPriceRatio, "spot-price-ratio", defaultSpotPriceRatio,
+		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity")
+	fs.StringVar(&cfg.Output, "o", "table", "output `format`: table or json")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: nodewright disruption -f FILE|DIR|- ... [--now RFC3339] [--feature-gates SpotToSpotConsolidation=true] [--region R] [--spot-price-ratio F] [-o json|table]")
+		fmt.Fprintln(stderr, "Shows the disruption commands (Empty, Drifted, Underutilized, Expired) an evaluation at that instant would start for the NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods, PodDisruptionBudgets and DaemonSets of the manifests, and why every other NodeClaim is left alone.")
+		fmt.Fprintln(stderr, "Subnet and security-group drift need EC2 instance data and are not evaluated from manifests.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, errUsage
+	}
+	fail := func(format string, args ...any) (disruptionConfig, error) {
+		fmt.Fprintf(stderr, "nodewright disruption: "+format+"\n", args...)
+		return cfg, errUsage
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q (manifests are given with -f)", fs.Arg(0))
+	}
+	if len(files) == 0 {
+		return fail("at least one -f is required")
+	}
+	if cfg.Output != "table" && cfg.Output != "json" {
+		return fail("-o %q: want table or json", cfg.Output)
+	}
+	g, err := parseFeatureGates(gates)
+	if err != nil {
+		return fail("--feature-gates %v", err)
+	}
+	cfg.Gates, cfg.Files, cfg.Now = g, files, now()
+	if nowFlag != "" {
+		t, err := time.Parse(time.RFC3339, nowFlag)
+		if err != nil {
+			return fail("--now %q: want RFC 3339, e.g. 2026-01-01T00:00:00Z", nowFlag)
+		}
+		cfg.Now = t
+	}
+	return cfg, nil
+}
+
+func runDisruption(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, err := parseDisruptionFlags(args, stderr, time.Now)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		return 2
+	}
+	report, err := evaluateDisruption(ctx, cfg, stdin, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "nodewright disruption: %v\n", err)
+		return 1
+	}
+	if cfg.Output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(report)
+	} else {
+		err = report.writeTable(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "nodewright disruption: write output: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// disruptionReport is what `nodewright disruption` prints: the
+// evaluation's Result (commands, blocked, budgets: the issue's JSON shape)
+// with the instant, region and price source.
+type disruptionReport struct {
+	Now         string `json:"now"`
+	Region      string `json:"region"`
+	PriceSource string `json:"priceSource"`
+	disruption.Result
+	// Ignored lists objects read but left out of the evaluation.
+	Ignored []workload.Note `json:"ignored"`
+}
+
+// evaluateDisruption reads the manifests, checks them, resolves instance
+// types and evaluates. Warnings go to stderr; an error means invalid input
+// or a failed evaluation.
+func evaluateDisruption(ctx context.Context, cfg disruptionConfig, stdin io.Reader, stderr io.Writer) (disruptionReport, error) {
+	objs, err := manifest.ReadPaths(cfg.Files, stdin)
+	if err != nil {
+		return disruptionReport{}, fmt.Errorf("read manifests:\n%w", err)
+	}
+	for _, o := range objs {
+		for _, w := range o.Warnings {
+			fmt.Fprintf(stderr, "warning: %s: %s %q: %s\n", o.Source, o.Kind, o.Name, w.Error())
+		}
+	}
+	cluster, err := workload.Build(objs)
+	if err != nil {
+		return disruptionReport{}, fmt.Errorf("invalid input:\n%w", err)
+	}
+	if err := defaultAndValidate(cluster); err != nil {
+		return disruptionReport{}, fmt.Errorf("invalid input:\n%w", err)
+	}
+	in := disruptionInput(cluster)
+	in.Now, in.FeatureGates = cfg.Now, cfg.Gates
+	var sources []string
+	for i := range in.NodeClasses {
+		nc := &in.NodeClasses[i]
+		types, src, err := catalog.Resolve(nc, catalog.Options{Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio})
+		if err != nil {
+			return disruptionReport{}, fmt.Errorf("%s: EC2NodeClass %q: resolve instance types: %w", cluster.Sources[v1.KindEC2NodeClass+"/"+nc.Name], nc.Name, err)
+		}
+		in.InstanceTypes[nc.Name] = types
+		if !slices.Contains(sources, src.Description) {
+			sources = append(sources, src.Description)
+		}
+	}
+	res, err := disruption.Evaluate(ctx, in)
+	if err != nil {
+		return disruptionReport{}, fmt.Errorf("evaluate: %w", err)
+	}
+	r := disruptionReport{
+		Now: cfg.Now.UTC().Format(time.RFC3339), Region: cfg.Region, PriceSource: strings.Join(sources, "; "),
+		Result: res, Ignored: cluster.Ignored,
+	}
+	if len(sources) == 0 {
+		r.PriceSource = "none (no EC2NodeClass in the manifests)"
+	}
+	if r.Ignored == nil {
+		r.Ignored = []workload.Note{}
+	}
+	return r, nil
+}
+
+// disruptionInput flattens the manifest snapshot: every NodeClaim and Node,
+// every pod bound or nominated to them, and the pending pods (the copies
+// workload makes of the pods of deleting nodes are left out: Evaluate
+// reschedules those itself).
+func disruptionInput(c *workload.Cluster) disruption.Input {
+	in := disruption.Input{
+		NodePools: c.NodePools, NodeClasses: c.NodeClasses, DaemonSets: c.DaemonSets,
+		PodDisruptionBudgets: c.PodDisruptionBudgets, InstanceTypes: map[string][]*catalog.InstanceType{},
+	}
+	placed := map[string]bool{}
+	for _, n := range c.Nodes {
+		if n.Node != nil {
+			in.Nodes = append(in.Nodes, *n.Node)
+		}
+		if n.NodeClaim != nil {
+			in.NodeClaims = append(in.NodeClaims, *n.NodeClaim)
+		}
+		for _, p := range n.Pods {
+			in.Pods = append(in.Pods, *p)
+			placed[podID(p)] = true
+		}
+	}
+	for _, p := range c.Pending {
+		if !placed[podID(p)] {
+			in.Pods = append(in.Pods, *p)
+		}
+	}
+	return in
+}
+
+func podID(p *corev1.Pod) string { return string(p.UID) + "\x00" + p.Namespace + "/" + p.Name }
+
+// writeTable prints the report for a person: commands with their
+// candidates, replacements and reasons, then the NodeClaims left alone,
+// then the budgets.
+func (r disruptionReport) writeTable(w io.Writer) error {
+	fmt.Fprintf(w, "Disruption evaluation at %s (region %s; %s)\n\n", r.Now, r.Region, r.PriceSource)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(r.Commands) == 0 {
+		fmt.Fprintln(tw, "No disruption would start.")
+	} else {
+		fmt.Fprintln(tw, "COMMAND\tMETHOD\tDECISION\tNODEPOOL\tCANDIDATES\tREPLACEMENT\tSAVINGS/H")
+		for _, c := range r.Commands {
+			var cands []string
+			for _, cand := range c.Candidates {
+				s := cand.NodeClaim
+				if cand.Node != "" {
+					s += " (" + cand.Node + ")"
+				}
+				cands = append(cands, s)
+			}
+			repl := "-"
+			var parts []string
+			for _, rp := range c.Replacements {
+				e := rp.Expected
+				parts = append(parts, fmt.Sprintf("%s %s %s %.4f/h (%d types)", e.InstanceType, e.CapacityType, e.Zone, e.PricePerHour, len(rp.InstanceTypes)))
+			}
+			if len(parts) > 0 {
+				repl = strings.Join(parts, "; ")
+			}
+			pool := c.NodePool
+			if pool == "" {
+				pool = "(several)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.4f\n", c.ID, c.Method, c.Decision, pool, strings.Join(cands, ", "), repl, c.SavingsPerHour)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range r.Commands {
+		fmt.Fprintf(w, "  %s: %s\n", c.ID, c.Reason)
+	}
+	if len(r.Blocked) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "LEFT ALONE\tNODE\tNODEPOOL\tREASON")
+		for _, b := range r.Blocked {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.NodeClaim, dash(b.Node), dash(b.NodePool), b.Reason)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.Budgets) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NODEPOOL\tREASON\tNODES\tALLOWED\tDISRUPTING\tAVAILABLE")
+		for _, b := range r.Budgets {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", b.NodePool, b.Reason, b.Nodes, limit(b.Allowed), b.Disrupting, limit(b.Available))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, n := range r.Ignored {
+		fmt.Fprintf(w, "ignored: %s: %s\n", n.Object, n.Reason)
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func limit(n int) string {
+	if n < 0 {
+		return "unlimited"
+	}
+	return strconv.Itoa(n)
+}
