@@ -40,12 +40,16 @@ const (
 	ErrInternal = "Internal"
 )
 
-// Names returns every error name, sorted.
+// Names returns every error name, sorted: the names above and the
+// disruption steps' (disruption.go).
 func Names() []string {
-	return []string{
+	names := []string{
 		ErrConflict, ErrInsufficientCapacity, ErrInternal, ErrInvalidInput,
 		ErrLaunchIncomplete, ErrNodeClassNotReady, ErrThrottled, ErrTimeout,
 	}
+	names = append(names, disruptionNames...)
+	slices.Sort(names)
+	return names
 }
 
 // Known reports whether name may appear in an ASL ErrorEquals list: one of
