@@ -43,8 +43,8 @@ func TestAcquireBudget(t *testing.T) {
 			wantHolders: map[string]int{execID: 1},
 		},
 		{
-			name:  "should not count a node of a live leased execution twice",
-			nodes: []runtime.Object{node("node-a"), node("node-b", disrupted)},
+			name:   "should not count a node of a live leased execution twice",
+			nodes:  []runtime.Object{node("node-a"), node("node-b", disrupted)},
 			claims: []v1.NodeClaim{nodeClaim("a"), nodeClaim("b", claimedBy("drift-general-b-1111111111", workflow.MethodDrifted, t0.Add(time.Minute)))},
 			leases: map[string]int{"drift-general-b-1111111111": 1},
 			give:   state(workflow.MethodDrifted, 2, "a"),
@@ -53,8 +53,8 @@ func TestAcquireBudget(t *testing.T) {
 			wantHolders: map[string]int{execID: 1, "drift-general-b-1111111111": 1},
 		},
 		{
-			name:  "should leave uninitialized nodes out of the disrupting count",
-			nodes: []runtime.Object{node("node-a"), node("node-new", notReady, func(n *corev1.Node) { delete(n.Labels, v1.LabelInitialized) })},
+			name:   "should leave uninitialized nodes out of the disrupting count",
+			nodes:  []runtime.Object{node("node-a"), node("node-new", notReady, func(n *corev1.Node) { delete(n.Labels, v1.LabelInitialized) })},
 			claims: []v1.NodeClaim{nodeClaim("a")},
 			give:   state(workflow.MethodUnderutilized, 1, "a"),
 			wantPools: []workflow.PoolLease{{NodePool: "general", Leased: 1, Allowed: 1, Limit: 1,
@@ -157,10 +157,14 @@ func TestAcquireBudgetRefuses(t *testing.T) {
 			wantName: workflow.ErrNoLongerEligible,
 		},
 		{
-			name:     "should refuse a state without a budget for the candidates' pool",
-			nodes:    []runtime.Object{node("node-a")},
-			claims:   []v1.NodeClaim{nodeClaim("a")},
-			give:     func() workflow.DisruptionState { st := state(workflow.MethodEmpty, 1, "a"); st.Budget.Pools = nil; return st }(),
+			name:   "should refuse a state without a budget for the candidates' pool",
+			nodes:  []runtime.Object{node("node-a")},
+			claims: []v1.NodeClaim{nodeClaim("a")},
+			give: func() workflow.DisruptionState {
+				st := state(workflow.MethodEmpty, 1, "a")
+				st.Budget.Pools = nil
+				return st
+			}(),
 			wantName: workflow.ErrInvalidInput,
 		},
 		{
