@@ -50,8 +50,10 @@
 //     spec and the readiness of the pods it selects (the disruption
 //     controller's rule, with selected pods standing in for controller
 //     scale), not read from its status.
-//   - Not modelled: the 15 s validation wait and re-check (the executor
-//     re-validates), the consolidation timeouts, nodes still inside their
+//   - Validate re-checks a command against a later snapshot (Karpenter's
+//     15 s validation); waiting is the executor's. Budgets are not
+//     re-checked there: the executor holds the budget it acquired.
+//   - Not modelled: the consolidation timeouts, nodes still inside their
 //     own consolidateAfter accepting only pending pods, placement-group
 //     drift, node repair and interruption.
 package disruption
