@@ -160,13 +160,17 @@ func (e *evaluation) typesOf(class string, names []string) []*catalog.InstanceTy
 	return out
 }
 
+// priceEpsilon absorbs floating-point error in summed prices (8 × 0.3456
+// is not exactly 2.7648), so that an equal price never counts as cheaper.
+const priceEpsilon = 1e-9
+
 // filterByPrice keeps the types whose worst-case launch price under reqs
 // is strictly below price, in order; why is set when the survivors no
 // longer satisfy a minValues requirement (karpenter: filterByPrice).
 func filterByPrice(types []*catalog.InstanceType, reqs requirements.Requirements, price float64) ([]*catalog.InstanceType, string) {
 	var out []*catalog.InstanceType
 	for _, it := range types {
-		if worstLaunchPrice(it, reqs) < price {
+		if worstLaunchPrice(it, reqs) < price-priceEpsilon {
 			out = append(out, it)
 		}
 	}

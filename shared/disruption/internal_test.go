@@ -253,3 +253,15 @@ func TestCommandIDIsAnExecutionName(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestFilterByPriceNeverTakesAnEqualSummedPrice(t *testing.T) {
+	big := st.InstanceType("m6a.16xlarge", "64", "256Gi", "737", 2.7648)
+	sum := 0.0
+	for i := 0; i < 8; i++ {
+		sum += 0.3456
+	}
+	got, why := filterByPrice([]*catalog.InstanceType{big}, requirements.NewRequirements(), sum)
+	if len(got) != 0 || why != "" {
+		t.Errorf("filterByPrice(2.7648 vs 8 × 0.3456) = %v, %q; want nothing cheaper", typeNames(got), why)
+	}
+}
