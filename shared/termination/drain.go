@@ -168,8 +168,11 @@ func (s *Service) Drain(ctx context.Context, st workflow.DisruptionState, now ti
 			anyProgress = true
 		}
 	}
-	if !anyProgress && prev != nil {
-		out.Stalls = prev.Stalls + 1
+	if !anyProgress && !out.Drained {
+		out.Stalls = 1
+		if prev != nil {
+			out.Stalls = prev.Stalls + 1
+		}
 	}
 	out.NextPollSeconds = pollSeconds(st.Settings, out.Stalls)
 	out.Nodes, out.Truncated = boundPods(nodes)
