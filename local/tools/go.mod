@@ -1,3 +1,8 @@
+// Tools module of the local stack: `make controlplane` (build.sh) builds
+// etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
+// from the modules required here, as listed in the tool block. It is a
+// module of its own so that the root module never compiles
+// k8s.io/kubernetes.
 module github.com/nodewright/nodewright/local/tools
 
 go 1.26.0
@@ -188,7 +193,7 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/kustomize/api v0.21.1 // indirect
 	sigs.k8s.io/kustomize/kyaml v0.21.1 // indirect
-	sigs.k8s.io/kwok v0.8.0 // indirect
+	sigs.k8s.io/kwok v0.8.0
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
