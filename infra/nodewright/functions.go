@@ -85,9 +85,13 @@ type functionSpec struct {
 	trigger      trigger
 	// kube: the function calls the cluster's Kubernetes API; nil: never.
 	kube *kubeAccess
-	// starts are state machines (workflows.go names) the function starts;
-	// each adds <NAME>_STATE_MACHINE_ARN to its environment.
-	starts []string
+	// starts maps an environment variable to the state machine
+	// (workflows.go name) whose ARN it holds; the function may start
+	// executions of exactly those state machines.
+	starts map[string]string
+	// continues are state machines the function starts executions of by
+	// an ARN its input carries ($$.StateMachine.Id: continue-as-new).
+	continues []string
 	// enabled reports whether props deploy the function; nil: always.
 	enabled func(Props) bool
 }
@@ -136,6 +140,36 @@ var functions = []functionSpec{
 		kube:        &kubeAccess{group: "nodewright:gc"},
 	},
 	{
+		// Karpenter's disruption controller is a singleton (karpenter-spec
+		// 12); the evaluation runs every minute and starts one execution
+		// per command (budgets hold through DynamoDB leases regardless).
+		// The solver simulates consolidations: memory as the provisioner.
+		name:         "disruption",
+		description:  "disruption: emptiness, drift, expiration and consolidation decisions; starts disruption executions",
+		memoryMiB:    2048,
+		timeout:      50 * time.Second,
+		singleWriter: true,
+		env:          []env{envCommon, envFeatureGates},
+		grants:       []grant{grantTable},
+		trigger:      trigger{kind: triggerSchedule, every: time.Minute},
+		starts:       map[string]string{"STATE_MACHINE_ARN": "disruption"},
+	},
+	{
+		// The task Lambda of both state machines (statemachines/*.asl.json,
+		// ${DisrupttaskFunctionArn}): one step per invocation, the longest
+		// (a drain round) bounded by its task's TimeoutSeconds of 300.
+		name:        "disrupttask",
+		description: "disruption and interruption steps: budgets, replacements, taint, drain, terminate, delete, rollback",
+		memoryMiB:   1024,
+		timeout:     290 * time.Second,
+		env:         []env{envCommon, envKube, envNodeBootstrap},
+		grants:      []grant{grantTable, grantLaunch, grantTerminate},
+		kube:        &kubeAccess{group: "nodewright:disrupttask"},
+		continues:   []string{"disruption", "interruption"},
+	},
+	{
+		// Karpenter handles 10 interruption messages at once (karpenter-spec
+		// 8.2); so does one invocation (functions/interruption).
 		name:        "interruption",
 		description: "interruption: Spot warnings, rebalance, state changes and scheduled changes from the interruption queue",
 		memoryMiB:   256,
@@ -143,6 +177,7 @@ var functions = []functionSpec{
 		env:         []env{envCommon},
 		grants:      []grant{grantTable},
 		trigger:     trigger{kind: triggerQueue, queue: queueInterruption, batchSize: 10},
+		starts:      map[string]string{"STATE_MACHINE_ARN": "interruption"},
 		enabled:     func(p Props) bool { return p.Interruption },
 	},
 }
@@ -244,8 +279,18 @@ func newFunction(d *deployment, spec functionSpec) {
 	environment := map[string]*string{}
 	for _, e := range spec.env {
 		for k, v := range e(d) {
-			environment[k] = v
+			if v != nil { // an optional setting nobody gave
+				environment[k] = v
+			}
 		}
+	}
+	for variable, machine := range spec.starts {
+		arn := stateMachineARN(d, machine)
+		environment[variable] = arn
+		role.AddToPrincipalPolicy(statement("Start"+camel(machine), []string{"states:StartExecution"}, []*string{arn}, nil))
+	}
+	for _, machine := range spec.continues {
+		role.AddToPrincipalPolicy(statement("Continue"+camel(machine), []string{"states:StartExecution"}, []*string{stateMachineARN(d, machine)}, nil))
 	}
 	var reserved *float64
 	if spec.singleWriter && d.props.ReservedConcurrency {

@@ -2,8 +2,10 @@ package nodewright
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -41,6 +43,16 @@ func newFixture(t *testing.T) fixture {
 	}
 	if err := os.MkdirAll(filepath.Join(f.dir, "statemachines"), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	// A state machine a function starts but the repository does not have
+	// yet (New fails on it, so `make synth` does) is stood in for by a
+	// fixture here, like the bootstraps.
+	for _, fn := range functions {
+		for _, machine := range slices.Concat(slices.Collect(maps.Values(fn.starts)), fn.continues) {
+			if _, err := os.Stat(filepath.Join(f.dir, "statemachines", machine+aslSuffix)); err != nil {
+				f.addStateMachine(t, machine, filepath.Join("testdata", "sample.asl.json"))
+			}
+		}
 	}
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "shared", "aws", "ddbstore", "schema.json"))
 	if err != nil {
@@ -144,4 +156,32 @@ func (c cfnTemplate) ofType(typ string) map[string]cfnResource {
 		}
 	}
 	return out
+}
+
+// CDK's assertions panic on failure, which would end the whole test
+// binary; these report the failure as a test error instead.
+
+func assert(t *testing.T, assertion func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%v", r)
+		}
+	}()
+	assertion()
+}
+
+func hasProps(t *testing.T, tmpl assertions.Template, typ string, props any) {
+	t.Helper()
+	assert(t, func() { tmpl.HasResourceProperties(jsii.String(typ), props) })
+}
+
+func hasResource(t *testing.T, tmpl assertions.Template, typ string, props any) {
+	t.Helper()
+	assert(t, func() { tmpl.HasResource(jsii.String(typ), props) })
+}
+
+func countIs(t *testing.T, tmpl assertions.Template, typ string, n int) {
+	t.Helper()
+	assert(t, func() { tmpl.ResourceCountIs(jsii.String(typ), jsii.Number(float64(n))) })
 }

@@ -1,6 +1,7 @@
 package nodewright
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
@@ -46,7 +47,7 @@ func newMonitoring(d *deployment) {
 		alarms = append(alarms, a)
 	}
 	sum := &awscloudwatch.MetricOptions{Period: alarmPeriod, Statistic: jsii.String("Sum")}
-	max := &awscloudwatch.MetricOptions{Period: alarmPeriod, Statistic: jsii.String("Maximum")}
+	maximum := &awscloudwatch.MetricOptions{Period: alarmPeriod, Statistic: jsii.String("Maximum")}
 
 	var fnErrors, fnInvocations, fnDuration, fnThrottles []awscloudwatch.IMetric
 	for _, name := range slices.Sorted(maps.Keys(d.functions)) {
@@ -72,21 +73,23 @@ func newMonitoring(d *deployment) {
 	}
 	var dlqDepth []awscloudwatch.IMetric
 	for _, name := range slices.Sorted(maps.Keys(dlqs)) {
-		alarm(camel(name)+"DeadLetterAlarm", "messages in the "+name+" dead-letter queue", dlqs[name].MetricApproximateNumberOfMessagesVisible(max), 1)
+		alarm(camel(name)+"DeadLetterAlarm", "messages in the "+name+" dead-letter queue", dlqs[name].MetricApproximateNumberOfMessagesVisible(maximum), 1)
 		dlqDepth = append(dlqDepth, dlqs[name].MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Label: jsii.String(name + " DLQ"), Statistic: jsii.String("Maximum")}))
 	}
 	if q, ok := d.queues[queueProvisioning]; ok {
 		alarm("ProvisioningQueueStuckAlarm", "the oldest provisioning message waits for 10 minutes or more (pods stay pending)",
-			q.queue.MetricApproximateAgeOfOldestMessage(max), provisioningAgeLimit)
+			q.queue.MetricApproximateAgeOfOldestMessage(maximum), provisioningAgeLimit)
 	}
 
 	var smStarted, smFailed []awscloudwatch.IMetric
-	for _, name := range slices.Sorted(maps.Keys(d.machines)) {
+	for i, name := range slices.Sorted(maps.Keys(d.machines)) {
 		sm := d.machines[name].sm
+		// Metric IDs must be unique within a graph that shows every machine.
+		f, t, a := fmt.Sprintf("failed%d", i), fmt.Sprintf("timedOut%d", i), fmt.Sprintf("aborted%d", i)
 		failed := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-			Expression: jsii.String("FILL(failed, 0) + FILL(timedOut, 0) + FILL(aborted, 0)"),
+			Expression: jsii.String(fmt.Sprintf("FILL(%s, 0) + FILL(%s, 0) + FILL(%s, 0)", f, t, a)),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{
-				"failed": sm.MetricFailed(sum), "timedOut": sm.MetricTimedOut(sum), "aborted": sm.MetricAborted(sum),
+				f: sm.MetricFailed(sum), t: sm.MetricTimedOut(sum), a: sm.MetricAborted(sum),
 			},
 			Label:  jsii.String(name + " failed, timed out or aborted"),
 			Period: alarmPeriod,

@@ -273,7 +273,6 @@ func New(scope constructs.Construct, id string, props Props) (*Nodewright, error
 	if err := newStateMachines(d, machines); err != nil {
 		return nil, err
 	}
-	wireStarts(d, specs)
 	d.forwarder = newForwarderRole(d)
 	d.api = newAPI(d, specs)
 	grantForwarder(d)

@@ -1,6 +1,8 @@
 package nodewright
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,34 +78,58 @@ func readStateMachines(dir string) ([]stateMachineFile, error) {
 	return out, nil
 }
 
-// checkStarts fails when a function starts a state machine that has no
-// file, or when a state machine invokes a function that starts it (a
-// dependency cycle CloudFormation cannot deploy).
+// checkStarts fails when a function starts or continues a state machine
+// that has no file.
 func checkStarts(specs []functionSpec, machines []stateMachineFile) error {
-	byName := map[string]stateMachineFile{}
-	for _, m := range machines {
-		byName[m.name] = m
-	}
 	var errs []error
+	exists := func(name string) bool {
+		return slices.ContainsFunc(machines, func(m stateMachineFile) bool { return m.name == name })
+	}
 	for _, f := range specs {
-		for _, s := range f.starts {
-			m, ok := byName[s]
-			if !ok {
-				errs = append(errs, fmt.Errorf("function %s starts state machine %q: no %s%s", f.name, s, s, aslSuffix))
-				continue
+		for _, variable := range slices.Sorted(maps.Keys(f.starts)) {
+			if name := f.starts[variable]; !exists(name) {
+				errs = append(errs, fmt.Errorf("function %s starts state machine %q (%s): no statemachines/%s%s yet", f.name, name, variable, name, aslSuffix))
 			}
-			if slices.Contains(m.placeholders, functionPlaceholder(f.name)) {
-				errs = append(errs, fmt.Errorf("state machine %s invokes function %s, which starts it: a cycle", s, f.name))
+		}
+		for _, name := range f.continues {
+			if !exists(name) {
+				errs = append(errs, fmt.Errorf("function %s continues state machine %q: no statemachines/%s%s yet", f.name, name, name, aslSuffix))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// stateMachineName is the deployed name of the state machine name: fixed,
+// so that its ARN is known without a reference to it and a function may
+// both be invoked by a state machine and start it (a disruption task that
+// continues its execution as new) without a dependency cycle. Names are at
+// most 80 characters (CreateStateMachine); a long cluster name is replaced
+// by its hash.
+func stateMachineName(cluster, name string) string {
+	n := "nodewright-" + cluster + "-" + name
+	if len(n) <= 80 {
+		return n
+	}
+	sum := sha256.Sum256([]byte(cluster))
+	return "nodewright-" + hex.EncodeToString(sum[:6]) + "-" + name
+}
+
+// stateMachineARN is the ARN of the state machine name in this stack.
+func stateMachineARN(d *deployment, name string) *string {
+	return d.stack.FormatArn(&awscdk.ArnComponents{
+		Service:      jsii.String("states"),
+		Resource:     jsii.String("stateMachine"),
+		ResourceName: jsii.String(stateMachineName(d.props.Cluster.Name, name)),
+		ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	})
+}
+
 // Placeholder names a state machine may use. Each is filled with a
 // deployed resource, and its use grants the state machine's role access.
-func functionPlaceholder(fn string) string { return camel(fn) + "FunctionArn" }
-func queuePlaceholder(q string) string     { return camel(q) + "QueueUrl" }
+func functionPlaceholder(fn string) string    { return camel(fn) + "FunctionArn" }
+func queuePlaceholder(q string) string        { return camel(q) + "QueueUrl" }
+func stateMachinePlaceholder(m string) string { return camel(m) + "StateMachineArn" }
 
 const (
 	placeholderCluster = "ClusterName"
@@ -117,8 +143,9 @@ type substitution struct {
 	grant func(sm awsstepfunctions.StateMachine)
 }
 
-// substitutions are every placeholder the deployment can fill.
-func substitutions(d *deployment) map[string]substitution {
+// substitutions are every placeholder the deployment can fill for the
+// state machines files.
+func substitutions(d *deployment, files []stateMachineFile) map[string]substitution {
 	subs := map[string]substitution{
 		placeholderCluster: {value: jsii.String(d.props.Cluster.Name)},
 		placeholderTable: {value: d.table.TableName(), grant: func(sm awsstepfunctions.StateMachine) {
@@ -136,6 +163,12 @@ func substitutions(d *deployment) map[string]substitution {
 			q.queue.GrantSendMessages(sm)
 		}}
 	}
+	for _, f := range files {
+		arn := stateMachineARN(d, f.name)
+		subs[stateMachinePlaceholder(f.name)] = substitution{value: arn, grant: func(sm awsstepfunctions.StateMachine) {
+			sm.AddToRolePolicy(statement("Start"+camel(f.name), []string{"states:StartExecution"}, []*string{arn}, nil))
+		}}
+	}
 	return subs
 }
 
@@ -151,7 +184,7 @@ type builtStateMachine struct {
 // so the template shows it. A placeholder the deployment cannot fill is an
 // error naming the file and the placeholders it can.
 func newStateMachines(d *deployment, files []stateMachineFile) error {
-	subs := substitutions(d)
+	subs := substitutions(d, files)
 	var errs []error
 	for _, f := range files {
 		var missing []string
@@ -175,6 +208,7 @@ func newStateMachines(d *deployment, files []stateMachineFile) error {
 			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 		})
 		sm := awsstepfunctions.NewStateMachine(d.scope, jsii.String(id), &awsstepfunctions.StateMachineProps{
+			StateMachineName:        jsii.String(stateMachineName(d.props.Cluster.Name, f.name)),
 			Comment:                 jsii.String("nodewright " + f.name + " (statemachines/" + filepath.Base(f.path) + ")"),
 			StateMachineType:        awsstepfunctions.StateMachineType_STANDARD,
 			DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(f.body)),
@@ -194,17 +228,4 @@ func newStateMachines(d *deployment, files []stateMachineFile) error {
 		d.machines[f.name] = &builtStateMachine{file: f, sm: sm}
 	}
 	return errors.Join(errs...)
-}
-
-// wireStarts gives each function the ARNs of the state machines it starts
-// (<NAME>_STATE_MACHINE_ARN) and states:StartExecution on them only.
-func wireStarts(d *deployment, specs []functionSpec) {
-	for _, spec := range specs {
-		f := d.functions[spec.name]
-		for _, s := range spec.starts {
-			m := d.machines[s]
-			f.fn.AddEnvironment(jsii.String(envName(s)+"_STATE_MACHINE_ARN"), m.sm.StateMachineArn(), nil)
-			m.sm.GrantStartExecution(f.role)
-		}
-	}
 }
