@@ -60,8 +60,33 @@ sfn-deps: ## Node 22, aws-local-stepfunctions and asl-validator into .cache/npm 
 demo: controlplane ## the README's demo: local stack up, guide-complete applied, inflate scaled 10 -> 0, timeline; exits 0 on success, leaves nothing running
 	$(GO) run ./cmd/nodewright demo
 
-synth: ## synthesize the CDK app (arrives with the infra work)
-	@echo "make synth: the CDK app (infra/) is not built yet; see README.md (Status)." >&2; exit 1
+.PHONY: cdk-tools
+
+# The CDK toolchain, from npm into .cache/cdk (ignored): Node 22 (the jsii
+# runtime of the Go CDK needs node on PATH) and the CDK CLI. Synth then runs
+# offline: CLI telemetry and notices are off, and CDK_HOME stays in the repo.
+CDK_DIR := .cache/cdk
+CDK_NODE_VERSION := 22.23.5
+CDK_CLI_VERSION := 2.1148.1
+CDK_NODE_PKG := node-$(shell uname -s | tr A-Z a-z)-$(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
+CDK_STAMP := $(CDK_DIR)/.installed-$(CDK_NODE_PKG)-$(CDK_NODE_VERSION)-$(CDK_CLI_VERSION)
+CDK_ENV := PATH="$(CURDIR)/$(CDK_DIR)/node_modules/$(CDK_NODE_PKG)/bin:$$PATH" CDK_HOME="$(CURDIR)/$(CDK_DIR)/home" CDK_DISABLE_CLI_TELEMETRY=true
+# make synth SYNTH_CLUSTER=<name> SYNTH_CONTEXT='-c key=value ...' (infra/config.go lists the keys).
+SYNTH_CLUSTER ?= example
+SYNTH_CONTEXT ?=
+
+$(CDK_STAMP):
+	mkdir -p $(CDK_DIR)/home
+	npm install --prefix $(CDK_DIR) --no-save --no-package-lock --no-audit --no-fund --loglevel=error $(CDK_NODE_PKG)@$(CDK_NODE_VERSION) aws-cdk@$(CDK_CLI_VERSION)
+	rm -f $(CDK_DIR)/.installed-* && touch $@
+
+cdk-tools: $(CDK_STAMP) ## Node 22 and the CDK CLI into .cache/cdk (skipped when present)
+
+synth: build cdk-tools ## synthesize the CDK app (infra/) into cdk.out/ for SYNTH_CLUSTER (default "example"), with cdk-nag's AwsSolutions checks
+	cd infra && $(GO) build -o ../bin/nodewright-infra .
+	$(CDK_ENV) $(CDK_DIR)/node_modules/.bin/cdk synth --app bin/nodewright-infra --no-notices --quiet \
+		-o cdk.out -c clusterName=$(SYNTH_CLUSTER) $(SYNTH_CONTEXT)
+	@echo "synth: cdk.out/nodewright-$(SYNTH_CLUSTER).template.json"
 
 clean:
 	rm -rf dist bin
