@@ -45,12 +45,10 @@ func hashOptions() *hashstructure.HashOptions {
 // an empty list or map ("taints: []") hashes differently from an absent
 // one. The error is hashstructure's and does not occur for decoded objects.
 func NodePoolHash(np *v1.NodePool) (string, error) {
-	c := *np
-	c.Spec.Template.Spec.ExpireAfter = np.Spec.Template.Spec.ExpireAfter
-	if !c.Spec.Template.Spec.ExpireAfter.IsSet() {
-		c.Spec.Template.Spec.ExpireAfter = v1.MustParseNillable(v1.DefaultExpireAfter)
+	t := np.Spec.Template // a copy: the default below stays local
+	if !t.Spec.ExpireAfter.IsSet() {
+		t.Spec.ExpireAfter = v1.MustParseNillable(v1.DefaultExpireAfter)
 	}
-	t := c.Spec.Template
 	m := mirror.NodeClaimTemplate{
 		ObjectMeta: mirror.ObjectMeta{Labels: t.ObjectMeta.Labels, Annotations: t.ObjectMeta.Annotations},
 		Spec: mirror.NodeClaimTemplateSpec{
