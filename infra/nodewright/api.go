@@ -89,8 +89,8 @@ func newAPI(d *deployment, specs []functionSpec) awsapigateway.RestApi {
 		},
 	})
 	integration := awsapigateway.NewLambdaIntegration(intake.fn, &awsapigateway.LambdaIntegrationOptions{
-		Proxy:                   jsii.Bool(true),
-		AllowTestInvoke:         jsii.Bool(false),
+		Proxy: jsii.Bool(true),
+		// One permission for the whole API instead of one per method.
 		ScopePermissionToMethod: jsii.Bool(false),
 	})
 	for _, r := range apiRoutes {

@@ -110,10 +110,15 @@ func baseProps(f fixture) Props {
 // New's error.
 func synth(t *testing.T, props Props) (awscdk.Stack, error) {
 	t.Helper()
+	return synthIn(t, props, &awscdk.Environment{Account: jsii.String("111122223333"), Region: jsii.String("us-east-1")})
+}
+
+// synthIn is synth in the environment env; nil makes the stack
+// environment-agnostic, as `cdk synth` without credentials does.
+func synthIn(t *testing.T, props Props, env *awscdk.Environment) (awscdk.Stack, error) {
+	t.Helper()
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
-	stack := awscdk.NewStack(app, jsii.String("Test"), &awscdk.StackProps{
-		Env: &awscdk.Environment{Account: jsii.String("111122223333"), Region: jsii.String("us-east-1")},
-	})
+	stack := awscdk.NewStack(app, jsii.String("Test"), &awscdk.StackProps{Env: env})
 	_, err := New(stack, "Nodewright", props)
 	return stack, err
 }

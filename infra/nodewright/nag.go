@@ -80,7 +80,7 @@ const (
 	findingEC2Created   = `^Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:(fleet|instance|volume|network-interface|launch-template|spot-instances-request)/\*$`
 	findingEC2Reference = `^Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:\*?:(image|snapshot|security-group|subnet|capacity-reservation|placement-group)/\*$`
 	findingSSMPublic    = `^Resource::arn:<AWS::Partition>:ssm:<AWS::Region>::parameter/aws/service/\*$`
-	findingExecuteAPI   = `^Resource::arn:<AWS::Partition>:execute-api:[^:]+:[^:]+:<[A-Za-z0-9]+>/<[A-Za-z0-9.]+>/\*/v1/\*$`
+	findingExecuteAPI   = `^Resource::arn:<AWS::Partition>:execute-api:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]+):<[A-Za-z0-9]+>/<[A-Za-z0-9.]+>/\*/v1/\*$`
 	findingManagedNode  = `^Policy::arn:<AWS::Partition>:iam::aws:policy/(AmazonEKSWorkerNodePolicy|AmazonEKS_CNI_Policy|AmazonEC2ContainerRegistryPullOnly|AmazonSSMManagedInstanceCore)$`
 	findingManagedBasic = `^Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole$`
 )

@@ -18,8 +18,17 @@ func TestNag(t *testing.T) {
 	tests := []struct {
 		name  string
 		props func(Props) Props
+		env   *awscdk.Environment
 	}{
-		{name: "should pass with the cluster looked up, Pod Identity and a created node role", props: func(p Props) Props { return p }},
+		{
+			name:  "should pass with the cluster looked up, Pod Identity and a created node role",
+			props: func(p Props) Props { return p },
+			env:   &awscdk.Environment{Account: jsii.String("111122223333"), Region: jsii.String("us-east-1")},
+		},
+		{
+			name:  "should pass in an environment-agnostic stack (synth without credentials)",
+			props: func(p Props) Props { return p },
+		},
 		{name: "should pass with the cluster given, IRSA, an existing node role, a VPC and alarms to SNS", props: func(p Props) Props {
 			p.Cluster = Cluster{Name: "prod-east", Endpoint: "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com", CAData: "Y2E=", KubernetesVersion: "1.33",
 				ServiceCIDR: "172.20.0.0/16", SecurityGroupID: "sg-0123456789abcdef0"}
@@ -28,11 +37,11 @@ func TestNag(t *testing.T) {
 			p.Network = &Network{SubnetIDs: []string{"subnet-0123456789abcdef0", "subnet-0fedcba9876543210"}, VPCID: "vpc-0123456789abcdef0"}
 			p.AlarmTopicARN = "arn:aws:sns:us-east-1:111122223333:oncall"
 			return p
-		}},
+		}, env: &awscdk.Environment{Account: jsii.String("111122223333"), Region: jsii.String("us-east-1")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			stack, err := synth(t, tt.props(baseProps(f)))
+			stack, err := synthIn(t, tt.props(baseProps(f)), tt.env)
 			if err != nil {
 				t.Fatalf("New() error = %v", err)
 			}

@@ -307,7 +307,9 @@ func newOutputs(d *deployment) {
 	out := func(id, desc string, value *string) {
 		awscdk.NewCfnOutput(d.scope, jsii.String(id), &awscdk.CfnOutputProps{Description: jsii.String(desc), Value: value})
 	}
-	out("ApiEndpoint", "the forwarder's API_ENDPOINT (forwarder/deploy configMapGenerator)", d.api.Url())
+	// This output replaces the RestApi's own, which has no description.
+	d.api.Node().TryRemoveChild(jsii.String("Endpoint"))
+	out("ApiEndpoint", "the forwarder's API_ENDPOINT (infra/kube configMapGenerator)", d.api.Url())
 	out("ForwarderRoleArn", "the forwarder's IAM role (Pod Identity association or IRSA annotation)", d.forwarder.RoleArn())
 	out("NodeRoleName", "the nodes' IAM role: EC2NodeClass spec.role", d.nodeRole.name)
 	out("TableName", "the DynamoDB table", d.table.TableName())
