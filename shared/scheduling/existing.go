@@ -196,6 +196,13 @@ func (s *solver) buildNodes() error {
 		daemonWant.sub(&daemonUsed, n)
 		daemonWant.floorZero(n)
 		node.avail.sub(&daemonWant, n)
+		if en.Node != nil && en.Node.Spec.Unschedulable {
+			// A cordoned node takes only pods that tolerate
+			// node.kubernetes.io/unschedulable:NoSchedule (kube-scheduler's
+			// NodeUnschedulable filter). Added after the daemonset overhead:
+			// DaemonSet pods tolerate it by default.
+			node.taints = withCordonTaint(node.taints)
+		}
 		h := &host{id: int32(len(s.hosts)), name: hostname, node: node}
 		node.h = h
 		s.hosts = append(s.hosts, h)
@@ -353,4 +360,18 @@ func (t *nodeTree) find(i, lo, hi, from int, req *vec) int {
 		return r
 	}
 	return t.find(2*i+1, mid, hi, from, req)
+}
+
+// withCordonTaint returns taints plus node.kubernetes.io/unschedulable:
+// NoSchedule unless already present (the taint the node lifecycle
+// controller puts on a node with spec.unschedulable set).
+func withCordonTaint(taints []corev1.Taint) []corev1.Taint {
+	for _, t := range taints {
+		if t.Key == corev1.TaintNodeUnschedulable && t.Effect == corev1.TaintEffectNoSchedule {
+			return taints
+		}
+	}
+	out := make([]corev1.Taint, 0, len(taints)+1)
+	out = append(out, taints...)
+	return append(out, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
 }

@@ -84,6 +84,20 @@ func TestSolveExistingCapacity(t *testing.T) {
 			want:  view{Claims: []claimView{{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1a", Capacity: "on-demand", Pods: []string{"web-0"}}}},
 		},
 		{
+			name: "should not schedule to a cordoned node (spec.unschedulable, kube-scheduler NodeUnschedulable)",
+			nodes: []scheduling.ExistingNode{st.Existing(st.Node("n1", st.NodeAllocatable("4", "8Gi", "20"),
+				func(n *corev1.Node) { n.Spec.Unschedulable = true }))},
+			pods: pods("web", 1, st.Requests("1", "1Gi")),
+			want: view{Claims: []claimView{{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1a", Capacity: "on-demand", Pods: []string{"web-0"}}}},
+		},
+		{
+			name: "should schedule to a cordoned node a pod that tolerates node.kubernetes.io/unschedulable",
+			nodes: []scheduling.ExistingNode{st.Existing(st.Node("n1", st.NodeAllocatable("4", "8Gi", "20"),
+				func(n *corev1.Node) { n.Spec.Unschedulable = true }))},
+			pods: pods("web", 1, st.Requests("1", "1Gi"), st.Toleration(corev1.TaintNodeUnschedulable, "", corev1.TaintEffectNoSchedule)),
+			want: view{Placements: map[string]string{"web-0": "n1"}},
+		},
+		{
 			name: "should ignore startup and ephemeral taints on uninitialized managed nodes",
 			nodes: []scheduling.ExistingNode{st.Managed(
 				st.Node("n1", st.NodeAllocatable("4", "8Gi", "20"), st.NodeLabels(map[string]string{v1.LabelNodePool: "default"}),
