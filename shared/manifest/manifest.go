@@ -246,6 +246,18 @@ func decodeDocument(doc document, source string) ([]Object, error) {
 	if raw == nil {
 		return nil, nil
 	}
+	if dups := duplicateKeys(doc.text, doc.firstLine); len(dups) > 0 {
+		var m map[string]json.RawMessage
+		var h header
+		if json.Unmarshal(raw, &m) == nil {
+			h = readHeader(m)
+		}
+		errs := make([]error, 0, len(dups))
+		for _, d := range dups {
+			errs = append(errs, &DocumentError{Source: source, Kind: h.Kind, Name: h.Name, Path: d.path, Err: d.err})
+		}
+		return nil, errors.Join(errs...)
+	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
 		return nil, nil // a scalar or a sequence: not a Kubernetes object

@@ -192,6 +192,21 @@ func TestReadErrors(t *testing.T) {
 			wantErrs: []string{`f#1: Pod "a": spec.containers: expected a list, got number 1`, `f#2: Pod "b": spec.nodeName: expected a string, got array`},
 		},
 		{
+			name:     "should reject a duplicated YAML key with its path and line, as kubectl does",
+			give:     nodePool + "  limits: {cpu: \"10\"}\n  limits: {cpu: \"1000\"}\n",
+			wantErrs: []string{`f#1: NodePool "default": spec.limits: key "limits" already set in map (line 11)`},
+		},
+		{
+			name:     "should reject a duplicated JSON key",
+			give:     `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "name": "b"}}`,
+			wantErrs: []string{`f#1: Pod "b": metadata.name: key "name" already set in map (line 1)`},
+		},
+		{
+			name:     "should reject two documents concatenated without a separator",
+			give:     "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n" + nodePool,
+			wantErrs: []string{`f#1: NodePool "default": apiVersion: key "apiVersion" already set in map (line 4)`, `f#1: NodePool "default": kind: key "kind" already set in map (line 5)`, `f#1: NodePool "default": metadata: key "metadata" already set in map (line 6)`},
+		},
+		{
 			name:     "should name the item of a List that does not decode",
 			give:     "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: x}, spec: {weight: [1]}}\n",
 			wantErrs: []string{`f#1.items[0]: NodePool "x": spec.weight: expected an integer, got array`},
