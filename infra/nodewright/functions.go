@@ -51,9 +51,6 @@ const (
 	// EC2NodeClass resolution, the public SSM parameters and iam:PassRole
 	// of the node role (karpenter-spec 4.1).
 	grantLaunch
-	// grantTagInstances: CreateTags on the cluster's instances, limited to
-	// the registration tag keys.
-	grantTagInstances
 	// grantTerminate: TerminateInstances and DeleteLaunchTemplate on the
 	// cluster's resources, and DescribeInstances to find them.
 	grantTerminate
@@ -123,7 +120,7 @@ var functions = []functionSpec{
 		timeout:      2 * time.Minute,
 		singleWriter: true,
 		env:          []env{envCommon, envKube, envNodeBootstrap, envFeatureGates},
-		grants:       []grant{grantTable, grantLaunch, grantTagInstances},
+		grants:       []grant{grantTable, grantLaunch},
 		trigger:      trigger{kind: triggerQueue, queue: queueProvisioning, batchSize: 5},
 		kube:         &kubeAccess{group: "nodewright:provisioner"},
 	},

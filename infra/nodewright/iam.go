@@ -15,8 +15,6 @@ const (
 	tagClusterPrefix   = "kubernetes.io/cluster/"
 	tagEKSClusterName  = "eks:eks-cluster-name"
 	tagNodePool        = "karpenter.sh/nodepool"
-	tagNodeClaim       = "karpenter.sh/nodeclaim"
-	tagName            = "Name"
 	tagOwnedValue      = "owned"
 	eksNodeAccessEntry = "EC2_LINUX"
 )
@@ -123,15 +121,6 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 			statement("PassNodeRole", []string{"iam:PassRole"}, []*string{d.nodeRole.arn}, map[string]any{
 				"StringEquals": map[string]any{"iam:PassedToService": []string{"ec2.amazonaws.com", "ec2.amazonaws.com.cn"}},
 			}),
-		}
-	case grantTagInstances:
-		return []awsiam.PolicyStatement{
-			statement("TagRegisteredInstances", []string{"ec2:CreateTags"}, *jsii.Strings(ec2ARN("own", "instance")), merge(resourceTagged(cluster), map[string]any{
-				"StringEqualsIfExists": map[string]any{"aws:RequestTag/" + tagEKSClusterName: cluster},
-				"ForAllValues:StringEquals": map[string]any{
-					"aws:TagKeys": []string{tagEKSClusterName, tagNodeClaim, tagName},
-				},
-			})),
 		}
 	case grantTerminate:
 		return []awsiam.PolicyStatement{

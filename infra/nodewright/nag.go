@@ -105,8 +105,8 @@ func addSuppressions(d *deployment) {
 					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Created, appliesTo: []string{findingEC2Created}},
 					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Referenced, appliesTo: []string{findingEC2Reference}},
 					suppression{id: "AwsSolutions-IAM5", reason: reasonSSMPublic, appliesTo: []string{findingSSMPublic}})
-			case grantTagInstances, grantTerminate:
-				anyResource = anyResource || g == grantTerminate
+			case grantTerminate:
+				anyResource = true
 				ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Created, appliesTo: []string{findingEC2Created}})
 			}
 		}
