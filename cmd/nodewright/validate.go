@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -131,11 +132,27 @@ type karpenterObject interface {
 // missing class is a warning: it may already be in the cluster).
 func checkManifests(objs []manifest.Object, readErr error) validateReport {
 	r := validateReport{kinds: map[string]int{}}
+	classes := map[string]bool{}
+	var partials []manifest.Object
 	for _, err := range unjoin(readErr) {
 		r.errors++
 		r.findings = append(r.findings, "error: "+err.Error())
+		var de *manifest.DocumentError
+		if !errors.As(err, &de) {
+			continue
+		}
+		if de.Kind == v1.KindEC2NodeClass && de.Name != "" {
+			// The class is in the input, only broken: its NodePools
+			// must not be told it is missing.
+			classes[de.Name] = true
+		}
+		if de.Partial != nil {
+			// Check the rest of an object whose bad values were
+			// reported above, so one bad field hides nothing else.
+			partials = append(partials, *de.Partial)
+		}
 	}
-	classes := map[string]bool{}
+	objs = append(slices.Clip(objs), partials...)
 	for _, o := range objs {
 		if o.Kind == v1.KindEC2NodeClass && o.Typed != nil {
 			classes[o.Name] = true

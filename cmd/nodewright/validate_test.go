@@ -129,7 +129,29 @@ func TestValidateCommandErrors(t *testing.T) {
 			stdin:    "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {weight: heavy}\n---\n" + validClass,
 			wantCode: 1,
 			want: "error: stdin#1: NodePool \"x\": spec.weight: expected an integer, got string\n" +
-				"invalid: checked 1 EC2NodeClass; 1 error, 0 warnings\n",
+				"error: stdin#1: NodePool \"x\": spec.template.spec.requirements: required\n" +
+				"error: stdin#1: NodePool \"x\": spec.template.spec.nodeClassRef: required\n" +
+				"invalid: checked 1 NodePool, 1 EC2NodeClass; 3 errors, 0 warnings\n",
+		},
+		{
+			name: "should report a type error and still validate the other fields of the object, counting it",
+			args: []string{"-f", "-"},
+			stdin: strings.NewReplacer("spec:\n  template:", "spec:\n  weight: 500\n  limits: {cpu: lots, memory: many}\n  template:",
+				"[spot]}\n", "[spot]}\n        - {key: kubernetes.io/arch, operator: Equals, values: [amd64]}\n").Replace(validPool) + "---\n" + validClass,
+			wantCode: 1,
+			want: "error: stdin#1: NodePool \"default\": spec.limits[cpu]: expected a quantity such as \"500m\", \"4\" or \"16Gi\"\n" +
+				"error: stdin#1: NodePool \"default\": spec.limits[memory]: expected a quantity such as \"500m\", \"4\" or \"16Gi\"\n" +
+				"error: stdin#1: NodePool \"default\": spec.template.spec.requirements[1].operator: \"Equals\" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte\n" +
+				"error: stdin#1: NodePool \"default\": spec.weight: 500 is out of range 1..100\n" +
+				"invalid: checked 1 NodePool, 1 EC2NodeClass; 4 errors, 0 warnings\n",
+		},
+		{
+			name:     "should not warn that a class is missing when it is in the input but does not decode",
+			args:     []string{"-f", "-"},
+			stdin:    validPool + "---\n" + validClass + "  associatePublicIPAddress: \"yes\"\n",
+			wantCode: 1,
+			want: "error: stdin#2: EC2NodeClass \"default\": spec.associatePublicIPAddress: expected true or false, got string\n" +
+				"invalid: checked 1 NodePool, 1 EC2NodeClass; 1 error, 0 warnings\n",
 		},
 		{
 			name:     "should fail on a path that does not exist",

@@ -69,6 +69,11 @@ type DocumentError struct {
 	Path string
 	// Err describes the problem.
 	Err error
+	// Partial, set on the first error of an object whose bad values could
+	// all be located, is the object decoded without those values, so that a
+	// caller can still check the rest of it (validate does). It is not among
+	// the objects Read returns.
+	Partial *Object
 }
 
 // Error formats as `<source>: <Kind> "<name>": <path>: <problem>`, leaving
@@ -311,56 +316,56 @@ func decodeList(h header, m map[string]json.RawMessage, source string) ([]Object
 }
 
 // decodeObject decodes raw into the type registered for its apiVersion and
-// kind; other kinds come back with Typed nil.
+// kind; other kinds come back with Typed nil. When values do not fit their
+// fields, every such value is reported (one *DocumentError each, joined) and
+// the first error carries the object decoded without them in Partial.
 func decodeObject(h header, raw []byte, source string) (Object, error) {
 	obj := Object{Source: source, APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Namespace, Name: h.Name, Raw: raw}
-	fail := func(err error) (Object, error) {
-		de := &DocumentError{Source: source, Kind: h.Kind, Name: h.Name, Err: err}
-		var fe *apijson.FieldError
-		if errors.As(err, &fe) {
-			de.Path, de.Err = fe.Path, fe.Err
-		}
-		return Object{}, de
-	}
 	group, version := splitAPIVersion(h.APIVersion)
+	var decode decodeFunc
 	switch {
 	case group == v1.Group && version == "v1" && h.Kind == v1.KindNodePool:
-		np, warnings, err := v1.DecodeNodePool(raw)
-		if err != nil {
-			return fail(err)
-		}
-		obj.Typed, obj.Warnings = np, warnings
-		return obj, nil
+		decode = func(b []byte) (any, []v1.FieldError, error) { return v1.DecodeNodePool(b) }
 	case group == v1.Group && version == "v1" && h.Kind == v1.KindNodeClaim:
-		nc, warnings, err := v1.DecodeNodeClaim(raw)
-		if err != nil {
-			return fail(err)
-		}
-		obj.Typed, obj.Warnings = nc, warnings
-		return obj, nil
+		decode = func(b []byte) (any, []v1.FieldError, error) { return v1.DecodeNodeClaim(b) }
 	case group == v1.AWSGroup && version == "v1" && h.Kind == v1.KindEC2NodeClass:
-		nc, warnings, err := v1.DecodeEC2NodeClass(raw)
-		if err != nil {
-			return fail(err)
-		}
-		obj.Typed, obj.Warnings = nc, warnings
-		return obj, nil
+		decode = func(b []byte) (any, []v1.FieldError, error) { return v1.DecodeEC2NodeClass(b) }
 	case (group == v1.Group || group == v1.AWSGroup) && isKarpenterKind(h.Kind):
 		obj.Warnings = []v1.FieldError{{
 			Path:    "apiVersion",
 			Message: fmt.Sprintf("%s %s is not supported (only karpenter.sh/v1 and karpenter.k8s.aws/v1); object skipped", h.APIVersion, h.Kind),
 		}}
 		return obj, nil
+	default:
+		if newCoreObject(group, version, h.Kind) == nil {
+			return obj, nil
+		}
+		decode = func(b []byte) (any, []v1.FieldError, error) {
+			target := newCoreObject(group, version, h.Kind)
+			_, err := apijson.Unmarshal(b, target)
+			return target, nil, err
+		}
 	}
-	target := newCoreObject(group, version, h.Kind)
-	if target == nil {
+	typed, warnings, errs := decodeAll(raw, decode)
+	if len(errs) == 0 {
+		obj.Typed, obj.Warnings = typed, warnings
 		return obj, nil
 	}
-	if _, err := apijson.Unmarshal(raw, target); err != nil {
-		return fail(err)
+	des := make([]error, 0, len(errs))
+	for _, err := range errs {
+		de := &DocumentError{Source: source, Kind: h.Kind, Name: h.Name, Err: err}
+		var fe *apijson.FieldError
+		if errors.As(err, &fe) {
+			de.Path, de.Err = fe.Path, fe.Err
+		}
+		des = append(des, de)
 	}
-	obj.Typed = target
-	return obj, nil
+	if typed != nil {
+		partial := obj
+		partial.Typed, partial.Warnings = typed, warnings
+		des[0].(*DocumentError).Partial = &partial
+	}
+	return Object{}, errors.Join(des...)
 }
 
 func isKarpenterKind(kind string) bool {

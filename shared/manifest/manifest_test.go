@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/manifest"
 )
 
@@ -207,6 +208,11 @@ func TestReadErrors(t *testing.T) {
 			wantErrs: []string{`f#1: NodePool "default": apiVersion: key "apiVersion" already set in map (line 4)`, `f#1: NodePool "default": kind: key "kind" already set in map (line 5)`, `f#1: NodePool "default": metadata: key "metadata" already set in map (line 6)`},
 		},
 		{
+			name:     "should report every value of the wrong type of one object, not only the first",
+			give:     nodePool + "  weight: heavy\n  limits: {cpu: lots}\n",
+			wantErrs: []string{`f#1: NodePool "default": spec.limits[cpu]: expected a quantity such as "500m", "4" or "16Gi"`, `f#1: NodePool "default": spec.weight: expected an integer, got string`},
+		},
+		{
 			name:     "should name the item of a List that does not decode",
 			give:     "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: x}, spec: {weight: [1]}}\n",
 			wantErrs: []string{`f#1.items[0]: NodePool "x": spec.weight: expected an integer, got array`},
@@ -323,4 +329,26 @@ func FuzzRead(f *testing.F) {
 		}
 		_ = err
 	})
+}
+
+func TestReadPartial(t *testing.T) {
+	_, err := manifest.Read(strings.NewReader(nodePool+"  weight: heavy\n  limits: {cpu: lots, memory: 1Gi}\n"), "f")
+	var de *manifest.DocumentError
+	if !errors.As(err, &de) || de.Partial == nil {
+		t.Fatalf("Read() error = %v, want a *DocumentError with Partial", err)
+	}
+	np, ok := de.Partial.Typed.(*v1.NodePool)
+	if !ok {
+		t.Fatalf("Partial.Typed = %T, want *v1.NodePool", de.Partial.Typed)
+	}
+	got := map[string]string{}
+	for k, q := range np.Spec.Limits {
+		got[string(k)] = q.String()
+	}
+	if diff := cmp.Diff(map[string]string{"memory": "1Gi"}, got); diff != "" {
+		t.Errorf("Partial limits mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff("default", de.Partial.Name); diff != "" {
+		t.Errorf("Partial name mismatch (-want +got):\n%s", diff)
+	}
 }
