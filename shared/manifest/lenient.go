@@ -116,3 +116,24 @@ func splitPath(path string) ([]string, bool) {
 	}
 	return segs, true
 }
+
+// jsonKind names the JSON type of a value for error messages.
+func jsonKind(data []byte) string {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return "nothing"
+	}
+	switch data[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}

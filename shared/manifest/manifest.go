@@ -97,8 +97,9 @@ func (e *DocumentError) Error() string {
 func (e *DocumentError) Unwrap() error { return e.Err }
 
 // Read reads every document of r, naming them "<source>#<n>". Documents that
-// are empty (or only comments) are skipped, and so are documents that are
-// not a mapping. It returns the objects it could read, in order, and an
+// are empty (or only comments) are skipped. A document that is not a
+// mapping, lacks a string kind or apiVersion, repeats a key, or names a kind
+// the Karpenter API groups do not define is an error. It returns the objects it could read, in order, and an
 // error joining one *DocumentError per document it could not (nil when
 // there is none), so that a caller can report every bad document at once.
 func Read(r io.Reader, source string) ([]Object, error) {
@@ -265,7 +266,8 @@ func decodeDocument(doc document, source string) ([]Object, error) {
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
-		return nil, nil // a scalar or a sequence: not a Kubernetes object
+		// kubectl rejects these too: a manifest is a mapping.
+		return nil, &DocumentError{Source: source, Err: fmt.Errorf("expected an object with apiVersion and kind, got %s", jsonKind(raw))}
 	}
 	h := readHeader(m)
 	if isList(h, m) {
@@ -320,6 +322,9 @@ func decodeList(h header, m map[string]json.RawMessage, source string) ([]Object
 // fields, every such value is reported (one *DocumentError each, joined) and
 // the first error carries the object decoded without them in Partial.
 func decodeObject(h header, raw []byte, source string) (Object, error) {
+	if err := checkHeader(h, raw, source); err != nil {
+		return Object{}, err
+	}
 	obj := Object{Source: source, APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Namespace, Name: h.Name, Raw: raw}
 	group, version := splitAPIVersion(h.APIVersion)
 	var decode decodeFunc
@@ -366,6 +371,38 @@ func decodeObject(h header, raw []byte, source string) (Object, error) {
 		des[0].(*DocumentError).Partial = &partial
 	}
 	return Object{}, errors.Join(des...)
+}
+
+// checkHeader rejects what the API server would not route: a kind or
+// apiVersion that is missing or not a string, and a kind that the
+// Karpenter API groups do not define (a misspelt "Nodepool" would otherwise
+// be skipped as a foreign kind and the object silently left unchecked).
+func checkHeader(h header, raw []byte, source string) error {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &m)
+	fail := func(path, msg string) error {
+		return &DocumentError{Source: source, Kind: h.Kind, Name: h.Name, Path: path, Err: errors.New(msg)}
+	}
+	for _, f := range []string{"kind", "apiVersion"} {
+		v, ok := m[f]
+		var str string
+		switch {
+		case !ok && f == "kind" && h.Kind != "":
+			// An item of a typed list: the list gave it its kind.
+		case !ok && f == "apiVersion" && h.APIVersion != "":
+		case !ok, string(v) == "null":
+			return fail(f, "required")
+		case json.Unmarshal(v, &str) != nil:
+			return fail(f, "expected a string, got "+jsonKind(v))
+		case str == "":
+			return fail(f, "required")
+		}
+	}
+	group, _ := splitAPIVersion(h.APIVersion)
+	if (group == v1.Group || group == v1.AWSGroup) && !isKarpenterKind(h.Kind) && !isKarpenterKind(strings.TrimSuffix(h.Kind, "List")) {
+		return fail("kind", fmt.Sprintf("%q is not a kind of %s (want NodePool, NodeClaim or EC2NodeClass; kinds are case-sensitive)", h.Kind, group))
+	}
+	return nil
 }
 
 func isKarpenterKind(kind string) bool {

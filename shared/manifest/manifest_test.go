@@ -102,10 +102,10 @@ func TestRead(t *testing.T) {
 		},
 		{
 			name: "should leave other kinds untyped",
-			give: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n---\nplain: mapping\n---\n- a\n- sequence\n",
+			give: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n",
 			want: []summary{
 				{Source: "f#1", APIVersion: "v1", Kind: "ConfigMap", Name: "c"},
-				{Source: "f#2"},
+				{Source: "f#2", APIVersion: "example.com/v1", Kind: "Widget", Name: "w"},
 			},
 		},
 		{
@@ -211,6 +211,31 @@ func TestReadErrors(t *testing.T) {
 			name:     "should report every value of the wrong type of one object, not only the first",
 			give:     nodePool + "  weight: heavy\n  limits: {cpu: lots}\n",
 			wantErrs: []string{`f#1: NodePool "default": spec.limits[cpu]: expected a quantity such as "500m", "4" or "16Gi"`, `f#1: NodePool "default": spec.weight: expected an integer, got string`},
+		},
+		{
+			name:     "should reject a misspelt kind of a Karpenter API group",
+			give:     strings.Replace(nodePool, "kind: NodePool", "kind: Nodepool", 1),
+			wantErrs: []string{`f#1: Nodepool "default": kind: "Nodepool" is not a kind of karpenter.sh (want NodePool, NodeClaim or EC2NodeClass; kinds are case-sensitive)`},
+		},
+		{
+			name:     "should reject a kind without an apiVersion",
+			give:     strings.Replace(nodePool, "apiVersion: karpenter.sh/v1\n", "", 1),
+			wantErrs: []string{`f#1: NodePool "default": apiVersion: required`},
+		},
+		{
+			name:     "should reject an object without a kind",
+			give:     "apiVersion: v1\nmetadata: {name: x}\n",
+			wantErrs: []string{`f#1: kind: required`},
+		},
+		{
+			name:     "should reject a kind that is not a string",
+			give:     "apiVersion: karpenter.sh/v1\nkind: [NodePool]\nmetadata: {name: x}\n",
+			wantErrs: []string{`f#1: kind: expected a string, got a list`},
+		},
+		{
+			name:     "should reject documents that are not objects",
+			give:     "hello\n---\n[1, 2, 3]\n",
+			wantErrs: []string{`f#1: expected an object with apiVersion and kind, got a string`, `f#2: expected an object with apiVersion and kind, got a list`},
 		},
 		{
 			name:     "should name the item of a List that does not decode",
