@@ -114,8 +114,8 @@ func applyGuide(t testing.TB, s *stack.Stack, files ...string) {
 }
 
 // deployment returns a Deployment of replicas pause pods each requesting
-// cpu and 1Gi.
-func deployment(name string, replicas int32, cpu string) *appsv1.Deployment {
+// cpu and mem.
+func deployment(name string, replicas int32, cpu, mem string) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -127,7 +127,7 @@ func deployment(name string, replicas int32, cpu string) *appsv1.Deployment {
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
 					Name: "pause", Image: "public.ecr.aws/eks-distro/kubernetes/pause:3.7",
 					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi"),
+						corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem),
 					}},
 				}}},
 			},
@@ -166,4 +166,13 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+func nodeList(t testing.TB, s *stack.Stack) []corev1.Node {
+	t.Helper()
+	nodes, err := s.Kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodes.Items
 }

@@ -35,7 +35,9 @@ package stack
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -335,12 +337,16 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	awsCfg := aws.Config{Region: opts.Region, Credentials: creds}
 	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(k.URL) })
 	sqsClient := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(k.URL) })
-	table := "nodewright-" + opts.ClusterName
+	// kumo keeps its state per process, not per server: names unique to
+	// this stack keep two stacks of one process (tests) apart.
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", opts.Dir, os.Getpid(), time.Now().UnixNano())))
+	suffix := hex.EncodeToString(sum[:6])
+	table := "nodewright-" + opts.ClusterName + "-" + suffix
 	if err := ddbstore.CreateTable(startCtx, ddb, table, time.Minute); err != nil {
 		return fmt.Errorf("dynamodb table: %w", err)
 	}
 	q, err := sqsClient.CreateQueue(startCtx, &sqs.CreateQueueInput{
-		QueueName:  aws.String("nodewright-provisioning.fifo"),
+		QueueName:  aws.String("nodewright-provisioning-" + suffix + ".fifo"),
 		Attributes: map[string]string{"FifoQueue": "true", "VisibilityTimeout": "360"},
 	})
 	if err != nil {
