@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/scheduling/schedulingtest"
 )
@@ -236,4 +239,38 @@ func firstReason(res scheduling.Result) string {
 		}
 	}
 	return first + ": " + res.Unschedulable[first]
+}
+
+// limitBoundInput is one NodePool (c/m/r, generation > 2, amd64, on-demand,
+// limits cpu 1000) on the
+// us-east-1 catalog and n identical pods of 250m / 256Mi: past about 3,900
+// pods the limit binds and every further pod is rejected by it.
+func limitBoundInput(b *testing.B, n int) scheduling.Input {
+	b.Helper()
+	in, err := schedulingtest.RealisticInput(0)
+	if err != nil {
+		b.Fatalf("RealisticInput(0): %v", err)
+	}
+	in.NodePools = []v1.NodePool{schedulingtest.NodePool("p",
+		schedulingtest.PoolRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand),
+		schedulingtest.PoolRequirement(v1.LabelInstanceCategory, corev1.NodeSelectorOpIn, "c", "m", "r"),
+		schedulingtest.PoolRequirement(v1.LabelInstanceGeneration, corev1.NodeSelectorOpGt, "2"),
+		schedulingtest.PoolRequirement(v1.LabelArch, corev1.NodeSelectorOpIn, "amd64"),
+		schedulingtest.PoolLimits("cpu", "1000"))}
+	in.DaemonSets = nil
+	in.Pods = make([]*corev1.Pod, n)
+	for i := range in.Pods {
+		in.Pods[i] = schedulingtest.Pod(fmt.Sprintf("web-%d", i), schedulingtest.Requests("250m", "256Mi"))
+	}
+	return in
+}
+
+// BenchmarkLimitBound measures pods rejected by a binding NodePool limit:
+// the rejection must be cached per class, not searched again for each pod.
+func BenchmarkLimitBound(b *testing.B) {
+	for _, n := range []int{2000, 8000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			benchSolve(b, limitBoundInput(b, n), 0, 0)
+		})
+	}
 }

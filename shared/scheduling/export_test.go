@@ -24,3 +24,13 @@ func SolveFirstFitOnly(ctx context.Context, in Input) (Result, error) {
 	}
 	return s.result(), nil
 }
+
+// PlacementSearches runs the cost-driven strategy and returns how many full
+// placement searches its scheduling loop made, and the plan.
+func PlacementSearches(ctx context.Context, in Input) (int, Result, error) {
+	s, err := solveWith(ctx, &in, stratCost)
+	if err != nil {
+		return 0, Result{}, err
+	}
+	return s.searches, s.result(), nil
+}

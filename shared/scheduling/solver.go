@@ -83,6 +83,21 @@ type solver struct {
 	strategy strategy
 	// byPods indexes every claim by pod count (first-fit strategies).
 	byPods claimIndex
+	// changes counts placements (on existing nodes or claims) during run.
+	changes int
+	// noFit remembers, per class level and request vector, the value of
+	// changes when place last failed: with no placement since, the state
+	// place searches is unchanged and the answer is the same.
+	noFit map[noFitKey]int
+	// searches counts full placement searches (tests only read it).
+	searches int
+}
+
+// noFitKey identifies pods that place treats identically: same class level
+// (constraints) and same requests.
+type noFitKey struct {
+	e   *effClass
+	req vec
 }
 
 // strategy is a packing strategy. Every strategy obeys the same
@@ -154,7 +169,7 @@ func newSolver(ctx context.Context, in *Input) (*solver, error) {
 		keyByName: map[string]*topoKey{}, groupByID: map[string]*group{},
 		selCache: map[string][]*group{}, domCache: map[domKey][]int32{},
 		placements: map[string]string{}, narrow1: map[narrow1Key]int32{},
-		typeVecs: map[*catalog.InstanceType][2]vec{},
+		typeVecs: map[*catalog.InstanceType][2]vec{}, noFit: map[noFitKey]int{},
 	}
 	switch in.Options.PreferencePolicy {
 	case "", PreferencePolicyRespect:
@@ -483,11 +498,22 @@ func (s *solver) packingOrder(pods []*podInfo) []*podInfo {
 
 // place tries existing capacity first (initialized nodes, then by name;
 // first fit wins), then this round's claims and a new claim by cost.
+//
+// A failure is cached per class level and requests until the next
+// placement: placement is the only change to the state place reads (node
+// room, claims, pool usage, topology counts), so pods rejected for the same
+// reason (e.g. a NodePool limit that binds) do not each search again.
 func (s *solver) place(pi *podInfo) bool {
-	if s.firstFitExisting(pi) {
+	k := noFitKey{e: pi.eff, req: pi.req}
+	if at, ok := s.noFit[k]; ok && at == s.changes {
+		return false
+	}
+	s.searches++
+	if s.firstFitExisting(pi) || s.placeNew(pi) {
 		return true
 	}
-	return s.placeNew(pi)
+	s.noFit[k] = s.changes
+	return false
 }
 
 // tryNode places pi on an existing node when every check passes.
@@ -515,6 +541,7 @@ func (s *solver) tryNode(pi *podInfo, node *enode) bool {
 	node.avail.sub(&pi.req, n)
 	s.nodeTree.update(node.idx, &node.avail)
 	node.ports = append(node.ports, pi.cls.ports...)
+	s.changes++
 	pi.host = node.h
 	pi.rec = s.record(pi.cls, e, view, nil)
 	return true
@@ -836,6 +863,7 @@ func (s *solver) evalNew(pi *podInfo, p *pool, explain bool) (cand, string) {
 
 // commit applies a candidate.
 func (s *solver) commit(pi *podInfo, cd *cand) {
+	s.changes++
 	n := s.res.n()
 	c := cd.c
 	if c == nil {
