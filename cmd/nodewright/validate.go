@@ -158,7 +158,23 @@ func checkManifests(objs []manifest.Object, readErr error) validateReport {
 			classes[o.Name] = true
 		}
 	}
+	seen := map[string]string{}
 	for _, o := range objs {
+		if o.Typed != nil {
+			// Two objects of one kind and namespace/name would overwrite
+			// each other when applied; plan rejects them too.
+			id := o.Kind + " " + o.Namespace + "/" + o.Name
+			if prev, dup := seen[id]; dup {
+				name := o.Name
+				if o.Namespace != "" {
+					name = o.Namespace + "/" + o.Name
+				}
+				r.errors++
+				r.findings = append(r.findings, fmt.Sprintf("error: %s: %s %q: duplicate of %s", o.Source, o.Kind, name, prev))
+			} else {
+				seen[id] = o.Source
+			}
+		}
 		for _, w := range o.Warnings {
 			r.add("warning", o.Source, o.Kind, o.Name, w)
 		}

@@ -54,11 +54,23 @@ func TestValidateCommand(t *testing.T) {
 		want  string // stdout
 	}{
 		{
-			name: "should accept every seed manifest, warning about the v1.14.1 consolidateAfter subtlety",
-			args: []string{"-f", seedsDir},
+			// The seed directories are independent examples (two define a
+			// "production" pool), so each is one input.
+			name: "should accept the guide seed manifests",
+			args: []string{"-f", seedsDir + "/guide"},
+			want: "valid: checked 7 NodePools, 5 EC2NodeClasses; 0 errors, 0 warnings\n",
+		},
+		{
+			name: "should accept the guide-complete seed manifests",
+			args: []string{"-f", seedsDir + "/guide-complete"},
+			want: "valid: checked 1 NodePool, 1 EC2NodeClass; 0 errors, 0 warnings\n",
+		},
+		{
+			name: "should accept the memo seed manifests, warning about the v1.14.1 consolidateAfter subtlety",
+			args: []string{"-f", seedsDir + "/memo"},
 			want: "warning: " + seedsDir + "/memo/nodepools.yaml#1: NodePool \"resident-ondemand\": spec.disruption.consolidateAfter: not set; Karpenter v1.14.1 requires it when spec.disruption is written, Karpenter HEAD defaults it to \"0s\" (applied here)\n" +
 				"warning: " + seedsDir + "/memo/nodepools.yaml#2: NodePool \"batch-spot\": spec.disruption.consolidateAfter: not set; Karpenter v1.14.1 requires it when spec.disruption is written, Karpenter HEAD defaults it to \"0s\" (applied here)\n" +
-				"valid: checked 10 NodePools, 7 EC2NodeClasses; 0 errors, 2 warnings\n",
+				"valid: checked 2 NodePools, 1 EC2NodeClass; 0 errors, 2 warnings\n",
 		},
 		{
 			name:  "should read stdin and accept a pool whose class is in the input",
@@ -152,6 +164,14 @@ func TestValidateCommandErrors(t *testing.T) {
 			wantCode: 1,
 			want: "error: stdin#2: EC2NodeClass \"default\": spec.associatePublicIPAddress: expected true or false, got string\n" +
 				"invalid: checked 1 NodePool, 1 EC2NodeClass; 1 error, 0 warnings\n",
+		},
+		{
+			name:     "should report objects of one kind with the same name, as plan does",
+			args:     []string{"-f", "-"},
+			stdin:    validPool + "---\n" + validClass + "---\n" + validPool,
+			wantCode: 1,
+			want: "error: stdin#3: NodePool \"default\": duplicate of stdin#1\n" +
+				"invalid: checked 2 NodePools, 1 EC2NodeClass; 1 error, 0 warnings\n",
 		},
 		{
 			name:     "should fail on a path that does not exist",
