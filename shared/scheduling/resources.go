@@ -271,3 +271,54 @@ func (ri *resourceIndex) podRequestVector(spec *corev1.PodSpec) (sum vec, missin
 	}
 	return sum, missing
 }
+
+// maxRequest bounds, in vector units, a resource total the solver can hold
+// and add without overflowing int64 (2^62: about 4.6e15 cores of cpu in
+// millicores, 4Ei of memory); no instance type comes near it.
+const maxRequest = float64(1 << 62)
+
+// podOverflow lists, sorted, the resources whose requests, limits standing
+// in for requests, or overhead in spec add up (over every container, init
+// container and spec.overhead) to more than maxRequest in vector units,
+// e.g. cpu "1e19" (1e22 millicores) or memory "1e30". Such a request cannot
+// be held in a vector; the pod fits nowhere.
+func podOverflow(spec *corev1.PodSpec) []corev1.ResourceName {
+	totals := map[corev1.ResourceName]float64{}
+	note := func(name corev1.ResourceName, q resource.Quantity) {
+		f := q.AsApproximateFloat64()
+		if name == corev1.ResourceCPU {
+			f *= 1000
+		}
+		if f < 0 {
+			f = -f
+		}
+		totals[name] += f
+	}
+	container := func(c *corev1.Container) {
+		for name, q := range c.Resources.Requests {
+			note(name, q)
+		}
+		for name, q := range c.Resources.Limits {
+			if _, ok := c.Resources.Requests[name]; !ok {
+				note(name, q)
+			}
+		}
+	}
+	for i := range spec.Containers {
+		container(&spec.Containers[i])
+	}
+	for i := range spec.InitContainers {
+		container(&spec.InitContainers[i])
+	}
+	for name, q := range spec.Overhead {
+		note(name, q)
+	}
+	var out []corev1.ResourceName
+	for name, f := range totals {
+		if f > maxRequest {
+			out = append(out, name)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -288,6 +288,11 @@ func (s *solver) buildPods() error {
 			pi.ignored = why
 			continue
 		}
+		if over := podOverflow(&p.Spec); len(over) > 0 {
+			// Too large to hold: never let it wrap around to zero or below.
+			pi.ignored = fmt.Sprintf("requests %s too large for any instance type or node (the total overflows a 64-bit count)", resourceNames(resourceStrings(over)))
+			continue
+		}
 		req, missing := s.res.podRequestVector(&p.Spec)
 		if len(missing) > 0 {
 			// A resource nothing provides: the pod fits nowhere.
