@@ -18,15 +18,21 @@ type validatePaths []string
 
 func (p *validatePaths) String() string { return strings.Join(*p, ",") }
 
+// Set adds one path or a comma-separated list of paths, as plan's -f does.
 func (p *validatePaths) Set(v string) error {
-	if v == "" {
+	n := len(*p)
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*p = append(*p, s)
+		}
+	}
+	if len(*p) == n {
 		return errors.New("empty path")
 	}
-	*p = append(*p, v)
 	return nil
 }
 
-const validateUsage = `usage: nodewright validate -f FILE|DIR|- [-f ...]
+const validateUsage = `usage: nodewright validate -f FILE|DIR|-[,...] [-f ...]
 
 Reads Kubernetes manifests (YAML or JSON; directories recursively, "-" for
 stdin), applies Karpenter's defaults to every NodePool, EC2NodeClass and
@@ -42,7 +48,7 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	fs := flag.NewFlagSet("nodewright validate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var paths validatePaths
-	fs.Var(&paths, "f", "manifest file, directory or - for stdin (repeatable)")
+	fs.Var(&paths, "f", "manifest file, directory or - for stdin (repeatable or comma-separated)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, validateUsage)
@@ -151,6 +157,10 @@ func checkManifests(objs []manifest.Object, readErr error) validateReport {
 			// reported above, so one bad field hides nothing else.
 			partials = append(partials, *de.Partial)
 		}
+	}
+	if len(objs) == 0 && readErr == nil {
+		r.warnings++
+		r.findings = append(r.findings, "warning: no manifests found (the input is empty or holds only separators and comments)")
 	}
 	objs = append(slices.Clip(objs), partials...)
 	for _, o := range objs {

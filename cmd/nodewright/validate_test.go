@@ -100,6 +100,17 @@ func TestValidateCommand(t *testing.T) {
 			want:  "valid: no NodePool, EC2NodeClass or NodeClaim found; 0 errors, 0 warnings\n",
 		},
 		{
+			name: "should accept comma-separated -f paths like plan",
+			args: []string{"-f", seedsDir + "/guide-complete/nodepool.yaml," + seedsDir + "/guide-complete/ec2nodeclass.yaml"},
+			want: "valid: checked 1 NodePool, 1 EC2NodeClass; 0 errors, 0 warnings\n",
+		},
+		{
+			name:  "should warn, not fail, when the input holds no manifest",
+			args:  []string{"-f", "-"},
+			stdin: "---\n# nothing\n---\n",
+			want:  "warning: no manifests found (the input is empty or holds only separators and comments)\nvalid: no NodePool, EC2NodeClass or NodeClaim found; 0 errors, 1 warning\n",
+		},
+		{
 			name: "should print the usage for -h",
 			args: []string{"-h"},
 			want: validateUsage,
@@ -177,7 +188,7 @@ func TestValidateCommandErrors(t *testing.T) {
 			name:     "should fail on a path that does not exist",
 			args:     []string{"-f", "does-not-exist.yaml"},
 			wantCode: 1,
-			want: "error: read manifests: stat does-not-exist.yaml: no such file or directory\n" +
+			want: "error: manifest path: stat does-not-exist.yaml: no such file or directory\n" +
 				"invalid: no NodePool, EC2NodeClass or NodeClaim found; 1 error, 0 warnings\n",
 		},
 		{name: "should exit 2 without -f", wantCode: 2},

@@ -327,7 +327,7 @@ func TestReadPathsErrors(t *testing.T) {
 		paths []string
 		want  string
 	}{
-		{name: "should fail on a missing path", paths: []string{filepath.Join(dir, "missing.yaml")}, want: "read manifests: stat " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"},
+		{name: "should fail on a missing path", paths: []string{filepath.Join(dir, "missing.yaml")}, want: "manifest path: stat " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"},
 		{name: "should fail on stdin without input", paths: []string{"-"}, want: "read stdin: no input"},
 	}
 	for _, tt := range tests {

@@ -42,7 +42,7 @@ func readPath(p string, stdin io.Reader) ([]Object, error) {
 	}
 	info, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("read manifests: %w", err)
+		return nil, fmt.Errorf("manifest path: %w", err)
 	}
 	if !info.IsDir() {
 		return readFile(p)
@@ -66,7 +66,7 @@ func readPath(p string, stdin io.Reader) ([]Object, error) {
 func readFile(p string) ([]Object, error) {
 	data, err := os.ReadFile(p)
 	if err != nil {
-		return nil, fmt.Errorf("read manifests: %w", err)
+		return nil, fmt.Errorf("manifest file: %w", err)
 	}
 	return parse(data, p)
 }
