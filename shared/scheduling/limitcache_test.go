@@ -32,6 +32,14 @@ func TestRejectionsAreCached(t *testing.T) {
 			maxSearches: 4 + 2,
 		},
 		{
+			name:        "should print a binding limit as written, not with an SI suffix (1000, not 1k)",
+			pool:        st.NodePool("default", st.PoolLimits("cpu", "1000")),
+			pods:        1010,
+			wantPlaced:  1000,
+			wantReason:  `NodePool "default": limit cpu 1000 reached (1000 in use)`,
+			maxSearches: 1000 + 2,
+		},
+		{
 			name:        "should search once per pass for identical pods rejected by a binding nodes limit",
 			pool:        st.NodePool("default", st.PoolLimits("nodes", "1")),
 			pods:        40,

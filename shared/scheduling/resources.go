@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -125,13 +126,20 @@ func (ri *resourceIndex) q(s int, x int64) resource.Quantity {
 	}
 }
 
-// format renders one entry for humans, e.g. "1.5Ti" memory or "3" cpu.
+// format renders one entry for humans in plain units, e.g. "1.5Ti" memory,
+// "1000" or "1500m" cpu, "110" pods: never a decimal SI suffix such as
+// "1k", which reads as a different number than the user wrote.
 func (ri *resourceIndex) format(s int, x int64) string {
 	if s == resMemory || s == resEphemeral {
 		return humanBytes(x)
 	}
-	q := ri.q(s, x)
-	return q.String()
+	if s == resCPU {
+		if x%1000 == 0 {
+			return strconv.FormatInt(x/1000, 10)
+		}
+		return strconv.FormatInt(x, 10) + "m"
+	}
+	return strconv.FormatInt(x, 10)
 }
 
 // humanBytes renders bytes with a binary suffix and at most one decimal,
