@@ -215,12 +215,11 @@ Local stack is up (everything on 127.0.0.1; no AWS account is used).
 Use it with kubectl:
   export KUBECONFIG=%s
   kubectl get nodes,nodeclaims
-kubectl is not required by nodewright. If it is missing, install it
-(https://kubernetes.io/docs/tasks/tools/) or run it from the control-plane module:
-  (cd local/tools && go run k8s.io/kubernetes/cmd/kubectl --kubeconfig %s get nodes)
+kubectl is not required by nodewright; if it is missing, install it as
+https://kubernetes.io/docs/tasks/tools/ describes (any version from 1.35 on).
 Try: kubectl apply -f deploy/demo/guide-complete/ && kubectl scale deployment inflate --replicas 5
 `, info.Kubeconfig, info.Server, info.SimURL, info.Region, strings.Join(info.Zones, ","), info.IntakeURL, prices, info.Dir,
-		info.Kubeconfig, info.Kubeconfig)
+		info.Kubeconfig)
 	if detached {
 		fmt.Fprintf(w, "Stop it with: nodewright local down --dir %s\n", info.Dir)
 	}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodewright/nodewright/local/ec2sim"
+	"github.com/nodewright/nodewright/local/stack"
+)
+
+// fakeSim records control-API requests and lists two instances.
+type fakeSim struct {
+	mu       sync.Mutex
+	requests []string // "METHOD PATH BODY"
+}
+
+func (f *fakeSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.requests = append(f.requests, strings.TrimSpace(r.Method+" "+r.URL.Path+" "+string(body)))
+	f.mu.Unlock()
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/_sim/instances":
+		_ = json.NewEncoder(w).Encode([]ec2sim.Instance{
+			{ID: "i-0aaa", PrivateDNSName: "ip-10-0-0-4.ap-northeast-1.compute.internal", Zone: "ap-northeast-1a", CapacityType: "spot"},
+			{ID: "i-0bbb", PrivateDNSName: "ip-10-0-0-5.ap-northeast-1.compute.internal", Zone: "ap-northeast-1c", CapacityType: "on-demand"},
+		})
+	case strings.HasSuffix(r.URL.Path, "/interrupt"):
+		_ = json.NewEncoder(w).Encode(ec2sim.SpotInterruption{})
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// stackDir writes the stack.json of a stack whose simulator is sim.
+func stackDir(t *testing.T, sim http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	data, err := json.Marshal(stack.Info{Dir: dir, SimURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stack.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestLocalInjectionsDriveTheSimulatorControlAPI(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{
+			name: "should interrupt the instance of a node named by its node name",
+			args: []string{"interrupt", "ip-10-0-0-4.ap-northeast-1.compute.internal"},
+			want: []string{"GET /_sim/instances", "POST /_sim/instances/i-0aaa/interrupt"},
+		},
+		{
+			name: "should interrupt the instance of a node named by its providerID",
+			args: []string{"interrupt", "aws:///ap-northeast-1a/i-0aaa"},
+			want: []string{"GET /_sim/instances", "POST /_sim/instances/i-0aaa/interrupt"},
+		},
+		{
+			name: "should mark an offering out of capacity",
+			args: []string{"ice", "m5.large", "ap-northeast-1a", "spot"},
+			want: []string{`POST /_sim/unavailable {"capacityType":"spot","code":"InsufficientInstanceCapacity","instanceType":"m5.large","zone":"ap-northeast-1a"}`},
+		},
+		{
+			name: "should lift an insufficient-capacity mark with --clear",
+			args: []string{"ice", "--clear", "m5.large", "ap-northeast-1a", "spot"},
+			want: []string{`DELETE /_sim/unavailable {"capacityType":"spot","code":"InsufficientInstanceCapacity","instanceType":"m5.large","zone":"ap-northeast-1a"}`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := &fakeSim{}
+			dir := stackDir(t, sim)
+			args := append([]string{tt.args[0], "--dir", dir}, tt.args[1:]...)
+			var stdout, stderr bytes.Buffer
+			if code := runLocal(context.Background(), args, nil, &stdout, &stderr); code != 0 {
+				t.Fatalf("runLocal(%q) = %d, want 0; stderr:\n%s", args, code, stderr.String())
+			}
+			if diff := cmp.Diff(tt.want, sim.requests); diff != "" {
+				t.Errorf("simulator requests mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLocalRejectsBadInvocations(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		withStack bool
+		wantCode  int
+		wantErr   string
+	}{
+		{name: "should print usage without a subcommand", args: nil, wantCode: 2, wantErr: "usage: nodewright local"},
+		{name: "should reject an unknown subcommand", args: []string{"sideways"}, wantCode: 2, wantErr: `unknown subcommand "sideways"`},
+		{name: "should reject interrupt without a node", args: []string{"interrupt"}, withStack: true, wantCode: 2, wantErr: "usage: nodewright local interrupt NODE"},
+		{name: "should reject ice without a capacity type", args: []string{"ice", "m5.large", "ap-northeast-1a"}, withStack: true, wantCode: 2, wantErr: "usage: nodewright local ice"},
+		{name: "should name a node no instance backs", args: []string{"interrupt", "ip-10-9-9-9"}, withStack: true, wantCode: 1, wantErr: `node "ip-10-9-9-9": no simulator instance`},
+		{name: "should say the simulator has no rebalance recommendations", args: []string{"rebalance", "i-0aaa"}, withStack: true, wantCode: 1, wantErr: "no rebalance recommendations yet"},
+		{name: "should name the missing stack", args: []string{"interrupt", "i-0aaa"}, wantCode: 1, wantErr: "no running stack in"},
+		{name: "should reject up with stray arguments", args: []string{"up", "now"}, wantCode: 2, wantErr: `unexpected arguments ["now"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if len(args) > 0 && args[0] != "up" {
+				dir := t.TempDir()
+				if tt.withStack {
+					dir = stackDir(t, &fakeSim{})
+				}
+				args = append([]string{args[0], "--dir", dir}, args[1:]...)
+			}
+			var stdout, stderr bytes.Buffer
+			code := runLocal(context.Background(), args, nil, &stdout, &stderr)
+			if code != tt.wantCode {
+				t.Errorf("runLocal(%q) = %d, want %d; stderr:\n%s", args, code, tt.wantCode, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.wantErr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestDemoRejectsBadFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{name: "should reject zero replicas", args: []string{"--replicas", "0"}},
+		{name: "should reject stray arguments", args: []string{"now"}},
+		{name: "should reject an unknown flag", args: []string{"--fast"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := runDemo(context.Background(), tt.args, nil, &stdout, &stderr); code != 2 {
+				t.Errorf("runDemo(%q) = %d, want 2", tt.args, code)
+			}
+		})
+	}
+}
