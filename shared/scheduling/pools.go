@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -582,6 +583,9 @@ func (s *solver) diagnoseNoTypes(p *pool) string {
 		if !admits(rest) {
 			continue
 		}
+		if msg := emptyIntersection(r, k, poolWritten(p)); msg != "" {
+			return msg
+		}
 		msg := fmt.Sprintf("requirement %q excludes every instance type of EC2NodeClass %q that its other requirements allow", r[k].String(), p.className)
 		if k == v1.LabelTopologyZone || k == v1.LabelCapacityType {
 			offered := map[string]bool{}
@@ -602,4 +606,55 @@ func (s *solver) diagnoseNoTypes(p *pool) string {
 	}
 	return fmt.Sprintf("its requirements (%s) leave none of the %d instance types of EC2NodeClass %q with an available offering",
 		r.String(), len(types), p.className)
+}
+
+// poolWritten returns the NodePool's requirements as written.
+func poolWritten(p *pool) []corev1.NodeSelectorRequirement {
+	if p.np == nil {
+		return nil
+	}
+	out := make([]corev1.NodeSelectorRequirement, 0, len(p.np.Spec.Template.Spec.Requirements))
+	for _, r := range p.np.Spec.Template.Spec.Requirements {
+		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
+	}
+	return out
+}
+
+// writtenRequirement renders one requirement as the user wrote it, e.g.
+// "karpenter.k8s.aws/instance-cpu Gt 3" or "team In [a b]".
+func writtenRequirement(r corev1.NodeSelectorRequirement) string {
+	switch r.Operator {
+	case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+		return r.Key + " " + string(r.Operator)
+	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+		return fmt.Sprintf("%s %s [%s]", r.Key, r.Operator, strings.Join(r.Values, " "))
+	default:
+		return fmt.Sprintf("%s %s %s", r.Key, r.Operator, strings.Join(r.Values, " "))
+	}
+}
+
+// emptyIntersection returns, when the requirements written for key (two or
+// more, none DoesNotExist) admit no value together, e.g. "Gt 3" and "Lt 4"
+// on karpenter.k8s.aws/instance-cpu, a reason quoting them as written;
+// otherwise "". (The merged requirement of such a pair is an empty set,
+// which reads as DoesNotExist; the user never wrote that.)
+func emptyIntersection(r requirements.Requirements, key string, written []corev1.NodeSelectorRequirement) string {
+	req, ok := r[key]
+	if !ok || req.Operator() != corev1.NodeSelectorOpDoesNotExist {
+		return ""
+	}
+	var mine []string
+	for _, w := range written {
+		if w.Key != key {
+			continue
+		}
+		if w.Operator == corev1.NodeSelectorOpDoesNotExist {
+			return ""
+		}
+		mine = append(mine, strconv.Quote(writtenRequirement(w)))
+	}
+	if len(mine) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("requirements %s allow no value together", strings.Join(mine, " and "))
 }

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
@@ -598,19 +601,100 @@ func (s *solver) poolFit(e *effClass, p *pool) *poolFit {
 	}
 	m := s.reqs.merge(p.reqID, e.reqID)
 	if m.id < 0 {
-		pf.reason = incompatibleReason(m.err)
+		pf.reason = poolConflictReason(p, m.err)
 		return pf
 	}
 	if len(s.list(p, m.id).types) == 0 {
-		pf.reason = fmt.Sprintf("no instance type satisfies both the NodePool's and the pod's requirements (%s)", s.reqs.get(e.reqID).String())
+		pf.reason = s.diagnosePodTypes(p, e)
 		return pf
 	}
 	pf.reqID = m.id
 	return pf
 }
 
-func incompatibleReason(err error) string {
-	return replaceAll(err.Error(), "\" conflicts with \"", "\" conflicts with pod's \"")
+// poolConflictReason renders a NodePool/pod requirement conflict; a
+// conflict on a key the NodePool sets only through its template labels is
+// described as that label (team=web), not as a requirement the user never
+// wrote.
+func poolConflictReason(p *pool, err error) string {
+	msg := err.Error()
+	var ie *requirements.IncompatibleError
+	if errors.As(err, &ie) && p.np != nil {
+		written := map[string]bool{}
+		for _, r := range p.np.Spec.Template.Spec.Requirements {
+			written[r.Key] = true
+		}
+		for _, c := range ie.Conflicts {
+			v, ok := p.np.Spec.Template.ObjectMeta.Labels[c.Key]
+			if !ok || written[c.Key] || c.Existing == nil || c.Incoming == nil {
+				continue
+			}
+			old := "requirement " + strconv.Quote(c.Existing.String()) + " conflicts with " + strconv.Quote(c.Incoming.String())
+			msg = replaceAll(msg, old, "template label "+c.Key+"="+v+" conflicts with pod's "+strconv.Quote(c.Incoming.String()))
+		}
+	}
+	return replaceAll(msg, "\" conflicts with \"", "\" conflicts with pod's \"")
+}
+
+// diagnosePodTypes says why no instance type of pool p satisfies both the
+// pool's and class level e's requirements: a zone no available offering of
+// the pool's EC2NodeClass has, an instance type absent from that class's
+// catalog, or (otherwise) the pod's requirements in general.
+func (s *solver) diagnosePodTypes(p *pool, e *effClass) string {
+	podReqs := s.reqs.get(e.reqID)
+	types := s.in.InstanceTypes[p.className]
+	if zr, ok := podReqs[v1.LabelTopologyZone]; ok {
+		offered := map[string]bool{}
+		for _, it := range types {
+			if it == nil {
+				continue
+			}
+			for _, o := range it.Offerings {
+				if o.Available {
+					offered[o.Zone] = true
+				}
+			}
+		}
+		found := false
+		for z := range offered {
+			if zr.Has(z) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			what := "zone requirement " + strconv.Quote(zr.String()) + " matches no zone that is"
+			if zr.Operator() == corev1.NodeSelectorOpIn {
+				if vs := zr.Values(); len(vs) == 1 {
+					what = "zone " + vs[0] + " is"
+				} else {
+					what = "zones " + strings.Join(vs, ", ") + " are"
+				}
+			}
+			return fmt.Sprintf("%s not offered by EC2NodeClass %s (offerings in %s)", what, p.className, strings.Join(sortedKeys(offered), ", "))
+		}
+	}
+	if tr, ok := podReqs[v1.LabelInstanceType]; ok && tr.Operator() == corev1.NodeSelectorOpIn {
+		known := map[string]bool{}
+		for _, it := range types {
+			if it != nil {
+				known[it.Name] = true
+			}
+		}
+		var missing []string
+		for _, v := range tr.Values() {
+			if !known[v] {
+				missing = append(missing, v)
+			}
+		}
+		if len(missing) == len(tr.Values()) && len(missing) > 0 {
+			if len(missing) == 1 {
+				return fmt.Sprintf("instance type %s is not in the catalog of EC2NodeClass %s", missing[0], p.className)
+			}
+			return fmt.Sprintf("instance types %s are not in the catalog of EC2NodeClass %s", strings.Join(missing, ", "), p.className)
+		}
+	}
+	return fmt.Sprintf("no instance type satisfies both the NodePool's and the pod's requirements (%s)", podReqs.String())
 }
 
 // cand is one evaluated placement on a claim (c set) or a new claim of pool p.
