@@ -66,6 +66,24 @@ func Build(objs []manifest.Object) (*Cluster, error) {
 	var pods []*corev1.Pod
 	var workloads []manifest.Object
 	for _, o := range objs {
+		if p, ok := o.Typed.(*corev1.Pod); ok && p.Name == "" && p.GenerateName != "" {
+			p = p.DeepCopy()
+			p.Name = GeneratedName(p.GenerateName, o.Source)
+			o.Typed, o.Name = p, p.Name
+		}
+		if o.Typed != nil {
+			var problems []fieldProblem
+			if o.Name == "" {
+				problems = append(problems, fieldProblem{"metadata.name", "required (or metadata.generateName for a Pod)"})
+			}
+			problems = append(problems, checkObject(o.Typed)...)
+			for _, p := range problems {
+				errs = append(errs, fmt.Errorf("%s: %s %q: %s: %s", o.Source, o.Kind, qualified(o.Namespace, o.Name), p.path, p.msg))
+			}
+			if len(problems) > 0 {
+				continue
+			}
+		}
 		id := o.Kind + " " + o.Namespace + "/" + o.Name
 		if o.Typed != nil {
 			if prev, dup := seen[id]; dup {
@@ -100,7 +118,9 @@ func Build(objs []manifest.Object) (*Cluster, error) {
 	}
 	index := c.addNodes(objs)
 	c.placePods(pods, index)
-	c.expand(workloads, pods)
+	if err := c.expand(workloads, pods); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -197,8 +217,28 @@ func (c *Cluster) placePods(pods []*corev1.Pod, index map[string]int) {
 }
 
 // expand adds the pods controllers would create, counting the explicit
-// pods they already own.
-func (c *Cluster) expand(workloads []manifest.Object, pods []*corev1.Pod) {
+// pods they already own. It fails, naming the workload, when the plan would
+// hold more than MaxPods pods.
+func (c *Cluster) expand(workloads []manifest.Object, pods []*corev1.Pod) error {
+	total := len(c.Pending)
+	for _, o := range workloads {
+		var n int
+		switch t := o.Typed.(type) {
+		case *appsv1.Deployment:
+			n = replicas(t.Spec.Replicas)
+		case *appsv1.ReplicaSet:
+			n = replicas(t.Spec.Replicas)
+		case *appsv1.StatefulSet:
+			n = replicas(t.Spec.Replicas)
+		case *batchv1.Job:
+			n = replicas(t.Spec.Parallelism)
+		}
+		if total+n > MaxPods {
+			return fmt.Errorf("%s: %s %q: %d replicas would bring the plan to %d pods, over the limit of %d",
+				o.Source, o.Kind, qualified(o.Namespace, o.Name), n, total+n, MaxPods)
+		}
+		total += n
+	}
 	deployments := map[string]bool{}
 	for _, o := range workloads {
 		if d, ok := o.Typed.(*appsv1.Deployment); ok {
@@ -243,6 +283,7 @@ func (c *Cluster) expand(workloads []manifest.Object, pods []*corev1.Pod) {
 			c.Pending = append(c.Pending, JobPods(t, have)...)
 		}
 	}
+	return nil
 }
 
 // unschedulableOrNew reports whether an unbound pod is one Karpenter

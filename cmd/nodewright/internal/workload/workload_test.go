@@ -284,6 +284,18 @@ kind: NodePool
 metadata: {name: default}
 spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}}
 `, `in.yaml#2: NodePool "default": duplicate of in.yaml#1`},
+		{"should reject a cpu request too large for int64 milli-units", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: \"1e19\"}}}]}\n", `in.yaml#1: Pod "p": spec.containers[0].resources.requests[cpu]: 10e18 is too large`},
+		{"should reject a cpu request of 2^63-1", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: \"9223372036854775807\"}}}]}\n", `spec.containers[0].resources.requests[cpu]: 9223372036854775807 is too large`},
+		{"should reject a memory request of 1e30", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {memory: 1e30}}}]}\n", `spec.containers[0].resources.requests[memory]: 1e+30 is too large`},
+		{"should reject a negative request", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: \"-1\"}}}]}\n", `spec.containers[0].resources.requests[cpu]: -1 must not be negative`},
+		{"should reject a pod without containers", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n", `in.yaml#1: Pod "p": spec.containers: required`},
+		{"should reject an anti-affinity term without a topologyKey", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}], affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: \"\", labelSelector: {}}]}}}\n", `spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: required`},
+		{"should reject a topology spread constraint with maxSkew 0 and no topologyKey", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}], topologySpreadConstraints: [{maxSkew: 0, topologyKey: \"\", whenUnsatisfiable: Maybe}]}\n", `spec.topologySpreadConstraints[0].maxSkew: 0 must be greater than zero`},
+		{"should reject a Deployment without a spec", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", `in.yaml#1: Deployment "d": spec.selector: required`},
+		{"should reject a Deployment whose selector does not match its template labels", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {selector: {matchLabels: {app: zzz}}, template: {metadata: {labels: {app: a}}, spec: {containers: [{name: c}]}}}\n", `spec.template.metadata.labels: selector does not match template labels`},
+		{"should reject a Node without a name, naming its document", "apiVersion: v1\nkind: Node\nmetadata: {labels: {a: b}}\n", `in.yaml#1: Node "": metadata.name: required`},
+		{"should reject a NodeClaim without a name, naming its document", "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {}\n", `in.yaml#1: NodeClaim "": metadata.name: required`},
+		{"should refuse to expand more than 100,000 pods, naming the workload", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 2147483647, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a}}, spec: {containers: [{name: c}]}}}\n", `in.yaml#1: Deployment "d": 2147483647 replicas would bring the plan to 2147483647 pods, over the limit of 100000`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -296,5 +308,27 @@ spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.k8s.a
 				t.Errorf("Build() error = %v, want it to contain %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestBuildGivesGenerateNamePodsDistinctStableNames(t *testing.T) {
+	const pod = "apiVersion: v1\nkind: Pod\nmetadata: {generateName: worker-, namespace: default}\nspec: {containers: [{name: c}]}\n"
+	objs, err := manifest.Read(strings.NewReader(pod+"---\n"+pod), "doc.yaml")
+	if err != nil {
+		t.Fatalf("manifest.Read() error = %v", err)
+	}
+	c, err := workload.Build(objs)
+	if err != nil {
+		t.Fatalf("Build() error = %v", err)
+	}
+	want := []string{
+		"default/" + workload.GeneratedName("worker-", "doc.yaml#1"),
+		"default/" + workload.GeneratedName("worker-", "doc.yaml#2"),
+	}
+	if diff := cmp.Diff(want, names(c.Pending)); diff != "" {
+		t.Errorf("pending mismatch (-want +got):\n%s", diff)
+	}
+	if want[0] == want[1] || len(want[0]) != len("default/worker-")+5 {
+		t.Errorf("generated names %v, want two distinct worker-<5 characters>", want)
 	}
 }
