@@ -1,0 +1,57 @@
+package stack_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodewright/nodewright/local/stack"
+)
+
+// TestDemoSucceedsAndLeavesNothingRunning runs `nodewright demo` as the
+// README's `make demo` does (after `make controlplane`) and checks its
+// exit code, its timeline and that its state directory is gone.
+func TestDemoSucceedsAndLeavesNothingRunning(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test on the local stack: skipped under -short")
+	}
+	root, err := stack.FindRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".cache", "bin", "kube-apiserver")); err != nil {
+		t.Skip("end-to-end test on the local stack: control-plane binaries not built (run `make controlplane`)")
+	}
+	bin := filepath.Join(t.TempDir(), "nodewright")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/nodewright")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "demo")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "demo", "--dir", dir, "--boot-delay", "1s")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nodewright demo: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"applied deploy/demo/guide-complete/nodepool.yaml",
+		"all 10 pods Running on",
+		"prices: embedded offline on-demand price table",
+		"demo finished successfully",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("state dir %s still exists after the demo (stat error %v)", dir, err)
+	}
+}
