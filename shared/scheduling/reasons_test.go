@@ -28,6 +28,12 @@ func TestUnschedulableReasonsInUserTerms(t *testing.T) {
 			want: `NodePool "default": has no compatible instance type: requirements "karpenter.k8s.aws/instance-cpu Gt 3" and "karpenter.k8s.aws/instance-cpu Lt 4" allow no value together`,
 		},
 		{
+			name: "should quote a pod's Gt and Lt that allow no value together, not an internal DoesNotExist",
+			pool: st.NodePool("default"),
+			pod:  st.Pod("web", st.Requests("1", "1Gi"), st.RequiredNodeAffinity(st.Term(st.Gt(v1.LabelInstanceCPU, 3), st.Lt(v1.LabelInstanceCPU, 4)))),
+			want: `NodePool "default": the pod's requirements "karpenter.k8s.aws/instance-cpu Gt 3" and "karpenter.k8s.aws/instance-cpu Lt 4" allow no value together`,
+		},
+		{
 			name: "should say a zone is not offered by the EC2NodeClass",
 			pool: st.NodePool("default"),
 			pod:  st.Pod("web", st.Requests("1", "1Gi"), st.NodeSelector(map[string]string{v1.LabelTopologyZone: "us-west-2a"})),

@@ -642,6 +642,12 @@ func poolConflictReason(p *pool, err error) string {
 // catalog, or (otherwise) the pod's requirements in general.
 func (s *solver) diagnosePodTypes(p *pool, e *effClass) string {
 	podReqs := s.reqs.get(e.reqID)
+	written := podWritten(e.pod)
+	for _, k := range podReqs.Keys() {
+		if msg := emptyIntersection(podReqs, k, written); msg != "" {
+			return "the pod's " + msg
+		}
+	}
 	types := s.in.InstanceTypes[p.className]
 	if zr, ok := podReqs[v1.LabelTopologyZone]; ok {
 		offered := map[string]bool{}
@@ -1042,4 +1048,23 @@ func (s *solver) hostnameBlocks(e *effClass, h *host) bool {
 		}
 	}
 	return false
+}
+
+// podWritten returns a pod's node requirements as written: its
+// nodeSelector and, when it has exactly one, its required node affinity
+// term (with several terms, any one may apply).
+func podWritten(p *corev1.Pod) []corev1.NodeSelectorRequirement {
+	if p == nil {
+		return nil
+	}
+	var out []corev1.NodeSelectorRequirement
+	for _, k := range sortedKeys(p.Spec.NodeSelector) {
+		out = append(out, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{p.Spec.NodeSelector[k]}})
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		if terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms; len(terms) == 1 {
+			out = append(out, terms[0].MatchExpressions...)
+		}
+	}
+	return out
 }
