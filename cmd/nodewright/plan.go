@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +35,16 @@ type planConfig struct {
 	SpotPriceRatio float64
 	Output         string
 }
+
+// regionName is the shape of an AWS region name (us-east-1, us-gov-west-1,
+// cn-north-1, ap-southeast-2): AWS's documented naming, area-direction-number
+// with an optional partition infix.
+var regionName = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+$`)
+
+// zoneSuffix is what follows the region in a zone name: a letter
+// (us-east-1a), or a Local Zone's "-<location>-<n><letter>"
+// (us-east-1-bos-1a), per AWS's zone naming.
+var zoneSuffix = regexp.MustCompile(`^([a-z]|-[a-z]+-[0-9]+[a-z])$`)
 
 // errUsage marks a command-line error (exit 2, usage printed).
 var errUsage = errors.New("usage")
@@ -85,6 +97,21 @@ func parsePlanFlags(args []string, stderr io.Writer, now func() time.Time) (plan
 	}
 	if cfg.Output != "table" && cfg.Output != "json" {
 		fmt.Fprintf(stderr, "nodewright plan: -o %q: want table or json\n", cfg.Output)
+		return cfg, errUsage
+	}
+	if !regionName.MatchString(cfg.Region) {
+		fmt.Fprintf(stderr, "nodewright plan: --region %q: not an AWS region name such as us-east-1\n", cfg.Region)
+		return cfg, errUsage
+	}
+	for _, z := range zones {
+		if rest, ok := strings.CutPrefix(z, cfg.Region); !ok || !zoneSuffix.MatchString(rest) {
+			fmt.Fprintf(stderr, "nodewright plan: --zones: %q is not a zone of region %s (zones are the region name plus a letter, e.g. %sa; set --region for another region)\n",
+				z, cfg.Region, cfg.Region)
+			return cfg, errUsage
+		}
+	}
+	if r := cfg.SpotPriceRatio; math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
+		fmt.Fprintf(stderr, "nodewright plan: --spot-price-ratio %v: want a number >= 0 (0 offers no spot capacity)\n", r)
 		return cfg, errUsage
 	}
 	cfg.Files, cfg.Zones = files, zones

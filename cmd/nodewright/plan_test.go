@@ -297,8 +297,13 @@ func TestPlanRejectsInvalidInput(t *testing.T) {
 		{"should require -f", []string{}, 2, []string{"at least one -f"}},
 		{"should reject an unknown output format", []string{"-f", guideComplete, "-o", "yaml"}, 2, []string{`-o "yaml"`}},
 		{"should reject a malformed --now", []string{"-f", guideComplete, "--now", "yesterday"}, 2, []string{"RFC 3339"}},
-		{"should reject a zone outside the region", []string{"-f", guideComplete, "--zones", "eu-west-1a"}, 1,
-			[]string{`EC2NodeClass "production"`, "eu-west-1a"}},
+		{"should reject a zone outside the region as a usage error", []string{"-f", guideComplete, "--zones", "eu-west-1a"}, 2,
+			[]string{`--zones: "eu-west-1a" is not a zone of region us-east-1`}},
+		{"should reject a region that is not an AWS region name", []string{"-f", guideComplete, "--region", "mars-1"}, 2,
+			[]string{`--region "mars-1": not an AWS region name`}},
+		{"should reject an empty region", []string{"-f", guideComplete, "--region", ""}, 2, []string{`--region "": not an AWS region name`}},
+		{"should reject a negative spot price ratio", []string{"-f", guideComplete, "--spot-price-ratio", "-1"}, 2,
+			[]string{"--spot-price-ratio -1: want a number >= 0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
