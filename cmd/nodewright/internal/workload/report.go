@@ -115,6 +115,10 @@ func NewReport(in scheduling.Input, res scheduling.Result) Report {
 		if cr.Name == "" {
 			cr.Name = fmt.Sprintf("%s-%d", c.NodePool, perPool[c.NodePool])
 		}
+		// Prices are per instance-hour with at most 6 decimals; the spot
+		// estimate (on-demand x ratio) adds float noise that must not reach
+		// the output (0.13248549999999998).
+		cr.Expected.PricePerHour = roundPrice(cr.Expected.PricePerHour)
 		for k, q := range c.NodeClaim.Spec.Resources.Requests {
 			cr.Requests[string(k)] = q.String()
 		}
@@ -132,7 +136,7 @@ func NewReport(in scheduling.Input, res scheduling.Result) Report {
 	// Prices are per instance-hour with at most 4-6 significant decimals;
 	// round the sum so float addition noise (0.45899999999999996) never
 	// reaches the output.
-	r.PricePerHour = math.Round(r.PricePerHour*1e6) / 1e6
+	r.PricePerHour = roundPrice(r.PricePerHour)
 	byNode := map[string][]string{}
 	for uid, node := range res.Placements {
 		byNode[node] = append(byNode[node], podName(uid))
@@ -263,3 +267,6 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
+
+// roundPrice rounds a USD-per-hour price to 6 decimals.
+func roundPrice(p float64) float64 { return math.Round(p*1e6) / 1e6 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodewright/nodewright/cmd/nodewright/internal/workload"
 	"github.com/nodewright/nodewright/shared/manifest"
+	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -330,5 +331,29 @@ func TestBuildGivesGenerateNamePodsDistinctStableNames(t *testing.T) {
 	}
 	if want[0] == want[1] || len(want[0]) != len("default/worker-")+5 {
 		t.Errorf("generated names %v, want two distinct worker-<5 characters>", want)
+	}
+}
+
+func TestNewReportRoundsClaimPrices(t *testing.T) {
+	tests := []struct {
+		name  string
+		price float64
+		want  float64
+	}{
+		{"should round float noise of a spot estimate to 6 decimals", 0.13248549999999998, 0.132485},
+		{"should keep a price that has 4 decimals", 0.096, 0.096},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := workload.NewReport(scheduling.Input{}, scheduling.Result{NewClaims: []scheduling.NewClaim{{
+				NodePool: "p", Expected: scheduling.ExpectedOffering{PricePerHour: tt.price},
+			}}})
+			if diff := cmp.Diff(tt.want, r.NodeClaims[0].Expected.PricePerHour); diff != "" {
+				t.Errorf("claim price mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.want, r.PricePerHour); diff != "" {
+				t.Errorf("total price mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
