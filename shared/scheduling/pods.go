@@ -205,6 +205,9 @@ func notPending(p *corev1.Pod) string {
 // or "" (karpenter: provisioner.go Validate): matchFields, restricted keys,
 // unsupported operators or values, karpenter.sh/nodepool DoesNotExist.
 func invalidForProvisioner(p *corev1.Pod) string {
+	if why := invalidTopologyTerms(p); why != "" {
+		return "invalid pod spec (the API server rejects it): " + why
+	}
 	err := requirements.ValidatePod(p)
 	if err == nil {
 		return ""
@@ -356,4 +359,52 @@ func (e *effClass) isolated() bool {
 		}
 	}
 	return false
+}
+
+// invalidTopologyTerms returns the first topology field of p that the API
+// server's pod validation rejects (k8s.io/kubernetes pkg/apis/core/validation:
+// validateTopologySpreadConstraints, validatePodAffinityTerm): a spread
+// constraint's maxSkew below 1, an empty topologyKey, whenUnsatisfiable
+// other than DoNotSchedule or ScheduleAnyway, minDomains below 1, or a pod
+// (anti-)affinity term with an empty topologyKey; "" when all are valid.
+func invalidTopologyTerms(p *corev1.Pod) string {
+	for i, c := range p.Spec.TopologySpreadConstraints {
+		field := fmt.Sprintf("topologySpreadConstraints[%d]", i)
+		switch {
+		case c.MaxSkew < 1:
+			return fmt.Sprintf("%s.maxSkew %d: must be at least 1", field, c.MaxSkew)
+		case c.TopologyKey == "":
+			return field + ".topologyKey: required"
+		case c.WhenUnsatisfiable != corev1.DoNotSchedule && c.WhenUnsatisfiable != corev1.ScheduleAnyway:
+			return fmt.Sprintf("%s.whenUnsatisfiable %q: want DoNotSchedule or ScheduleAnyway", field, c.WhenUnsatisfiable)
+		case c.MinDomains != nil && *c.MinDomains < 1:
+			return fmt.Sprintf("%s.minDomains %d: must be at least 1", field, *c.MinDomains)
+		}
+	}
+	a := p.Spec.Affinity
+	if a == nil {
+		return ""
+	}
+	check := func(field string, required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) string {
+		for i, t := range required {
+			if t.TopologyKey == "" {
+				return fmt.Sprintf("%s.requiredDuringSchedulingIgnoredDuringExecution[%d].topologyKey: required", field, i)
+			}
+		}
+		for i, t := range preferred {
+			if t.PodAffinityTerm.TopologyKey == "" {
+				return fmt.Sprintf("%s.preferredDuringSchedulingIgnoredDuringExecution[%d].podAffinityTerm.topologyKey: required", field, i)
+			}
+		}
+		return ""
+	}
+	if pa := a.PodAffinity; pa != nil {
+		if why := check("affinity.podAffinity", pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution); why != "" {
+			return why
+		}
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		return check("affinity.podAntiAffinity", pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	return ""
 }

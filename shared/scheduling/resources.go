@@ -330,3 +330,32 @@ func podOverflow(spec *corev1.PodSpec) []corev1.ResourceName {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
+
+// podNegative lists, sorted, the resources with a negative request, limit
+// or overhead quantity in spec, which the API server's pod validation
+// rejects (k8s.io/kubernetes pkg/apis/core/validation: ValidateResourceQuantityValue).
+func podNegative(spec *corev1.PodSpec) []corev1.ResourceName {
+	seen := map[corev1.ResourceName]bool{}
+	note := func(rl corev1.ResourceList) {
+		for name, q := range rl {
+			if q.Sign() < 0 {
+				seen[name] = true
+			}
+		}
+	}
+	for i := range spec.Containers {
+		note(spec.Containers[i].Resources.Requests)
+		note(spec.Containers[i].Resources.Limits)
+	}
+	for i := range spec.InitContainers {
+		note(spec.InitContainers[i].Resources.Requests)
+		note(spec.InitContainers[i].Resources.Limits)
+	}
+	note(spec.Overhead)
+	out := make([]corev1.ResourceName, 0, len(seen))
+	for name := range seen {
+		out = append(out, name)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

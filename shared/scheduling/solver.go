@@ -291,6 +291,10 @@ func (s *solver) buildPods() error {
 			pi.ignored = why
 			continue
 		}
+		if neg := podNegative(&p.Spec); len(neg) > 0 {
+			pi.ignored = fmt.Sprintf("invalid pod spec (the API server rejects it): negative quantity for %s", resourceNames(resourceStrings(neg)))
+			continue
+		}
 		if over := podOverflow(&p.Spec); len(over) > 0 {
 			// Too large to hold: never let it wrap around to zero or below.
 			pi.ignored = fmt.Sprintf("requests %s too large for any instance type or node (the total overflows a 64-bit count)", resourceNames(resourceStrings(over)))
