@@ -87,6 +87,7 @@ type planReport struct {
 	Ignored     []struct {
 		Object string `json:"object"`
 		Reason string `json:"reason"`
+		Source string `json:"source"`
 	} `json:"ignored"`
 }
 

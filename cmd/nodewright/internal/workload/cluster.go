@@ -52,6 +52,9 @@ type Cluster struct {
 type Note struct {
 	Object string `json:"object"` // "<Kind> <namespace>/<name>"
 	Reason string `json:"reason"`
+	// Source is the manifest document the object came from ("<path>#<n>",
+	// as manifest.Object.Source).
+	Source string `json:"source"`
 }
 
 // Build assembles a Cluster from objects. It fails when two objects of the
@@ -64,6 +67,7 @@ func Build(objs []manifest.Object) (*Cluster, error) {
 	seen := map[string]string{}
 	var errs []error
 	var pods []*corev1.Pod
+	podSources := map[*corev1.Pod]string{}
 	var workloads []manifest.Object
 	for _, o := range objs {
 		if p, ok := o.Typed.(*corev1.Pod); ok && p.Name == "" && p.GenerateName != "" {
@@ -101,6 +105,7 @@ func Build(objs []manifest.Object) (*Cluster, error) {
 			c.Sources[v1.KindEC2NodeClass+"/"+t.Name] = o.Source
 		case *corev1.Pod:
 			pods = append(pods, t)
+			podSources[t] = o.Source
 		case *appsv1.DaemonSet:
 			c.DaemonSets = append(c.DaemonSets, *t)
 		case *policyv1.PodDisruptionBudget:
@@ -110,14 +115,14 @@ func Build(objs []manifest.Object) (*Cluster, error) {
 		case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *batchv1.Job:
 			workloads = append(workloads, o)
 		default:
-			c.Ignored = append(c.Ignored, Note{Object: o.Kind + " " + qualified(o.Namespace, o.Name), Reason: "kind not used by plan"})
+			c.Ignored = append(c.Ignored, Note{Object: o.Kind + " " + qualified(o.Namespace, o.Name), Reason: "kind not used by plan", Source: o.Source})
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	index := c.addNodes(objs)
-	c.placePods(pods, index)
+	c.placePods(pods, podSources, index)
 	if err := c.expand(workloads, pods); err != nil {
 		return nil, err
 	}
@@ -165,8 +170,9 @@ func (c *Cluster) addNodes(objs []manifest.Object) map[string]int {
 
 // placePods sorts explicit pods into existing (bound or nominated) and
 // pending.
-func (c *Cluster) placePods(pods []*corev1.Pod, index map[string]int) {
+func (c *Cluster) placePods(pods []*corev1.Pod, sources map[*corev1.Pod]string, index map[string]int) {
 	for _, p := range pods {
+		src := sources[p]
 		if p.Namespace == "" {
 			p = p.DeepCopy()
 			p.Namespace = defaultNamespace
@@ -177,7 +183,7 @@ func (c *Cluster) placePods(pods []*corev1.Pod, index map[string]int) {
 			p.UID = UID("Pod", p.Namespace, p.Name)
 		}
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			c.Ignored = append(c.Ignored, Note{id, "terminal phase " + string(p.Status.Phase)})
+			c.Ignored = append(c.Ignored, Note{Object: id, Reason: "terminal phase " + string(p.Status.Phase), Source: src})
 			continue
 		}
 		node := p.Spec.NodeName
@@ -187,7 +193,7 @@ func (c *Cluster) placePods(pods []*corev1.Pod, index map[string]int) {
 		if node != "" {
 			i, ok := index[node]
 			if !ok {
-				c.Ignored = append(c.Ignored, Note{id, fmt.Sprintf("bound to node %q, which is not in the manifests", node)})
+				c.Ignored = append(c.Ignored, Note{Object: id, Reason: fmt.Sprintf("bound to node %q, which is not in the manifests", node), Source: src})
 				continue
 			}
 			c.Nodes[i].Pods = append(c.Nodes[i].Pods, p)
@@ -201,15 +207,15 @@ func (c *Cluster) placePods(pods []*corev1.Pod, index map[string]int) {
 		}
 		switch {
 		case ownerKind(p) == "DaemonSet":
-			c.Ignored = append(c.Ignored, Note{id, "DaemonSet pods never cause a launch"})
+			c.Ignored = append(c.Ignored, Note{Object: id, Reason: "DaemonSet pods never cause a launch", Source: src})
 		case p.Annotations[annotationMirrorPod] != "":
-			c.Ignored = append(c.Ignored, Note{id, "mirror pods never cause a launch"})
+			c.Ignored = append(c.Ignored, Note{Object: id, Reason: "mirror pods never cause a launch", Source: src})
 		case p.DeletionTimestamp != nil:
-			c.Ignored = append(c.Ignored, Note{id, "pod is being deleted"})
+			c.Ignored = append(c.Ignored, Note{Object: id, Reason: "pod is being deleted", Source: src})
 		case len(p.Spec.SchedulingGates) > 0:
-			c.Ignored = append(c.Ignored, Note{id, "pod has scheduling gates"})
+			c.Ignored = append(c.Ignored, Note{Object: id, Reason: "pod has scheduling gates", Source: src})
 		case !unschedulableOrNew(p):
-			c.Ignored = append(c.Ignored, Note{id, "PodScheduled condition is not False/Unschedulable, so Karpenter would not provision for it"})
+			c.Ignored = append(c.Ignored, Note{Object: id, Reason: "PodScheduled condition is not False/Unschedulable, so Karpenter would not provision for it", Source: src})
 		default:
 			c.Pending = append(c.Pending, p)
 		}
@@ -257,7 +263,7 @@ func (c *Cluster) expand(workloads []manifest.Object, pods []*corev1.Pod) error 
 		case *appsv1.ReplicaSet:
 			ns := namespaceOf(&t.ObjectMeta)
 			if owner := metav1.GetControllerOf(t); owner != nil && owner.Kind == "Deployment" && deployments[ns+"/"+owner.Name] {
-				c.Ignored = append(c.Ignored, Note{"ReplicaSet " + qualified(ns, t.Name), "its Deployment " + owner.Name + " is expanded instead"})
+				c.Ignored = append(c.Ignored, Note{Object: "ReplicaSet " + qualified(ns, t.Name), Reason: "its Deployment " + owner.Name + " is expanded instead", Source: o.Source})
 				continue
 			}
 			have := count(pods, ns, func(p *corev1.Pod) bool {

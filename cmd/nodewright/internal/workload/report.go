@@ -233,7 +233,7 @@ func (r Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "Zones of EC2NodeClass %s: %s (%s).\n", class, strings.Join(z.Zones, ", "), z.Source)
 	}
 	for _, n := range r.Ignored {
-		fmt.Fprintf(&b, "Ignored %s: %s.\n", n.Object, n.Reason)
+		fmt.Fprintf(&b, "Ignored %s (%s): %s.\n", n.Object, n.Source, n.Reason)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

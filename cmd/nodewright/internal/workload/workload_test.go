@@ -255,9 +255,13 @@ func TestBuild(t *testing.T) {
 		!strings.HasPrefix(pending[3], "default/web-") || !strings.HasPrefix(pending[4], "default/web-") {
 		t.Errorf("pending = %v, want moving-0 (node deleting), pending-0, marked-0 and two web replicas", pending)
 	}
-	var ignored []string
+	var ignored, ignoredFrom []string
 	for _, n := range c.Ignored {
 		ignored = append(ignored, n.Object)
+		ignoredFrom = append(ignoredFrom, n.Source)
+	}
+	if diff := cmp.Diff([]string{"cluster.yaml#17", "cluster.yaml#9", "cluster.yaml#11", "cluster.yaml#12", "cluster.yaml#13", "cluster.yaml#15"}, ignoredFrom); diff != "" {
+		t.Errorf("ignored sources mismatch (-want +got):\n%s", diff)
 	}
 	wantIgnored := []string{"ConfigMap settings", "Pod default/gated-0", "Pod default/done-0", "Pod default/agent-x", "Pod default/lost-0", "ReplicaSet default/web-5d4f"}
 	if diff := cmp.Diff(wantIgnored, ignored); diff != "" {
