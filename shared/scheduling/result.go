@@ -337,7 +337,7 @@ func (s *solver) expectedOffering(r requirements.Requirements, types []*ptype) E
 	}
 	for _, p := range cheapest {
 		if p.found {
-			return ExpectedOffering{InstanceType: p.t.name, Zone: p.o.Zone, CapacityType: p.o.CapacityType, PricePerHour: p.o.Price}
+			return ExpectedOffering{InstanceType: p.t.name, Zone: p.o.Zone, CapacityType: p.o.CapacityType, PricePerHour: roundPrice(p.o.Price)}
 		}
 	}
 	return ExpectedOffering{}
@@ -351,4 +351,11 @@ func lowerMinValues(reqs []v1.NodeSelectorRequirementWithMinValues, lowered map[
 		}
 	}
 	return reqs
+}
+
+// roundPrice rounds a USD price to 10 decimal places, far below any AWS
+// price's precision, so that derived prices (e.g. on-demand x a spot ratio)
+// render without float noise: 0.13248549999999998 becomes 0.1324855.
+func roundPrice(p float64) float64 {
+	return math.Round(p*1e10) / 1e10
 }
