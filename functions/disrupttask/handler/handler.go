@@ -1,0 +1,233 @@
+// Package handler is the disruption task Lambda: every task state of
+// statemachines/disruption.asl.json and statemachines/interruption.asl.json
+// invokes this one function with a workflow.TaskInput, and Handle runs the
+// use case of shared/termination that its Step names. One function instead
+// of one per step keeps a single cold-start asset and a single IAM role for
+// what is one workflow; the step, its input and its output are all visible
+// in the execution's history.
+//
+// Errors reach Step Functions as workflow error names (lambdakit): the
+// termination outcomes (BudgetExhausted, NoLongerEligible,
+// ReplacementFailed, InvalidInput, LaunchIncomplete) keep their name,
+// version conflicts become Conflict, API throttling Throttled, timeouts
+// Timeout, anything else Internal; the state machines retry or catch by
+// those names. Every step is idempotent, so a redelivered invocation is
+// harmless.
+package handler
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nodewright/nodewright/functions/internal/adapters"
+	"github.com/nodewright/nodewright/functions/internal/lambdakit"
+	"github.com/nodewright/nodewright/shared/aws/awserr"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
+	"github.com/nodewright/nodewright/shared/provisioning"
+	"github.com/nodewright/nodewright/shared/termination"
+	"github.com/nodewright/nodewright/shared/workflow"
+)
+
+// Config is the disruption task Lambda's configuration.
+type Config struct {
+	Cluster string
+	Table   string
+	// Region is the AWS region (AWS_REGION): it prices and zones the
+	// replacements' instance types.
+	Region string
+	// KubernetesVersion is the cluster's minor version, for AMI aliases.
+	KubernetesVersion string
+	// Endpoint and CAData (base64 PEM) reach the cluster's API server;
+	// replacements' user data carries them too.
+	Endpoint string
+	CAData   string
+	// ServiceCIDR and DNS go into the replacements' user data.
+	ServiceCIDR string
+	DNS         string
+	// SpotPriceRatio prices spot offerings until spot prices are read.
+	SpotPriceRatio float64
+	LogLevel       slog.Level
+}
+
+// LoadConfig reads CLUSTER_NAME, TABLE_NAME, AWS_REGION,
+// KUBERNETES_VERSION, CLUSTER_ENDPOINT and CLUSTER_CA_DATA (required),
+// SERVICE_CIDR, CLUSTER_DNS, SPOT_PRICE_RATIO and LOG_LEVEL, reporting
+// every problem at once.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	e := lambdakit.NewEnv(getenv)
+	c := Config{
+		Cluster:           e.String("CLUSTER_NAME"),
+		Table:             e.String("TABLE_NAME"),
+		Region:            e.String("AWS_REGION"),
+		KubernetesVersion: e.String("KUBERNETES_VERSION"),
+		Endpoint:          e.String("CLUSTER_ENDPOINT"),
+		CAData:            e.String("CLUSTER_CA_DATA"),
+		ServiceCIDR:       e.StringOr("SERVICE_CIDR", ""),
+		DNS:               e.StringOr("CLUSTER_DNS", ""),
+		SpotPriceRatio:    e.Float("SPOT_PRICE_RATIO", 0.35, 0, 1),
+		LogLevel:          e.Level("LOG_LEVEL"),
+	}
+	err := e.Err()
+	if c.CAData != "" {
+		if _, derr := base64.StdEncoding.DecodeString(c.CAData); derr != nil {
+			err = errors.Join(err, fmt.Errorf("CLUSTER_CA_DATA: not base64: %w", derr))
+		}
+	}
+	return c, err
+}
+
+// CAPEM returns the cluster CA bundle as PEM.
+func (c Config) CAPEM() ([]byte, error) { return base64.StdEncoding.DecodeString(c.CAData) }
+
+// EC2API is the EC2 client as the task uses it (*ec2.Client): launching
+// replacements and terminating instances.
+type EC2API interface {
+	fleet.EC2API
+	nodeclass.EC2API
+}
+
+// Clients are the API clients New wires the handler with.
+type Clients struct {
+	DynamoDB ddbstore.API
+	EC2      EC2API
+	SSM      nodeclass.SSMAPI
+	SFN      sfnstarter.API
+	// Kube is the cluster's API (*kube.Client).
+	Kube KubeAPI
+}
+
+// New wires the handler the way the Lambda runs it: termination.Service
+// over the DynamoDB store (NodeClaims, budget leases, stored commands),
+// the Kubernetes API, EC2 (TerminateInstances, and CreateFleet through the
+// provisioning launch path for replacements) and Step Functions (for
+// continuations). now is the clock (time.Now in main).
+func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handler, error) {
+	store, err := ddbstore.New(c.DynamoDB, cfg.Table, cfg.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("disrupttask: %w", err)
+	}
+	resolver := nodeclass.New(c.EC2, c.SSM, now)
+	fl := fleet.New(c.EC2)
+	prov, err := provisioning.NewProvisioner(provisioning.ProvisionerPorts{
+		Claims:    adapters.Claims{Store: store},
+		Config:    adapters.Config{Store: store},
+		NodeClass: adapters.NodeClasses{Resolver: resolver, KubernetesVersion: cfg.KubernetesVersion},
+		Cluster:   adapters.Cluster{Store: store, Now: now},
+		Offerings: adapters.Offerings{Store: store},
+		Batches:   adapters.Batches{Store: store, Now: now},
+		Launcher: adapters.Launcher{Fleet: fl, Templates: resolver, Cluster: nodeclass.Cluster{
+			Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS,
+		}},
+	}, provisioning.ProvisionerOptions{Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio})
+	if err != nil {
+		return nil, fmt.Errorf("disrupttask: %w", err)
+	}
+	svc, err := termination.New(termination.Ports{
+		Claims: Claims{Store: store}, Budgets: Budgets{Store: store},
+		Nodes: Kube{Client: c.Kube}, Pods: Kube{Client: c.Kube}, Rules: Kube{},
+		Launcher: Launcher{Provisioner: prov}, Instances: fl,
+		Commands: Commands{Store: store, Now: now}, Executions: Starter{API: c.SFN},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("disrupttask: %w", err)
+	}
+	return NewWithService(svc, log, now)
+}
+
+// service is the termination use cases (*termination.Service).
+type service interface {
+	AcquireBudget(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.BudgetOutput, error)
+	LaunchReplacements(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.LaunchOutput, error)
+	CheckReplacements(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.ReadinessOutput, error)
+	Taint(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.NodesOutput, error)
+	Revalidate(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.NodesOutput, error)
+	BeginTermination(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.NodesOutput, error)
+	Drain(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.DrainOutput, error)
+	Terminate(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.NodesOutput, error)
+	Delete(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.NodesOutput, error)
+	ReleaseBudget(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.ReleaseOutput, error)
+	Rollback(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.RollbackOutput, error)
+	ContinueAsNew(ctx context.Context, st workflow.DisruptionState, stateMachine string) (workflow.ContinueOutput, error)
+}
+
+var _ service = (*termination.Service)(nil)
+
+// Handler runs one step per invocation. It holds no state between
+// invocations.
+type Handler struct {
+	svc service
+	log *slog.Logger
+	now func() time.Time
+}
+
+// NewWithService returns a Handler over svc.
+func NewWithService(svc service, log *slog.Logger, now func() time.Time) (*Handler, error) {
+	if svc == nil || log == nil || now == nil {
+		return nil, errors.New("disrupttask: service, log and now are required")
+	}
+	return &Handler{svc: svc, log: log, now: now}, nil
+}
+
+// errUnknownStep is returned for a Step the handler does not know.
+var errUnknownStep = errors.New("unknown step")
+
+// rules name the workflow errors of the failures the use cases pass
+// through from the ports.
+var rules = []lambdakit.Rule{
+	lambdakit.Is(termination.ErrConflict, workflow.ErrConflict),
+	func(err error) (string, bool) { return workflow.ErrThrottled, awserr.Classify(err) == awserr.Throttled },
+}
+
+// Handle runs in.Step on in.State and returns the step's output, which the
+// state machine stores under the step's ResultPath. The error is a
+// workflow error (see the package doc).
+func (h *Handler) Handle(ctx context.Context, in workflow.TaskInput) (any, error) {
+	now := h.now()
+	st := in.State
+	var (
+		out any
+		err error
+	)
+	switch in.Step {
+	case workflow.StepAcquireBudget:
+		out, err = h.svc.AcquireBudget(ctx, st, now)
+	case workflow.StepLaunchReplacements:
+		out, err = h.svc.LaunchReplacements(ctx, st, now)
+	case workflow.StepCheckReplacements:
+		out, err = h.svc.CheckReplacements(ctx, st, now)
+	case workflow.StepTaint:
+		out, err = h.svc.Taint(ctx, st, now)
+	case workflow.StepRevalidate:
+		out, err = h.svc.Revalidate(ctx, st, now)
+	case workflow.StepBeginTermination:
+		out, err = h.svc.BeginTermination(ctx, st, now)
+	case workflow.StepDrain:
+		out, err = h.svc.Drain(ctx, st, now)
+	case workflow.StepTerminate:
+		out, err = h.svc.Terminate(ctx, st, now)
+	case workflow.StepDelete:
+		out, err = h.svc.Delete(ctx, st, now)
+	case workflow.StepReleaseBudget:
+		out, err = h.svc.ReleaseBudget(ctx, st, now)
+	case workflow.StepRollback:
+		out, err = h.svc.Rollback(ctx, st, now)
+	case workflow.StepContinueAsNew:
+		out, err = h.svc.ContinueAsNew(ctx, st, in.StateMachine)
+	default:
+		err = workflow.NewError(workflow.ErrInvalidInput, fmt.Errorf("step %q: %w", in.Step, errUnknownStep))
+	}
+	if err != nil {
+		name := lambdakit.WorkflowName(err, rules...)
+		h.log.WarnContext(ctx, "step failed", "step", in.Step, "execution", st.ID, "method", st.Method, "error", name, "err", err)
+		return nil, lambdakit.AsWorkflowError(err, rules...)
+	}
+	h.log.InfoContext(ctx, "step done", "step", in.Step, "execution", st.ID, "method", st.Method, "output", out)
+	return out, nil
+}

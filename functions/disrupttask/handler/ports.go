@@ -1,0 +1,240 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
+	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/provisioning"
+	"github.com/nodewright/nodewright/shared/termination"
+)
+
+// The adapters below fit the AWS and Kubernetes packages to the ports
+// shared/termination declares. They translate types and errors only.
+
+// portError keeps an adapter's error and its message while also matching
+// the termination sentinel it means.
+type portError struct {
+	err  error
+	kind error
+}
+
+func (e *portError) Error() string   { return e.err.Error() }
+func (e *portError) Unwrap() []error { return []error{e.err, e.kind} }
+
+// storeErr maps ddbstore's errors to termination's.
+func storeErr(err error) error {
+	var conflict *ddbstore.ConflictError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ddbstore.ErrNotFound):
+		return &portError{err: err, kind: termination.ErrNotFound}
+	case errors.As(err, &conflict):
+		return &portError{err: err, kind: termination.ErrConflict}
+	case errors.Is(err, ddbstore.ErrBudgetExhausted):
+		return &portError{err: err, kind: termination.ErrBudgetExhausted}
+	}
+	return err
+}
+
+// kubeErr maps shared/kube's errors to termination's.
+func kubeErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kube.ErrNotFound):
+		return &portError{err: err, kind: termination.ErrNotFound}
+	case errors.Is(err, kube.ErrConflict):
+		return &portError{err: err, kind: termination.ErrConflict}
+	}
+	return err
+}
+
+// Claims is termination's NodeClaim store over ddbstore.
+type Claims struct{ Store *ddbstore.Store }
+
+// ListNodeClaims lists every NodeClaim.
+func (c Claims) ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
+	l, err := c.Store.ListNodeClaims(ctx)
+	return l, storeErr(err)
+}
+
+// GetNodeClaim reads one NodeClaim.
+func (c Claims) GetNodeClaim(ctx context.Context, name string) (v1.NodeClaim, error) {
+	nc, err := c.Store.GetNodeClaim(ctx, name)
+	return nc, storeErr(err)
+}
+
+// UpdateNodeClaim replaces a NodeClaim at its ResourceVersion.
+func (c Claims) UpdateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error) {
+	nc, err := c.Store.UpdateNodeClaim(ctx, claim)
+	return nc, storeErr(err)
+}
+
+// DeleteNodeClaim deletes a NodeClaim at resourceVersion.
+func (c Claims) DeleteNodeClaim(ctx context.Context, name, resourceVersion string) error {
+	return storeErr(c.Store.DeleteNodeClaim(ctx, v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: resourceVersion}}))
+}
+
+// Budgets is termination's budget store over ddbstore's budget leases.
+type Budgets struct{ Store *ddbstore.Store }
+
+// AcquireBudget leases nodes of nodePool's budget to holder.
+func (b Budgets) AcquireBudget(ctx context.Context, nodePool, holder string, nodes, limit int, now time.Time, ttl time.Duration) error {
+	return storeErr(b.Store.AcquireBudget(ctx, ddbstore.BudgetRequest{NodePool: nodePool, Execution: holder, Nodes: nodes, Limit: limit}, now, ttl))
+}
+
+// ReleaseBudget ends holder's lease.
+func (b Budgets) ReleaseBudget(ctx context.Context, nodePool, holder string, now time.Time) error {
+	return storeErr(b.Store.ReleaseBudget(ctx, nodePool, holder, now))
+}
+
+// BudgetHolders returns the pool's unexpired leases.
+func (b Budgets) BudgetHolders(ctx context.Context, nodePool string, now time.Time) (map[string]int, error) {
+	leases, err := b.Store.ListBudgetLeases(ctx, nodePool, now)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	out := make(map[string]int, len(leases))
+	for _, l := range leases {
+		out[l.Execution] = l.Nodes
+	}
+	return out, nil
+}
+
+// Commands reads replacements the disruption Lambda stored as payloads.
+type Commands struct {
+	Store *ddbstore.Store
+	Now   func() time.Time
+}
+
+// Replacements returns the NodeClaims stored under ref.
+func (c Commands) Replacements(ctx context.Context, ref string) ([]v1.NodeClaim, error) {
+	data, err := c.Store.GetPayload(ctx, ref, c.Now())
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	return termination.DecodeReplacements(data)
+}
+
+// KubeAPI is the Kubernetes API as termination uses it.
+type KubeAPI interface {
+	ListNodes(ctx context.Context) ([]corev1.Node, error)
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+	UpdateNode(ctx context.Context, name string, mutate func(*corev1.Node) error) error
+	DeleteNode(ctx context.Context, name string) error
+	ListPodsOnNode(ctx context.Context, node string) ([]corev1.Pod, error)
+	Evict(ctx context.Context, pod *corev1.Pod, gracePeriod time.Duration) (kube.Eviction, error)
+	DeletePod(ctx context.Context, pod *corev1.Pod, gracePeriod time.Duration) error
+}
+
+var _ KubeAPI = (*kube.Client)(nil)
+
+// Kube is termination's node, pod and drain-rule ports over shared/kube.
+type Kube struct{ Client KubeAPI }
+
+// ListNodes lists every Node.
+func (k Kube) ListNodes(ctx context.Context) ([]corev1.Node, error) {
+	n, err := k.Client.ListNodes(ctx)
+	return n, kubeErr(err)
+}
+
+// GetNode reads one Node.
+func (k Kube) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
+	n, err := k.Client.GetNode(ctx, name)
+	return n, kubeErr(err)
+}
+
+// UpdateNode mutates one Node.
+func (k Kube) UpdateNode(ctx context.Context, name string, mutate func(*corev1.Node) error) error {
+	return kubeErr(k.Client.UpdateNode(ctx, name, mutate))
+}
+
+// DeleteNode deletes one Node.
+func (k Kube) DeleteNode(ctx context.Context, name string) error {
+	return kubeErr(k.Client.DeleteNode(ctx, name))
+}
+
+// ListPodsOnNode lists a Node's pods.
+func (k Kube) ListPodsOnNode(ctx context.Context, node string) ([]corev1.Pod, error) {
+	p, err := k.Client.ListPodsOnNode(ctx, node)
+	return p, kubeErr(err)
+}
+
+// Evict evicts a pod through the Eviction API.
+func (k Kube) Evict(ctx context.Context, pod *corev1.Pod, gracePeriod time.Duration) (termination.Eviction, error) {
+	if gracePeriod < 0 {
+		gracePeriod = kube.UsePodGracePeriod
+	}
+	ev, err := k.Client.Evict(ctx, pod, gracePeriod)
+	if err != nil {
+		return termination.Eviction{}, kubeErr(err)
+	}
+	outcome, ok := evictionOutcomes[ev.Outcome]
+	if !ok {
+		return termination.Eviction{}, fmt.Errorf("evict pod %s/%s: unknown outcome %q", pod.Namespace, pod.Name, ev.Outcome)
+	}
+	return termination.Eviction{Outcome: outcome, Message: ev.Message}, nil
+}
+
+var evictionOutcomes = map[kube.EvictionOutcome]termination.EvictionOutcome{
+	kube.Evicted: termination.Evicted, kube.EvictionBlocked: termination.EvictionBlocked, kube.PodGone: termination.EvictionPodGone,
+}
+
+// DeletePod deletes a pod directly.
+func (k Kube) DeletePod(ctx context.Context, pod *corev1.Pod, gracePeriod time.Duration) error {
+	return kubeErr(k.Client.DeletePod(ctx, pod, gracePeriod))
+}
+
+// DrainOrder is kube.DrainOrder.
+func (Kube) DrainOrder(pods []corev1.Pod, now time.Time) [][]corev1.Pod {
+	return kube.DrainOrder(pods, now)
+}
+
+// DoNotDisrupt is kube.DoNotDisrupt.
+func (Kube) DoNotDisrupt(pod *corev1.Pod, now time.Time) bool { return kube.DoNotDisrupt(pod, now) }
+
+// nodeClaimLauncher is provisioning's launch path
+// (*provisioning.Provisioner).
+type nodeClaimLauncher interface {
+	LaunchNodeClaims(ctx context.Context, planned []v1.NodeClaim, now time.Time) ([]provisioning.Launch, []string, error)
+}
+
+// Launcher is termination's replacement launcher over provisioning.
+type Launcher struct{ Provisioner nodeClaimLauncher }
+
+// LaunchNodeClaims launches the planned replacements.
+func (l Launcher) LaunchNodeClaims(ctx context.Context, planned []v1.NodeClaim, now time.Time) ([]termination.LaunchResult, error) {
+	launches, _, err := l.Provisioner.LaunchNodeClaims(ctx, planned, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]termination.LaunchResult, len(launches))
+	for i, la := range launches {
+		out[i] = termination.LaunchResult{NodeClaim: la.NodeClaim, Status: termination.LaunchStatus(la.Status), ProviderID: la.ProviderID, Reason: la.Reason}
+	}
+	return out, nil
+}
+
+// Starter is termination's execution starter over sfnstarter: a name that
+// already exists is success.
+type Starter struct{ API sfnstarter.API }
+
+// StartExecution starts name on stateMachine with input.
+func (s Starter) StartExecution(ctx context.Context, stateMachine, name string, input any) error {
+	st, err := sfnstarter.New(s.API, stateMachine)
+	if err != nil {
+		return err
+	}
+	_, err = st.Start(ctx, name, input)
+	return err
+}
