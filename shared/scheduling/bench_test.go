@@ -266,11 +266,21 @@ func limitBoundInput(b *testing.B, n int) scheduling.Input {
 }
 
 // BenchmarkLimitBound measures pods rejected by a binding NodePool limit:
-// the rejection must be cached per class, not searched again for each pod.
+// the rejection must be cached per class, not searched again for each pod;
+// with classes=n/5 the pods come in groups of 5 with their own labels (one
+// Deployment each), so the per-class cache alone does not help and the
+// claims' own failure records must.
 func BenchmarkLimitBound(b *testing.B) {
 	for _, n := range []int{2000, 8000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			benchSolve(b, limitBoundInput(b, n), 0, 0)
 		})
 	}
+	b.Run("pods=8000/classes=1600", func(b *testing.B) {
+		in := limitBoundInput(b, 8000)
+		for i, p := range in.Pods {
+			p.Labels = map[string]string{"app": fmt.Sprintf("app-%d", i/5)}
+		}
+		benchSolve(b, in, 0, 0)
+	})
 }

@@ -33,6 +33,34 @@ type nclaim struct {
 	failed [3]int
 	// removed marks a claim emptied by the improvement pass.
 	removed bool
+	// noFit records the claim's last failed fitFrom: no type of noFit.tl
+	// from noFit.start fits noFit.need within noFit.cap. Any call with the
+	// same list, a start, need and cap at least as strict fails as well
+	// (a larger need or a smaller cap only removes types), so pods of other
+	// classes rejected for the same reason, e.g. a binding limit, skip the
+	// scan.
+	noFit claimNoFit
+}
+
+// claimNoFit is one failed fitFrom on a claim.
+type claimNoFit struct {
+	tl      *typeList
+	start   int
+	limited bool
+	need    vec
+	cap     vec
+}
+
+// covers reports whether the recorded failure implies that fitFrom(tl,
+// start, need, limited, limitCap) fails too.
+func (f *claimNoFit) covers(tl *typeList, start int, need *vec, limited bool, limitCap *vec, n int) bool {
+	if f.tl == nil || f.tl != tl || start < f.start || !leq(&f.need, need, n) {
+		return false
+	}
+	if !limited {
+		return !f.limited
+	}
+	return !f.limited || leq(limitCap, &f.cap, n)
 }
 
 // fitFrom returns the first index >= start of tl whose type fits need

@@ -34,3 +34,13 @@ func PlacementSearches(ctx context.Context, in Input) (int, Result, error) {
 	}
 	return s.searches, s.result(), nil
 }
+
+// ClaimTypeScans runs the cost-driven strategy and returns how many times
+// its scheduling loop scanned a claim's candidate list for a fitting type.
+func ClaimTypeScans(ctx context.Context, in Input) (int, error) {
+	s, err := solveWith(ctx, &in, stratCost)
+	if err != nil {
+		return 0, err
+	}
+	return s.typeScans, nil
+}

@@ -1,9 +1,11 @@
 package scheduling_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -75,6 +77,35 @@ func TestRejectionsAreCached(t *testing.T) {
 			}
 			if searches > tt.maxSearches {
 				t.Errorf("scheduling loop made %d placement searches, want at most %d", searches, tt.maxSearches)
+			}
+		})
+	}
+}
+
+// TestClaimRejectionsAreCached checks that pods of different classes
+// rejected by the same claims for the same reason (a binding limit) do not
+// each scan every claim's candidate list again.
+func TestClaimRejectionsAreCached(t *testing.T) {
+	tests := []struct {
+		name     string
+		pods     int
+		maxScans int
+	}{
+		{name: "should scan each claim once for 40 distinct classes rejected by a binding cpu limit", pods: 40, maxScans: 12},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ps []*corev1.Pod
+			for i := 0; i < tt.pods; i++ {
+				ps = append(ps, st.Pod(fmt.Sprintf("web-%d", i), st.Requests("1", "1Gi"), st.Labels(map[string]string{"app": fmt.Sprintf("app-%d", i)})))
+			}
+			in := input([]v1.NodePool{st.NodePool("default", st.PoolLimits("cpu", "4"))}, ps)
+			scans, err := scheduling.ClaimTypeScans(t.Context(), in)
+			if err != nil {
+				t.Fatalf("ClaimTypeScans() error = %v", err)
+			}
+			if scans > tt.maxScans {
+				t.Errorf("scheduling loop scanned claims' candidate lists %d times, want at most %d", scans, tt.maxScans)
 			}
 		})
 	}

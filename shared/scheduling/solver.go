@@ -92,8 +92,10 @@ type solver struct {
 	// changes when place last failed: with no placement since, the state
 	// place searches is unchanged and the answer is the same.
 	noFit map[noFitKey]int
-	// searches counts full placement searches (tests only read it).
-	searches int
+	// searches counts full placement searches, typeScans the claims'
+	// candidate-list scans (tests only read them).
+	searches  int
+	typeScans int
 }
 
 // noFitKey identifies pods that place treats identically: same class level
@@ -891,8 +893,13 @@ func (s *solver) evalClaim(pi *podInfo, c *nclaim) cand {
 		tl, start = s.list(c.pool, rid), 0
 	}
 	limited, limitCap := s.capFor(c.pool, &c.capUsed)
+	if c.noFit.covers(tl, start, &need, limited, &limitCap, n) {
+		return cand{}
+	}
+	s.typeScans++
 	idx := s.fitFrom(tl, start, &need, limited, &limitCap)
 	if idx < 0 {
+		c.noFit = claimNoFit{tl: tl, start: start, limited: limited, need: need, cap: limitCap}
 		return cand{}
 	}
 	cd := cand{ok: true, c: c, p: c.pool, reqID: rid, tl: tl, idx: idx, delta: tl.prices[idx] - c.price,
