@@ -1,0 +1,415 @@
+// Package handler is the disruption Lambda, invoked by EventBridge
+// Scheduler every minute: Karpenter's disruption controller loop
+// (karpenter-spec.md section 6.1) as a function. Each run reads the
+// cluster's current snapshot (Nodes, pods, PodDisruptionBudgets,
+// DaemonSets), its NodeClaims and its NodePools and EC2NodeClasses from
+// DynamoDB, resolves the node classes (subnets, security groups, AMIs) and
+// their instance types, runs shared/disruption.Evaluate, and starts one
+// execution of statemachines/disruption.asl.json per command. It decides;
+// it never drains.
+//
+// Commands whose candidates are held by live executions are not started
+// again: the claims on the NodeClaims are passed to Evaluate as commands in
+// flight (termination.InFlight), so their nodes count against the budgets
+// and are not candidates. Executions are named by termination.Prepare
+// (ExecutionName), so two runs that race over the same state start one
+// execution: Step Functions refuses the second name
+// (ExecutionAlreadyExists), which counts as success. Whatever races
+// anyway, the budget leases and claims of the execution itself resolve.
+//
+// A run without a current snapshot or configuration does nothing. A run
+// that fails to start some executions reports a workflow error after
+// trying all of them; the next minute's run decides afresh.
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/functions/internal/adapters"
+	"github.com/nodewright/nodewright/functions/internal/lambdakit"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/disruption"
+	"github.com/nodewright/nodewright/shared/provisioning"
+	"github.com/nodewright/nodewright/shared/termination"
+)
+
+// CommandTTL is how long the replacements of a started command stay
+// stored for the execution to read.
+const CommandTTL = 24 * time.Hour
+
+// Config is the disruption Lambda's configuration.
+type Config struct {
+	Cluster string
+	Table   string
+	// Region prices and zones the instance types.
+	Region string
+	// KubernetesVersion is the cluster's minor version, for AMI aliases.
+	KubernetesVersion string
+	// StateMachineARN is the disruption state machine.
+	StateMachineARN string
+	// CAData is the cluster CA bundle (base64 PEM, optional): Karpenter
+	// hashes it into the EC2NodeClass static-drift hash.
+	CAData string
+	// SpotPriceRatio prices spot offerings until spot prices are read.
+	SpotPriceRatio float64
+	// FeatureGates are Karpenter's, from FEATURE_GATES
+	// ("SpotToSpotConsolidation=true").
+	FeatureGates disruption.FeatureGates
+	LogLevel     slog.Level
+}
+
+// LoadConfig reads CLUSTER_NAME, TABLE_NAME, AWS_REGION,
+// KUBERNETES_VERSION and STATE_MACHINE_ARN (required), CLUSTER_CA_DATA,
+// SPOT_PRICE_RATIO, FEATURE_GATES and LOG_LEVEL, reporting every problem at
+// once.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	e := lambdakit.NewEnv(getenv)
+	c := Config{
+		Cluster:           e.String("CLUSTER_NAME"),
+		Table:             e.String("TABLE_NAME"),
+		Region:            e.String("AWS_REGION"),
+		KubernetesVersion: e.String("KUBERNETES_VERSION"),
+		StateMachineARN:   e.String("STATE_MACHINE_ARN"),
+		CAData:            e.StringOr("CLUSTER_CA_DATA", ""),
+		SpotPriceRatio:    e.Float("SPOT_PRICE_RATIO", 0.35, 0, 1),
+		LogLevel:          e.Level("LOG_LEVEL"),
+	}
+	err := e.Err()
+	gates, gerr := ParseFeatureGates(getenv("FEATURE_GATES"))
+	if gerr != nil {
+		err = errors.Join(err, fmt.Errorf("FEATURE_GATES: %w", gerr))
+	}
+	c.FeatureGates = gates
+	return c, err
+}
+
+// knownFeatureGates are Karpenter's feature gates (karpenter-spec.md
+// section 10.3); only SpotToSpotConsolidation changes disruption decisions.
+var knownFeatureGates = []string{"NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "NodeOverlay", "StaticCapacity", "CapacityBuffer"}
+
+// ParseFeatureGates reads "Name=true,Name=false" (Karpenter's
+// --feature-gates format); an unknown name or a value other than a boolean
+// is an error.
+func ParseFeatureGates(s string) (disruption.FeatureGates, error) {
+	var g disruption.FeatureGates
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(kv, "=")
+		on, err := strconv.ParseBool(val)
+		switch {
+		case !ok || err != nil:
+			return g, fmt.Errorf("%q: want Name=true or Name=false", kv)
+		case !slices.Contains(knownFeatureGates, name):
+			return g, fmt.Errorf("%q: unknown feature gate (known: %s)", kv, strings.Join(knownFeatureGates, ", "))
+		case name == "SpotToSpotConsolidation":
+			g.SpotToSpotConsolidation = on
+		}
+	}
+	return g, nil
+}
+
+// Store is the DynamoDB store as the decider reads and writes it
+// (*ddbstore.Store).
+type Store interface {
+	GetConfig(ctx context.Context) (ddbstore.ConfigSnapshot, error)
+	ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
+	CurrentSnapshot(ctx context.Context, now time.Time) (ddbstore.Snapshot, error)
+	ListUnavailable(ctx context.Context, now time.Time) ([]ddbstore.UnavailableOffering, error)
+	PutPayload(ctx context.Context, key string, data []byte, now time.Time, ttl time.Duration) error
+}
+
+var _ Store = (*ddbstore.Store)(nil)
+
+// nodeClassResolver resolves an EC2NodeClass's status (adapters.NodeClasses).
+type nodeClassResolver interface {
+	ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (provisioning.ResolvedNodeClass, error)
+}
+
+// instanceLister lists the cluster's instances (*fleet.Client).
+type instanceLister interface {
+	List(ctx context.Context, cluster string) ([]fleet.Instance, error)
+}
+
+// starter starts disruption executions (*sfnstarter.Starter).
+type starter interface {
+	Start(ctx context.Context, name string, input any) (sfnstarter.Execution, error)
+}
+
+// Deps are the handler's collaborators; all are required.
+type Deps struct {
+	Store       Store
+	NodeClasses nodeClassResolver
+	Instances   instanceLister
+	Starter     starter
+	Log         *slog.Logger
+	Now         func() time.Time
+}
+
+// EC2API is the EC2 client as the decider uses it (*ec2.Client).
+type EC2API interface {
+	fleet.EC2API
+	nodeclass.EC2API
+}
+
+// Clients are the API clients New wires the handler with.
+type Clients struct {
+	DynamoDB ddbstore.API
+	EC2      EC2API
+	SSM      nodeclass.SSMAPI
+	SFN      sfnstarter.API
+}
+
+// New wires the handler the way the Lambda runs it.
+func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handler, error) {
+	store, err := ddbstore.New(c.DynamoDB, cfg.Table, cfg.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("disruption: %w", err)
+	}
+	st, err := sfnstarter.New(c.SFN, cfg.StateMachineARN)
+	if err != nil {
+		return nil, fmt.Errorf("disruption: %w", err)
+	}
+	return NewWithDeps(cfg, Deps{
+		Store:       store,
+		NodeClasses: adapters.NodeClasses{Resolver: nodeclass.New(c.EC2, c.SSM, now), KubernetesVersion: cfg.KubernetesVersion},
+		Instances:   fleet.New(c.EC2),
+		Starter:     st,
+		Log:         log,
+		Now:         now,
+	})
+}
+
+// Handler runs one evaluation per invocation. It holds no state between
+// invocations.
+type Handler struct {
+	cfg Config
+	d   Deps
+}
+
+// NewWithDeps returns a Handler over d.
+func NewWithDeps(cfg Config, d Deps) (*Handler, error) {
+	if d.Store == nil || d.NodeClasses == nil || d.Instances == nil || d.Starter == nil || d.Log == nil || d.Now == nil {
+		return nil, errors.New("disruption: every dependency is required")
+	}
+	if cfg.Cluster == "" || cfg.Region == "" {
+		return nil, errors.New("disruption: cluster and region are required")
+	}
+	return &Handler{cfg: cfg, d: d}, nil
+}
+
+// Output summarizes one run.
+type Output struct {
+	// Now is the evaluation's instant.
+	Now time.Time `json:"now"`
+	// Skipped says why nothing was evaluated, if so.
+	Skipped string `json:"skipped,omitempty"`
+	// Snapshot is the cluster snapshot evaluated.
+	Snapshot string `json:"snapshot,omitempty"`
+	// Started lists the commands, in Evaluate's order.
+	Started []Started `json:"started"`
+	// Blocked counts the NodeClaims no command includes (Evaluate says
+	// why, in the logs).
+	Blocked int `json:"blocked"`
+	// Warnings name what was left out of the evaluation.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Started is one command's execution.
+type Started struct {
+	Execution  string   `json:"execution"`
+	Method     string   `json:"method"`
+	NodePool   string   `json:"nodePool"`
+	Candidates []string `json:"candidates"`
+	// AlreadyExisted is true when an execution of that name existed: an
+	// earlier or concurrent run started it.
+	AlreadyExisted bool   `json:"alreadyExisted,omitempty"`
+	Error          string `json:"error,omitempty"`
+}
+
+// Handle runs one evaluation; the scheduler's input is ignored.
+func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
+	now := h.d.Now()
+	out := Output{Now: now.UTC(), Started: []Started{}}
+	snap, err := h.d.Store.CurrentSnapshot(ctx, now)
+	if errors.Is(err, ddbstore.ErrNotFound) {
+		out.Skipped = "no current cluster snapshot (the forwarder has not posted one within the snapshot TTL)"
+		h.d.Log.InfoContext(ctx, "disruption skipped", "why", out.Skipped)
+		return out, nil
+	}
+	if err != nil {
+		return out, lambdakit.AsWorkflowError(fmt.Errorf("read snapshot: %w", err))
+	}
+	out.Snapshot = snap.ID
+	cfg, err := h.d.Store.GetConfig(ctx)
+	if errors.Is(err, ddbstore.ErrNotFound) {
+		out.Skipped = "no NodePools or EC2NodeClasses synced yet"
+		return out, nil
+	}
+	if err != nil {
+		return out, lambdakit.AsWorkflowError(fmt.Errorf("read config: %w", err))
+	}
+	in, warnings, err := h.input(ctx, now, snap, cfg.Config)
+	out.Warnings = warnings
+	if err != nil {
+		return out, lambdakit.AsWorkflowError(err)
+	}
+	res, err := disruption.Evaluate(ctx, in)
+	if err != nil {
+		return out, lambdakit.AsWorkflowError(fmt.Errorf("evaluate: %w", err))
+	}
+	out.Blocked = len(res.Blocked)
+	for _, b := range res.Blocked {
+		h.d.Log.DebugContext(ctx, "not disrupted", "nodeclaim", b.NodeClaim, "node", b.Node, "nodePool", b.NodePool, "reason", b.Reason)
+	}
+	var errs []error
+	for _, cmd := range res.Commands {
+		s, err := h.start(ctx, cmd, res.Budgets, now)
+		out.Started = append(out.Started, s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return out, lambdakit.AsWorkflowError(err)
+	}
+	return out, nil
+}
+
+// start stores a command's replacements and starts its execution.
+func (h *Handler) start(ctx context.Context, cmd disruption.Command, budgets []disruption.BudgetStatus, now time.Time) (Started, error) {
+	ex := termination.Prepare(cmd, budgets, now)
+	s := Started{Execution: ex.Name, Method: ex.Input.Method, NodePool: ex.Input.NodePool, Candidates: []string{}}
+	for _, c := range ex.Input.Candidates {
+		s.Candidates = append(s.Candidates, c.NodeClaim)
+	}
+	fail := func(err error) (Started, error) {
+		s.Error = err.Error()
+		h.d.Log.ErrorContext(ctx, "disruption not started", "execution", ex.Name, "err", err)
+		return s, fmt.Errorf("start %s: %w", ex.Name, err)
+	}
+	if len(ex.Replacements) > 0 {
+		data, err := termination.EncodeReplacements(ex.Replacements)
+		if err != nil {
+			return fail(err)
+		}
+		if err := h.d.Store.PutPayload(ctx, ex.Input.CommandRef, data, now, CommandTTL); err != nil {
+			return fail(err)
+		}
+	}
+	exe, err := h.d.Starter.Start(ctx, ex.Name, ex.Input)
+	if err != nil {
+		return fail(err)
+	}
+	s.AlreadyExisted = exe.AlreadyExisted
+	h.d.Log.InfoContext(ctx, "disruption started", "execution", ex.Name, "arn", exe.ARN, "alreadyExisted", exe.AlreadyExisted,
+		"method", ex.Input.Method, "nodePool", ex.Input.NodePool, "candidates", s.Candidates, "reason", ex.Input.Reason)
+	return s, nil
+}
+
+// input builds Evaluate's input from the stores. Node classes that do not
+// validate or resolve are left out with a warning (their NodeClaims are
+// then reported blocked), as are the instance facts when EC2 cannot list
+// them (subnet drift is then not checked).
+func (h *Handler) input(ctx context.Context, now time.Time, snap ddbstore.Snapshot, cfg ddbstore.Config) (disruption.Input, []string, error) {
+	claims, err := h.d.Store.ListNodeClaims(ctx)
+	if err != nil {
+		return disruption.Input{}, nil, fmt.Errorf("list nodeclaims: %w", err)
+	}
+	unavailable, err := h.d.Store.ListUnavailable(ctx, now)
+	if err != nil {
+		return disruption.Input{}, nil, fmt.Errorf("list unavailable offerings: %w", err)
+	}
+	state := adapters.ClusterStateOf(snap)
+	in := disruption.Input{
+		Now: now, NodePools: cfg.NodePools, NodeClaims: claims, Nodes: state.Nodes, Pods: state.Pods, DaemonSets: state.DaemonSets,
+		PodDisruptionBudgets: pdbs(snap.PodDisruptionBudgets), InstanceTypes: map[string][]*catalog.InstanceType{},
+		InFlight: termination.InFlight(claims, now), FeatureGates: h.cfg.FeatureGates,
+		Options: disruption.Options{ClusterCABundle: h.cfg.CAData},
+	}
+	var warnings []string
+	for _, nc := range cfg.NodeClasses {
+		nc.SetDefaults()
+		if err := nc.Validate(); err != nil {
+			warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s left out: invalid: %v", nc.Name, err))
+			continue
+		}
+		res, err := h.d.NodeClasses.ResolveNodeClass(ctx, nc)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s left out: resolve: %v", nc.Name, err))
+			continue
+		}
+		resolved := res.NodeClass
+		types, _, err := catalog.Resolve(&resolved, catalog.Options{Region: h.cfg.Region, SpotPriceRatio: h.cfg.SpotPriceRatio, Unavailable: unavailableFunc(unavailable)})
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s left out: instance types: %v", nc.Name, err))
+			continue
+		}
+		in.NodeClasses = append(in.NodeClasses, resolved)
+		in.InstanceTypes[nc.Name] = types
+	}
+	instances, err := h.d.Instances.List(ctx, h.cfg.Cluster)
+	if err != nil {
+		warnings = append(warnings, fmt.Sprintf("instances not listed, subnet drift not checked: %v", err))
+	}
+	for _, i := range instances {
+		in.Instances = append(in.Instances, disruption.Instance{ProviderID: i.ProviderID(), ImageID: i.ImageID, SubnetID: i.SubnetID})
+	}
+	for _, w := range warnings {
+		h.d.Log.WarnContext(ctx, "left out of the evaluation", "warning", w)
+	}
+	return in, warnings, nil
+}
+
+// unavailableFunc is catalog.Options.Unavailable over the cache's entries;
+// an empty field matches every value.
+func unavailableFunc(entries []ddbstore.UnavailableOffering) func(instanceType, zone, capacityType string) bool {
+	if len(entries) == 0 {
+		return nil
+	}
+	return func(instanceType, zone, capacityType string) bool {
+		for _, e := range entries {
+			if (e.InstanceType == "" || e.InstanceType == instanceType) && (e.Zone == "" || e.Zone == zone) &&
+				(e.CapacityType == "" || e.CapacityType == capacityType) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// pdbs turns the snapshot's summaries into PodDisruptionBudgets.
+func pdbs(in []v1.PDBSummary) []policyv1.PodDisruptionBudget {
+	out := make([]policyv1.PodDisruptionBudget, 0, len(in))
+	for _, p := range in {
+		pdb := policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: p.Selector, MinAvailable: p.MinAvailable, MaxUnavailable: p.MaxUnavailable},
+			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: p.DisruptionsAllowed, CurrentHealthy: p.CurrentHealthy,
+				DesiredHealthy: p.DesiredHealthy, ExpectedPods: p.ExpectedPods},
+		}
+		if p.UnhealthyPodEvictionPolicy != "" {
+			pol := policyv1.UnhealthyPodEvictionPolicyType(p.UnhealthyPodEvictionPolicy)
+			pdb.Spec.UnhealthyPodEvictionPolicy = &pol
+		}
+		out = append(out, pdb)
+	}
+	return out
+}

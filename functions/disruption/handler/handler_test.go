@@ -1,0 +1,341 @@
+package handler_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/google/go-cmp/cmp"
+	"github.com/sivchari/kumo"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodewright/nodewright/functions/disruption/handler"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
+	"github.com/nodewright/nodewright/shared/disruption"
+	"github.com/nodewright/nodewright/shared/provisioning"
+	"github.com/nodewright/nodewright/shared/termination"
+	"github.com/nodewright/nodewright/shared/workflow"
+)
+
+// t0 is the tests' clock; in the future, so kumo's TTL reaper (wall clock)
+// leaves the stored snapshot and payloads alone.
+var t0 = time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
+
+const testCluster = "test-cluster"
+
+// env is DynamoDB and Step Functions on one in-process kumo, through the
+// real store and starter.
+type env struct {
+	store *ddbstore.Store
+	sfn   *sfn.Client
+	arn   string
+}
+
+func newEnv(t *testing.T) env {
+	t.Helper()
+	srv := kumo.NewServer()
+	t.Cleanup(srv.Close)
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}
+	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+	name := "nw-" + regexp.MustCompile(`[^A-Za-z0-9_-]+`).ReplaceAllString(t.Name(), "-")
+	if len(name) > 80 {
+		name = name[:80]
+	}
+	if err := ddbstore.CreateTable(context.Background(), ddb, name, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
+	store, err := ddbstore.New(ddb, name, testCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := sfn.NewFromConfig(cfg, func(o *sfn.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+	out, err := client.CreateStateMachine(context.Background(), &sfn.CreateStateMachineInput{
+		Name: aws.String(name), RoleArn: aws.String("arn:aws:iam::000000000000:role/test"), Type: sfntypes.StateMachineTypeStandard,
+		Definition: aws.String(`{"StartAt":"Done","States":{"Done":{"Type":"Pass","End":true}}}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{store: store, sfn: client, arn: aws.ToString(out.StateMachineArn)}
+}
+
+func (e env) handler(t *testing.T, now time.Time) *handler.Handler {
+	t.Helper()
+	st, err := sfnstarter.New(e.sfn, e.arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35}, handler.Deps{
+		Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// executions returns the state machine's executions: name -> input.
+func (e env) executions(t *testing.T) map[string]workflow.DisruptionInput {
+	t.Helper()
+	out, err := e.sfn.ListExecutions(t.Context(), &sfn.ListExecutionsInput{StateMachineArn: &e.arn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]workflow.DisruptionInput{}
+	for _, x := range out.Executions {
+		d, err := e.sfn.DescribeExecution(t.Context(), &sfn.DescribeExecutionInput{ExecutionArn: x.ExecutionArn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in workflow.DisruptionInput
+		if err := json.Unmarshal([]byte(aws.ToString(d.Input)), &in); err != nil {
+			t.Fatal(err)
+		}
+		got[aws.ToString(x.Name)] = in
+	}
+	return got
+}
+
+// resolver resolves every EC2NodeClass to one subnet in us-east-1a, one
+// security group and one amd64 AMI.
+type resolver struct{}
+
+func (resolver) ResolveNodeClass(_ context.Context, nc v1.EC2NodeClass) (provisioning.ResolvedNodeClass, error) {
+	nc.Status = v1.EC2NodeClassStatus{
+		Subnets:        []v1.Subnet{{ID: "subnet-a", Zone: "us-east-1a", ZoneID: "use1-az1"}},
+		SecurityGroups: []v1.SecurityGroup{{ID: "sg-1"}},
+		AMIs:           []v1.AMI{{ID: "ami-1", Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelArch, Operator: "In", Values: []string{"amd64"}}}}},
+		Conditions:     []metav1.Condition{{Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}},
+	}
+	return provisioning.ResolvedNodeClass{NodeClass: nc}, nil
+}
+
+type noInstances struct{}
+
+func (noInstances) List(context.Context, string) ([]fleet.Instance, error) { return nil, nil }
+
+const manifests = `
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 0s
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole-test-cluster
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: test-cluster}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: test-cluster}}]
+`
+
+// seed stores the configuration, an initialized empty NodeClaim "general-a"
+// (m5.large, on-demand, us-east-1a) with its Node, and a snapshot with the
+// Node and no pods.
+func (e env) seed(t *testing.T) {
+	t.Helper()
+	docs := strings.Split(manifests, "\n---\n")
+	pj, err := yaml.YAMLToJSON([]byte(docs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	np, _, err := v1.DecodeNodePool(pj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cj, err := yaml.YAMLToJSON([]byte(docs[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, _, err := v1.DecodeEC2NodeClass(cj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.PutConfig(t.Context(), ddbstore.Config{NodePools: []v1.NodePool{*np}, NodeClasses: []v1.EC2NodeClass{*nc}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	created := metav1.NewTime(t0.Add(-2 * time.Hour))
+	labels := map[string]string{
+		v1.LabelNodePool: "general", v1.LabelInstanceType: "m5.large", v1.LabelCapacityType: v1.CapacityTypeOnDemand,
+		v1.LabelTopologyZone: "us-east-1a", v1.LabelArch: "amd64", v1.LabelEC2NodeClass: "default",
+	}
+	cond := func(t string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, LastTransitionTime: created}
+	}
+	claim := v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "general-a", UID: "uid-general-a", CreationTimestamp: created, Labels: labels},
+		Spec: v1.NodeClaimSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelInstanceType, Operator: "In", Values: []string{"m5.large"}}},
+			NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+		},
+		Status: v1.NodeClaimStatus{NodeName: "node-a", ProviderID: "aws:///us-east-1a/i-0a", ImageID: "ami-1",
+			Conditions: []metav1.Condition{cond(v1.ConditionTypeLaunched), cond(v1.ConditionTypeRegistered), cond(v1.ConditionTypeInitialized)}},
+	}
+	if _, err := e.store.PutNodeClaim(t.Context(), claim); err != nil {
+		t.Fatal(err)
+	}
+	nodeLabels := map[string]string{v1.LabelInitialized: "true", v1.LabelRegistered: "true"}
+	for k, v := range labels {
+		nodeLabels[k] = v
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-node-a", CreationTimestamp: created, Labels: nodeLabels},
+		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-0a"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: mustQuantity("2"), corev1.ResourceMemory: mustQuantity("8Gi"), corev1.ResourcePods: mustQuantity("29")},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: mustQuantity("1930m"), corev1.ResourceMemory: mustQuantity("7Gi"), corev1.ResourcePods: mustQuantity("29")}},
+	}
+	part := &v1.ClusterSnapshot{ID: "part-1", Cluster: testCluster, CreatedAt: metav1.NewTime(t0.Add(-time.Minute)), SnapshotID: "snap-1",
+		Part: 0, Parts: 1, Nodes: []v1.NodeSummary{v1.SummarizeNode(node)}}
+	if _, err := e.store.PutSnapshotPart(t.Context(), part, t0.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHandleStartsAnExecutionPerCommand(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+
+	out, err := e.handler(t, t0).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("Handle() error = %v", err)
+	}
+	if len(out.Started) != 1 {
+		t.Fatalf("Started = %+v (warnings %v), want one command", out.Started, out.Warnings)
+	}
+	s := out.Started[0]
+	want := handler.Started{Execution: s.Execution, Method: "Empty", NodePool: "general", Candidates: []string{"general-a"}}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("Started mismatch (-want +got):\n%s", diff)
+	}
+	if !strings.HasPrefix(s.Execution, "empty-general-a-") {
+		t.Errorf("execution name %q, want empty-general-a-<hash>", s.Execution)
+	}
+	execs := e.executions(t)
+	in, ok := execs[s.Execution]
+	if !ok {
+		t.Fatalf("executions = %v, want %s", execs, s.Execution)
+	}
+	if in.ID != s.Execution || in.Method != workflow.MethodEmpty || !in.Budget.Budgeted || in.Settings.ValidationDelaySeconds != 15 ||
+		len(in.Candidates) != 1 || in.Candidates[0].Node != "node-a" || in.Reason == "" {
+		t.Errorf("execution input = %+v, want the Empty command by names with Karpenter's timers", in)
+	}
+	if diff := cmp.Diff([]workflow.PoolBudget{{NodePool: "general", Allowed: 1}}, in.Budget.Pools); diff != "" {
+		t.Errorf("budget mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestHandleStartsARacingDecisionOnce(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	first, err := e.handler(t, t0).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.handler(t, t0.Add(time.Minute)).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Started) != 1 || len(second.Started) != 1 || second.Started[0].Execution != first.Started[0].Execution || !second.Started[0].AlreadyExisted {
+		t.Errorf("first %+v, second %+v; want the same execution, the second finding it", first.Started, second.Started)
+	}
+	if n := len(e.executions(t)); n != 1 {
+		t.Errorf("%d executions, want 1", n)
+	}
+}
+
+func TestHandleLeavesClaimedNodesAlone(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	c, err := e.store.GetNodeClaim(t.Context(), "general-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Annotations = map[string]string{termination.AnnotationClaimHolder: "drift-general-a-1", termination.AnnotationClaimMethod: "Drifted",
+		termination.AnnotationClaimUntil: t0.Add(time.Minute).Format(time.RFC3339)}
+	if _, err := e.store.UpdateNodeClaim(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.handler(t, t0).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Started) != 0 {
+		t.Errorf("Started = %+v, want nothing while another execution holds the node", out.Started)
+	}
+}
+
+func TestHandleWithoutSnapshotDoesNothing(t *testing.T) {
+	e := newEnv(t)
+	out, err := e.handler(t, t0).Handle(t.Context(), nil)
+	if err != nil || out.Skipped == "" || len(out.Started) != 0 {
+		t.Errorf("Handle() = %+v, %v; want it skipped", out, err)
+	}
+}
+
+func TestParseFeatureGates(t *testing.T) {
+	got, err := handler.ParseFeatureGates("NodeRepair=false, SpotToSpotConsolidation=true")
+	if err != nil || !got.SpotToSpotConsolidation {
+		t.Errorf("ParseFeatureGates() = %+v, %v; want SpotToSpotConsolidation on", got, err)
+	}
+	for _, bad := range []string{"SpotToSpotConsolidation", "SpotToSpotConsolidation=maybe", "Teleport=true"} {
+		if _, err := handler.ParseFeatureGates(bad); err == nil {
+			t.Errorf("ParseFeatureGates(%q) error = nil, want an error", bad)
+		}
+	}
+	if g, err := handler.ParseFeatureGates(""); err != nil || g != (disruption.FeatureGates{}) {
+		t.Errorf("ParseFeatureGates(\"\") = %+v, %v; want every gate off", g, err)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	env := map[string]string{"CLUSTER_NAME": "c", "TABLE_NAME": "t", "AWS_REGION": "us-east-1", "KUBERNETES_VERSION": "1.33",
+		"STATE_MACHINE_ARN": "arn:aws:states:us-east-1:000000000000:stateMachine:x", "FEATURE_GATES": "SpotToSpotConsolidation=true"}
+	got, err := handler.LoadConfig(func(k string) string { return env[k] })
+	if err != nil || !got.FeatureGates.SpotToSpotConsolidation || got.SpotPriceRatio != 0.35 {
+		t.Errorf("LoadConfig() = %+v, %v", got, err)
+	}
+	if _, err := handler.LoadConfig(func(string) string { return "" }); err == nil {
+		t.Error("LoadConfig(empty) error = nil, want the missing settings")
+	}
+	env["FEATURE_GATES"] = "Nope=true"
+	if _, err := handler.LoadConfig(func(k string) string { return env[k] }); err == nil {
+		t.Error("LoadConfig(bad gates) error = nil, want an error")
+	}
+}
+
+func TestNewWithDepsRequiresEverything(t *testing.T) {
+	if _, err := handler.NewWithDeps(handler.Config{Cluster: "c", Region: "r"}, handler.Deps{}); err == nil {
+		t.Error("NewWithDeps() without deps: error = nil")
+	}
+}
+
+func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
