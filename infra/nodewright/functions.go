@@ -16,7 +16,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// triggerKind is what invokes a function.
+// triggerKind is what invokes a function; the zero kind is a function
+// only state machines invoke (its ${<Name>FunctionArn} placeholder).
 type triggerKind int
 
 const (
