@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/nodewright/nodewright/functions/disruption/handler"
+	"github.com/nodewright/nodewright/functions/internal/clusterclient"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 )
 
@@ -35,12 +38,24 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := handler.New(cfg, handler.Clients{
+	clients := handler.Clients{
 		DynamoDB: dynamodb.NewFromConfig(awsCfg),
 		EC2:      ec2.NewFromConfig(awsCfg),
 		SSM:      ssm.NewFromConfig(awsCfg),
 		SFN:      sfn.NewFromConfig(awsCfg),
-	}, lambdakit.NewLogger(os.Stdout, cfg.LogLevel).With("function", "disruption"), time.Now)
+	}
+	if cfg.Endpoint != "" {
+		ca, err := base64.StdEncoding.DecodeString(cfg.CAData)
+		if err != nil {
+			return fmt.Errorf("CLUSTER_CA_DATA: %w", err)
+		}
+		k, err := clusterclient.New(awsCfg, cfg.Cluster, cfg.Endpoint, ca)
+		if err != nil {
+			return err
+		}
+		clients.Kube = k
+	}
+	h, err := handler.New(cfg, clients, lambdakit.NewLogger(os.Stdout, cfg.LogLevel).With("function", "disruption"), time.Now)
 	if err != nil {
 		return err
 	}

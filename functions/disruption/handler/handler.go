@@ -35,6 +35,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	disrupttask "github.com/nodewright/nodewright/functions/disrupttask/handler"
 	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -65,6 +66,10 @@ type Config struct {
 	// CAData is the cluster CA bundle (base64 PEM, optional): Karpenter
 	// hashes it into the EC2NodeClass static-drift hash.
 	CAData string
+	// Endpoint is the cluster's API server (optional): with it, each run
+	// first gives back the nodes of executions that stopped unfinished
+	// (termination.Service.ReleaseStale).
+	Endpoint string
 	// SpotPriceRatio prices spot offerings until spot prices are read.
 	SpotPriceRatio float64
 	// FeatureGates are Karpenter's, from FEATURE_GATES
@@ -75,8 +80,8 @@ type Config struct {
 
 // LoadConfig reads CLUSTER_NAME, TABLE_NAME, AWS_REGION,
 // KUBERNETES_VERSION and STATE_MACHINE_ARN (required), CLUSTER_CA_DATA,
-// SPOT_PRICE_RATIO, FEATURE_GATES and LOG_LEVEL, reporting every problem at
-// once.
+// CLUSTER_ENDPOINT, SPOT_PRICE_RATIO, FEATURE_GATES and LOG_LEVEL,
+// reporting every problem at once.
 func LoadConfig(getenv func(string) string) (Config, error) {
 	e := lambdakit.NewEnv(getenv)
 	c := Config{
@@ -86,6 +91,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		KubernetesVersion: e.String("KUBERNETES_VERSION"),
 		StateMachineARN:   e.String("STATE_MACHINE_ARN"),
 		CAData:            e.StringOr("CLUSTER_CA_DATA", ""),
+		Endpoint:          e.StringOr("CLUSTER_ENDPOINT", ""),
 		SpotPriceRatio:    e.Float("SPOT_PRICE_RATIO", 0.35, 0, 1),
 		LogLevel:          e.Level("LOG_LEVEL"),
 	}
@@ -153,14 +159,22 @@ type starter interface {
 	Start(ctx context.Context, name string, input any) (sfnstarter.Execution, error)
 }
 
-// Deps are the handler's collaborators; all are required.
+// staleReleaser gives back the nodes of executions that stopped
+// unfinished (*termination.Service).
+type staleReleaser interface {
+	ReleaseStale(ctx context.Context, now time.Time) ([]termination.StaleRelease, error)
+}
+
+// Deps are the handler's collaborators; all but Stale are required.
 type Deps struct {
 	Store       Store
 	NodeClasses nodeClassResolver
 	Instances   instanceLister
 	Starter     starter
-	Log         *slog.Logger
-	Now         func() time.Time
+	// Stale, when set, runs before each evaluation.
+	Stale staleReleaser
+	Log   *slog.Logger
+	Now   func() time.Time
 }
 
 // EC2API is the EC2 client as the decider uses it (*ec2.Client).
@@ -175,6 +189,9 @@ type Clients struct {
 	EC2      EC2API
 	SSM      nodeclass.SSMAPI
 	SFN      sfnstarter.API
+	// Kube is the cluster's API (*kube.Client); nil when Endpoint is not
+	// configured.
+	Kube disrupttask.KubeAPI
 }
 
 // New wires the handler the way the Lambda runs it.
@@ -187,14 +204,24 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	if err != nil {
 		return nil, fmt.Errorf("disruption: %w", err)
 	}
-	return NewWithDeps(cfg, Deps{
+	fl := fleet.New(c.EC2)
+	d := Deps{
 		Store:       store,
 		NodeClasses: adapters.NodeClasses{Resolver: nodeclass.New(c.EC2, c.SSM, now), KubernetesVersion: cfg.KubernetesVersion},
-		Instances:   fleet.New(c.EC2),
+		Instances:   fl,
 		Starter:     st,
 		Log:         log,
 		Now:         now,
-	})
+	}
+	if c.Kube != nil {
+		k := disrupttask.Kube{Client: c.Kube}
+		svc, err := termination.New(termination.Ports{Claims: disrupttask.Claims{Store: store}, Nodes: k, Pods: k, Rules: k, Instances: fl})
+		if err != nil {
+			return nil, fmt.Errorf("disruption: %w", err)
+		}
+		d.Stale = svc
+	}
+	return NewWithDeps(cfg, d)
 }
 
 // Handler runs one evaluation per invocation. It holds no state between
@@ -228,6 +255,8 @@ type Output struct {
 	// Blocked counts the NodeClaims no command includes (Evaluate says
 	// why, in the logs).
 	Blocked int `json:"blocked"`
+	// Released are the nodes of stopped executions given back first.
+	Released []termination.StaleRelease `json:"released,omitempty"`
 	// Warnings name what was left out of the evaluation.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -258,6 +287,16 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 		return out, lambdakit.AsWorkflowError(fmt.Errorf("read snapshot: %w", err))
 	}
 	out.Snapshot = snap.ID
+	if h.d.Stale != nil {
+		released, err := h.d.Stale.ReleaseStale(ctx, now)
+		out.Released = released
+		for _, r := range released {
+			h.d.Log.InfoContext(ctx, "stale disruption released", "nodeclaim", r.NodeClaim, "execution", r.Holder, "outcome", r.Outcome, "err", r.Error)
+		}
+		if err != nil {
+			out.Warnings = append(out.Warnings, "releasing stale claims: "+err.Error())
+		}
+	}
 	cfg, err := h.d.Store.GetConfig(ctx)
 	if errors.Is(err, ddbstore.ErrNotFound) {
 		out.Skipped = "no NodePools or EC2NodeClasses synced yet"
@@ -267,7 +306,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 		return out, lambdakit.AsWorkflowError(fmt.Errorf("read config: %w", err))
 	}
 	in, warnings, err := h.input(ctx, now, snap, cfg.Config)
-	out.Warnings = warnings
+	out.Warnings = append(out.Warnings, warnings...)
 	if err != nil {
 		return out, lambdakit.AsWorkflowError(err)
 	}

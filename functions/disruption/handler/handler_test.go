@@ -78,14 +78,23 @@ func newEnv(t *testing.T) env {
 
 func (e env) handler(t *testing.T, now time.Time) *handler.Handler {
 	t.Helper()
+	return e.handlerWith(t, now, nil)
+}
+
+func (e env) handlerWith(t *testing.T, now time.Time, stale *fakeStale) *handler.Handler {
+	t.Helper()
 	st, err := sfnstarter.New(e.sfn, e.arn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35}, handler.Deps{
+	deps := handler.Deps{
 		Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now },
-	})
+	}
+	if stale != nil {
+		deps.Stale = stale
+	}
+	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,3 +348,24 @@ func TestNewWithDepsRequiresEverything(t *testing.T) {
 }
 
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// fakeStale records that it ran and reports one release.
+type fakeStale struct{ at time.Time }
+
+func (f *fakeStale) ReleaseStale(_ context.Context, now time.Time) ([]termination.StaleRelease, error) {
+	f.at = now
+	return []termination.StaleRelease{{NodeClaim: "general-z", Holder: "drift-general-z-1", Outcome: "given back"}}, nil
+}
+
+func TestHandleReleasesStaleClaimsFirst(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	stale := &fakeStale{}
+	out, err := e.handlerWith(t, t0, stale).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stale.at.Equal(t0) || len(out.Released) != 1 || out.Released[0].NodeClaim != "general-z" {
+		t.Errorf("Released = %+v (ran at %s), want the stale release at %s", out.Released, stale.at, t0)
+	}
+}
