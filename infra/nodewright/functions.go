@@ -47,13 +47,18 @@ const (
 	grantTable grant = iota + 1
 	// grantSendProvisioning: send to the provisioning FIFO queue.
 	grantSendProvisioning
+	// grantResolve: the Describe calls of EC2NodeClass resolution
+	// (subnets, security groups, AMIs) and the public SSM parameters of
+	// AMI aliases.
+	grantResolve
 	// grantLaunch: CreateFleet/RunInstances/CreateLaunchTemplate with the
-	// cluster's request tags, tagging on creation, the Describe calls of
-	// EC2NodeClass resolution, the public SSM parameters and iam:PassRole
-	// of the node role (karpenter-spec 4.1).
+	// cluster's request tags, tagging on creation, DescribeLaunchTemplates
+	// and iam:PassRole of the node role (karpenter-spec 4.1).
 	grantLaunch
-	// grantTerminate: TerminateInstances and DeleteLaunchTemplate on the
-	// cluster's resources, and DescribeInstances to find them.
+	// grantListInstances: DescribeInstances, to list the cluster's
+	// instances by tag.
+	grantListInstances
+	// grantTerminate: TerminateInstances on the cluster's instances.
 	grantTerminate
 )
 
@@ -121,7 +126,7 @@ var functions = []functionSpec{
 		timeout:      2 * time.Minute,
 		singleWriter: true,
 		env:          []env{envCommon, envKube, envNodeBootstrap, envFeatureGates},
-		grants:       []grant{grantTable, grantLaunch},
+		grants:       []grant{grantTable, grantResolve, grantLaunch},
 		trigger:      trigger{kind: triggerQueue, queue: queueProvisioning, batchSize: 5},
 		kube:         &kubeAccess{group: "nodewright:provisioner"},
 	},
@@ -133,7 +138,7 @@ var functions = []functionSpec{
 		memoryMiB:   512,
 		timeout:     50 * time.Second,
 		env:         []env{envCommon, envKube},
-		grants:      []grant{grantTable, grantTerminate},
+		grants:      []grant{grantTable, grantListInstances, grantTerminate},
 		trigger:     trigger{kind: triggerSchedule, every: time.Minute},
 		kube:        &kubeAccess{group: "nodewright:gc"},
 	},
@@ -142,13 +147,15 @@ var functions = []functionSpec{
 		// 12); the evaluation runs every minute and starts one execution
 		// per command (budgets hold through DynamoDB leases regardless).
 		// The solver simulates consolidations: memory as the provisioner.
+		// It reads the cluster from the forwarder's snapshot, and resolves
+		// node classes and lists instances for drift (functions/disruption).
 		name:         "disruption",
 		description:  "disruption: emptiness, drift, expiration and consolidation decisions; starts disruption executions",
 		memoryMiB:    2048,
 		timeout:      50 * time.Second,
 		singleWriter: true,
-		env:          []env{envCommon, envFeatureGates},
-		grants:       []grant{grantTable},
+		env:          []env{envCommon, envDrift, envFeatureGates},
+		grants:       []grant{grantTable, grantResolve, grantListInstances},
 		trigger:      trigger{kind: triggerSchedule, every: time.Minute},
 		starts:       map[string]string{"STATE_MACHINE_ARN": "disruption"},
 	},
@@ -161,7 +168,7 @@ var functions = []functionSpec{
 		memoryMiB:   1024,
 		timeout:     290 * time.Second,
 		env:         []env{envCommon, envKube, envNodeBootstrap},
-		grants:      []grant{grantTable, grantLaunch, grantTerminate},
+		grants:      []grant{grantTable, grantResolve, grantLaunch, grantTerminate},
 		kube:        &kubeAccess{group: "nodewright:disrupttask"},
 		continues:   []string{"disruption", "interruption"},
 	},
@@ -205,6 +212,15 @@ func envNodeBootstrap(d *deployment) map[string]*string {
 		m["CLUSTER_DNS"] = jsii.String(d.props.Cluster.DNS)
 	}
 	return m
+}
+
+// envDrift is what the EC2NodeClass drift hash and AMI aliases need: the
+// CA bundle is part of Karpenter's static-drift hash.
+func envDrift(d *deployment) map[string]*string {
+	return map[string]*string{
+		"KUBERNETES_VERSION": d.cluster.version,
+		"CLUSTER_CA_DATA":    d.cluster.caData,
+	}
 }
 
 func envFeatureGates(d *deployment) map[string]*string {

@@ -113,19 +113,25 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 			statement("TagOnCreation", []string{"ec2:CreateTags"}, launchCreatedResources(), merge(requestTagged(cluster), map[string]any{
 				"StringEquals": map[string]any{"ec2:CreateAction": []string{"RunInstances", "CreateFleet", "CreateLaunchTemplate"}},
 			})),
-			statement("ResolveNodeClasses", []string{
-				"ec2:DescribeImages", "ec2:DescribeLaunchTemplates", "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets",
-			}, *jsii.Strings("*"), inRegion()),
-			statement("ReadPublicSSMParameters", []string{"ssm:GetParameter"},
-				*jsii.Strings("arn:" + *awscdk.Aws_PARTITION() + ":ssm:" + *awscdk.Aws_REGION() + "::parameter/aws/service/*"), nil),
+			statement("FindLaunchTemplates", []string{"ec2:DescribeLaunchTemplates"}, *jsii.Strings("*"), inRegion()),
 			statement("PassNodeRole", []string{"iam:PassRole"}, []*string{d.nodeRole.arn}, map[string]any{
 				"StringEquals": map[string]any{"iam:PassedToService": []string{"ec2.amazonaws.com", "ec2.amazonaws.com.cn"}},
 			}),
 		}
+	case grantResolve:
+		return []awsiam.PolicyStatement{
+			statement("ResolveNodeClasses", []string{"ec2:DescribeImages", "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets"},
+				*jsii.Strings("*"), inRegion()),
+			statement("ReadPublicSSMParameters", []string{"ssm:GetParameter"},
+				*jsii.Strings("arn:" + *awscdk.Aws_PARTITION() + ":ssm:" + *awscdk.Aws_REGION() + "::parameter/aws/service/*"), nil),
+		}
+	case grantListInstances:
+		return []awsiam.PolicyStatement{
+			statement("ListInstances", []string{"ec2:DescribeInstances"}, *jsii.Strings("*"), inRegion()),
+		}
 	case grantTerminate:
 		return []awsiam.PolicyStatement{
 			statement("TerminateClusterInstances", []string{"ec2:TerminateInstances"}, *jsii.Strings(ec2ARN("own", "instance")), resourceTagged(cluster)),
-			statement("ListInstances", []string{"ec2:DescribeInstances"}, *jsii.Strings("*"), inRegion()),
 		}
 	}
 	return nil

@@ -99,14 +99,17 @@ func addSuppressions(d *deployment) {
 		anyResource := f.spec.kube != nil && d.props.Network != nil
 		for _, g := range f.spec.grants {
 			switch g {
+			case grantResolve:
+				anyResource = true
+				ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonSSMPublic, appliesTo: []string{findingSSMPublic}})
 			case grantLaunch:
 				anyResource = true
 				ss = append(ss,
 					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Created, appliesTo: []string{findingEC2Created}},
-					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Referenced, appliesTo: []string{findingEC2Reference}},
-					suppression{id: "AwsSolutions-IAM5", reason: reasonSSMPublic, appliesTo: []string{findingSSMPublic}})
-			case grantTerminate:
+					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Referenced, appliesTo: []string{findingEC2Reference}})
+			case grantListInstances:
 				anyResource = true
+			case grantTerminate:
 				ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Created, appliesTo: []string{findingEC2Created}})
 			}
 		}

@@ -434,6 +434,20 @@ func TestDefaultDeployment(t *testing.T) {
 		}
 	})
 
+	t.Run("should name every statement of a policy distinctly", func(t *testing.T) {
+		seen := map[string]bool{}
+		for _, st := range c.identityStatements() {
+			if st.sid == "" {
+				continue
+			}
+			key := st.owner + "/" + st.sid
+			if seen[key] {
+				t.Errorf("%s: Sid %s used twice", st.owner, st.sid)
+			}
+			seen[key] = true
+		}
+	})
+
 	t.Run("should use a wildcard resource only for actions without resource-level permissions", func(t *testing.T) {
 		allowed := regexp.MustCompile(`^(ec2:Describe[A-Za-z]+|ec2:(Create|Delete)NetworkInterface|ec2:(Assign|Unassign)PrivateIpAddresses|xray:[A-Za-z]+|logs:(Create|Get|Update|Delete|List|Describe|Put)[A-Za-z]*)$`)
 		for _, st := range c.identityStatements() {
