@@ -126,7 +126,7 @@ func (s *Service) renew(ctx context.Context, st workflow.DisruptionState, now ti
 func (s *Service) ReleaseBudget(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.ReleaseOutput, error) {
 	out := workflow.ReleaseOutput{Released: []string{}}
 	released, err := s.releaseClaims(ctx, st)
-	out.Released = released
+	out.Released = append(out.Released, released...)
 	if err != nil {
 		return out, err
 	}

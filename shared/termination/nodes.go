@@ -95,7 +95,7 @@ func (s *Service) Revalidate(ctx context.Context, st workflow.DisruptionState, n
 			reasons = append(reasons, why...)
 			o.Outcome = "no longer eligible: " + strings.Join(why, "; ")
 		} else {
-			o.Outcome = fmt.Sprintf("eligible: %d pods to move", moving)
+			o.Outcome = fmt.Sprintf("eligible; pods to move: %d", moving)
 		}
 		out.Nodes = append(out.Nodes, o)
 	}
