@@ -147,16 +147,19 @@ var functions = []functionSpec{
 		// 12); the evaluation runs every minute and starts one execution
 		// per command (budgets hold through DynamoDB leases regardless).
 		// The solver simulates consolidations: memory as the provisioner.
-		// It reads the cluster from the forwarder's snapshot, and resolves
-		// node classes and lists instances for drift (functions/disruption).
+		// It reads the cluster from the forwarder's snapshot, resolves node
+		// classes and lists instances for drift, and reaches the cluster
+		// only to give back the nodes of executions that stopped unfinished
+		// (functions/disruption, termination.ReleaseStale).
 		name:         "disruption",
 		description:  "disruption: emptiness, drift, expiration and consolidation decisions; starts disruption executions",
 		memoryMiB:    2048,
 		timeout:      50 * time.Second,
 		singleWriter: true,
-		env:          []env{envCommon, envDrift, envFeatureGates},
+		env:          []env{envCommon, envKube, envDrift, envFeatureGates},
 		grants:       []grant{grantTable, grantResolve, grantListInstances},
 		trigger:      trigger{kind: triggerSchedule, every: time.Minute},
+		kube:         &kubeAccess{group: "nodewright:disruption"},
 		starts:       map[string]string{"STATE_MACHINE_ARN": "disruption"},
 	},
 	{
