@@ -78,6 +78,7 @@ type upFlags struct {
 	zones       stringList
 	bootDelay   time.Duration
 	detach      bool
+	disruption  bool
 }
 
 func parseUpFlags(name string, args []string, stderr io.Writer) (upFlags, error) {
@@ -89,6 +90,7 @@ func parseUpFlags(name string, args []string, stderr io.Writer) (upFlags, error)
 	fs.Var(&f.zones, "zones", "availability zones (comma-separated; default: the simulator's zones of the region)")
 	fs.DurationVar(&f.bootDelay, "boot-delay", stack.DefaultBootDelay, "simulated instance boot time before its Node registers")
 	fs.BoolVar(&f.detach, "detach", false, "start in the background and return")
+	fs.BoolVar(&f.disruption, "disruption", false, "wire consolidation and drift (needs make sfn-deps; not working end to end yet)")
 	if err := fs.Parse(args); err != nil {
 		return upFlags{}, errUsage
 	}
@@ -103,7 +105,7 @@ func parseUpFlags(name string, args []string, stderr io.Writer) (upFlags, error)
 }
 
 func (f upFlags) options(detach bool, progress io.Writer) stack.Options {
-	return stack.Options{Dir: f.dir, Region: f.region, Zones: f.zones, BootDelay: f.bootDelay, Detach: detach, Progress: progress}
+	return stack.Options{Dir: f.dir, Region: f.region, Zones: f.zones, BootDelay: f.bootDelay, Detach: detach, Disruption: f.disruption, Progress: progress}
 }
 
 func localUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -153,6 +155,9 @@ func localUpDetached(ctx context.Context, f upFlags, args []string, stdout io.Wr
 	serveArgs := []string{"local", "serve", "--dir", dir, "--region", f.region, "--boot-delay", f.bootDelay.String()}
 	if len(f.zones) > 0 {
 		serveArgs = append(serveArgs, "--zones", f.zones.String())
+	}
+	if f.disruption {
+		serveArgs = append(serveArgs, "--disruption")
 	}
 	cmd := exec.Command(self, serveArgs...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

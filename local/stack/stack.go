@@ -115,6 +115,12 @@ type Options struct {
 	BatchIdle, BatchMax time.Duration
 	// GCInterval is how often the gc handler runs (zero: one minute).
 	GCInterval time.Duration
+	// Disruption wires consolidation, drift and expiry (the disruption
+	// handler on a ticker, the disruption state machine on
+	// aws-local-stepfunctions, the disrupttask handler behind
+	// local/lambdaserver); it needs `make sfn-deps`. Off by default: see
+	// Wired.
+	Disruption bool
 	// Detach lets the control plane and the forwarder outlive this
 	// process (`local up --detach` runs Up in a background process).
 	Detach bool
@@ -163,6 +169,18 @@ type Stack struct {
 	prices   *pricer
 	stopOnce sync.Once
 	stopErr  error
+	// disruptionWired is set when the disruption state machine runs
+	// (startDisruption).
+	disruptionWired bool
+}
+
+// disruptionClients are the clients the disruption functions share with
+// the others.
+type disruptionClients struct {
+	ddb  *dynamodb.Client
+	ec2  *ec2.Client
+	ssm  *ssm.Client
+	kube *kube.Client
 }
 
 // Wired lists which parts of the system the stack runs end to end.
@@ -172,9 +190,17 @@ type Wired struct {
 }
 
 // Wired reports the features this stack runs: provisioning and garbage
-// collection today; consolidation, drift and interruption handling wait
-// for their functions and state machines.
-func (s *Stack) Wired() Wired { return Wired{Provisioning: true, GarbageCollection: true} }
+// collection always; consolidation and drift when Options.Disruption is
+// set and the Step Functions runner is installed (`make sfn-deps`);
+// interruption handling not yet. Disruption is opt-in because it does not
+// work end to end yet: the provisioner's registration gives each Node an
+// ownerReference to its NodeClaim's stored UID, not the UID of the
+// forwarder's NodeClaim mirror, so Kubernetes' garbage collector deletes
+// every registered Node (held by the karpenter.sh/termination finalizer)
+// and the disruption evaluation skips them as "already being deleted".
+func (s *Stack) Wired() Wired {
+	return Wired{Provisioning: true, GarbageCollection: true, Consolidation: s.disruptionWired, Drift: s.disruptionWired}
+}
 
 // Up starts the stack (see the package doc) and returns once the forwarder
 // runs. ctx bounds the start only. On error everything started so far is
@@ -268,8 +294,8 @@ func (o *Options) fill() error {
 		return fmt.Errorf("state dir: %w", err)
 	}
 	o.Dir = dir
-	if o.RepoRoot == "" && (o.BinDir == "" || o.ForwarderBin == "") {
-		if o.RepoRoot, err = FindRepoRoot(); err != nil {
+	if o.RepoRoot == "" {
+		if o.RepoRoot, err = FindRepoRoot(); err != nil && (o.BinDir == "" || o.ForwarderBin == "") {
 			return err
 		}
 	}
@@ -397,6 +423,12 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Nodes: nodes}, s.log.With("function", "gc"), time.Now)
 	if err != nil {
 		return fmt.Errorf("gc: %w", err)
+	}
+
+	if opts.Disruption {
+		if s.disruptionWired, err = s.startDisruption(runCtx, env, disruptionClients{ddb: ddb, ec2: ec2Client, ssm: ssmClient, kube: nodes}); err != nil {
+			return err
+		}
 	}
 
 	front, err := s.serve(&apiFront{intake: intake})

@@ -1,0 +1,159 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	disruptionhandler "github.com/nodewright/nodewright/functions/disruption/handler"
+	disrupttaskhandler "github.com/nodewright/nodewright/functions/disrupttask/handler"
+	"github.com/nodewright/nodewright/local/lambdaserver"
+	"github.com/nodewright/nodewright/local/stepfunctions"
+	"github.com/nodewright/nodewright/shared/workflow"
+)
+
+const account = "111122223333"
+
+// localSFN stands in for the Step Functions StartExecution API
+// (sfnstarter.API): each execution runs the repository's state machine
+// definition on aws-local-stepfunctions (local/stepfunctions, a Node 22
+// subprocess) in the background, its Lambda tasks invoking the real
+// handlers through local/lambdaserver. Names are unique per state machine,
+// as Step Functions keeps them for 90 days: a reused name fails with
+// ExecutionAlreadyExists.
+type localSFN struct {
+	runner *stepfunctions.Runner
+	defs   map[string][]byte // state machine ARN -> definition
+	ctx    context.Context
+	wg     *sync.WaitGroup
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (s *localSFN) StartExecution(_ context.Context, in *sfn.StartExecutionInput, _ ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error) {
+	arn, name := aws.ToString(in.StateMachineArn), aws.ToString(in.Name)
+	def, ok := s.defs[arn]
+	if !ok {
+		return nil, &sfntypes.StateMachineDoesNotExist{Message: aws.String("State Machine Does Not Exist: '" + arn + "'")}
+	}
+	s.mu.Lock()
+	if s.names[arn+"/"+name] {
+		s.mu.Unlock()
+		return nil, &sfntypes.ExecutionAlreadyExists{Message: aws.String("Execution Already Exists: '" + name + "'")}
+	}
+	s.names[arn+"/"+name] = true
+	s.mu.Unlock()
+	input := json.RawMessage(aws.ToString(in.Input))
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		res, err := s.runner.Run(s.ctx, def, stepfunctions.Execution{Name: name, StateMachineARN: arn, Input: input})
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.log.Error("execution could not run", "execution", name, "err", err)
+			}
+			return
+		}
+		s.log.Info("execution finished", "execution", name, "status", res.Status, "error", res.Error, "cause", res.Cause)
+	}()
+	now := time.Now()
+	return &sfn.StartExecutionOutput{ExecutionArn: aws.String(executionARN(arn, name)), StartDate: &now}, nil
+}
+
+func executionARN(machineARN, name string) string {
+	// arn:aws:states:<region>:<account>:stateMachine:<machine> -> ...:execution:<machine>:<name>
+	const marker = ":stateMachine:"
+	for i := 0; i+len(marker) <= len(machineARN); i++ {
+		if machineARN[i:i+len(marker)] == marker {
+			return machineARN[:i] + ":execution:" + machineARN[i+len(marker):] + ":" + name
+		}
+	}
+	return machineARN + ":" + name
+}
+
+// startDisruption wires consolidation, drift and expiry when the
+// Step Functions runner is installed (`make sfn-deps`): the disruption
+// handler on a 10-second ticker (Karpenter's disruption poll period), the
+// disrupttask handler behind local/lambdaserver, and the disruption state
+// machine (statemachines/disruption.asl.json) on aws-local-stepfunctions.
+// It returns false (and logs why) when the runner or the definition is
+// missing.
+func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c disruptionClients) (bool, error) {
+	runner, err := stepfunctions.Find(filepath.Join(s.opts.RepoRoot, stepfunctions.NPMDir))
+	if err != nil {
+		s.log.Info("disruption not wired: Step Functions runner missing (make sfn-deps)", "err", err)
+		return false, nil
+	}
+	raw, err := os.ReadFile(filepath.Join(s.opts.RepoRoot, "statemachines", "disruption.asl.json"))
+	if err != nil {
+		s.log.Info("disruption not wired: no state machine definition", "err", err)
+		return false, nil
+	}
+	region := s.opts.Region
+	fnARN := fmt.Sprintf("arn:aws:lambda:%s:%s:function:disrupttask", region, account)
+	machineARN := fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:nodewright-disruption", region, account)
+	def, err := stepfunctions.Substitute(raw, map[string]string{"DisrupttaskFunctionArn": fnARN})
+	if err != nil {
+		return false, fmt.Errorf("disruption state machine: %w", err)
+	}
+	env["STATE_MACHINE_ARN"] = machineARN
+	getenv := func(k string) string { return env[k] }
+	sfnAPI := &localSFN{defs: map[string][]byte{machineARN: def}, ctx: runCtx, wg: &s.wg, log: s.log.With("component", "stepfunctions"), names: map[string]bool{}}
+
+	tcfg, err := disrupttaskhandler.LoadConfig(getenv)
+	if err != nil {
+		return false, fmt.Errorf("disrupttask config: %w", err)
+	}
+	task, err := disrupttaskhandler.New(tcfg, disrupttaskhandler.Clients{DynamoDB: c.ddb, EC2: c.ec2, SSM: c.ssm, SFN: sfnAPI, Kube: c.kube},
+		s.log.With("function", "disrupttask"), time.Now)
+	if err != nil {
+		return false, fmt.Errorf("disrupttask: %w", err)
+	}
+	lambdas := lambdaserver.New()
+	if err := lambdas.Register("disrupttask", func(ctx context.Context, in workflow.TaskInput) (any, error) { return task.Handle(ctx, in) }); err != nil {
+		return false, fmt.Errorf("lambda server: %w", err)
+	}
+	lambdaURL, err := s.serve(lambdas)
+	if err != nil {
+		return false, fmt.Errorf("lambda server: %w", err)
+	}
+	sfnAPI.runner = runner.WithLambda(lambdaURL, region)
+
+	dcfg, err := disruptionhandler.LoadConfig(getenv)
+	if err != nil {
+		return false, fmt.Errorf("disruption config: %w", err)
+	}
+	decider, err := disruptionhandler.New(dcfg, disruptionhandler.Clients{DynamoDB: c.ddb, EC2: c.ec2, SSM: c.ssm, SFN: sfnAPI},
+		s.log.With("function", "disruption"), time.Now)
+	if err != nil {
+		return false, fmt.Errorf("disruption: %w", err)
+	}
+	s.goLoop(runCtx, func(ctx context.Context) error {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+				ictx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-disruption"})
+				if _, err := decider.Handle(ictx, nil); err != nil && ctx.Err() == nil {
+					s.log.Warn("disruption invocation failed", "err", err)
+				}
+			}
+		}
+	})
+	return true, nil
+}
