@@ -18,10 +18,12 @@
 // in its own process group, recorded by PID. Prices are the embedded
 // offline on-demand table (shared/catalog), Spot at on-demand × 0.35.
 //
-// The disruption, interruption and Step Functions pieces (functions/
-// disruption, functions/interruption, statemachines/*.asl.json on
-// aws-local-stepfunctions) are not wired yet: Stack.Wired says which
-// features are.
+// Disruption (functions/disruption on a ticker, statemachines/
+// disruption.asl.json on aws-local-stepfunctions, functions/disrupttask
+// behind local/lambdaserver) is wired only with Options.Disruption, as it
+// does not work end to end yet (see Stack.Wired); interruption handling
+// (functions/interruption) is not wired. Stack.Wired says which features
+// run.
 //
 // # State
 //
