@@ -4,7 +4,7 @@ GO ?= go
 FUNCTIONS := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: help build cli test bench lint vet fmt demo synth clean
+.PHONY: help build cli test unit bench lint vet fmt demo synth clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -19,9 +19,15 @@ build: ## every Lambda as dist/<function>/bootstrap (linux/arm64, CGO off) and t
 cli: ## the nodewright CLI as bin/nodewright
 	$(GO) build -o bin/nodewright ./cmd/nodewright
 
-test: ## vet and unit tests of the root module (never compiles awscdk or k8s.io/kubernetes)
+test: controlplane sfn-deps cdk-tools ## everything CI runs: vet, unit and end-to-end tests (local control plane, local Step Functions), the CDK app's tests and synth
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 40m ./...
+	$(MAKE) --no-print-directory synth
+	cd infra && $(CDK_ENV) $(GO) vet ./... && $(CDK_ENV) $(GO) test -count=1 ./...
+
+unit: ## the fast loop: vet and unit tests of the root module; -short skips the end-to-end tests (never compiles awscdk or k8s.io/kubernetes)
+	$(GO) vet ./...
+	$(GO) test -short ./...
 
 bench: ## solver benchmarks (see shared/scheduling/BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -benchmem ./shared/scheduling/
