@@ -8,12 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/local/stack"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
 // TestRegisteredNodesAreNotGarbageCollected checks that a Node, once the
-// provisioner has registered it (ownerReference to its NodeClaim, as
-// Karpenter sets it), survives Kubernetes' garbage collector: the owner
-// it names must be the NodeClaim object in the cluster (same UID), or the
+// provisioner has registered it, survives Kubernetes' garbage collector:
+// registration must not give it an owner the cluster does not have (the
+// NodeClaims in the cluster are mirrors with their own UIDs), or the
 // collector deletes the Node as an orphan.
 func TestRegisteredNodesAreNotGarbageCollected(t *testing.T) {
 	s := startStack(t)
@@ -27,7 +28,7 @@ func TestRegisteredNodesAreNotGarbageCollected(t *testing.T) {
 			return false
 		}
 		for _, n := range nodeList(t, s) {
-			if len(n.OwnerReferences) > 0 {
+			if n.Labels[v1.LabelRegistered] == "true" {
 				return true
 			}
 		}

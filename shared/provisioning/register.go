@@ -245,12 +245,14 @@ func syncPatch(node *corev1.Node, claim *v1.NodeClaim) (NodePatch, []string) {
 	if !slices.Contains(node.Finalizers, v1.TerminationFinalizer) {
 		p.AddFinalizers = []string{v1.TerminationFinalizer}
 	}
-	if claim.UID != "" && !slices.ContainsFunc(node.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == claim.UID }) {
-		block := true
-		p.AddOwnerReferences = []metav1.OwnerReference{{
-			APIVersion: v1.Group + "/v1", Kind: v1.KindNodeClaim, Name: claim.Name, UID: claim.UID, BlockOwnerDeletion: &block,
-		}}
-	}
+	// Karpenter also makes the NodeClaim the Node's owner. nodewright does
+	// not: its NodeClaims live in DynamoDB, and the karpenter.sh/v1 objects in
+	// the cluster are mirrors whose UIDs the API server assigns. An owner
+	// reference carrying the stored UID names an object the cluster does not
+	// have, so the garbage collector would delete the Node as an orphan (and
+	// one carrying the mirror's UID would delete it whenever the mirror is
+	// re-created). Nodes are removed by nodewright's own termination and
+	// garbage collection instead.
 	return p, warnings
 }
 

@@ -63,11 +63,6 @@ func regNode(mut ...func(*corev1.Node)) *corev1.Node {
 	return n
 }
 
-func ownerRef(c v1.NodeClaim) []metav1.OwnerReference {
-	block := true
-	return []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: v1.KindNodeClaim, Name: c.Name, UID: c.UID, BlockOwnerDeletion: &block}}
-}
-
 func TestRegisterSyncsTheNode(t *testing.T) {
 	claim := regClaim()
 	wantLabels := map[string]string{
@@ -86,11 +81,10 @@ func TestRegisterSyncsTheNode(t *testing.T) {
 			node: regNode(),
 			want: provisioning.NodePatch{
 				Node: regNodeName, Labels: wantLabels,
-				Annotations:        map[string]string{"example.com/owner": "payments", v1.AnnotationNodePoolHash: "123"},
-				AddTaints:          []corev1.Taint{taintDedicated, taintStartup},
-				RemoveTaints:       []corev1.Taint{taintUnregistered},
-				AddFinalizers:      []string{v1.TerminationFinalizer},
-				AddOwnerReferences: ownerRef(claim),
+				Annotations:   map[string]string{"example.com/owner": "payments", v1.AnnotationNodePoolHash: "123"},
+				AddTaints:     []corev1.Taint{taintDedicated, taintStartup},
+				RemoveTaints:  []corev1.Taint{taintUnregistered},
+				AddFinalizers: []string{v1.TerminationFinalizer},
 			},
 		},
 		{
@@ -98,10 +92,9 @@ func TestRegisterSyncsTheNode(t *testing.T) {
 			node: regNode(func(n *corev1.Node) { n.Labels[v1.LabelDoNotSyncTaints] = "true" }),
 			want: provisioning.NodePatch{
 				Node: regNodeName, Labels: wantLabels,
-				Annotations:        map[string]string{"example.com/owner": "payments", v1.AnnotationNodePoolHash: "123"},
-				RemoveTaints:       []corev1.Taint{taintUnregistered},
-				AddFinalizers:      []string{v1.TerminationFinalizer},
-				AddOwnerReferences: ownerRef(claim),
+				Annotations:   map[string]string{"example.com/owner": "payments", v1.AnnotationNodePoolHash: "123"},
+				RemoveTaints:  []corev1.Taint{taintUnregistered},
+				AddFinalizers: []string{v1.TerminationFinalizer},
 			},
 		},
 		{
@@ -118,10 +111,9 @@ func TestRegisterSyncsTheNode(t *testing.T) {
 					v1.LabelRegistered: "true", v1.LabelEC2NodeClass: "default", v1.LabelInstanceType: "m5.large",
 					v1.LabelTopologyZone: "us-east-1a", v1.LabelCapacityType: v1.CapacityTypeOnDemand, v1.LabelArch: "amd64", v1.LabelOS: "linux",
 				},
-				Annotations:        map[string]string{v1.AnnotationNodePoolHash: "123"},
-				AddTaints:          []corev1.Taint{taintStartup},
-				RemoveTaints:       []corev1.Taint{taintUnregistered},
-				AddOwnerReferences: ownerRef(claim),
+				Annotations:  map[string]string{v1.AnnotationNodePoolHash: "123"},
+				AddTaints:    []corev1.Taint{taintStartup},
+				RemoveTaints: []corev1.Taint{taintUnregistered},
 			},
 		},
 		{
@@ -129,9 +121,8 @@ func TestRegisterSyncsTheNode(t *testing.T) {
 			node: regNode(func(n *corev1.Node) { n.Spec.Taints = nil; n.Labels[v1.LabelDoNotSyncTaints] = "true" }),
 			want: provisioning.NodePatch{
 				Node: regNodeName, Labels: wantLabels,
-				Annotations:        map[string]string{"example.com/owner": "payments", v1.AnnotationNodePoolHash: "123"},
-				AddFinalizers:      []string{v1.TerminationFinalizer},
-				AddOwnerReferences: ownerRef(claim),
+				Annotations:   map[string]string{"example.com/owner": "payments", v1.AnnotationNodePoolHash: "123"},
+				AddFinalizers: []string{v1.TerminationFinalizer},
 			},
 			wantWarnings: []string{"UnregisteredTaintMissing: node " + regNodeName + " registered without taint karpenter.sh/unregistered:NoExecute"},
 		},
