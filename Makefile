@@ -63,7 +63,7 @@ sfn-deps: ## Node 22, aws-local-stepfunctions and asl-validator into .cache/npm 
 		npm install --no-audit --no-fund --loglevel=error $(SFN_PACKAGES); \
 	fi
 
-demo: controlplane ## the README's demo: local stack up, guide-complete applied, inflate scaled 10 -> 0, timeline; exits 0 on success, leaves nothing running
+demo: controlplane sfn-deps ## the README's demo: local stack up, guide-complete applied, inflate scaled 10 -> 0 and its nodes consolidated away, timeline; exits 0 on success, leaves nothing running
 	$(GO) run ./cmd/nodewright demo
 
 .PHONY: cdk-tools

@@ -40,7 +40,7 @@ func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs.IntVar(&cfg.replicas, "replicas", 10, "inflate replicas to scale to")
 	fs.DurationVar(&cfg.bootDelay, "boot-delay", stack.DefaultBootDelay, "simulated instance boot time")
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "give up after this long")
-	fs.BoolVar(&cfg.disrupt, "disruption", false, "also wire consolidation (disruption state machine on aws-local-stepfunctions; needs make sfn-deps) and wait for it")
+	fs.BoolVar(&cfg.disrupt, "disruption", true, "wire consolidation (the disruption state machine on aws-local-stepfunctions; needs make sfn-deps) and wait for it; false skips the scale-down step")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || cfg.replicas < 1 {
 		return 2
 	}
@@ -155,7 +155,11 @@ func (d *demoRun) run(ctx context.Context, cfg demoConfig) (err error) {
 		}
 		d.say("consolidation removed every empty node")
 	} else {
-		d.say("NOT YET IMPLEMENTED: consolidation does not work end to end on the local stack yet (--disruption wires it, but registered Nodes are garbage-collected); the %d empty nodes stay ($%.4f/h) until the stack stops", st.Nodes, st.PricePerHour)
+		if !cfg.disrupt {
+			d.say("consolidation skipped (--disruption=false); the %d empty nodes stay ($%.4f/h) until the stack stops", st.Nodes, st.PricePerHour)
+		} else {
+			return fmt.Errorf("consolidation is not wired: the local Step Functions engine is missing (run make sfn-deps)")
+		}
 	}
 	if !wired.Drift {
 		d.say("NOT YET IMPLEMENTED: drift (changing the AMI) is not wired into the local stack yet; skipped")

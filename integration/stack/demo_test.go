@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/nodewright/nodewright/local/stack"
+	"github.com/nodewright/nodewright/local/stepfunctions"
 )
 
 // TestDemoSucceedsAndLeavesNothingRunning runs `nodewright demo` as the
-// README's `make demo` does (after `make controlplane`) and checks its
-// exit code, its timeline and that its state directory is gone.
+// README's `make demo` does (after `make controlplane` and `make sfn-deps`)
+// and checks its exit code, its timeline (scale-up, then consolidation of the
+// empty nodes) and that its state directory is gone.
 func TestDemoSucceedsAndLeavesNothingRunning(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test on the local stack: skipped under -short")
@@ -25,6 +27,9 @@ func TestDemoSucceedsAndLeavesNothingRunning(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, ".cache", "bin", "kube-apiserver")); err != nil {
 		t.Skip("end-to-end test on the local stack: control-plane binaries not built (run `make controlplane`)")
+	}
+	if _, err := stepfunctions.FindFromRepo(root); err != nil {
+		t.Skipf("the demo's consolidation step needs the local Step Functions engine (run `make sfn-deps`): %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "nodewright")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/nodewright")
@@ -45,6 +50,7 @@ func TestDemoSucceedsAndLeavesNothingRunning(t *testing.T) {
 		"applied deploy/demo/guide-complete/nodepool.yaml",
 		"all 10 pods Running on",
 		"prices: embedded offline on-demand price table",
+		"consolidation removed every empty node",
 		"demo finished successfully",
 	} {
 		if !strings.Contains(string(out), want) {
