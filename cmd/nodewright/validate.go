@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -172,8 +173,10 @@ func checkManifests(objs []manifest.Object, readErr error) validateReport {
 	for _, o := range objs {
 		if o.Typed != nil {
 			// Two objects of one kind and namespace/name would overwrite
-			// each other when applied; plan rejects them too.
-			id := o.Kind + " " + o.Namespace + "/" + o.Name
+			// each other when applied; plan rejects them too. A directory is
+			// one cluster's manifests, so the same name in two directories
+			// (two clusters, as in the seed examples) is not a duplicate.
+			id := sourceDir(o.Source) + "|" + o.Kind + " " + o.Namespace + "/" + o.Name
 			if prev, dup := seen[id]; dup {
 				name := o.Name
 				if o.Namespace != "" {
@@ -231,4 +234,14 @@ func unjoin(err error) []error {
 		return out
 	}
 	return []error{err}
+}
+
+// sourceDir is the directory of a manifest source ("path#doc"), or the
+// source itself for stdin.
+func sourceDir(source string) string {
+	path, _, _ := strings.Cut(source, "#")
+	if path == "stdin" || path == "-" {
+		return path
+	}
+	return filepath.Dir(path)
 }

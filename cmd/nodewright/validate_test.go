@@ -54,8 +54,16 @@ func TestValidateCommand(t *testing.T) {
 		want  string // stdout
 	}{
 		{
-			// The seed directories are independent examples (two define a
-			// "production" pool), so each is one input.
+			// Issue 2's acceptance check: the whole seed tree at once. Its
+			// directories are independent clusters (two define a
+			// "production" pool), so equal names across them are fine.
+			name: "should accept every seed manifest in one call",
+			args: []string{"-f", seedsDir},
+			want: "warning: " + seedsDir + "/memo/nodepools.yaml#1: NodePool \"resident-ondemand\": spec.disruption.consolidateAfter: not set; Karpenter v1.14.1 requires it when spec.disruption is written, Karpenter HEAD defaults it to \"0s\" (applied here)\n" +
+				"warning: " + seedsDir + "/memo/nodepools.yaml#2: NodePool \"batch-spot\": spec.disruption.consolidateAfter: not set; Karpenter v1.14.1 requires it when spec.disruption is written, Karpenter HEAD defaults it to \"0s\" (applied here)\n" +
+				"valid: checked 10 NodePools, 7 EC2NodeClasses; 0 errors, 2 warnings\n",
+		},
+		{
 			name: "should accept the guide seed manifests",
 			args: []string{"-f", seedsDir + "/guide"},
 			want: "valid: checked 7 NodePools, 5 EC2NodeClasses; 0 errors, 0 warnings\n",
