@@ -586,61 +586,43 @@ func HTTPStatus(err error) int {
 // *ValidationError for a wrong apiVersion or kind or a Validate failure. It
 // never panics.
 func DecodePodBatch(data []byte) (*PodBatch, []FieldError, error) {
-	b := &PodBatch{}
-	warnings, err := decodeMessage(data, KindPodBatch, b)
-	if err != nil {
-		return nil, warnings, err
-	}
-	if err := b.Validate(); err != nil {
-		return nil, warnings, err
-	}
-	return b, warnings, nil
+	return decodeValid[PodBatch](data, KindPodBatch)
 }
 
 // DecodeClusterConfig is DecodePodBatch for a ClusterConfig. The NodePools
 // and EC2NodeClasses are decoded as the API server would, but not defaulted
 // or validated.
 func DecodeClusterConfig(data []byte) (*ClusterConfig, []FieldError, error) {
-	c := &ClusterConfig{}
-	warnings, err := decodeMessage(data, KindClusterConfig, c)
-	if err != nil {
-		return nil, warnings, err
-	}
-	if err := c.Validate(); err != nil {
-		return nil, warnings, err
-	}
-	return c, warnings, nil
+	return decodeValid[ClusterConfig](data, KindClusterConfig)
 }
 
 // DecodeNodeRegistrations is DecodePodBatch for a NodeRegistrations.
 func DecodeNodeRegistrations(data []byte) (*NodeRegistrations, []FieldError, error) {
-	r := &NodeRegistrations{}
-	warnings, err := decodeMessage(data, KindNodeRegistrations, r)
-	if err != nil {
-		return nil, warnings, err
-	}
-	if err := r.Validate(); err != nil {
-		return nil, warnings, err
-	}
-	return r, warnings, nil
+	return decodeValid[NodeRegistrations](data, KindNodeRegistrations)
 }
 
 // DecodeClusterSnapshot is DecodePodBatch for a ClusterSnapshot part.
 func DecodeClusterSnapshot(data []byte) (*ClusterSnapshot, []FieldError, error) {
-	s := &ClusterSnapshot{}
-	warnings, err := decodeMessage(data, KindClusterSnapshot, s)
+	return decodeValid[ClusterSnapshot](data, KindClusterSnapshot)
+}
+
+// decodeValid decodes a message of kind into a new T and validates it;
+// on any error it returns no message, only the warnings gathered so far.
+func decodeValid[T any, P interface {
+	*T
+	Validate() error
+}](data []byte, kind string) (*T, []FieldError, error) {
+	m := P(new(T))
+	warnings, err := decodeMessage(data, kind, m)
 	if err != nil {
 		return nil, warnings, err
 	}
-	if err := s.Validate(); err != nil {
+	if err := m.Validate(); err != nil {
 		return nil, warnings, err
 	}
-	return s, warnings, nil
+	return m, warnings, nil
 }
 
-// decodeMessage bounds, decodes and checks the apiVersion and kind of one
-// message. On a wrong apiVersion or kind it reports only that, since the
-// rest of the body was written for another schema.
 func decodeMessage(data []byte, kind string, into any) ([]FieldError, error) {
 	if len(data) > MaxMessageBytes {
 		return nil, fmt.Errorf("%s body of %d bytes, limit %d: %w", kind, len(data), MaxMessageBytes, ErrMessageTooLarge)
