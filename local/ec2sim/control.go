@@ -21,6 +21,7 @@ type advancer interface {
 //	GET    /_sim/instances/{id}            one instance, 404 when unknown
 //	POST   /_sim/instances/{id}/fail       FailInstance
 //	POST   /_sim/instances/{id}/interrupt  InterruptSpot; returns the SpotInterruption
+//	POST   /_sim/instances/{id}/rebalance  RecommendRebalance; returns the RebalanceRecommendation
 //	GET    /_sim/interruptions             SpotInterruptions
 //	POST   /_sim/unavailable               {"instanceType","zone","capacityType","code"}: SetUnavailable
 //	DELETE /_sim/unavailable               same body: ClearUnavailable
@@ -61,6 +62,13 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, iv)
+	case isInstance && r.Method == http.MethodPost && strings.HasSuffix(rest, "/rebalance"):
+		rb, err := s.RecommendRebalance(strings.TrimSuffix(rest, "/rebalance"))
+		if err != nil {
+			writeJSONError(w, http.StatusConflict, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, rb)
 	case r.Method == http.MethodGet && path == "/_sim/interruptions":
 		writeJSON(w, http.StatusOK, s.SpotInterruptions())
 	case path == "/_sim/unavailable" && (r.Method == http.MethodPost || r.Method == http.MethodDelete):

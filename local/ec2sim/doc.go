@@ -61,6 +61,16 @@
 // their user data, launch template, tags and volumes (Instance) so the
 // local stack can turn them into Nodes.
 //
+// # Events
+//
+// With an event sink (SetEventSink) the simulator emits the EventBridge
+// events EC2 sends, in the shape EventBridge delivers to an SQS target
+// (Event): an instance state-change notification per transition, a Spot
+// interruption warning from InterruptSpot and a rebalance recommendation
+// from RecommendRebalance (also POST /_sim/instances/{id}/rebalance).
+// Transitions due on the clock are applied when the simulator is next
+// called, so their events come then, stamped with the transition's time.
+//
 // # Deviations from EC2
 //
 //   - Only instant fleets; DefaultTargetCapacityType spot or on-demand

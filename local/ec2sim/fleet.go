@@ -594,6 +594,7 @@ func (s *Server) launch(o *override, capacityType string, f *fleet, reservation 
 	}
 	s.instances[in.id] = in
 	s.order = append(s.order, in.id)
+	s.emit(DetailTypeStateChange, in.id, now, map[string]string{"state": StatePending})
 	return in
 }
 

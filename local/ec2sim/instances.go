@@ -165,7 +165,7 @@ func (s *Server) advance(now time.Time) {
 			continue
 		}
 		if in.state == StatePending && !now.Before(in.runningAt) {
-			in.state = StateRunning
+			s.setState(in, StateRunning, in.runningAt)
 		}
 		if iv := in.interruption; iv != nil && (in.state == StatePending || in.state == StateRunning) && !now.Before(iv.ReclaimTime) {
 			s.beginShutdown(in, iv.ReclaimTime, ReasonSpotReclaim)
@@ -185,12 +185,14 @@ func (s *Server) advance(now time.Time) {
 }
 
 func (s *Server) beginShutdown(in *instance, at time.Time, reason string) {
-	in.state, in.reason = StateShuttingDown, reason
+	in.reason = reason
+	s.setState(in, StateShuttingDown, at)
 	in.terminateAt = at.Add(s.shutdown)
 }
 
 func (s *Server) finishTermination(in *instance, at time.Time) {
-	in.state, in.terminatedAt = StateTerminated, at
+	in.terminatedAt = at
+	s.setState(in, StateTerminated, at)
 	if sn := s.subnetByID(in.subnetID); sn != nil {
 		sn.releaseIP(in.privateIP)
 	}
@@ -200,7 +202,7 @@ func (s *Server) finishTermination(in *instance, at time.Time) {
 // no longer describe it.
 func (s *Server) Instance(id string) (Instance, bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	s.advance(s.clock.Now())
 	in, ok := s.instances[id]
 	if !ok {
@@ -213,7 +215,7 @@ func (s *Server) Instance(id string) (Instance, bool) {
 // ones for TerminatedVisibility), in launch order.
 func (s *Server) Instances() []Instance {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	s.advance(s.clock.Now())
 	out := make([]Instance, 0, len(s.order))
 	for _, id := range s.order {
@@ -236,7 +238,7 @@ func (s *Server) SetBootDelay(d time.Duration) {
 // terminating instance.
 func (s *Server) FailInstance(id string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	now := s.clock.Now()
 	s.advance(now)
 	in, ok := s.instances[id]
@@ -246,7 +248,8 @@ func (s *Server) FailInstance(id string) error {
 	if in.state != StatePending && in.state != StateRunning {
 		return fmt.Errorf("instance %s: %s, not pending or running", id, in.state)
 	}
-	in.state, in.reason = StateShuttingDown, ReasonInternal
+	in.reason = ReasonInternal
+	s.setState(in, StateShuttingDown, now)
 	s.finishTermination(in, now)
 	return nil
 }
@@ -258,7 +261,7 @@ func (s *Server) FailInstance(id string) error {
 // on-demand or terminating instance.
 func (s *Server) InterruptSpot(id string) (SpotInterruption, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	now := s.clock.Now()
 	s.advance(now)
 	in, ok := s.instances[id]
@@ -278,6 +281,7 @@ func (s *Server) InterruptSpot(id string) (SpotInterruption, error) {
 		ReclaimTime: now.Add(SpotReclaimDelay), Action: "terminate"}
 	in.interruption = &iv
 	s.notices = append(s.notices, iv)
+	s.emit(DetailTypeSpotInterruptionWarning, id, now, map[string]string{"instance-action": iv.Action})
 	return iv, nil
 }
 

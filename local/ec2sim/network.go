@@ -183,7 +183,7 @@ func (s *Server) groupByID(id string) *securityGroup {
 // order) and security groups, with current free-address counts.
 func (s *Server) Network() Network {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	s.advance(s.clock.Now())
 	n := Network{VPCID: s.vpcID, CIDR: s.vpcCIDR}
 	for _, sn := range s.subnets {

@@ -105,6 +105,8 @@ type Server struct {
 	injected  map[string][]string // action → queued error codes
 	notices   []SpotInterruption
 	calls     []Call
+	sink      EventSink
+	outbox    []Event // emitted under mu, delivered by unlock
 }
 
 // zone is one availability zone of the region.
@@ -354,7 +356,7 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	now := s.clock.Now()
 	s.advance(now)
 	requestID := s.newUUID("request")

@@ -30,7 +30,7 @@ func (s *Server) serveSSM(w http.ResponseWriter, r *http.Request) {
 	body, readErr := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	now := s.clock.Now()
 	s.advance(now)
 	call := Call{Service: "ssm", Action: action, Time: now, Body: body}
