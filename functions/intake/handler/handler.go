@@ -8,6 +8,8 @@
 //	POST /v1/registrations    validate, dedupe, enqueue on the same FIFO group as the batches -> 202 Receipt
 //	POST /v1/snapshots        validate, dedupe, store the part; the snapshot becomes current when complete -> 202 Receipt
 //	GET  /v1/nodeclaims       every NodeClaim of the cluster -> 200 NodeClaimList
+//	GET  /v1/events           the newest unexpired event records (ddbstore.ListEvents), at most
+//	                          v1.MaxEventsPerList and 4 MiB of them, oldest first -> 200 EventList
 //
 // A body over v1.MaxMessageBytes is refused with 413 before it is decoded.
 // A malformed or invalid message (truncated JSON, wrong types, unknown
@@ -97,6 +99,7 @@ type store interface {
 	PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, now time.Time) (ddbstore.SnapshotPartResult, error)
 	PutPayload(ctx context.Context, key string, data []byte, now time.Time, ttl time.Duration) error
 	ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
+	ListEvents(ctx context.Context, now time.Time) ([]ddbstore.Event, error)
 }
 
 // sender enqueues to the provisioning queue (*queue.Queue).
@@ -184,6 +187,8 @@ func (h *Handler) route(ctx context.Context, req events.APIGatewayProxyRequest) 
 		routes = []route{{http.MethodPost, func() events.APIGatewayProxyResponse { return h.postSnapshot(ctx, req) }}}
 	case path == v1.RouteNodeClaims:
 		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClaims(ctx) }}}
+	case path == v1.RouteEvents:
+		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getEvents(ctx) }}}
 	default:
 		return errorResponse(http.StatusNotFound, v1.ErrorResponse{Message: fmt.Sprintf("no route %s", req.Path)})
 	}
@@ -472,6 +477,60 @@ func (h *Handler) getNodeClaims(ctx context.Context) events.APIGatewayProxyRespo
 		return h.failed(ctx, "list nodeclaims", fmt.Errorf("%d nodeclaims encode to %d bytes, more than a Lambda response carries (%d)", len(claims), len(resp.Body), maxResponseBytes))
 	}
 	return resp
+}
+
+// getEvents answers the newest unexpired event records (see v1.EventList):
+// at most v1.MaxEventsPerList, and no more than fit maxResponseBytes, since
+// one record may hold up to ddbstore.MaxBodyBytes.
+func (h *Handler) getEvents(ctx context.Context) events.APIGatewayProxyResponse {
+	records, err := h.deps.Store.ListEvents(ctx, h.deps.Now())
+	if err != nil {
+		return h.failed(ctx, "list events", err)
+	}
+	list, err := newestEvents(records, v1.MaxEventsPerList, maxResponseBytes-eventListEnvelope)
+	if err != nil {
+		return h.failed(ctx, "list events", err)
+	}
+	return jsonResponse(http.StatusOK, list)
+}
+
+// eventListEnvelope is room left in an EventList answer for everything but
+// its items (apiVersion, kind, omitted, brackets).
+const eventListEnvelope = 1 << 10
+
+// newestEvents returns an EventList of the newest records (records are
+// oldest first, as ddbstore.ListEvents returns them), at most maxItems of
+// them whose items encode to at most maxBytes, oldest first; Omitted
+// counts the rest.
+func newestEvents(records []ddbstore.Event, maxItems, maxBytes int) (v1.EventList, error) {
+	first, size := len(records), 0
+	for first > 0 && len(records)-first < maxItems {
+		data, err := json.Marshal(eventRecord(records[first-1]))
+		if err != nil {
+			return v1.EventList{}, fmt.Errorf("encode event %s: %w", records[first-1].ID, err)
+		}
+		if size+len(data)+1 > maxBytes {
+			break
+		}
+		size += len(data) + 1 // and a comma
+		first--
+	}
+	list := v1.EventList{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindEventList},
+		Items:    make([]v1.EventRecord, 0, len(records)-first),
+		Omitted:  first,
+	}
+	for _, e := range records[first:] {
+		list.Items = append(list.Items, eventRecord(e))
+	}
+	return list, nil
+}
+
+func eventRecord(e ddbstore.Event) v1.EventRecord {
+	return v1.EventRecord{
+		ID: e.ID, Time: metav1.NewTime(e.Time), Type: e.Type, Reason: e.Reason, Message: e.Message,
+		NodeClaim: e.NodeClaim, Node: e.Node,
+	}
 }
 
 func (h *Handler) logWarnings(ctx context.Context, kind, id string, warnings []v1.FieldError) {

@@ -3,6 +3,7 @@ package handler_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/nodewright/nodewright/functions/intake/handler"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/queue"
 )
 
@@ -177,6 +179,7 @@ func TestRejections(t *testing.T) {
 		{name: "should reject a snapshot part beyond its parts", req: post(v1.RouteSnapshots, "s1", snapshot("s1", "snap", 2, 2)), wantStatus: 400, wantPaths: []string{"part"}},
 		{name: "should answer 404 for an unknown route", req: post("/v1/podbatch", "b1", okBatch("b1")), wantStatus: 404},
 		{name: "should answer 405 for a method the route does not serve", req: get(v1.RoutePodBatches), wantStatus: 405},
+		{name: "should answer 405 for a POST of events", req: post(v1.RouteEvents, "e1", `{}`), wantStatus: 405},
 		{name: "should answer 404 for a batch never posted", req: get(v1.RoutePodBatches + "/b9"), wantStatus: 404},
 		{name: "should reject a batch id that cannot be one", req: get(v1.RoutePodBatches + "/a.b"), wantStatus: 400, wantPaths: []string{"id"}},
 	}
@@ -307,6 +310,91 @@ func TestGetNodeClaims(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"default-a@1", "default-b@1"}, names); diff != "" {
 		t.Errorf("listed nodeclaims mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestGetEvents(t *testing.T) {
+	// record is the i-th event record: i seconds after t0, with a message
+	// of size bytes (a short text when 0).
+	record := func(i, size int) ddbstore.Event {
+		msg := fmt.Sprintf("message %d", i)
+		if size > 0 {
+			msg = strings.Repeat("m", size)
+		}
+		e := ddbstore.Event{
+			ID: fmt.Sprintf("rec-%04d", i), Time: t0.Add(time.Duration(i) * time.Second), Type: "Warning",
+			Reason: "SpotInterrupted", Message: msg, NodeClaim: fmt.Sprintf("default-%d", i),
+		}
+		if i%2 == 0 {
+			e.Node = fmt.Sprintf("ip-10-0-0-%d", i)
+		}
+		return e
+	}
+	ids := func(from, to int) []string {
+		var out []string
+		for i := from; i < to; i++ {
+			out = append(out, fmt.Sprintf("rec-%04d", i))
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		// put writes records 0..n-1 with messages of size bytes; expired
+		// writes one more already expired at t0.
+		n, size    int
+		expired    bool
+		wantIDs    []string
+		wantOmit   int
+		checkFirst bool
+	}{
+		{name: "should answer an empty list when no record is stored", wantIDs: nil},
+		{name: "should list every unexpired record oldest first with its fields", n: 3, expired: true, wantIDs: ids(0, 3), checkFirst: true},
+		{name: "should answer the newest MaxEventsPerList records and count the older ones omitted", n: v1.MaxEventsPerList + 3, wantIDs: ids(3, v1.MaxEventsPerList+3), wantOmit: 3},
+		// 20 records of 300 KB are 6 MB: only the newest 13 fit 4 MiB.
+		{name: "should answer only the newest records that fit a Lambda response", n: 20, size: 300_000, wantIDs: ids(7, 20), wantOmit: 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			// Written newest first: the answer's order is the records' time.
+			for i := tt.n - 1; i >= 0; i-- {
+				if err := e.store.PutEvent(ctx, record(i, tt.size), t0, ddbstore.EventTTL); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.expired {
+				old := record(99, 0)
+				if err := e.store.PutEvent(ctx, old, t0.Add(-2*ddbstore.EventTTL), ddbstore.EventTTL); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got v1.EventList
+			resp := e.do(t, get(v1.RouteEvents), http.StatusOK, &got)
+			if got.APIVersion != v1.APIVersion || got.Kind != v1.KindEventList || !strings.Contains(resp.Body, `"items":[`) {
+				t.Errorf("answer = %.200s, want apiVersion %s, kind %s and an items list", resp.Body, v1.APIVersion, v1.KindEventList)
+			}
+			if len(resp.Body) > 4<<20 {
+				t.Errorf("answer of %d bytes, want at most 4 MiB", len(resp.Body))
+			}
+			var gotIDs []string
+			for _, r := range got.Items {
+				gotIDs = append(gotIDs, r.ID)
+			}
+			if diff := cmp.Diff(tt.wantIDs, gotIDs, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("listed ids mismatch (-want +got):\n%s", diff)
+			}
+			if got.Omitted != tt.wantOmit {
+				t.Errorf("Omitted = %d, want %d", got.Omitted, tt.wantOmit)
+			}
+			if tt.checkFirst {
+				want := v1.EventRecord{ID: "rec-0000", Time: metav1.NewTime(t0), Type: "Warning", Reason: "SpotInterrupted",
+					Message: "message 0", NodeClaim: "default-0", Node: "ip-10-0-0-0"}
+				if diff := cmp.Diff(want, got.Items[0]); diff != "" {
+					t.Errorf("first record mismatch (-want +got):\n%s", diff)
+				}
+			}
+		})
 	}
 }
 

@@ -12,6 +12,7 @@ package v1
 //	POST RouteRegistrations        NodeRegistrations -> 202 Receipt
 //	POST RouteSnapshots            ClusterSnapshot   -> 202 Receipt
 //	GET  RouteNodeClaims                             -> 200 NodeClaimList (every NodeClaim the API holds for the cluster)
+//	GET  RouteEvents                                 -> 200 EventList (the newest unexpired event records, at most MaxEventsPerList)
 //
 // A rejected request gets a 4xx and an ErrorResponse naming the field paths at
 // fault (HTTPStatus maps decode errors to codes); nothing of it is stored. A
@@ -64,6 +65,7 @@ const (
 	KindNodeRegistrations = "NodeRegistrations"
 	KindClusterSnapshot   = "ClusterSnapshot"
 	KindReceipt           = "Receipt"
+	KindEventList         = "EventList"
 )
 
 // Routes of the intake API, relative to its base URL.
@@ -73,6 +75,7 @@ const (
 	RouteRegistrations = "/v1/registrations"
 	RouteSnapshots     = "/v1/snapshots"
 	RouteNodeClaims    = "/v1/nodeclaims"
+	RouteEvents        = "/v1/events"
 )
 
 // HeaderIdempotencyKey carries a message's ID on every POST; it must equal
@@ -104,6 +107,11 @@ const (
 	// MaxConfigObjects bounds the NodePools and, separately, the
 	// EC2NodeClasses of one ClusterConfig.
 	MaxConfigObjects = 1000
+	// MaxEventsPerList bounds the records of one EventList. The API answers
+	// with the newest records (fewer when their encoding would not fit
+	// MaxMessageBytes), so a poller that polls more often than this many
+	// records arrive sees every one of them.
+	MaxEventsPerList = 1000
 )
 
 // ErrMessageTooLarge is wrapped by the Decode functions when a body exceeds
@@ -518,6 +526,41 @@ type PodBatchResult struct {
 type Nomination struct {
 	Node      string `json:"node,omitempty"`
 	NodeClaim string `json:"nodeClaim,omitempty"`
+}
+
+// EventList answers GET RouteEvents: the event records the Lambdas left for
+// the forwarder to turn into Kubernetes Events (the interruption Lambda's
+// SpotInterrupted, SpotRebalanceRecommendation, InstanceStopping and the
+// like; karpenter-spec.md section 10.2). Items are the newest unexpired
+// records, oldest first (by Time, then ID), at most MaxEventsPerList of
+// them and at most MaxMessageBytes encoded; Omitted counts the older
+// unexpired records left out. A record stays listed until it expires (an
+// hour after it was written), so a poller sees it on every poll and must
+// write it once (by ID).
+type EventList struct {
+	metav1.TypeMeta `json:",inline"`
+	Items           []EventRecord `json:"items"`
+	Omitted         int           `json:"omitted,omitempty"`
+}
+
+// EventRecord is one Kubernetes Event to write on a Node or NodeClaim.
+type EventRecord struct {
+	// ID identifies the record: the same ID is the same event, however
+	// often it is listed. At most 512 bytes.
+	ID string `json:"id"`
+	// Time is when it happened (the writer's clock).
+	Time metav1.Time `json:"time"`
+	// Type is "Normal" or "Warning".
+	Type string `json:"type"`
+	// Reason is the event reason, e.g. "SpotInterrupted".
+	Reason string `json:"reason"`
+	// Message is the event's text.
+	Message string `json:"message"`
+	// NodeClaim names the NodeClaim the event is about; always set.
+	NodeClaim string `json:"nodeClaim"`
+	// Node names its Node; empty if it never registered. The event is
+	// written on the Node when set, else on the NodeClaim.
+	Node string `json:"node,omitempty"`
 }
 
 // Receipt acknowledges a ClusterConfig, NodeRegistrations or ClusterSnapshot.
