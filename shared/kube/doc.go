@@ -1,7 +1,8 @@
 // Package kube is nodewright's Kubernetes adapter for the Lambdas: it reads,
 // updates and deletes Nodes (registration, garbage collection), and taints,
 // cordons, evicts and deletes pods for termination, following Karpenter's
-// drain rules (karpenter-spec sections 5.1, 5.2 and 11.3 items 19 and 21).
+// drain rules, and lists the VolumeAttachments termination waits for
+// (karpenter-spec sections 5.1, 5.2 and 11.3 items 19, 21 and 23).
 // It is the only package under shared/ that imports client-go (STYLE import
 // rule 4); use cases reach it through interfaces they declare.
 //
@@ -13,6 +14,6 @@
 // RESTConfig builds a client configuration for an EKS API server reached
 // with an IAM token (see shared/aws/ekstoken); New and NewFromClientset
 // build a Client over a real or fake clientset. The pure helpers
-// (DrainOrder, Evictable, DoNotDisrupt) take the current time from their
+// (DrainOrder, Drainable, Evictable, DoNotDisrupt) take the current time from their
 // caller.
 package kube

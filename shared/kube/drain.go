@@ -108,17 +108,30 @@ func DoNotDisrupt(pod *corev1.Pod, now time.Time) bool {
 	return now.Before(pod.CreationTimestamp.Add(d))
 }
 
-// waitedFor reports whether the drain waits for pod (DrainOrder's filter).
-func waitedFor(p *corev1.Pod, now time.Time) bool {
+// Drainable reports whether the drain of its Node acts on pod, Karpenter's
+// drainability rule (karpenter-spec 5.2): the pod does not tolerate
+// karpenter.sh/disrupted:NoSchedule, is not a mirror pod, and is not stuck
+// terminating (deletionTimestamp more than StuckTerminatingAfter before
+// now). Terminal pods count as drainable here; DrainOrder leaves them out
+// because there is nothing to wait for. The wait for volume detachment
+// ignores the volumes of pods that are not drainable: nothing will ever
+// move them off the Node.
+func Drainable(p *corev1.Pod, now time.Time) bool {
 	switch {
-	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
-		return false
 	case toleratesDisrupted(p), mirror(p):
 		return false
 	case p.DeletionTimestamp != nil && now.Sub(p.DeletionTimestamp.Time) > StuckTerminatingAfter:
 		return false
 	}
 	return true
+}
+
+// waitedFor reports whether the drain waits for pod (DrainOrder's filter).
+func waitedFor(p *corev1.Pod, now time.Time) bool {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	return Drainable(p, now)
 }
 
 // toleratesDisrupted reports whether one of the pod's tolerations matches
