@@ -3,7 +3,7 @@
 // instance state changes, AWS Health scheduled changes and
 // capacity-reservation interruption warnings into interruption executions
 // (Step Functions) and event records, as Karpenter's interruption controller
-// does (see handler).
+// does (see package handler).
 package main
 
 import (
@@ -17,8 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
-	"github.com/nodewright/nodewright/shared/aws/ddbstore"
-	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
+	"github.com/nodewright/nodewright/functions/interruption/handler"
 )
 
 func main() {
@@ -29,7 +28,7 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	cfg, err := loadConfig(os.Getenv)
+	cfg, err := handler.LoadConfig(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -37,20 +36,10 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store, err := ddbstore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table, cfg.Cluster)
+	h, err := handler.New(cfg, handler.Clients{DynamoDB: dynamodb.NewFromConfig(awsCfg), SFN: sfn.NewFromConfig(awsCfg)},
+		lambdakit.NewLogger(os.Stdout, cfg.LogLevel).With("function", "interruption"), time.Now)
 	if err != nil {
 		return err
-	}
-	starter, err := sfnstarter.New(sfn.NewFromConfig(awsCfg), cfg.StateMachineARN)
-	if err != nil {
-		return err
-	}
-	h := &handler{
-		cfg:     cfg,
-		store:   store,
-		starter: starter,
-		log:     lambdakit.NewLogger(os.Stdout, cfg.LogLevel).With("function", "interruption"),
-		now:     time.Now,
 	}
 	lambda.Start(h.Handle)
 	return nil

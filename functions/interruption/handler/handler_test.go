@@ -1,4 +1,4 @@
-package main
+package handler
 
 import (
 	"context"
@@ -61,7 +61,7 @@ var (
 
 func body(t *testing.T, file string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "shared", "interruption", "testdata", file))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "interruption", "testdata", file))
 	if err != nil {
 		t.Fatalf("read event: %v", err)
 	}
@@ -258,15 +258,15 @@ func (f *fakeStarter) Start(_ context.Context, name string, input any) (sfnstart
 	return sfnstarter.Execution{ARN: arn}, nil
 }
 
-func newHandler(t *testing.T, s store, st starter) *handler {
+func newHandler(t *testing.T, s store, st starter) *Handler {
 	t.Helper()
-	cfg, err := loadConfig(mapEnv(map[string]string{
+	cfg, err := LoadConfig(mapEnv(map[string]string{
 		"CLUSTER_NAME": "test", "TABLE_NAME": "nodewright", "STATE_MACHINE_ARN": "arn:aws:states:us-west-2:111122223333:stateMachine:interruption",
 	}))
 	if err != nil {
-		t.Fatalf("loadConfig() error = %v", err)
+		t.Fatalf("LoadConfig() error = %v", err)
 	}
-	return &handler{cfg: cfg, store: s, starter: st, log: slog.New(slog.NewJSONHandler(t.Output(), nil)), now: func() time.Time { return now }}
+	return &Handler{cfg: cfg, store: s, starter: st, log: slog.New(slog.NewJSONHandler(t.Output(), nil)), now: func() time.Time { return now }}
 }
 
 func mapEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -761,29 +761,29 @@ func TestLoadConfig(t *testing.T) {
 	tests := []struct {
 		name string
 		env  map[string]string
-		want config
+		want Config
 	}{
 		{
 			name: "should default the optional settings",
 			env:  required,
-			want: config{Cluster: "prod", Table: "nodewright", StateMachineARN: required["STATE_MACHINE_ARN"],
+			want: Config{Cluster: "prod", Table: "nodewright", StateMachineARN: required["STATE_MACHINE_ARN"],
 				IdempotencyTTL: 24 * time.Hour, EventTTL: time.Hour, Parallelism: 10, LogLevel: slog.LevelInfo},
 		},
 		{
 			name: "should read every setting",
 			env:  with(map[string]string{"IDEMPOTENCY_TTL": "2h", "EVENT_TTL": "30m", "PARALLELISM": "4", "LOG_LEVEL": "debug"}),
-			want: config{Cluster: "prod", Table: "nodewright", StateMachineARN: required["STATE_MACHINE_ARN"],
+			want: Config{Cluster: "prod", Table: "nodewright", StateMachineARN: required["STATE_MACHINE_ARN"],
 				IdempotencyTTL: 2 * time.Hour, EventTTL: 30 * time.Minute, Parallelism: 4, LogLevel: slog.LevelDebug},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := loadConfig(mapEnv(tt.env))
+			got, err := LoadConfig(mapEnv(tt.env))
 			if err != nil {
-				t.Fatalf("loadConfig() error = %v", err)
+				t.Fatalf("LoadConfig() error = %v", err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("loadConfig() mismatch (-want +got):\n%s", diff)
+				t.Errorf("LoadConfig() mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -812,13 +812,13 @@ func TestLoadConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := loadConfig(mapEnv(tt.env))
+			_, err := LoadConfig(mapEnv(tt.env))
 			if err == nil {
-				t.Fatal("loadConfig() error = nil, want an error")
+				t.Fatal("LoadConfig() error = nil, want an error")
 			}
 			for _, n := range tt.wantNames {
 				if !strings.Contains(err.Error(), n) {
-					t.Errorf("loadConfig() error = %v, want it to name %s", err, n)
+					t.Errorf("LoadConfig() error = %v, want it to name %s", err, n)
 				}
 			}
 		})

@@ -1,4 +1,13 @@
-package main
+// Package handler is the interruption Lambda: it consumes the interruption
+// queue, to which EventBridge rules deliver EC2 Spot interruption
+// warnings, rebalance recommendations, instance state changes, AWS Health
+// scheduled changes and capacity-reservation interruption warnings, and
+// turns them into interruption executions (Step Functions,
+// statemachines/interruption.asl.json), unavailable-offering marks and
+// event records, as Karpenter's interruption controller does (see
+// Handler). The Lambda's main and the local stack (local/stack) both wire
+// it with New.
+package handler
 
 import (
 	"context"
@@ -20,8 +29,8 @@ import (
 	"github.com/nodewright/nodewright/shared/workflow"
 )
 
-// config is the interruption Lambda's configuration.
-type config struct {
+// Config is the interruption Lambda's configuration.
+type Config struct {
 	// Cluster is the EKS cluster name (ddbstore's key prefix).
 	Cluster string
 	// Table is the DynamoDB table (ddbstore).
@@ -42,12 +51,12 @@ type config struct {
 	LogLevel slog.Level
 }
 
-// loadConfig reads CLUSTER_NAME, TABLE_NAME and STATE_MACHINE_ARN
+// LoadConfig reads CLUSTER_NAME, TABLE_NAME and STATE_MACHINE_ARN
 // (required), IDEMPOTENCY_TTL and EVENT_TTL (Go durations), PARALLELISM and
 // LOG_LEVEL. It reports every problem at once.
-func loadConfig(getenv func(string) string) (config, error) {
+func LoadConfig(getenv func(string) string) (Config, error) {
 	e := lambdakit.NewEnv(getenv)
-	c := config{
+	c := Config{
 		Cluster:         e.String("CLUSTER_NAME"),
 		Table:           e.String("TABLE_NAME"),
 		StateMachineARN: e.String("STATE_MACHINE_ARN"),
@@ -79,7 +88,7 @@ var (
 	_ starter = (*sfnstarter.Starter)(nil)
 )
 
-// handler consumes the interruption queue: EventBridge events for EC2 Spot
+// Handler consumes the interruption queue: EventBridge events for EC2 Spot
 // interruption warnings, rebalance recommendations, instance state changes,
 // AWS Health events and capacity-reservation interruption warnings
 // (shared/interruption), delivered by an SQS event source mapping with
@@ -107,12 +116,38 @@ var (
 // redelivers it alone; the queue's redrive policy moves it to the
 // dead-letter queue after a few receives, and its retention bounds it in
 // any case.
-type handler struct {
-	cfg     config
+type Handler struct {
+	cfg     Config
 	store   store
 	starter starter
 	log     *slog.Logger
 	now     func() time.Time
+}
+
+// Clients are the API clients New wires the handler with.
+type Clients struct {
+	DynamoDB ddbstore.API
+	// SFN starts executions of Config.StateMachineARN.
+	SFN sfnstarter.API
+}
+
+// New wires the handler the way the Lambda runs it: the DynamoDB store
+// (NodeClaims by instance, idempotency keys, unavailable offerings, event
+// records) and the Step Functions starter of cfg.StateMachineARN. now is
+// the clock (time.Now in main). It fails on an incomplete cfg.
+func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handler, error) {
+	store, err := ddbstore.New(c.DynamoDB, cfg.Table, cfg.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("interruption: %w", err)
+	}
+	starter, err := sfnstarter.New(c.SFN, cfg.StateMachineARN)
+	if err != nil {
+		return nil, fmt.Errorf("interruption: %w", err)
+	}
+	if cfg.Parallelism < 1 {
+		return nil, errors.New("interruption: Parallelism must be at least 1")
+	}
+	return &Handler{cfg: cfg, store: store, starter: starter, log: log, now: now}, nil
 }
 
 // outcome is what became of one record.
@@ -136,7 +171,7 @@ type summary struct {
 // Handle handles one batch and returns the records to redeliver. It never
 // returns an error: a failed record is reported alone, so the others are
 // not redelivered with it.
-func (h *handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	resp, sum := h.handle(ctx, ev)
 	h.log.InfoContext(ctx, "batch handled", "records", len(ev.Records),
 		"acted", sum.Outcomes[outcomeActed], "ignored", sum.Outcomes[outcomeIgnored],
@@ -145,7 +180,7 @@ func (h *handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	return resp, nil
 }
 
-func (h *handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, summary) {
+func (h *Handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, summary) {
 	type result struct {
 		kind    interruption.Kind
 		outcome outcome
@@ -177,7 +212,7 @@ func (h *handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 }
 
 // handleRecord handles one record and logs what went wrong, if anything.
-func (h *handler) handleRecord(ctx context.Context, rec events.SQSMessage) (interruption.Kind, outcome) {
+func (h *Handler) handleRecord(ctx context.Context, rec events.SQSMessage) (interruption.Kind, outcome) {
 	msg, err := interruption.Parse([]byte(rec.Body))
 	if err != nil {
 		h.log.WarnContext(ctx, "dropping unparseable message", "messageId", rec.MessageId,
@@ -199,7 +234,7 @@ type target struct {
 	claim      v1.NodeClaim
 }
 
-func (h *handler) handleMessage(ctx context.Context, msg interruption.Message) (outcome, error) {
+func (h *Handler) handleMessage(ctx context.Context, msg interruption.Message) (outcome, error) {
 	handling := msg.Kind.Handling()
 	if handling.Action == interruption.ActionNone || len(msg.InstanceIDs) == 0 {
 		return outcomeIgnored, nil
@@ -246,7 +281,7 @@ func (h *handler) handleMessage(ctx context.Context, msg interruption.Message) (
 
 // act applies handling to one NodeClaim: mark, start, record, in that
 // order, so the offering is avoided before any replacement is launched.
-func (h *handler) act(ctx context.Context, msg interruption.Message, handling interruption.Handling, t target, now time.Time) error {
+func (h *Handler) act(ctx context.Context, msg interruption.Message, handling interruption.Handling, t target, now time.Time) error {
 	claim := t.claim
 	if key, ok := unavailableOffering(handling.Mark, claim); ok {
 		if err := h.store.MarkUnavailable(ctx, key, string(msg.Kind), now, ddbstore.UnavailableOfferingsTTL); err != nil {
