@@ -14,6 +14,6 @@
 // RESTConfig builds a client configuration for an EKS API server reached
 // with an IAM token (see shared/aws/ekstoken); New and NewFromClientset
 // build a Client over a real or fake clientset. The pure helpers
-// (DrainOrder, Drainable, Evictable, DoNotDisrupt) take the current time from their
-// caller.
+// (DrainOrder, Drainable, Evictable, DoNotDisrupt) take the current time
+// from their caller.
 package kube

@@ -21,7 +21,10 @@
 //     (PlanDrain): evictions through the Eviction API tier by tier,
 //     PodDisruptionBudget refusals retried in the next round,
 //     do-not-disrupt pods waited for, pods force-deleted once the
-//     termination deadline minus their grace period is reached.
+//     termination deadline minus their grace period is reached. Once a
+//     node's pods are gone, its rounds wait for its VolumeAttachments to
+//     go (those of pods the drain leaves alone excepted) until the
+//     termination deadline, Karpenter's AwaitingVolumeDetachment.
 //  6. Terminate terminates the instances; Delete deletes the Nodes and
 //     NodeClaims; ReleaseBudget ends the leases.
 //  7. Rollback undoes a failed command: untaints the candidates, removes
@@ -54,9 +57,9 @@
 //
 // # Left out
 //
-// The wait for VolumeAttachments before terminating (checklist item 23)
-// is not modelled: the Kubernetes port does not list them. The minimum
-// drain time of 5 s is not enforced.
+// The minimum drain time of 5 s is not enforced. Karpenter's events
+// (AwaitingVolumeDetachment, ...) are not emitted: each step's output in
+// the execution's history says the same.
 //
 // The package imports domain packages only and reaches the cluster, the
 // store, EC2 and Step Functions through the interfaces in ports.go; every

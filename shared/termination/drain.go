@@ -129,8 +129,12 @@ const drainParallelism = 8
 // PodDisruptionBudget's refusal (429) is recorded and retried next round,
 // and forced deletions. An interruption evicts do-not-disrupt pods too.
 //
-// The output lists what happened to each pod; Drained is true once no
-// node has a pod left to wait for. NextPollSeconds is DrainPollSeconds
+// Once a node has no pod left to wait for, the round checks its volumes
+// instead (awaitVolumes): the node is drained when no VolumeAttachment of
+// a drainable pod's volume is left, or its termination deadline passed.
+//
+// The output lists what happened to each pod; Drained is true once every
+// node is drained, pods and volumes. NextPollSeconds is DrainPollSeconds
 // after a round that made progress, and doubles (up to
 // DrainPollMaxSeconds) with every round that made none: the backoff of PDB
 // retries. API failures on single pods are recorded and retried next
@@ -204,8 +208,7 @@ func (s *Service) drainNode(ctx context.Context, st workflow.DisruptionState, ca
 	}
 	tiers := s.p.Rules.DrainOrder(pods, now)
 	if len(tiers) == 0 {
-		nd.Drained = true
-		return nd, false, nil
+		return s.awaitVolumes(ctx, st, nd, pods, now)
 	}
 	for _, t := range tiers {
 		nd.Remaining += len(t)

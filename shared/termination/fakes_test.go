@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -213,6 +214,14 @@ func (kubeAPI) DrainOrder(pods []corev1.Pod, now time.Time) [][]corev1.Pod {
 	return kube.DrainOrder(pods, now)
 }
 func (kubeAPI) DoNotDisrupt(pod *corev1.Pod, now time.Time) bool { return kube.DoNotDisrupt(pod, now) }
+func (kubeAPI) Drainable(pod *corev1.Pod, now time.Time) bool    { return kube.Drainable(pod, now) }
+func (k kubeAPI) ListVolumeAttachments(ctx context.Context, node string) ([]storagev1.VolumeAttachment, error) {
+	return k.c.ListVolumeAttachments(ctx, node)
+}
+func (k kubeAPI) BoundVolume(ctx context.Context, namespace, name string) (string, error) {
+	pv, err := k.c.BoundVolume(ctx, namespace, name)
+	return pv, notFound(err)
+}
 
 // launcher launches replacements by marking them launched in the claim
 // store; statuses scripts a status per NodeClaim name.
@@ -331,7 +340,7 @@ func newEnv(t *testing.T, objects ...runtime.Object) *env {
 	})
 	svc, err := termination.New(termination.Ports{
 		Claims: e.claims, Budgets: e.budgets, Nodes: kubeAPI{kube.NewFromClientset(e.cs)},
-		Pods: kubeAPI{kube.NewFromClientset(e.cs)}, Rules: kubeAPI{}, Launcher: e.launcher,
+		Pods: kubeAPI{kube.NewFromClientset(e.cs)}, Rules: kubeAPI{}, Volumes: kubeAPI{kube.NewFromClientset(e.cs)}, Launcher: e.launcher,
 		Instances: e.instances, Commands: e.commands, Executions: e.starter,
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
@@ -107,6 +108,21 @@ type drainRules interface {
 	DrainOrder(pods []corev1.Pod, now time.Time) [][]corev1.Pod
 	// DoNotDisrupt reports an active karpenter.sh/do-not-disrupt.
 	DoNotDisrupt(pod *corev1.Pod, now time.Time) bool
+	// Drainable reports whether the drain acts on pod (Karpenter's
+	// drainability: not tolerating the disrupted taint, not a mirror pod,
+	// not stuck terminating); the volume wait ignores the volumes of the
+	// pods that are not.
+	Drainable(pod *corev1.Pod, now time.Time) bool
+}
+
+// volumeAPI reads what the wait for volume detachment needs (shared/kube).
+type volumeAPI interface {
+	// ListVolumeAttachments returns the storage.k8s.io/v1
+	// VolumeAttachments whose spec.nodeName is node.
+	ListVolumeAttachments(ctx context.Context, node string) ([]storagev1.VolumeAttachment, error)
+	// BoundVolume returns the PersistentVolume the claim namespace/name is
+	// bound to, "" while unbound, or an error matching ErrNotFound.
+	BoundVolume(ctx context.Context, namespace, name string) (string, error)
 }
 
 // replacementLauncher launches planned NodeClaims through the
@@ -164,14 +180,15 @@ type executionStarter interface {
 }
 
 // Ports are the adapters a Service works through. Claims, Nodes, Pods,
-// Rules and Instances are required; Budgets, Launcher, Commands and
-// Executions are required by the steps that use them.
+// Rules and Instances are required; Budgets, Launcher, Commands,
+// Executions and Volumes (Drain) are required by the steps that use them.
 type Ports struct {
 	Claims     claimStore
 	Budgets    budgetStore
 	Nodes      nodeAPI
 	Pods       podAPI
 	Rules      drainRules
+	Volumes    volumeAPI
 	Launcher   replacementLauncher
 	Instances  instanceTerminator
 	Commands   commandStore

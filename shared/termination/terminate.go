@@ -20,7 +20,10 @@ import (
 // and records InstanceTerminating=True on the NodeClaims that remain
 // (karpenter-spec.md section 5.2). The instance of a NodeClaim that is
 // gone is found from the candidate's providerID, or the interruption's
-// instance ID. It is idempotent.
+// instance ID. The state machines run it once Drain reports every node
+// drained: pods gone and volumes detached, or the termination deadline
+// passed (karpenter-spec section 5.2, checklist item 23). It is
+// idempotent.
 func (s *Service) Terminate(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.NodesOutput, error) {
 	out := workflow.NodesOutput{Nodes: []workflow.NodeOutcome{}}
 	var ids []string

@@ -353,7 +353,8 @@ type NodeOutcome struct {
 type DrainOutput struct {
 	// Round counts the drain rounds of this execution, 1 for the first.
 	Round int `json:"round"`
-	// Drained is true when no candidate has a pod left to wait for.
+	// Drained is true when no candidate has a pod or a volume attachment
+	// left to wait for.
 	Drained bool `json:"drained"`
 	// Stalls counts the consecutive rounds that made no progress.
 	Stalls int `json:"stalls"`
@@ -385,6 +386,9 @@ type NodeDrain struct {
 	Counts map[string]int `json:"counts,omitempty"`
 	// Pods are this round's pod actions (possibly truncated).
 	Pods []PodAction `json:"pods,omitempty"`
+	// Volumes is the wait for the Node's volumes to detach, once its pods
+	// are gone; nil before.
+	Volumes *VolumeDetachment `json:"volumes,omitempty"`
 }
 
 // PodAction is what a drain round did to one pod.
