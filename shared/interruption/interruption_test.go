@@ -2,8 +2,6 @@ package interruption_test
 
 import (
 	"errors"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"slices"
@@ -583,30 +581,5 @@ func TestExecutionNamesDiffer(t *testing.T) {
 				t.Errorf("ExecutionName(%q, %q) = ExecutionName(%q, %q) = %q", tt.a[0], tt.a[1], tt.b[0], tt.b[1], a)
 			}
 		})
-	}
-}
-
-// TestImportsStandardLibraryOnly enforces STYLE import rule 1 for this
-// package: no SDK, Lambda, Kubernetes client, logger, or other module.
-func TestImportsStandardLibraryOnly(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		parsed, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatalf("parse %s: %v", f, err)
-		}
-		for _, imp := range parsed.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
-				t.Errorf("%s imports %s: the package may import the standard library only", f, path)
-			}
-		}
 	}
 }
