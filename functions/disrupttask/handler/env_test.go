@@ -114,7 +114,7 @@ func newEnv(t *testing.T, objects ...runtime.Object) *env {
 	})
 	k := handler.Kube{Client: kube.NewFromClientset(e.cs)}
 	svc, err := termination.New(termination.Ports{
-		Claims: handler.Claims{Store: e.store}, Budgets: handler.Budgets{Store: e.store}, Nodes: k, Pods: k, Rules: k,
+		Claims: handler.Claims{Store: e.store}, Budgets: handler.Budgets{Store: e.store}, Nodes: k, Pods: k, Rules: k, Volumes: k,
 		Launcher: e.ec2, Instances: e.ec2, Commands: handler.Commands{Store: e.store, Now: e.clock.now}, Executions: e.starter,
 	})
 	if err != nil {

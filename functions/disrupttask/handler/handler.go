@@ -131,7 +131,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	}
 	svc, err := termination.New(termination.Ports{
 		Claims: Claims{Store: store}, Budgets: Budgets{Store: store},
-		Nodes: Kube{Client: c.Kube}, Pods: Kube{Client: c.Kube}, Rules: Kube{},
+		Nodes: Kube{Client: c.Kube}, Pods: Kube{Client: c.Kube}, Rules: Kube{}, Volumes: Kube{Client: c.Kube},
 		Launcher: Launcher{Provisioner: prov}, Instances: fl,
 		Commands: Commands{Store: store, Now: now}, Executions: Starter{API: c.SFN},
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -135,11 +136,14 @@ type KubeAPI interface {
 	ListPodsOnNode(ctx context.Context, node string) ([]corev1.Pod, error)
 	Evict(ctx context.Context, pod *corev1.Pod, gracePeriod time.Duration) (kube.Eviction, error)
 	DeletePod(ctx context.Context, pod *corev1.Pod, gracePeriod time.Duration) error
+	ListVolumeAttachments(ctx context.Context, node string) ([]storagev1.VolumeAttachment, error)
+	BoundVolume(ctx context.Context, namespace, name string) (string, error)
 }
 
 var _ KubeAPI = (*kube.Client)(nil)
 
-// Kube is termination's node, pod and drain-rule ports over shared/kube.
+// Kube is termination's node, pod, drain-rule and volume ports over
+// shared/kube.
 type Kube struct{ Client KubeAPI }
 
 // ListNodes lists every Node.
