@@ -116,6 +116,12 @@ type evaluation struct {
 	available    budgets
 	budgetReport []BudgetStatus
 	acted        Method
+
+	// solves counts the simulations run; bnd caches cannotConsolidate's
+	// bounds; noBounds turns that check off (tests compare both ways).
+	solves   int
+	bnd      *bounds
+	noBounds bool
 }
 
 // Evaluate decides what Karpenter's disruption controller would start at
@@ -141,23 +147,32 @@ type evaluation struct {
 // PodDisruptionBudget selector), a failed simulation or a cancelled ctx;
 // blocked candidates are a normal outcome.
 func Evaluate(ctx context.Context, in Input) (Result, error) {
+	res, _, err := evaluate(ctx, in, false)
+	return res, err
+}
+
+// evaluate is Evaluate, also returning how many simulations it ran;
+// noBounds makes consolidation simulate every candidate set, without the
+// cannotConsolidate shortcut.
+func evaluate(ctx context.Context, in Input, noBounds bool) (Result, int, error) {
 	if err := ctx.Err(); err != nil {
-		return Result{}, err
+		return Result{}, 0, err
 	}
 	e, err := newEvaluation(in)
 	if err != nil {
-		return Result{}, err
+		return Result{}, 0, err
 	}
+	e.noBounds = noBounds
 	res := Result{Commands: []Command{}, Blocked: []Blocked{}}
 	expired := e.expire()
 	e.available, e.budgetReport = e.computeBudgets()
 	if err := e.assess(); err != nil {
-		return Result{}, err
+		return Result{}, 0, err
 	}
 	for _, m := range methods() {
 		cmds, err := m.compute(ctx, e)
 		if err != nil {
-			return Result{}, err
+			return Result{}, 0, err
 		}
 		if len(cmds) > 0 {
 			e.acted = m.reason()
@@ -171,7 +186,7 @@ func Evaluate(ctx context.Context, in Input) (Result, error) {
 	if res.Budgets == nil {
 		res.Budgets = []BudgetStatus{}
 	}
-	return res, nil
+	return res, e.solves, nil
 }
 
 // newEvaluation indexes the snapshot.

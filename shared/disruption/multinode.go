@@ -49,9 +49,12 @@ func (multiNodeConsolidation) compute(ctx context.Context, e *evaluation) ([]Com
 		}
 		mid := (lo + hi) / 2
 		set := batch[:mid+1]
-		c, _, err := e.consolidate(ctx, set)
-		if err != nil {
-			return nil, err
+		var c *Command
+		if !e.cannotConsolidateKnown(set) {
+			var err error
+			if c, _, err = e.consolidate(ctx, set); err != nil {
+				return nil, err
+			}
 		}
 		if c != nil {
 			best, bestSet = c, set

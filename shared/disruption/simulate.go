@@ -81,6 +81,7 @@ func (e *evaluation) simulate(ctx context.Context, cands []*node) (simulation, s
 	if err != nil {
 		return simulation{}, "", fmt.Errorf("simulate rescheduling of %s: %w", names(cands), err)
 	}
+	e.solves++
 	keys := make([]string, 0, len(mustPlace))
 	for k := range mustPlace {
 		keys = append(keys, k)

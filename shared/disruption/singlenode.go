@@ -23,6 +23,9 @@ func (singleNodeConsolidation) compute(ctx context.Context, e *evaluation) ([]Co
 			n.note("%s", e.describeBudget(n.pool.Name, MethodUnderutilized))
 			continue
 		}
+		if n.why != "" && e.cannotConsolidateKnown([]*node{n}) {
+			continue // its reason is already recorded: skip the simulation
+		}
 		c, why, err := e.consolidate(ctx, []*node{n})
 		if err != nil {
 			return nil, err
