@@ -12,12 +12,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodewright/nodewright/forwarder/internal/batcher"
@@ -135,7 +139,8 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		NodePools: nodePools.Lister(), NodeClasses: nodeClasses.Lister(),
 		PodInformer: pods.Informer(), NodeInformer: nodes.Informer(),
 		NodePoolInformer: nodePools.Informer(), NodeClassInformer: nodeClasses.Informer(),
-	}, m.API(client), m.Emitter(events.New(kube.CoreV1(), time.Now, cfg.Identity)), m.Mirror(mirror.New(dyn)))
+	}, m.API(client), m.Emitter(events.New(kube.CoreV1(), time.Now, cfg.Identity)), m.Mirror(mirror.New(dyn)),
+		m.Relay(events.NewRelay(kube.CoreV1(), clusterObjects{nodes: nodes.Lister(), dyn: dyn}, time.Now, cfg.Identity)))
 	a.lead = func(ctx context.Context) error {
 		log.Info("leading: posting to the API", "identity", cfg.Identity)
 		m.SetLeader(true)
@@ -143,6 +148,41 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		return fwd.Run(ctx)
 	}
 	return a, nil
+}
+
+// clusterObjects finds the UIDs of the Nodes and NodeClaims that event
+// records are about (events.Objects): Nodes in the informer cache,
+// NodeClaims by a list filtered to the name (the forwarder may list
+// NodeClaims, not get them).
+type clusterObjects struct {
+	nodes corelisters.NodeLister
+	dyn   dynamic.Interface
+}
+
+func (o clusterObjects) UID(ctx context.Context, kind, name string) (types.UID, error) {
+	switch kind {
+	case events.KindNode:
+		n, err := o.nodes.Get(name)
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("node %s: %w", name, err)
+		}
+		return n.UID, nil
+	case events.KindNodeClaim:
+		list, err := o.dyn.Resource(mirror.GVR).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+		if err != nil {
+			return "", fmt.Errorf("nodeclaim %s: %w", name, err)
+		}
+		for _, c := range list.Items {
+			if c.GetName() == name {
+				return c.GetUID(), nil
+			}
+		}
+		return "", nil
+	}
+	return "", fmt.Errorf("kind %q: not a Node or NodeClaim", kind)
 }
 
 // ready reports whether every informer cache has synced (/readyz).

@@ -23,7 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/nodewright/nodewright/forwarder/internal/events"
 	"github.com/nodewright/nodewright/forwarder/internal/mirror"
 	"github.com/nodewright/nodewright/forwarder/internal/pending"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -93,6 +96,9 @@ func (s *intakeStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"message":"no such batch"}`, http.StatusNotFound)
 	case r.Method == http.MethodGet && r.URL.Path == "/prod"+v1.RouteNodeClaims:
 		answer(v1.NodeClaimList{Items: s.claims})
+	case r.Method == http.MethodGet && r.URL.Path == "/prod"+v1.RouteEvents:
+		answer(v1.EventList{Items: []v1.EventRecord{{ID: "rec-1", Time: metav1.Now(), Type: "Warning", Reason: "SpotInterrupted",
+			Message: "EC2 sent a Spot interruption warning", NodeClaim: "default-abc", Node: "n1"}}})
 	case r.Method == http.MethodPost && r.URL.Path == "/prod"+v1.RouteConfig:
 		c, _, err := v1.DecodeClusterConfig(body)
 		if err != nil {
@@ -165,7 +171,7 @@ func TestForwarderEndToEnd(t *testing.T) {
 				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 			}}},
 		},
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: now}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-n1", CreationTimestamp: now}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1"}},
 	)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		nodePoolsGVR: "NodePoolList", nodeClassesGVR: "EC2NodeClassList", mirror.GVR: "NodeClaimList",
@@ -207,6 +213,18 @@ func TestForwarderEndToEnd(t *testing.T) {
 		nc, err := dyn.Resource(mirror.GVR).Get(ctx, "default-abc", metav1.GetOptions{})
 		return err == nil && nc.GetLabels()[mirror.LabelMirror] == "true"
 	})
+	waitFor(t, "the event record's SpotInterrupted event on node n1", func() bool {
+		evs, err := kube.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "SpotInterrupted" && e.InvolvedObject == (corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "uid-n1"}) {
+				return true
+			}
+		}
+		return false
+	})
 	waitFor(t, "config, registration and snapshot", func() bool {
 		stub.mu.Lock()
 		defer stub.mu.Unlock()
@@ -237,6 +255,41 @@ func TestForwarderEndToEnd(t *testing.T) {
 	}
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "" {
 		t.Errorf("lease holder after shutdown = %v, want released", lease.Spec.HolderIdentity)
+	}
+}
+
+func TestClusterObjectsUID(t *testing.T) {
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := nodes.Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-n1"}}); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(name, uid string) *unstructured.Unstructured {
+		return unstructuredJSON(t, `{"apiVersion":"karpenter.sh/v1","kind":"NodeClaim","metadata":{"name":"`+name+`","uid":"`+uid+`"}}`)
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{mirror.GVR: "NodeClaimList"},
+		claim("default-abc", "uid-abc"), claim("default-xyz", "uid-xyz"))
+	objs := clusterObjects{nodes: corelisters.NewNodeLister(nodes), dyn: dyn}
+	tests := []struct {
+		name, kind, object string
+		want               types.UID
+		wantErr            bool
+	}{
+		{name: "should find a Node in the cache", kind: events.KindNode, object: "n1", want: "uid-n1"},
+		{name: "should answer no UID for a Node the cluster does not have", kind: events.KindNode, object: "n9"},
+		{name: "should find the NodeClaim of that name", kind: events.KindNodeClaim, object: "default-xyz", want: "uid-xyz"},
+		{name: "should answer no UID for a NodeClaim the cluster does not have", kind: events.KindNodeClaim, object: "default-gone"},
+		{name: "should refuse another kind", kind: "Pod", object: "web-0", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := objs.UID(t.Context(), tt.kind, tt.object)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("UID(%s, %s) error = %v, want error %v", tt.kind, tt.object, err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("UID(%s, %s) = %q, want %q", tt.kind, tt.object, got, tt.want)
+			}
+		})
 	}
 }
 

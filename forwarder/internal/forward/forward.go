@@ -8,7 +8,10 @@
 //   - the cluster config (NodePools and EC2NodeClasses) on every change;
 //   - node registrations as nodes join and change;
 //   - a cluster snapshot every SnapshotInterval when the cluster changed;
-//   - and it keeps the NodeClaim mirrors equal to the API's NodeClaims.
+//   - it keeps the NodeClaim mirrors equal to the API's NodeClaims;
+//   - and, right after each mirror sync (so that an event about a NodeClaim
+//     finds its mirror), it writes the API's event records (GET /v1/events)
+//     as Kubernetes Events on Nodes and NodeClaims.
 //
 // A failed post is logged and retried by the next trigger; only the end of
 // leadership stops the loop.
@@ -46,11 +49,18 @@ type API interface {
 	PostRegistrations(ctx context.Context, r *v1.NodeRegistrations) (v1.Receipt, error)
 	PostSnapshot(ctx context.Context, s *v1.ClusterSnapshot) (v1.Receipt, error)
 	NodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
+	Events(ctx context.Context) (v1.EventList, error)
 }
 
 // Emitter turns a batch answer into pod Events (events.Emitter).
 type Emitter interface {
 	Emit(ctx context.Context, result v1.PodBatchResult, pods map[types.UID]v1.PodSummary) (int, error)
+}
+
+// Relay writes the API's event records as Kubernetes Events, once per
+// record however often it is listed (events.Relay).
+type Relay interface {
+	Relay(ctx context.Context, records []v1.EventRecord) (int, error)
 }
 
 // Mirror keeps NodeClaim mirrors in the cluster (mirror.Mirror).
@@ -113,7 +123,8 @@ type Options struct {
 	// SnapshotMaxAge re-posts an unchanged snapshot this long after the
 	// last post: 5 min.
 	SnapshotMaxAge time.Duration
-	// NodeClaimSync is how often mirrors are synced: 10 s.
+	// NodeClaimSync is how often mirrors are synced and event records
+	// polled: 10 s.
 	NodeClaimSync time.Duration
 	// ResultPoll is how often outstanding batch answers are polled: 2 s.
 	ResultPoll time.Duration
@@ -133,11 +144,12 @@ type Forwarder struct {
 	api    API
 	events Emitter
 	mirror Mirror
+	relay  Relay
 	log    *slog.Logger
 }
 
 // New returns a Forwarder; opts' zero fields take their defaults.
-func New(opts Options, src Sources, api API, events Emitter, m Mirror) *Forwarder {
+func New(opts Options, src Sources, api API, events Emitter, m Mirror, relay Relay) *Forwarder {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -162,7 +174,7 @@ func New(opts Options, src Sources, api API, events Emitter, m Mirror) *Forwarde
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Forwarder{opts: opts, src: src, api: api, events: events, mirror: m, log: log}
+	return &Forwarder{opts: opts, src: src, api: api, events: events, mirror: m, relay: relay, log: log}
 }
 
 // Run posts until ctx is done, then removes its event handlers and returns
@@ -482,12 +494,35 @@ func (f *Forwarder) mirrorLoop(ctx context.Context, now <-chan struct{}) {
 				f.log.Info("synced nodeclaim mirrors", "created", res.Created, "updated", res.Updated, "deleted", res.Deleted)
 			}
 		}
+		f.relayEvents(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-now:
 		case <-f.opts.Clock.After(f.opts.NodeClaimSync):
 		}
+	}
+}
+
+// relayEvents polls the API's event records and writes the new ones.
+func (f *Forwarder) relayEvents(ctx context.Context) {
+	list, err := f.api.Events(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return
+	case err != nil:
+		f.log.Error("list event records from the API", "err", err)
+		return
+	}
+	if list.Omitted > 0 {
+		f.log.Warn("the API left out older event records", "listed", len(list.Items), "omitted", list.Omitted)
+	}
+	n, err := f.relay.Relay(ctx, list.Items)
+	if err != nil && ctx.Err() == nil {
+		f.log.Error("write events of event records", "err", err)
+	}
+	if n > 0 {
+		f.log.Info("wrote events of event records", "created", n)
 	}
 }
 

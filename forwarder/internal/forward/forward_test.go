@@ -35,6 +35,7 @@ type fakeAPI struct {
 	snapshots []v1.ClusterSnapshot
 	polls     int
 	claims    []v1.NodeClaim
+	records   []v1.EventRecord
 	// solved answers GET for a batch; nil means still Queued.
 	solve func(b v1.PodBatch) *v1.PodBatchResult
 }
@@ -85,6 +86,12 @@ func (a *fakeAPI) NodeClaims(context.Context) ([]v1.NodeClaim, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.claims), nil
+}
+
+func (a *fakeAPI) Events(context.Context) (v1.EventList, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return v1.EventList{Items: slices.Clone(a.records)}, nil
 }
 
 // batchPods returns the pod names of every batch posted so far.
@@ -150,6 +157,36 @@ func (m *fakeMirror) count() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.syncs)
+}
+
+// relayed is one Relay call: the record IDs and how many mirror syncs had
+// run by then.
+type relayed struct {
+	IDs         []string
+	MirrorSyncs int
+}
+
+type fakeRelay struct {
+	mu     sync.Mutex
+	mirror *fakeMirror
+	calls  []relayed
+}
+
+func (r *fakeRelay) Relay(_ context.Context, records []v1.EventRecord) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ids []string
+	for _, rec := range records {
+		ids = append(ids, rec.ID)
+	}
+	r.calls = append(r.calls, relayed{IDs: ids, MirrorSyncs: r.mirror.count()})
+	return len(ids), nil
+}
+
+func (r *fakeRelay) seen() []relayed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
 }
 
 // fakeInformer holds an indexer and the handlers registered on it; the test
@@ -254,6 +291,7 @@ type harness struct {
 	api                                 *fakeAPI
 	events                              *fakeEmitter
 	mirror                              *fakeMirror
+	relay                               *fakeRelay
 	pods, nodes, nodePools, nodeClasses *fakeInformer
 	cancel                              context.CancelFunc
 	done                                chan error
@@ -264,7 +302,7 @@ type harness struct {
 func start(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{
-		api: &fakeAPI{}, events: &fakeEmitter{}, mirror: &fakeMirror{},
+		api: &fakeAPI{records: []v1.EventRecord{{ID: "r1"}}}, events: &fakeEmitter{}, mirror: &fakeMirror{},
 		pods: newInformer(), nodes: newInformer(), nodePools: newInformer(), nodeClasses: newInformer(),
 		done: make(chan error, 1),
 	}
@@ -276,6 +314,7 @@ func start(t *testing.T) *harness {
 			t.Fatal(err)
 		}
 	}
+	h.relay = &fakeRelay{mirror: h.mirror}
 	gr := schema.GroupResource{Group: "karpenter.sh", Resource: "nodepools"}
 	src := forward.Sources{
 		Pods:              corelisters.NewPodLister(h.pods.store),
@@ -289,7 +328,7 @@ func start(t *testing.T) *harness {
 		NodePoolInformer:  h.nodePools,
 		NodeClassInformer: h.nodeClasses,
 	}
-	f := forward.New(forward.Options{Cluster: "prod", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, src, h.api, h.events, h.mirror)
+	f := forward.New(forward.Options{Cluster: "prod", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, src, h.api, h.events, h.mirror, h.relay)
 	ctx, cancel := context.WithCancel(t.Context())
 	h.cancel = cancel
 	go func() { h.done <- f.Run(ctx) }()
@@ -387,6 +426,27 @@ func TestAnswersBecomeEventsAndMirrors(t *testing.T) {
 			t.Errorf("mirror syncs = %d, want the periodic 10 s sync too", got)
 		}
 		h.stop(t)
+	})
+}
+
+func TestEventRecordsAreRelayedAfterEachMirrorSync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		synctest.Wait()
+		h.api.mu.Lock()
+		h.api.records = append(h.api.records, v1.EventRecord{ID: "r2"})
+		h.api.mu.Unlock()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		want := []relayed{{IDs: []string{"r1"}, MirrorSyncs: 1}, {IDs: []string{"r1", "r2"}, MirrorSyncs: 2}}
+		if diff := cmp.Diff(want, h.relay.seen()); diff != "" {
+			t.Errorf("relay calls mismatch (-want +got):\n%s", diff)
+		}
+		h.stop(t)
+		time.Sleep(time.Minute)
+		if n := len(h.relay.seen()); n != 2 {
+			t.Errorf("relay calls = %d after leadership ended, want still 2", n)
+		}
 	})
 }
 

@@ -205,6 +205,14 @@ func (c *Client) NodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
 	return out.Items, nil
 }
 
+// Events returns the newest unexpired event records the API holds for the
+// cluster (GET v1.RouteEvents), oldest first; see v1.EventList.
+func (c *Client) Events(ctx context.Context) (v1.EventList, error) {
+	var out v1.EventList
+	err := c.do(ctx, http.MethodGet, v1.RouteEvents, "", nil, &out)
+	return out, err
+}
+
 // Encode returns the JSON body of msg, or an error wrapping
 // v1.ErrMessageTooLarge when it exceeds v1.MaxMessageBytes; senders use it to
 // decide how to split.

@@ -463,6 +463,30 @@ func TestGets(t *testing.T) {
 	}
 }
 
+func TestEvents(t *testing.T) {
+	list := `{"apiVersion":"nodewright.dev/v1","kind":"EventList","items":[{"id":"r1","time":"2030-01-02T03:04:05Z","type":"Warning","reason":"SpotInterrupted","message":"reclaimed","nodeClaim":"default-abc","node":"ip-10-0-0-1"}],"omitted":2}`
+	srv := newServer(t, response{status: http.StatusOK, body: list})
+	var sleeps []time.Duration
+	c := newClient(t, srv.URL, &sleeps)
+	got, err := c.Events(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := v1.EventList{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindEventList},
+		Items: []v1.EventRecord{{ID: "r1", Time: metav1.NewTime(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), Type: "Warning",
+			Reason: "SpotInterrupted", Message: "reclaimed", NodeClaim: "default-abc", Node: "ip-10-0-0-1"}},
+		Omitted: 2,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Events() mismatch (-want +got):\n%s", diff)
+	}
+	r := srv.seen()[0]
+	if r.Method != http.MethodGet || r.Path != "/prod/v1/events" || !r.SignatureValid || r.IdempotencyKey != "" {
+		t.Errorf("request = %+v", r)
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		name string

@@ -1,6 +1,6 @@
 // Package metrics measures the forwarder with Prometheus: decorators around
-// the intake API, the event emitter and the NodeClaim mirror count what they
-// do, and Handler serves /metrics, /healthz and /readyz. All metric names
+// the intake API, the event emitter, the event record relay and the
+// NodeClaim mirror count what they do, and Handler serves /metrics, /healthz and /readyz. All metric names
 // start with nodewright_forwarder_.
 package metrics
 
@@ -27,6 +27,7 @@ type Metrics struct {
 	retries      *prometheus.CounterVec
 	batchPods    prometheus.Histogram
 	events       prometheus.Counter
+	records      prometheus.Counter
 	mirrorWrites *prometheus.CounterVec
 	leader       prometheus.Gauge
 	now          func() time.Time
@@ -58,6 +59,10 @@ func New(reg prometheus.Registerer, now func() time.Time) (*Metrics, error) {
 			Name: "nodewright_forwarder_pod_events_total",
 			Help: "Kubernetes Events written on pods from batch answers.",
 		}),
+		records: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nodewright_forwarder_record_events_total",
+			Help: "Kubernetes Events written on Nodes and NodeClaims from the API's event records.",
+		}),
 		mirrorWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nodewright_forwarder_nodeclaim_mirror_writes_total",
 			Help: "NodeClaim mirrors created, updated and deleted.",
@@ -68,7 +73,7 @@ func New(reg prometheus.Registerer, now func() time.Time) (*Metrics, error) {
 		}),
 		now: now,
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.retries, m.batchPods, m.events, m.mirrorWrites, m.leader} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.retries, m.batchPods, m.events, m.records, m.mirrorWrites, m.leader} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -116,6 +121,7 @@ type intakeAPI interface {
 	PostRegistrations(ctx context.Context, r *v1.NodeRegistrations) (v1.Receipt, error)
 	PostSnapshot(ctx context.Context, s *v1.ClusterSnapshot) (v1.Receipt, error)
 	NodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
+	Events(ctx context.Context) (v1.EventList, error)
 }
 
 // API measures every call to next.
@@ -183,6 +189,14 @@ func (a *API) NodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
 	return r, err
 }
 
+// Events asks next and records the call.
+func (a *API) Events(ctx context.Context) (v1.EventList, error) {
+	start := a.m.now()
+	r, err := a.next.Events(ctx)
+	a.observe(v1.RouteEvents, start, err)
+	return r, err
+}
+
 type emitter interface {
 	Emit(ctx context.Context, result v1.PodBatchResult, pods map[types.UID]v1.PodSummary) (int, error)
 }
@@ -200,6 +214,26 @@ func (m *Metrics) Emitter(next emitter) *Emitter { return &Emitter{next: next, m
 func (e *Emitter) Emit(ctx context.Context, result v1.PodBatchResult, pods map[types.UID]v1.PodSummary) (int, error) {
 	n, err := e.next.Emit(ctx, result, pods)
 	e.m.events.Add(float64(n))
+	return n, err
+}
+
+type relayer interface {
+	Relay(ctx context.Context, records []v1.EventRecord) (int, error)
+}
+
+// Relay counts the events next writes from event records.
+type Relay struct {
+	next relayer
+	m    *Metrics
+}
+
+// Relay wraps next.
+func (m *Metrics) Relay(next relayer) *Relay { return &Relay{next: next, m: m} }
+
+// Relay writes through next and counts the events written.
+func (r *Relay) Relay(ctx context.Context, records []v1.EventRecord) (int, error) {
+	n, err := r.next.Relay(ctx, records)
+	r.m.records.Add(float64(n))
 	return n, err
 }
 

@@ -71,12 +71,17 @@ func (api) PostSnapshot(context.Context, *v1.ClusterSnapshot) (v1.Receipt, error
 	return v1.Receipt{}, nil
 }
 func (api) NodeClaims(context.Context) ([]v1.NodeClaim, error) { return nil, nil }
+func (api) Events(context.Context) (v1.EventList, error)       { return v1.EventList{}, nil }
 
 type emitter struct{}
 
 func (emitter) Emit(context.Context, v1.PodBatchResult, map[types.UID]v1.PodSummary) (int, error) {
 	return 3, nil
 }
+
+type relayer struct{}
+
+func (relayer) Relay(context.Context, []v1.EventRecord) (int, error) { return 2, nil }
 
 type mirrorer struct{}
 
@@ -108,11 +113,18 @@ func TestDecorators(t *testing.T) {
 	if _, err := m.Mirror(mirrorer{}).Sync(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := a.Events(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Relay(relayer{}).Relay(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
 	m.SetLeader(true)
 
 	want := `
 # HELP nodewright_forwarder_requests_total Requests to the intake API by route and outcome (ok, client_error, server_error, network_error, too_large, canceled), counting each call once however many attempts it took.
 # TYPE nodewright_forwarder_requests_total counter
+nodewright_forwarder_requests_total{outcome="ok",route="/v1/events"} 1
 nodewright_forwarder_requests_total{outcome="ok",route="/v1/podbatches"} 2
 nodewright_forwarder_requests_total{outcome="server_error",route="/v1/config"} 1
 # HELP nodewright_forwarder_request_retries_total Failed attempts that were retried, by route and HTTP status (0 for a network error).
@@ -121,6 +133,9 @@ nodewright_forwarder_request_retries_total{route="/v1/config",status="503"} 1
 # HELP nodewright_forwarder_pod_events_total Kubernetes Events written on pods from batch answers.
 # TYPE nodewright_forwarder_pod_events_total counter
 nodewright_forwarder_pod_events_total 3
+# HELP nodewright_forwarder_record_events_total Kubernetes Events written on Nodes and NodeClaims from the API's event records.
+# TYPE nodewright_forwarder_record_events_total counter
+nodewright_forwarder_record_events_total 2
 # HELP nodewright_forwarder_nodeclaim_mirror_writes_total NodeClaim mirrors created, updated and deleted.
 # TYPE nodewright_forwarder_nodeclaim_mirror_writes_total counter
 nodewright_forwarder_nodeclaim_mirror_writes_total{op="create"} 2
@@ -132,15 +147,15 @@ nodewright_forwarder_leader 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"nodewright_forwarder_requests_total", "nodewright_forwarder_request_retries_total",
-		"nodewright_forwarder_pod_events_total", "nodewright_forwarder_nodeclaim_mirror_writes_total",
+		"nodewright_forwarder_pod_events_total", "nodewright_forwarder_record_events_total", "nodewright_forwarder_nodeclaim_mirror_writes_total",
 		"nodewright_forwarder_leader"); err != nil {
 		t.Error(err)
 	}
 	if n := testutil.CollectAndCount(reg, "nodewright_forwarder_batch_pods"); n != 1 {
 		t.Errorf("batch_pods series = %d, want 1", n)
 	}
-	if n := testutil.CollectAndCount(reg, "nodewright_forwarder_request_duration_seconds"); n != 2 {
-		t.Errorf("request_duration_seconds series = %d, want 2 (two routes)", n)
+	if n := testutil.CollectAndCount(reg, "nodewright_forwarder_request_duration_seconds"); n != 3 {
+		t.Errorf("request_duration_seconds series = %d, want 3 (three routes)", n)
 	}
 }
 

@@ -1,0 +1,171 @@
+package events
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+// Kinds of the objects a record's Event is about.
+const (
+	KindNode      = "Node"
+	KindNodeClaim = v1.KindNodeClaim
+)
+
+// nodeClaimAPIVersion is the apiVersion of NodeClaims (karpenter.sh/v1).
+var nodeClaimAPIVersion = v1.Group + "/v1"
+
+// Objects finds the cluster UIDs of the objects record Events are about.
+// `kubectl describe` selects an object's events by involvedObject.uid, so
+// an Event without the UID is listed by `kubectl get events` but not
+// described with its object.
+type Objects interface {
+	// UID returns the UID of the cluster-scoped object of kind (KindNode or
+	// KindNodeClaim) named name, or "" with a nil error when the cluster
+	// has no such object.
+	UID(ctx context.Context, kind, name string) (types.UID, error)
+}
+
+// Relay writes the API's event records (v1.EventList: what the Lambdas
+// record, such as the interruption Lambda's SpotInterrupted) as Kubernetes
+// Events, one Event per record: on the Node when the record names one
+// (kind Node, apiVersion v1), else on the NodeClaim (the mirror, kind
+// NodeClaim, apiVersion karpenter.sh/v1). Nodes and NodeClaims are
+// cluster-scoped, so the Events go to the "default" namespace, as
+// client-go's recorder puts them. The Event's name is RecordEventName of
+// the record ID, so a record listed again, or relayed again by the next
+// leader, is created once: AlreadyExists counts as done. A Relay remembers
+// the records it has written while the API still lists them, so a poll
+// writes only new records. It is safe for use by one goroutine.
+type Relay struct {
+	client   corev1client.EventsGetter
+	objects  Objects
+	now      func() time.Time
+	instance string
+	done     map[string]bool
+}
+
+// NewRelay returns a Relay that writes through client, looks UIDs up in
+// objects, stamps a record without a time with now and names instance
+// (this replica's pod name) as the reporting instance.
+func NewRelay(client corev1client.EventsGetter, objects Objects, now func() time.Time, instance string) *Relay {
+	return &Relay{client: client, objects: objects, now: now, instance: instance, done: map[string]bool{}}
+}
+
+// Relay writes an Event for every record not written before, in order. It
+// returns how many Events it created and every error, joined: a record
+// without an ID or a NodeClaim, or with a Type other than Normal or
+// Warning, is reported once and skipped for good; a failed UID lookup or
+// create is retried by the next call that lists the record. records are
+// the API's whole current list: remembered IDs it no longer lists are
+// forgotten.
+func (r *Relay) Relay(ctx context.Context, records []v1.EventRecord) (int, error) {
+	listed := make(map[string]bool, len(records))
+	var created int
+	var errs []error
+	for _, rec := range records {
+		listed[rec.ID] = true
+		if r.done[rec.ID] {
+			continue
+		}
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("relay event records: %w", ctx.Err()))
+			break
+		}
+		if err := checkRecord(rec); err != nil {
+			r.done[rec.ID] = true
+			errs = append(errs, err)
+			continue
+		}
+		ev, err := r.event(ctx, rec)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		_, err = r.client.Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			created++
+		case apierrors.IsAlreadyExists(err):
+		default:
+			errs = append(errs, fmt.Errorf("create %s event for record %s on %s %s: %w",
+				rec.Reason, rec.ID, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, err))
+			continue
+		}
+		r.done[rec.ID] = true
+	}
+	for id := range r.done {
+		if !listed[id] {
+			delete(r.done, id)
+		}
+	}
+	return created, errors.Join(errs...)
+}
+
+func checkRecord(rec v1.EventRecord) error {
+	switch {
+	case rec.ID == "":
+		return fmt.Errorf("event record of reason %q: id: required", rec.Reason)
+	case rec.NodeClaim == "":
+		return fmt.Errorf("event record %s: nodeClaim: required", rec.ID)
+	case rec.Reason == "":
+		return fmt.Errorf("event record %s: reason: required", rec.ID)
+	case rec.Type != corev1.EventTypeNormal && rec.Type != corev1.EventTypeWarning:
+		return fmt.Errorf("event record %s: type %q, want Normal or Warning", rec.ID, rec.Type)
+	}
+	return nil
+}
+
+// event builds the Event of rec, looking up its object's UID.
+func (r *Relay) event(ctx context.Context, rec v1.EventRecord) (*corev1.Event, error) {
+	ref := corev1.ObjectReference{APIVersion: "v1", Kind: KindNode, Name: rec.Node}
+	if rec.Node == "" {
+		ref = corev1.ObjectReference{APIVersion: nodeClaimAPIVersion, Kind: KindNodeClaim, Name: rec.NodeClaim}
+	}
+	uid, err := r.objects.UID(ctx, ref.Kind, ref.Name)
+	if err != nil {
+		return nil, fmt.Errorf("event record %s: look up %s %s: %w", rec.ID, ref.Kind, ref.Name, err)
+	}
+	ref.UID = uid
+	ts := rec.Time
+	if ts.IsZero() {
+		ts = metav1.NewTime(r.now())
+	}
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      RecordEventName(rec.ID),
+			Namespace: metav1.NamespaceDefault,
+		},
+		InvolvedObject:      ref,
+		Reason:              rec.Reason,
+		Message:             rec.Message,
+		Type:                rec.Type,
+		Source:              corev1.EventSource{Component: Component},
+		FirstTimestamp:      ts,
+		LastTimestamp:       ts,
+		Count:               1,
+		ReportingController: Component,
+		ReportingInstance:   r.instance,
+	}, nil
+}
+
+// RecordEventName is the name of the Event written for the record with
+// this ID: "nodewright-record." and the first 32 hexadecimal digits of the
+// ID's SHA-256. Record IDs may hold any character but '#' and run to 512
+// bytes; the name is always a valid object name and the same for the same
+// ID.
+func RecordEventName(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return "nodewright-record." + hex.EncodeToString(sum[:16])
+}
