@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
 // node is one NodeClaim (with its Node when registered) as the evaluation
@@ -122,6 +123,8 @@ type evaluation struct {
 	solves   int
 	bnd      *bounds
 	noBounds bool
+	// prepared is the solver's reusable preparation (see solve).
+	prepared *scheduling.Prepared
 }
 
 // Evaluate decides what Karpenter's disruption controller would start at

@@ -77,7 +77,7 @@ func (e *evaluation) simulate(ctx context.Context, cands []*node) (simulation, s
 		in.Nodes = append(in.Nodes, scheduling.ExistingNode{Node: k, Pods: e.hosted[k.Name], MarkedForDeletion: k.DeletionTimestamp != nil})
 	}
 	in.Pods = append(in.Pods, e.pending...)
-	res, err := scheduling.Solve(ctx, in)
+	res, err := e.solve(ctx, in)
 	if err != nil {
 		return simulation{}, "", fmt.Errorf("simulate rescheduling of %s: %w", names(cands), err)
 	}
@@ -111,6 +111,22 @@ func (e *evaluation) simulate(ctx context.Context, cands []*node) (simulation, s
 		}
 	}
 	return sim, "", nil
+}
+
+// solve is scheduling.Solve(ctx, in) reusing, across the evaluation's
+// simulations, the solver's preparation of the pools' instance types
+// (every simulation has the same pools, classes, types, DaemonSets and
+// nodes; only the pods and the nodes marked for deletion change). When
+// preparing fails, Solve reports the same error.
+func (e *evaluation) solve(ctx context.Context, in scheduling.Input) (scheduling.Result, error) {
+	if e.prepared == nil {
+		p, err := scheduling.Prepare(ctx, in)
+		if err != nil {
+			return scheduling.Solve(ctx, in)
+		}
+		e.prepared = p
+	}
+	return e.prepared.Solve(ctx, in)
 }
 
 // replacement turns a solver NewClaim into a Replacement. With types

@@ -316,6 +316,10 @@ func typeAdmits(r requirements.Requirements, t *ptype) (float64, bool) {
 // buildPoolTypes filters the node class's instance types by the pool's
 // requirements and computes each one's daemonset overhead.
 func (s *solver) buildPoolTypes(p *pool) {
+	if types, ok := s.prep.poolTypes(s, p); ok {
+		p.types = types
+		return
+	}
 	r := s.reqs.get(p.reqID)
 	n := s.res.n()
 	for _, it := range s.in.InstanceTypes[p.className] {

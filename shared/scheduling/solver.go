@@ -96,6 +96,8 @@ type solver struct {
 	// candidate-list scans (tests only read them).
 	searches  int
 	typeScans int
+	// prep, when set, supplies the pools' instance types (Prepared.Solve).
+	prep *Prepared
 }
 
 // noFitKey identifies pods that place treats identically: same class level
@@ -169,8 +171,14 @@ func invalid(format string, args ...any) error {
 }
 
 func newSolver(ctx context.Context, in *Input) (*solver, error) {
+	return newPreparedSolver(ctx, in, nil)
+}
+
+// newPreparedSolver is newSolver taking the pools' instance types from
+// prep when it has them (prep may be nil).
+func newPreparedSolver(ctx context.Context, in *Input, prep *Prepared) (*solver, error) {
 	s := &solver{
-		ctx: ctx, in: in, reqs: newReqTable(), res: newResourceIndex(),
+		ctx: ctx, in: in, reqs: newReqTable(), res: newResourceIndex(), prep: prep,
 		keyByName: map[string]*topoKey{}, groupByID: map[string]*group{},
 		selCache: map[string][]*group{}, domCache: map[domKey][]int32{},
 		placements: map[string]string{}, narrow1: map[narrow1Key]int32{},
