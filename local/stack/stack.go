@@ -174,6 +174,8 @@ type Stack struct {
 	// disruptionWired is set when the disruption state machine runs
 	// (startDisruption).
 	disruptionWired bool
+	// store is the DynamoDB store the handlers share (events.go).
+	store *ddbstore.Store
 }
 
 // disruptionClients are the clients the disruption functions share with
@@ -393,6 +395,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	s.store = store
 	sender, err := queue.New(sqsClient, queueURL)
 	if err != nil {
 		return fmt.Errorf("queue: %w", err)
