@@ -53,9 +53,10 @@ func claimNames(p *corev1.Pod) []string {
 // it reports the Node drained once no VolumeAttachment it waits for
 // (AwaitedAttachments) is left, or at once when the termination deadline
 // (nd.Deadline) has passed, without reading the attachments, as Karpenter
-// stops waiting when the terminationGracePeriod has elapsed. Otherwise the
-// Node stays undrained and the state machine polls again after the drain
-// pause. pods are the Node's pods of this round: the volumes of those that
+// stops waiting when the terminationGracePeriod has elapsed, or when the
+// Node object is gone (attachments may outlive it; Karpenter waits only
+// while it holds the Node's finalizer). Otherwise the Node stays undrained
+// and the state machine polls again after the drain pause. pods are the Node's pods of this round: the volumes of those that
 // are not drainable (Rules.Drainable) are ignored, through their claims'
 // bound volumes; a claim that is gone is skipped. It reports progress when
 // fewer attachments are left than in the previous round.
@@ -71,6 +72,17 @@ func (s *Service) awaitVolumes(ctx context.Context, st workflow.DisruptionState,
 	attachments, err := s.p.Volumes.ListVolumeAttachments(ctx, nd.Node)
 	if err != nil {
 		return nd, false, fmt.Errorf("volume detachment of %s: %w", nd.Node, err)
+	}
+	if len(attachments) > 0 {
+		_, err := s.p.Nodes.GetNode(ctx, nd.Node)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			nd.Drained = true
+			nd.Volumes = &workflow.VolumeDetachment{Status: workflow.VolumesNodeGone}
+			return nd, false, nil
+		case err != nil:
+			return nd, false, fmt.Errorf("volume detachment of %s: %w", nd.Node, err)
+		}
 	}
 	var waited []storagev1.VolumeAttachment
 	if len(attachments) > 0 {

@@ -215,6 +215,12 @@ func TestDrainWaitsForVolumeDetachment(t *testing.T) {
 			},
 		},
 		{
+			name:    "should not wait for the attachments of a node object that is gone",
+			objects: []runtime.Object{attachment("csi-orphan", "node-a", "pv-orphan")},
+			nows:    []time.Duration{0},
+			want:    []volumeRound{{drained: true, nextPoll: 5, volumes: &workflow.VolumeDetachment{Status: workflow.VolumesNodeGone}}},
+		},
+		{
 			name:    "should stop waiting for volumes at an interruption's deadline",
 			objects: []runtime.Object{node("node-a"), attachment("csi-stuck", "node-a", "pv-stuck")},
 			method:  workflow.MethodInterrupted,
@@ -294,6 +300,7 @@ func TestDrainVolumeErrors(t *testing.T) {
 	}{
 		{name: "listing the attachments fails", resource: "volumeattachments", verb: "list"},
 		{name: "reading an undrained pod's claim fails", resource: "persistentvolumeclaims", verb: "get"},
+		{name: "reading the node fails", resource: "nodes", verb: "get"},
 		{name: "no volume port", noPort: true},
 	}
 	for _, tt := range tests {

@@ -30,4 +30,8 @@ const (
 	// Node is terminated without waiting (Karpenter's reason
 	// TerminationGracePeriodElapsed).
 	VolumesGracePeriodElapsed = "TerminationGracePeriodElapsed"
+	// VolumesNodeGone: attachments name the Node but the Node object is
+	// gone, so nothing waits for them (Karpenter waits only while it
+	// holds the Node's finalizer).
+	VolumesNodeGone = "NodeGone"
 )
