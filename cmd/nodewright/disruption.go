@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -108,42 +107,18 @@ func parseDisruptionFlags(args []string, stderr io.Writer, now func() time.Time)
 	if err != nil {
 		return fail("--feature-gates %v", err)
 	}
-	cfg.Gates, cfg.Files, cfg.Now = g, files, now()
-	if nowFlag != "" {
-		t, err := time.Parse(time.RFC3339, nowFlag)
-		if err != nil {
-			return fail("--now %q: want RFC 3339, e.g. 2026-01-01T00:00:00Z", nowFlag)
-		}
-		cfg.Now = t
+	cfg.Gates, cfg.Files = g, files
+	if cfg.Now, err = parseNow(nowFlag, now); err != nil {
+		return fail("%v", err)
 	}
 	return cfg, nil
 }
 
 func runDisruption(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg, err := parseDisruptionFlags(args, stderr, time.Now)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		return 2
-	}
-	report, err := evaluateDisruption(ctx, cfg, stdin, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "nodewright disruption: %v\n", err)
-		return 1
-	}
-	if cfg.Output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(report)
-	} else {
-		err = report.writeTable(stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "nodewright disruption: write output: %v\n", err)
-		return 1
-	}
-	return 0
+	return printReport("disruption", cfg.Output, err,
+		func() (disruptionReport, error) { return evaluateDisruption(ctx, cfg, stdin, stderr) },
+		disruptionReport.writeTable, stdout, stderr)
 }
 
 // disruptionReport is what `nodewright disruption` prints: the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -115,43 +114,19 @@ func parsePlanFlags(args []string, stderr io.Writer, now func() time.Time) (plan
 		return cfg, errUsage
 	}
 	cfg.Files, cfg.Zones = files, zones
-	cfg.Now = now()
-	if nowFlag != "" {
-		t, err := time.Parse(time.RFC3339, nowFlag)
-		if err != nil {
-			fmt.Fprintf(stderr, "nodewright plan: --now %q: want RFC 3339, e.g. 2026-01-01T00:00:00Z\n", nowFlag)
-			return cfg, errUsage
-		}
-		cfg.Now = t
+	var err error
+	if cfg.Now, err = parseNow(nowFlag, now); err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
+		return cfg, errUsage
 	}
 	return cfg, nil
 }
 
 func runPlan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg, err := parsePlanFlags(args, stderr, time.Now)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		return 2
-	}
-	report, err := plan(ctx, cfg, stdin, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
-		return 1
-	}
-	if cfg.Output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(report)
-	} else {
-		err = report.WriteTable(stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "nodewright plan: write output: %v\n", err)
-		return 1
-	}
-	return 0
+	return printReport("plan", cfg.Output, err,
+		func() (workload.Report, error) { return plan(ctx, cfg, stdin, stderr) },
+		workload.Report.WriteTable, stdout, stderr)
 }
 
 // plan reads the manifests, checks them, resolves instance types and

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+// parseNow returns the instant of a --now flag: RFC 3339 when set, else
+// now(). The error names the flag and the format.
+func parseNow(value string, now func() time.Time) (time.Time, error) {
+	if value == "" {
+		return now(), nil
+	}
+	t, err := time.Parse(time.RFC3339, value)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--now %q: want RFC 3339, e.g. 2026-01-01T00:00:00Z", value)
+	}
+	return t, nil
+}
+
+// printReport is the tail of the report commands (plan, disruption): a
+// parse error ends the command (0 for -h, 2 for a usage error, already
+// printed); otherwise compute runs and its report is printed as indented
+// JSON (output "json") or by table. It returns the exit code: 1 when
+// compute or the write fails, with the error on stderr after "nodewright
+// <name>: ".
+func printReport[R any](name, output string, parseErr error, compute func() (R, error), table func(R, io.Writer) error, stdout, stderr io.Writer) int {
+	switch {
+	case errors.Is(parseErr, flag.ErrHelp):
+		return 0
+	case parseErr != nil:
+		return 2
+	}
+	report, err := compute()
+	if err != nil {
+		fmt.Fprintf(stderr, "nodewright %s: %v\n", name, err)
+		return 1
+	}
+	if output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(report)
+	} else {
+		err = table(report, stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "nodewright %s: write output: %v\n", name, err)
+		return 1
+	}
+	return 0
+}
