@@ -152,11 +152,12 @@ func (s *Service) Drain(ctx context.Context, st workflow.DisruptionState, now ti
 	cands := st.CandidateList()
 	nodes := make([]workflow.NodeDrain, len(cands))
 	progress := make([]bool, len(cands))
+	wakes := make([]time.Time, len(cands))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(drainParallelism)
 	for i, cand := range cands {
 		g.Go(func() error {
-			nd, moved, err := s.drainNode(gctx, st, cand, now, evictDND)
+			nd, moved, err := s.drainNode(gctx, st, cand, now, evictDND, &wakes[i])
 			nodes[i], progress[i] = nd, moved
 			return err
 		})
@@ -178,14 +179,15 @@ func (s *Service) Drain(ctx context.Context, st workflow.DisruptionState, now ti
 			out.Stalls = prev.Stalls + 1
 		}
 	}
-	out.NextPollSeconds = pollSeconds(st.Settings, out.Stalls)
+	out.NextPollSeconds = untilWake(pollSeconds(st.Settings, out.Stalls), wakes, now)
 	out.Nodes, out.Truncated = boundPods(nodes)
 	return out, nil
 }
 
 // drainNode runs one round on one candidate and reports whether it evicted
-// or deleted anything.
-func (s *Service) drainNode(ctx context.Context, st workflow.DisruptionState, cand workflow.Candidate, now time.Time, evictDND bool) (workflow.NodeDrain, bool, error) {
+// or deleted anything; *wake is set to the next forced deletion of a pod it
+// leaves (nextForcedDeletion), if any.
+func (s *Service) drainNode(ctx context.Context, st workflow.DisruptionState, cand workflow.Candidate, now time.Time, evictDND bool, wake *time.Time) (workflow.NodeDrain, bool, error) {
 	nd := workflow.NodeDrain{NodeClaim: cand.NodeClaim, Node: cand.Node, Counts: map[string]int{}}
 	if cand.Node == "" {
 		nd.Drained = true
@@ -214,6 +216,7 @@ func (s *Service) drainNode(ctx context.Context, st workflow.DisruptionState, ca
 		nd.Remaining += len(t)
 	}
 	moved := false
+	*wake = nextForcedDeletion(tiers, now, deadline)
 	for _, step := range PlanDrain(tiers, now, deadline, evictDND, s.p.Rules.DoNotDisrupt) {
 		if nd.Tier == 0 || step.Tier < nd.Tier {
 			nd.Tier = step.Tier
@@ -244,6 +247,45 @@ func (s *Service) drainNode(ctx context.Context, st workflow.DisruptionState, ca
 		nd.Pods = append(nd.Pods, a)
 	}
 	return nd, moved, nil
+}
+
+// nextForcedDeletion is the earliest instant after now at which a pod of
+// tiers reaches its forced deletion time (deadline minus its grace period,
+// as PlanDrain decides); zero without a deadline or such a pod.
+func nextForcedDeletion(tiers [][]corev1.Pod, now time.Time, deadline *time.Time) time.Time {
+	var next time.Time
+	if deadline == nil {
+		return next
+	}
+	for _, tier := range tiers {
+		for i := range tier {
+			grace := defaultPodGrace
+			if s := tier[i].Spec.TerminationGracePeriodSeconds; s != nil {
+				grace = time.Duration(*s) * time.Second
+			}
+			at := deadline.Add(-grace)
+			if at.After(now) && (next.IsZero() || at.Before(next)) {
+				next = at
+			}
+		}
+	}
+	return next
+}
+
+// untilWake shortens a pause of poll seconds so the next round runs by the
+// earliest non-zero wake (rounded up to a whole second, at least 1): a
+// PodDisruptionBudget's backoff must not carry the drain past a pod's
+// forced deletion time (Karpenter deletes it then, karpenter-spec.md
+// section 5.2).
+func untilWake(poll int, wakes []time.Time, now time.Time) int {
+	for _, w := range wakes {
+		if w.IsZero() {
+			continue
+		}
+		left := int((w.Sub(now) + time.Second - 1) / time.Second)
+		poll = min(poll, max(left, 1))
+	}
+	return poll
 }
 
 func remainingBefore(prev *workflow.DrainOutput, nodeClaim string) int {

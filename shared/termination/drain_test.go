@@ -201,6 +201,20 @@ func TestDrainRounds(t *testing.T) {
 			},
 		},
 		{
+			name:    "should cut a PDB-blocked pod's backoff short to delete it at the termination deadline minus its grace period",
+			objects: []runtime.Object{node("node-a"), pod("default", "db", "node-a", graceSeconds(5))},
+			blocked: map[string]string{"default/db": "default/db-pdb"},
+			tgp:     time.Minute,
+			nows:    []time.Duration{0, 10 * time.Second, 30 * time.Second, 55 * time.Second, 56 * time.Second},
+			want: []drainRound{
+				{stalls: 1, nextPoll: 10, remaining: []string{"default/db"}, counts: map[string]int{"EvictionBlocked": 1}},
+				{stalls: 2, nextPoll: 20, remaining: []string{"default/db"}, counts: map[string]int{"EvictionBlocked": 1}},
+				{stalls: 3, nextPoll: 25, remaining: []string{"default/db"}, counts: map[string]int{"EvictionBlocked": 1}},
+				{nextPoll: 5, counts: map[string]int{"Deleted": 1}},
+				{drained: true, nextPoll: 5},
+			},
+		},
+		{
 			name:    "should wait for a do-not-disrupt pod on a graceful command",
 			objects: []runtime.Object{node("node-a"), pod("default", "batch", "node-a", doNotDisrupt)},
 			nows:    []time.Duration{0},
