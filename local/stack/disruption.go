@@ -33,33 +33,82 @@ const account = "111122223333"
 // ExecutionAlreadyExists.
 type localSFN struct {
 	runner *stepfunctions.Runner
-	defs   map[string][]byte // state machine ARN -> definition
+	defs   map[string][]byte // state machine ARN -> definition; guarded by mu
 	ctx    context.Context
 	wg     *sync.WaitGroup
 	log    *slog.Logger
 
 	mu    sync.Mutex
 	names map[string]bool
+	// runs are the executions started, in start order.
+	runs []*Execution
+}
+
+// Execution is one disruption execution the local Step Functions ran or
+// runs, as Stack.Executions reports it.
+type Execution struct {
+	// Name is the execution name the disruption handler chose
+	// (termination.ExecutionName: drift-<nodeclaim>-<hash>, ...).
+	Name string
+	// Started and Finished are wall-clock times; Finished is zero while the
+	// execution runs.
+	Started, Finished time.Time
+	// Status is RUNNING until the execution ends, then SUCCEEDED, FAILED,
+	// ABORTED or TIMED_OUT (Step Functions' ExecutionStatus), or ERROR
+	// when the runner could not run it.
+	Status string
+	// Error and Cause describe a failed execution.
+	Error, Cause string
+	// History is the execution's event history once it finished (states
+	// entered and exited with their data, retries, failures).
+	History []stepfunctions.Event
+}
+
+// Executions returns a copy of the disruption executions started so far,
+// in start order; nil when disruption is not wired.
+func (s *Stack) Executions() []Execution {
+	if s.sfn == nil {
+		return nil
+	}
+	s.sfn.mu.Lock()
+	defer s.sfn.mu.Unlock()
+	out := make([]Execution, 0, len(s.sfn.runs))
+	for _, r := range s.sfn.runs {
+		out = append(out, *r)
+	}
+	return out
 }
 
 func (s *localSFN) StartExecution(_ context.Context, in *sfn.StartExecutionInput, _ ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error) {
 	arn, name := aws.ToString(in.StateMachineArn), aws.ToString(in.Name)
+	s.mu.Lock()
 	def, ok := s.defs[arn]
 	if !ok {
+		s.mu.Unlock()
 		return nil, &sfntypes.StateMachineDoesNotExist{Message: aws.String("State Machine Does Not Exist: '" + arn + "'")}
 	}
-	s.mu.Lock()
 	if s.names[arn+"/"+name] {
 		s.mu.Unlock()
 		return nil, &sfntypes.ExecutionAlreadyExists{Message: aws.String("Execution Already Exists: '" + name + "'")}
 	}
 	s.names[arn+"/"+name] = true
+	now := time.Now()
+	run := &Execution{Name: name, Started: now, Status: "RUNNING"}
+	s.runs = append(s.runs, run)
 	s.mu.Unlock()
 	input := json.RawMessage(aws.ToString(in.Input))
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		res, err := s.runner.Run(s.ctx, def, stepfunctions.Execution{Name: name, StateMachineARN: arn, Input: input})
+		s.mu.Lock()
+		run.Finished = time.Now()
+		if err != nil {
+			run.Status, run.Error = "ERROR", err.Error()
+		} else {
+			run.Status, run.Error, run.Cause, run.History = string(res.Status), res.Error, res.Cause, res.Events
+		}
+		s.mu.Unlock()
 		if err != nil {
 			if s.ctx.Err() == nil {
 				s.log.Error("execution could not run", "execution", name, "err", err)
@@ -68,7 +117,6 @@ func (s *localSFN) StartExecution(_ context.Context, in *sfn.StartExecutionInput
 		}
 		s.log.Info("execution finished", "execution", name, "status", res.Status, "error", res.Error, "cause", res.Cause)
 	}()
-	now := time.Now()
 	return &sfn.StartExecutionOutput{ExecutionArn: aws.String(executionARN(arn, name)), StartDate: &now}, nil
 }
 
@@ -111,6 +159,7 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 	env["STATE_MACHINE_ARN"] = machineARN
 	getenv := func(k string) string { return env[k] }
 	sfnAPI := &localSFN{defs: map[string][]byte{machineARN: def}, ctx: runCtx, wg: &s.wg, log: s.log.With("component", "stepfunctions"), names: map[string]bool{}}
+	s.sfn = sfnAPI
 
 	tcfg, err := disrupttaskhandler.LoadConfig(getenv)
 	if err != nil {
@@ -135,7 +184,7 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 	if err != nil {
 		return false, fmt.Errorf("disruption config: %w", err)
 	}
-	decider, err := disruptionhandler.New(dcfg, disruptionhandler.Clients{DynamoDB: c.ddb, EC2: c.ec2, SSM: c.ssm, SFN: sfnAPI},
+	decider, err := disruptionhandler.New(dcfg, disruptionhandler.Clients{DynamoDB: c.ddb, EC2: c.ec2, SSM: c.ssm, SFN: sfnAPI, Kube: c.kube},
 		s.log.With("function", "disruption"), time.Now)
 	if err != nil {
 		return false, fmt.Errorf("disruption: %w", err)

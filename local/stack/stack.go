@@ -21,9 +21,16 @@
 // Disruption (functions/disruption on a ticker, statemachines/
 // disruption.asl.json on aws-local-stepfunctions, functions/disrupttask
 // behind local/lambdaserver) is wired only with Options.Disruption, as it
-// does not work end to end yet (see Stack.Wired); interruption handling
-// (functions/interruption) is not wired. Stack.Wired says which features
-// run.
+// does not work end to end yet (see Stack.Wired). Interruption handling
+// comes with it, on the same Step Functions runner:
+//
+//	ec2sim EventBridge events (state changes, Spot interruption warnings,
+//	  rebalance recommendations; Stack.InterruptNode, RecommendRebalance)
+//	  -> the interruption rules' detail types -> interruption queue (kumo
+//	     SQS standard) -> event source mapping -> interruption handler
+//	  -> statemachines/interruption.asl.json -> disrupttask handler
+//
+// Stack.Wired says which features run.
 //
 // # State
 //
@@ -144,6 +151,8 @@ type Info struct {
 	PIDs        map[string]int `json:"pids"`
 	// ServePID is the process running the in-process stand-ins.
 	ServePID int `json:"servePID"`
+	// Features is what the stack runs end to end (Stack.Wired).
+	Features Wired `json:"wired"`
 }
 
 // Stack is a running local stack. Its methods are safe for concurrent use.
@@ -176,6 +185,12 @@ type Stack struct {
 	disruptionWired bool
 	// store is the DynamoDB store the handlers share (events.go).
 	store *ddbstore.Store
+	// sfn is the local Step Functions of the disruption executions
+	// (startDisruption; Executions).
+	sfn *localSFN
+	// interruptionWired is set when the interruption queue and handler
+	// run (startInterruption).
+	interruptionWired bool
 }
 
 // disruptionClients are the clients the disruption functions share with
@@ -203,7 +218,8 @@ type Wired struct {
 // every registered Node (held by the karpenter.sh/termination finalizer)
 // and the disruption evaluation skips them as "already being deleted".
 func (s *Stack) Wired() Wired {
-	return Wired{Provisioning: true, GarbageCollection: true, Consolidation: s.disruptionWired, Drift: s.disruptionWired}
+	return Wired{Provisioning: true, GarbageCollection: true, Consolidation: s.disruptionWired, Drift: s.disruptionWired,
+		Interrupts: s.interruptionWired}
 }
 
 // Up starts the stack (see the package doc) and returns once the forwarder
@@ -282,6 +298,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	s.PIDs = cp.PIDs()
 	s.PIDs["forwarder"] = s.ForwarderPID()
+	s.Features = s.Wired()
 	if err := writeInfo(opts.Dir, s.Info); err != nil {
 		return nil, err
 	}
@@ -432,6 +449,12 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 
 	if opts.Disruption {
 		if s.disruptionWired, err = s.startDisruption(runCtx, env, disruptionClients{ddb: ddb, ec2: ec2Client, ssm: ssmClient, kube: nodes}); err != nil {
+			return err
+		}
+	}
+	if s.disruptionWired {
+		ic := interruptionClients{ddb: ddb, sqs: sqsClient, suffix: suffix}
+		if s.interruptionWired, err = s.startInterruption(startCtx, runCtx, env, ic); err != nil {
 			return err
 		}
 	}
