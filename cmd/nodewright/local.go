@@ -90,7 +90,7 @@ func parseUpFlags(name string, args []string, stderr io.Writer) (upFlags, error)
 	fs.Var(&f.zones, "zones", "availability zones (comma-separated; default: the simulator's zones of the region)")
 	fs.DurationVar(&f.bootDelay, "boot-delay", stack.DefaultBootDelay, "simulated instance boot time before its Node registers")
 	fs.BoolVar(&f.detach, "detach", false, "start in the background and return")
-	fs.BoolVar(&f.disruption, "disruption", false, "wire consolidation and drift (needs make sfn-deps; not working end to end yet)")
+	fs.BoolVar(&f.disruption, "disruption", false, "wire consolidation, drift and interruption handling (needs make sfn-deps; not working end to end yet)")
 	if err := fs.Parse(args); err != nil {
 		return upFlags{}, errUsage
 	}
@@ -269,14 +269,29 @@ func localInject(ctx context.Context, sub string, args []string, stdout, stderr 
 			return err
 		}
 		if sub == "rebalance" {
-			return fmt.Errorf("instance %s: the EC2 simulator has no rebalance recommendations yet", in.ID)
+			var rb ec2sim.RebalanceRecommendation
+			if err := c.do(ctx, http.MethodPost, "/_sim/instances/"+in.ID+"/rebalance", nil, &rb); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "Rebalance recommendation issued for %s (%s).\n", in.ID, in.PrivateDNSName)
+			if info.Features.Interrupts {
+				fmt.Fprintln(stdout, "The interruption handler records a RebalanceRecommendation event for its NodeClaim and, as Karpenter does, nothing else: no taint, no drain.")
+			} else {
+				fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (start it with --disruption); nothing reads the recommendation.")
+			}
+			return nil
 		}
 		var iv ec2sim.SpotInterruption
 		if err := c.do(ctx, http.MethodPost, "/_sim/instances/"+in.ID+"/interrupt", nil, &iv); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "Spot interruption warning issued for %s (%s); the instance is reclaimed two minutes later.\n", in.ID, in.PrivateDNSName)
-		fmt.Fprintln(stdout, "Note: the interruption handler is not wired into the local stack yet; nothing drains the node before then.")
+		fmt.Fprintf(stdout, "Spot interruption warning issued for %s (%s); the instance is reclaimed at %s, two minutes later.\n",
+			in.ID, in.PrivateDNSName, iv.ReclaimTime.Format(time.RFC3339))
+		if info.Features.Interrupts {
+			fmt.Fprintln(stdout, "The interruption handler marks the offering unavailable and drains the node; its pods move to a new node before then.")
+		} else {
+			fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (start it with --disruption); nothing drains the node before then.")
+		}
 	case "ice":
 		if fs.NArg() != 3 {
 			fmt.Fprintln(stderr, "usage: nodewright local ice TYPE ZONE CAPACITY   (CAPACITY: on-demand or spot)")

@@ -38,6 +38,13 @@ func (f *fakeSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 	case strings.HasSuffix(r.URL.Path, "/interrupt"):
 		_ = json.NewEncoder(w).Encode(ec2sim.SpotInterruption{})
+	case strings.HasSuffix(r.URL.Path, "/rebalance"):
+		if strings.Contains(r.URL.Path, "i-0bbb") {
+			w.WriteHeader(http.StatusConflict)
+			_, _ = io.WriteString(w, `{"error":"instance i-0bbb: on-demand, not spot"}`)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(ec2sim.RebalanceRecommendation{InstanceID: "i-0aaa"})
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
@@ -46,10 +53,17 @@ func (f *fakeSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // stackDir writes the stack.json of a stack whose simulator is sim.
 func stackDir(t *testing.T, sim http.Handler) string {
 	t.Helper()
+	return stackDirWired(t, sim, stack.Wired{Provisioning: true, GarbageCollection: true})
+}
+
+// stackDirWired writes the stack.json of a stack whose simulator is sim
+// and that runs the features of wired.
+func stackDirWired(t *testing.T, sim http.Handler, wired stack.Wired) string {
+	t.Helper()
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	data, err := json.Marshal(stack.Info{Dir: dir, SimURL: srv.URL})
+	data, err := json.Marshal(stack.Info{Dir: dir, SimURL: srv.URL, Features: wired})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +88,11 @@ func TestLocalInjectionsDriveTheSimulatorControlAPI(t *testing.T) {
 			name: "should interrupt the instance of a node named by its providerID",
 			args: []string{"interrupt", "aws:///ap-northeast-1a/i-0aaa"},
 			want: []string{"GET /_sim/instances", "POST /_sim/instances/i-0aaa/interrupt"},
+		},
+		{
+			name: "should recommend a rebalance for the instance of a node",
+			args: []string{"rebalance", "ip-10-0-0-4.ap-northeast-1.compute.internal"},
+			want: []string{"GET /_sim/instances", "POST /_sim/instances/i-0aaa/rebalance"},
 		},
 		{
 			name: "should mark an offering out of capacity",
@@ -102,6 +121,35 @@ func TestLocalInjectionsDriveTheSimulatorControlAPI(t *testing.T) {
 	}
 }
 
+func TestLocalInjectionsSayWhatHandlesThem(t *testing.T) {
+	wired := stack.Wired{Provisioning: true, GarbageCollection: true, Consolidation: true, Drift: true, Interrupts: true}
+	unwired := stack.Wired{Provisioning: true, GarbageCollection: true}
+	tests := []struct {
+		name  string
+		args  []string
+		wired stack.Wired
+		want  string
+	}{
+		{name: "should say the node is drained when interruption is wired", args: []string{"interrupt", "i-0aaa"}, wired: wired, want: "drains the node"},
+		{name: "should say nothing drains the node when interruption is not wired", args: []string{"interrupt", "i-0aaa"}, wired: unwired, want: "nothing drains the node"},
+		{name: "should say a rebalance only records an event when interruption is wired", args: []string{"rebalance", "i-0aaa"}, wired: wired, want: "no taint, no drain"},
+		{name: "should say nothing reads a rebalance when interruption is not wired", args: []string{"rebalance", "i-0aaa"}, wired: unwired, want: "nothing reads the recommendation"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := stackDirWired(t, &fakeSim{}, tt.wired)
+			args := append([]string{tt.args[0], "--dir", dir}, tt.args[1:]...)
+			var stdout, stderr bytes.Buffer
+			if code := runLocal(context.Background(), args, nil, &stdout, &stderr); code != 0 {
+				t.Fatalf("runLocal(%q) = %d, want 0; stderr:\n%s", args, code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.want) {
+				t.Errorf("stdout = %q, want it to contain %q", stdout.String(), tt.want)
+			}
+		})
+	}
+}
+
 func TestLocalRejectsBadInvocations(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -115,7 +163,7 @@ func TestLocalRejectsBadInvocations(t *testing.T) {
 		{name: "should reject interrupt without a node", args: []string{"interrupt"}, withStack: true, wantCode: 2, wantErr: "usage: nodewright local interrupt NODE"},
 		{name: "should reject ice without a capacity type", args: []string{"ice", "m5.large", "ap-northeast-1a"}, withStack: true, wantCode: 2, wantErr: "usage: nodewright local ice"},
 		{name: "should name a node no instance backs", args: []string{"interrupt", "ip-10-9-9-9"}, withStack: true, wantCode: 1, wantErr: `node "ip-10-9-9-9": no simulator instance`},
-		{name: "should say the simulator has no rebalance recommendations", args: []string{"rebalance", "i-0aaa"}, withStack: true, wantCode: 1, wantErr: "no rebalance recommendations yet"},
+		{name: "should pass on the simulator's refusal of an on-demand rebalance", args: []string{"rebalance", "i-0bbb"}, withStack: true, wantCode: 1, wantErr: "not spot"},
 		{name: "should name the missing stack", args: []string{"interrupt", "i-0aaa"}, wantCode: 1, wantErr: "no running stack in"},
 		{name: "should reject up with stray arguments", args: []string{"up", "now"}, wantCode: 2, wantErr: `unexpected arguments ["now"]`},
 	}
