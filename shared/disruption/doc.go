@@ -56,4 +56,17 @@
 //   - Not modelled: the consolidation timeouts, nodes still inside their
 //     own consolidateAfter accepting only pending pods, placement-group
 //     drift, node repair and interruption.
+//
+// # Cost
+//
+// Consolidation simulates with the solver, one simulation per
+// single-node candidate and per step of multi-node's binary search, as
+// Karpenter does. Two things keep that affordable without changing any
+// Result: the simulations share the solver's preparation of the pools'
+// instance types (scheduling.Prepared), and a simulation is skipped when
+// a capacity bound proves it would fail (the pods that fit on no
+// remaining node need one cheaper instance type; all of them need the
+// remaining free room plus the widest cheaper type) and its reason would
+// not be reported: inside multi-node's search, and for single-node
+// candidates that already carry a reason. Figures are in BENCHMARKS.md.
 package disruption
