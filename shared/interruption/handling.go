@@ -101,9 +101,13 @@ var handlings = map[Kind]Handling{
 	KindNoOp: {Action: ActionNone},
 }
 
-// Handling returns the response to k. An unknown Kind gets ActionNone.
+// Handling returns the response to k, an EventBridge kind or one of
+// StatusKinds. An unknown Kind gets ActionNone.
 func (k Kind) Handling() Handling {
 	if h, ok := handlings[k]; ok {
+		return h
+	}
+	if h, ok := statusHandlings[k]; ok {
 		return h
 	}
 	return Handling{Action: ActionNone}
