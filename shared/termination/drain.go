@@ -210,7 +210,12 @@ func (s *Service) drainNode(ctx context.Context, st workflow.DisruptionState, ca
 	}
 	tiers := s.p.Rules.DrainOrder(pods, now)
 	if len(tiers) == 0 {
-		return s.awaitVolumes(ctx, st, nd, pods, now)
+		nd, moved, err := s.awaitVolumes(ctx, st, nd, pods, now)
+		if !nd.Drained && deadline != nil {
+			// The volume wait ends at the deadline.
+			*wake = *deadline
+		}
+		return nd, moved, err
 	}
 	for _, t := range tiers {
 		nd.Remaining += len(t)

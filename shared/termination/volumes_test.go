@@ -198,10 +198,11 @@ func TestDrainWaitsForVolumeDetachment(t *testing.T) {
 			name:    "should stop waiting for volumes once the terminationGracePeriod has elapsed",
 			objects: []runtime.Object{node("node-a"), attachment("csi-stuck", "node-a", "pv-stuck")},
 			tgp:     time.Hour,
-			nows:    []time.Duration{0, time.Hour - time.Second, time.Hour},
+			nows:    []time.Duration{0, time.Hour - 15*time.Second, time.Hour},
 			want: []volumeRound{
 				{stalls: 1, nextPoll: 10, volumes: awaiting("csi-stuck (pv-stuck)")},
-				{stalls: 2, nextPoll: 20, volumes: awaiting("csi-stuck (pv-stuck)")},
+				// The backoff would pause 20 s; the deadline is 15 s away.
+				{stalls: 2, nextPoll: 15, volumes: awaiting("csi-stuck (pv-stuck)")},
 				{drained: true, nextPoll: 5, volumes: elapsed},
 			},
 		},
