@@ -202,7 +202,10 @@ type eventSourceMapping struct {
 func (p *eventSourceMapping) run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		out, err := p.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(p.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 20,
+			// kumo ends a long poll early for a new message but not for
+			// one whose visibility timeout ran out: short polls keep
+			// redeliveries prompt.
+			QueueUrl: aws.String(p.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 2,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		})
 		if err != nil {
