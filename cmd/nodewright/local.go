@@ -275,7 +275,7 @@ func localInject(ctx context.Context, sub string, args []string, stdout, stderr 
 			}
 			fmt.Fprintf(stdout, "Rebalance recommendation issued for %s (%s).\n", in.ID, in.PrivateDNSName)
 			if info.Features.Interrupts {
-				fmt.Fprintln(stdout, "The interruption handler records a RebalanceRecommendation event for its NodeClaim and, as Karpenter does, nothing else: no taint, no drain.")
+				fmt.Fprintln(stdout, "The interruption handler records a SpotRebalanceRecommendation event for its NodeClaim and, as Karpenter does, nothing else: no taint, no drain.")
 			} else {
 				fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (start it with --disruption); nothing reads the recommendation.")
 			}
