@@ -22,6 +22,9 @@ type advancer interface {
 //	POST   /_sim/instances/{id}/fail       FailInstance
 //	POST   /_sim/instances/{id}/interrupt  InterruptSpot; returns the SpotInterruption
 //	POST   /_sim/instances/{id}/rebalance  RecommendRebalance; returns the RebalanceRecommendation
+//	GET    /_sim/instances/{id}/status     InstanceHealth (status.go: serveStatusControl)
+//	POST   /_sim/instances/{id}/status     {"check","impaired","since"}: SetStatus
+//	POST   /_sim/instances/{id}/scheduled-events {"code","notBefore"|"in"}: ScheduleEvent
 //	GET    /_sim/interruptions             SpotInterruptions
 //	POST   /_sim/unavailable               {"instanceType","zone","capacityType","code"}: SetUnavailable
 //	DELETE /_sim/unavailable               same body: ClearUnavailable
@@ -69,6 +72,9 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, rb)
+	case isInstance && (strings.HasSuffix(rest, "/status") || strings.HasSuffix(rest, "/scheduled-events")):
+		id, route, _ := strings.Cut(rest, "/")
+		s.serveStatusControl(w, r, id, route)
 	case r.Method == http.MethodGet && path == "/_sim/interruptions":
 		writeJSON(w, http.StatusOK, s.SpotInterruptions())
 	case path == "/_sim/unavailable" && (r.Method == http.MethodPost || r.Method == http.MethodDelete):

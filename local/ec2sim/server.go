@@ -107,6 +107,8 @@ type Server struct {
 	calls     []Call
 	sink      EventSink
 	outbox    []Event // emitted under mu, delivered by unlock
+	// health holds status checks and scheduled events (status.go).
+	health map[string]*instanceHealth
 }
 
 // zone is one availability zone of the region.
@@ -340,6 +342,7 @@ var ec2Actions = map[string]ec2Handler{
 	"DescribeLaunchTemplates":        (*Server).describeLaunchTemplates,
 	"DescribeLaunchTemplateVersions": (*Server).describeLaunchTemplateVersions,
 	"DeleteLaunchTemplate":           (*Server).deleteLaunchTemplate,
+	"DescribeInstanceStatus":         (*Server).describeInstanceStatus,
 }
 
 func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
