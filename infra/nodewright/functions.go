@@ -60,6 +60,9 @@ const (
 	grantListInstances
 	// grantTerminate: TerminateInstances on the cluster's instances.
 	grantTerminate
+	// grantDescribeInstanceStatus: DescribeInstanceStatus, to read the
+	// status checks and scheduled events of the cluster's instances.
+	grantDescribeInstanceStatus
 )
 
 // kubeAccess is a function's Kubernetes identity: its role gets an EKS
@@ -187,6 +190,21 @@ var functions = []functionSpec{
 		trigger:     trigger{kind: triggerQueue, queue: queueInterruption, batchSize: 10},
 		starts:      map[string]string{"STATE_MACHINE_ARN": "interruption"},
 		enabled:     func(p Props) bool { return p.Interruption },
+	},
+	{
+		// Karpenter polls DescribeInstanceStatus every minute whether or not
+		// the interruption queue is configured (karpenter-spec 8.2), so the
+		// row has no enabled gate. Each effect is idempotent per occurrence
+		// (functions/instancestatus), so overlapping runs are harmless: no
+		// reserved concurrency.
+		name:        "instancestatus",
+		description: "instance status: impaired status checks and scheduled events (DescribeInstanceStatus); starts interruption executions",
+		memoryMiB:   256,
+		timeout:     50 * time.Second,
+		env:         []env{envCommon},
+		grants:      []grant{grantTable, grantDescribeInstanceStatus},
+		trigger:     trigger{kind: triggerSchedule, every: time.Minute},
+		starts:      map[string]string{"STATE_MACHINE_ARN": "interruption"},
 	},
 }
 

@@ -129,6 +129,13 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 		return []awsiam.PolicyStatement{
 			statement("ListInstances", []string{"ec2:DescribeInstances"}, *jsii.Strings("*"), inRegion()),
 		}
+	case grantDescribeInstanceStatus:
+		// DescribeInstanceStatus has no resource-level permissions
+		// (Service Authorization Reference); Karpenter needs only it for
+		// its instance-status poll (karpenter-spec 8.2).
+		return []awsiam.PolicyStatement{
+			statement("ReadInstanceStatus", []string{"ec2:DescribeInstanceStatus"}, *jsii.Strings("*"), inRegion()),
+		}
 	case grantTerminate:
 		return []awsiam.PolicyStatement{
 			statement("TerminateClusterInstances", []string{"ec2:TerminateInstances"}, *jsii.Strings(ec2ARN("own", "instance")), resourceTagged(cluster)),

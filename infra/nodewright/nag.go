@@ -107,7 +107,7 @@ func addSuppressions(d *deployment) {
 				ss = append(ss,
 					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Created, appliesTo: []string{findingEC2Created}},
 					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Referenced, appliesTo: []string{findingEC2Reference}})
-			case grantListInstances:
+			case grantListInstances, grantDescribeInstanceStatus:
 				anyResource = true
 			case grantTerminate:
 				ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Created, appliesTo: []string{findingEC2Created}})
