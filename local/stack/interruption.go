@@ -280,7 +280,7 @@ func (s *Stack) InterruptNode(_ context.Context, node string) (ec2sim.SpotInterr
 
 // RecommendRebalance issues an EC2 rebalance recommendation for the Spot
 // instance behind a Node (named as for InterruptNode). Karpenter only
-// records an event for it (a RebalanceRecommendation event record, when
+// records an event for it (a SpotRebalanceRecommendation event record, when
 // Wired().Interrupts); nothing is drained. It fails for an unknown,
 // on-demand or terminating instance.
 func (s *Stack) RecommendRebalance(_ context.Context, node string) (ec2sim.RebalanceRecommendation, error) {
