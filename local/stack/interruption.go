@@ -9,7 +9,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -108,8 +110,9 @@ func (s *Stack) startInterruption(startCtx, runCtx context.Context, env map[stri
 		return false, fmt.Errorf("interruption: %w", err)
 	}
 
+	s.enqueued = &enqueueLog{}
 	rules := &eventRules{sqs: c.sqs, url: queueURL, events: make(chan ec2sim.Event, eventBuffer),
-		match: map[interruption.EventType]bool{}, log: s.log.With("component", "eventbridge")}
+		match: map[interruption.EventType]bool{}, log: s.log.With("component", "eventbridge"), enqueued: s.enqueued}
 	for _, t := range interruption.EventTypes() {
 		rules.match[t] = true
 	}
@@ -119,6 +122,9 @@ func (s *Stack) startInterruption(startCtx, runCtx context.Context, env map[stri
 	s.goLoop(runCtx, pump.run)
 	s.Sim.SetEventSink(rules.put)
 	s.closers = append(s.closers, func() { s.Sim.SetEventSink(nil) })
+	if err := s.startInstanceStatus(runCtx, env, machineARN, c.ddb); err != nil {
+		return false, err
+	}
 	return true, nil
 }
 
@@ -140,6 +146,8 @@ type eventRules struct {
 	events chan ec2sim.Event
 	match  map[interruption.EventType]bool
 	log    *slog.Logger
+	// enqueued records each event the queue accepted.
+	enqueued *enqueueLog
 }
 
 // put is the simulator's event sink: it never blocks (a full buffer drops
@@ -181,9 +189,56 @@ func (r *eventRules) run(ctx context.Context) error {
 				}
 				continue
 			}
+			r.enqueued.add(EnqueuedEvent{ID: ev.ID, DetailType: ev.DetailType, InstanceID: ev.Detail["instance-id"], At: time.Now()})
 			r.log.Debug("event delivered", "id", ev.ID, "detailType", ev.DetailType, "instance", ev.Detail["instance-id"])
 		}
 	}
+}
+
+// EnqueuedEvent is an EC2 event the stand-in EventBridge rules put on the
+// interruption queue.
+type EnqueuedEvent struct {
+	// ID is the event's id (a UUID) and DetailType its detail-type, e.g.
+	// "EC2 Spot Instance Interruption Warning".
+	ID, DetailType string
+	// InstanceID is the event's detail.instance-id.
+	InstanceID string
+	// At is when the queue accepted the message: the wall-clock instant
+	// SQS SendMessage returned, in this process (the stack's simulator and
+	// handlers share its clock).
+	At time.Time
+}
+
+// maxEnqueued bounds the enqueue record; older entries are dropped.
+const maxEnqueued = 4096
+
+// enqueueLog is the record behind Stack.InterruptionEnqueued.
+type enqueueLog struct {
+	mu     sync.Mutex
+	events []EnqueuedEvent
+}
+
+func (l *enqueueLog) add(e EnqueuedEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.events) == maxEnqueued {
+		l.events = slices.Delete(l.events, 0, 1)
+	}
+	l.events = append(l.events, e)
+}
+
+// InterruptionEnqueued returns the events the interruption queue accepted
+// so far (at most the last 4096), in the order they were sent, the instant
+// each entered the queue included: the start of the interruption latency
+// (issue #7, event enqueued -> first eviction). It is empty when
+// interruption is not wired.
+func (s *Stack) InterruptionEnqueued() []EnqueuedEvent {
+	if s.enqueued == nil {
+		return nil
+	}
+	s.enqueued.mu.Lock()
+	defer s.enqueued.mu.Unlock()
+	return slices.Clone(s.enqueued.events)
 }
 
 // eventSourceMapping is the interruption queue's SQS event source mapping

@@ -191,6 +191,9 @@ type Stack struct {
 	// interruptionWired is set when the interruption queue and handler
 	// run (startInterruption).
 	interruptionWired bool
+	// enqueued records the interruption queue's events
+	// (InterruptionEnqueued; interruption.go).
+	enqueued *enqueueLog
 }
 
 // disruptionClients are the clients the disruption functions share with
