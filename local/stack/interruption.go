@@ -218,7 +218,11 @@ type enqueueLog struct {
 	events []EnqueuedEvent
 }
 
+// add records e; a nil log records nothing.
 func (l *enqueueLog) add(e EnqueuedEvent) {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.events) == maxEnqueued {
