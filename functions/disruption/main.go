@@ -5,13 +5,10 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
-	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -22,21 +19,14 @@ import (
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 )
 
-func main() {
-	if err := run(context.Background()); err != nil {
-		slog.Error("init", "err", err)
-		os.Exit(1)
-	}
-}
+func main() { lambdakit.Main(wire) }
 
-func run(ctx context.Context) error {
+// wire builds the handler from the environment (handler.LoadConfig) and
+// the AWS configuration.
+func wire(_ context.Context, awsCfg aws.Config) (any, error) {
 	cfg, err := handler.LoadConfig(os.Getenv)
 	if err != nil {
-		return err
-	}
-	awsCfg, err := lambdakit.AWSConfig(ctx, lambdakit.AWSOptions{})
-	if err != nil {
-		return err
+		return nil, err
 	}
 	clients := handler.Clients{
 		DynamoDB: dynamodb.NewFromConfig(awsCfg),
@@ -45,20 +35,15 @@ func run(ctx context.Context) error {
 		SFN:      sfn.NewFromConfig(awsCfg),
 	}
 	if cfg.Endpoint != "" {
-		ca, err := base64.StdEncoding.DecodeString(cfg.CAData)
+		k, err := clusterclient.New(awsCfg, cfg.Cluster, cfg.Endpoint, cfg.CAData)
 		if err != nil {
-			return fmt.Errorf("CLUSTER_CA_DATA: %w", err)
-		}
-		k, err := clusterclient.New(awsCfg, cfg.Cluster, cfg.Endpoint, ca)
-		if err != nil {
-			return err
+			return nil, err
 		}
 		clients.Kube = k
 	}
 	h, err := handler.New(cfg, clients, lambdakit.NewLogger(os.Stdout, cfg.LogLevel).With("function", "disruption"), time.Now)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	lambda.Start(h.Handle)
-	return nil
+	return h.Handle, nil
 }

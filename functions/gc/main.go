@@ -4,13 +4,10 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
-	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
@@ -19,29 +16,18 @@ import (
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 )
 
-func main() {
-	if err := run(context.Background()); err != nil {
-		slog.Error("init", "err", err)
-		os.Exit(1)
-	}
-}
+func main() { lambdakit.Main(wire) }
 
-func run(ctx context.Context) error {
+// wire builds the handler from the environment (handler.LoadConfig) and
+// the AWS configuration.
+func wire(_ context.Context, awsCfg aws.Config) (any, error) {
 	cfg, err := handler.LoadConfig(os.Getenv)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	awsCfg, err := lambdakit.AWSConfig(ctx, lambdakit.AWSOptions{})
+	nodes, err := clusterclient.New(awsCfg, cfg.Cluster, cfg.Endpoint, cfg.CAData)
 	if err != nil {
-		return err
-	}
-	ca, err := base64.StdEncoding.DecodeString(cfg.CAData)
-	if err != nil {
-		return fmt.Errorf("CLUSTER_CA_DATA: %w", err)
-	}
-	nodes, err := clusterclient.New(awsCfg, cfg.Cluster, cfg.Endpoint, ca)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	h, err := handler.New(cfg, handler.Clients{
 		DynamoDB: dynamodb.NewFromConfig(awsCfg),
@@ -49,8 +35,7 @@ func run(ctx context.Context) error {
 		Nodes:    nodes,
 	}, lambdakit.NewLogger(os.Stdout, cfg.LogLevel).With("function", "gc"), time.Now)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	lambda.Start(h.Handle)
-	return nil
+	return h.Handle, nil
 }

@@ -4,11 +4,10 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -18,29 +17,22 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/queue"
 )
 
-func main() {
-	if err := run(context.Background()); err != nil {
-		slog.Error("init", "err", err)
-		os.Exit(1)
-	}
-}
+func main() { lambdakit.Main(wire) }
 
-func run(ctx context.Context) error {
+// wire builds the handler from the environment (handler.LoadConfig) and
+// the AWS configuration.
+func wire(_ context.Context, awsCfg aws.Config) (any, error) {
 	cfg, err := handler.LoadConfig(os.Getenv)
 	if err != nil {
-		return err
-	}
-	awsCfg, err := lambdakit.AWSConfig(ctx, lambdakit.AWSOptions{})
-	if err != nil {
-		return err
+		return nil, err
 	}
 	store, err := ddbstore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table, cfg.Cluster)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	q, err := queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	h, err := handler.New(cfg, handler.Deps{
 		Store: store,
@@ -49,8 +41,7 @@ func run(ctx context.Context) error {
 		Now:   time.Now,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	lambda.Start(h.Handle)
-	return nil
+	return h.Handle, nil
 }

@@ -8,11 +8,10 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
@@ -20,27 +19,19 @@ import (
 	"github.com/nodewright/nodewright/functions/interruption/handler"
 )
 
-func main() {
-	if err := run(context.Background()); err != nil {
-		slog.Error("init", "err", err)
-		os.Exit(1)
-	}
-}
+func main() { lambdakit.Main(wire) }
 
-func run(ctx context.Context) error {
+// wire builds the handler from the environment (handler.LoadConfig) and
+// the AWS configuration.
+func wire(_ context.Context, awsCfg aws.Config) (any, error) {
 	cfg, err := handler.LoadConfig(os.Getenv)
 	if err != nil {
-		return err
-	}
-	awsCfg, err := lambdakit.AWSConfig(ctx, lambdakit.AWSOptions{})
-	if err != nil {
-		return err
+		return nil, err
 	}
 	h, err := handler.New(cfg, handler.Clients{DynamoDB: dynamodb.NewFromConfig(awsCfg), SFN: sfn.NewFromConfig(awsCfg)},
 		lambdakit.NewLogger(os.Stdout, cfg.LogLevel).With("function", "interruption"), time.Now)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	lambda.Start(h.Handle)
-	return nil
+	return h.Handle, nil
 }

@@ -6,6 +6,7 @@
 package clusterclient
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 
@@ -17,11 +18,18 @@ import (
 )
 
 // New returns a client for cluster's API server at endpoint (https) whose
-// serving certificate chains to caPEM, authenticating with EKS IAM tokens
-// signed through STS with awsCfg's credentials.
-func New(awsCfg aws.Config, cluster, endpoint string, caPEM []byte) (*kube.Client, error) {
-	if cluster == "" || endpoint == "" || len(caPEM) == 0 {
+// serving certificate chains to the CA bundle caData (base64 PEM, as EKS
+// DescribeCluster's certificateAuthority.data and the functions'
+// CLUSTER_CA_DATA carry it), authenticating with EKS IAM tokens signed
+// through STS with awsCfg's credentials. The error names CLUSTER_CA_DATA
+// when caData is not base64.
+func New(awsCfg aws.Config, cluster, endpoint, caData string) (*kube.Client, error) {
+	if cluster == "" || endpoint == "" || caData == "" {
 		return nil, errors.New("kubernetes client: cluster, endpoint and CA are required")
+	}
+	caPEM, err := base64.StdEncoding.DecodeString(caData)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: CLUSTER_CA_DATA: %w", err)
 	}
 	tokens := ekstoken.New(sts.NewPresignClient(sts.NewFromConfig(awsCfg)), cluster)
 	c, err := kube.New(kube.RESTConfig(endpoint, caPEM, tokens.BearerToken))

@@ -1,0 +1,31 @@
+package lambdakit
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+)
+
+// Main is the main function of every nodewright Lambda: it loads the AWS
+// configuration (AWSConfig with no overrides), calls wire to build the
+// function's handler from it and the environment, and hands the handler
+// to the Lambda runtime (lambda.Start; the handler has one of the shapes
+// lambda.Start accepts). A wiring error (a missing or malformed variable,
+// an unusable CA bundle) is logged as "init" and exits 1, so the init
+// phase fails visibly in CloudWatch instead of every invocation.
+func Main(wire func(ctx context.Context, awsCfg aws.Config) (handler any, err error)) {
+	ctx := context.Background()
+	awsCfg, err := AWSConfig(ctx, AWSOptions{})
+	if err == nil {
+		var h any
+		if h, err = wire(ctx, awsCfg); err == nil {
+			lambda.Start(h)
+			return
+		}
+	}
+	slog.Error("init", "err", err)
+	os.Exit(1)
+}
