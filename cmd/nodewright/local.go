@@ -36,6 +36,9 @@ const localUsage = `usage: nodewright local <subcommand> [flags]
   down [--dir D]         stop everything the stack started and remove its state
   interrupt NODE         issue a Spot interruption warning for NODE's instance
   rebalance NODE         issue a rebalance recommendation for NODE's instance
+  impair NODE [--check instance|system]
+                         fail a status check of NODE's instance, dated two minutes back so the
+                         next instance-status poll drains the node forcefully
   ice TYPE ZONE CAPACITY mark an offering out of capacity (InsufficientInstanceCapacity); --clear lifts it
 NODE is a Node name, an instance ID or a providerID.`
 
@@ -56,7 +59,7 @@ func runLocal(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		err = localServe(ctx, args[1:], stderr)
 	case "down":
 		err = localDown(args[1:], stdout, stderr)
-	case "interrupt", "rebalance", "ice":
+	case "interrupt", "rebalance", "impair", "ice":
 		err = localInject(ctx, args[0], args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "nodewright local: unknown subcommand %q\n%s\n", args[0], localUsage)
@@ -250,7 +253,13 @@ func localInject(ctx context.Context, sub string, args []string, stdout, stderr 
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", defaultStackDir(), "state directory")
 	clear := fs.Bool("clear", false, "ice: make the offering available again")
-	if err := fs.Parse(args); err != nil {
+	check := fs.String("check", ec2sim.CheckInstance, "impair: the status check that fails, instance or system")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return errUsage
+	}
+	if sub == "impair" && *check != ec2sim.CheckInstance && *check != ec2sim.CheckSystem {
+		fmt.Fprintf(stderr, "nodewright local impair: --check %q: want %s or %s\n", *check, ec2sim.CheckInstance, ec2sim.CheckSystem)
 		return errUsage
 	}
 	info, err := stack.ReadInfo(*dir)
@@ -259,12 +268,18 @@ func localInject(ctx context.Context, sub string, args []string, stdout, stderr 
 	}
 	c := simClient{base: info.SimURL}
 	switch sub {
+	case "impair":
+		if len(pos) != 1 {
+			fmt.Fprintln(stderr, "usage: nodewright local impair NODE [--check instance|system]")
+			return errUsage
+		}
+		return localImpair(ctx, c, info, pos[0], *check, time.Now(), stdout)
 	case "interrupt", "rebalance":
-		if fs.NArg() != 1 {
+		if len(pos) != 1 {
 			fmt.Fprintf(stderr, "usage: nodewright local %s NODE\n", sub)
 			return errUsage
 		}
-		in, err := c.find(ctx, fs.Arg(0))
+		in, err := c.find(ctx, pos[0])
 		if err != nil {
 			return err
 		}
@@ -293,11 +308,11 @@ func localInject(ctx context.Context, sub string, args []string, stdout, stderr 
 			fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (start it with --disruption); nothing drains the node before then.")
 		}
 	case "ice":
-		if fs.NArg() != 3 {
+		if len(pos) != 3 {
 			fmt.Fprintln(stderr, "usage: nodewright local ice TYPE ZONE CAPACITY   (CAPACITY: on-demand or spot)")
 			return errUsage
 		}
-		body := map[string]string{"instanceType": fs.Arg(0), "zone": fs.Arg(1), "capacityType": fs.Arg(2), "code": "InsufficientInstanceCapacity"}
+		body := map[string]string{"instanceType": pos[0], "zone": pos[1], "capacityType": pos[2], "code": "InsufficientInstanceCapacity"}
 		method, verb := http.MethodPost, "now fails with InsufficientInstanceCapacity"
 		if *clear {
 			method, verb = http.MethodDelete, "is available again"
@@ -305,7 +320,50 @@ func localInject(ctx context.Context, sub string, args []string, stdout, stderr 
 		if err := c.do(ctx, method, "/_sim/unavailable", body, nil); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s %s in %s %s\n", fs.Arg(2), fs.Arg(0), fs.Arg(1), verb)
+		fmt.Fprintf(stdout, "%s %s in %s %s\n", pos[2], pos[0], pos[1], verb)
+	}
+	return nil
+}
+
+// parseInterleaved parses args with fs, flags before, between or after the
+// positional arguments (`impair NODE --check system`), and returns the
+// positional ones in order.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// localImpair fails one status check of the instance behind node through
+// the simulator's POST /_sim/instances/{id}/status, impaired since
+// stack.ImpairedLead before now: Karpenter acts on a check impaired for
+// 120 s or more, so the stack's next instance-status poll (every
+// stack.InstanceStatusInterval) handles it.
+func localImpair(ctx context.Context, c simClient, info stack.Info, node, check string, now time.Time, stdout io.Writer) error {
+	in, err := c.find(ctx, node)
+	if err != nil {
+		return err
+	}
+	since := now.Add(-stack.ImpairedLead).UTC().Truncate(time.Second)
+	body := map[string]any{"check": check, "impaired": true, "since": since}
+	if err := c.do(ctx, http.MethodPost, "/_sim/instances/"+in.ID+"/status", body, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "The %s status check of %s (%s) is impaired, dated %s: %s ago, the time Karpenter waits before it acts, so the next instance-status poll acts on it.\n",
+		check, in.ID, in.PrivateDNSName, since.Format(time.RFC3339), stack.ImpairedLead)
+	if info.Features.Interrupts {
+		fmt.Fprintf(stdout, "Within %s the poll starts an interruption execution that drains the node forcefully (no grace period); its pods move to a new node.\n",
+			stack.InstanceStatusInterval)
+	} else {
+		fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (start it with --disruption); nothing polls the instance status.")
 	}
 	return nil
 }

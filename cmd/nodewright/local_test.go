@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -38,6 +39,8 @@ func (f *fakeSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 	case strings.HasSuffix(r.URL.Path, "/interrupt"):
 		_ = json.NewEncoder(w).Encode(ec2sim.SpotInterruption{})
+	case strings.HasSuffix(r.URL.Path, "/status"):
+		_ = json.NewEncoder(w).Encode(ec2sim.InstanceHealth{InstanceID: "i-0aaa", InstanceStatus: ec2sim.SummaryImpaired, SystemStatus: ec2sim.SummaryOK})
 	case strings.HasSuffix(r.URL.Path, "/rebalance"):
 		if strings.Contains(r.URL.Path, "i-0bbb") {
 			w.WriteHeader(http.StatusConflict)
@@ -121,6 +124,76 @@ func TestLocalInjectionsDriveTheSimulatorControlAPI(t *testing.T) {
 	}
 }
 
+func TestLocalImpairFailsACheckDatedTwoMinutesBack(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		wantPath  string
+		wantCheck string
+	}{
+		{name: "should impair the instance check by default", args: []string{"ip-10-0-0-4.ap-northeast-1.compute.internal"},
+			wantPath: "/_sim/instances/i-0aaa/status", wantCheck: "instance"},
+		{name: "should impair the system check named after the node", args: []string{"aws:///ap-northeast-1a/i-0aaa", "--check", "system"},
+			wantPath: "/_sim/instances/i-0aaa/status", wantCheck: "system"},
+		{name: "should impair the check named before the node", args: []string{"--check=system", "i-0bbb"},
+			wantPath: "/_sim/instances/i-0bbb/status", wantCheck: "system"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := &fakeSim{}
+			dir := stackDir(t, sim)
+			args := append([]string{"impair", "--dir", dir}, tt.args...)
+			var stdout, stderr bytes.Buffer
+			before := time.Now()
+			if code := runLocal(context.Background(), args, nil, &stdout, &stderr); code != 0 {
+				t.Fatalf("runLocal(%q) = %d, want 0; stderr:\n%s", args, code, stderr.String())
+			}
+			after := time.Now()
+			if len(sim.requests) != 2 || sim.requests[0] != "GET /_sim/instances" {
+				t.Fatalf("simulator requests = %q, want the instance list and one status change", sim.requests)
+			}
+			method, rest, _ := strings.Cut(sim.requests[1], " ")
+			path, body, _ := strings.Cut(rest, " ")
+			if method != http.MethodPost || path != tt.wantPath {
+				t.Errorf("status request = %s %s, want POST %s", method, path, tt.wantPath)
+			}
+			var got struct {
+				Check    string    `json:"check"`
+				Impaired bool      `json:"impaired"`
+				Since    time.Time `json:"since"`
+			}
+			if err := json.Unmarshal([]byte(body), &got); err != nil {
+				t.Fatalf("status body %q: %v", body, err)
+			}
+			if got.Check != tt.wantCheck || !got.Impaired {
+				t.Errorf("status body = %+v, want check %q impaired", got, tt.wantCheck)
+			}
+			// Two minutes before the call, to the second.
+			if lo, hi := before.Add(-2*time.Minute-time.Second), after.Add(-2*time.Minute); got.Since.Before(lo) || got.Since.After(hi) {
+				t.Errorf("since = %s, want two minutes before the call (%s to %s)", got.Since, lo, hi)
+			}
+		})
+	}
+}
+
+func TestLocalImpairSendsTheSimulatorsBody(t *testing.T) {
+	sim := &fakeSim{}
+	dir := stackDir(t, sim)
+	info, err := stack.ReadInfo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 30, 500, time.UTC)
+	var stdout bytes.Buffer
+	if err := localImpair(context.Background(), simClient{base: info.SimURL}, info, "i-0aaa", "system", now, &stdout); err != nil {
+		t.Fatalf("localImpair() error = %v", err)
+	}
+	want := []string{"GET /_sim/instances", `POST /_sim/instances/i-0aaa/status {"check":"system","impaired":true,"since":"2026-03-01T11:58:30Z"}`}
+	if diff := cmp.Diff(want, sim.requests); diff != "" {
+		t.Errorf("simulator requests mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestLocalInjectionsSayWhatHandlesThem(t *testing.T) {
 	wired := stack.Wired{Provisioning: true, GarbageCollection: true, Consolidation: true, Drift: true, Interrupts: true}
 	unwired := stack.Wired{Provisioning: true, GarbageCollection: true}
@@ -134,6 +207,9 @@ func TestLocalInjectionsSayWhatHandlesThem(t *testing.T) {
 		{name: "should say nothing drains the node when interruption is not wired", args: []string{"interrupt", "i-0aaa"}, wired: unwired, want: "nothing drains the node"},
 		{name: "should say a rebalance only records an event when interruption is wired", args: []string{"rebalance", "i-0aaa"}, wired: wired, want: "no taint, no drain"},
 		{name: "should say nothing reads a rebalance when interruption is not wired", args: []string{"rebalance", "i-0aaa"}, wired: unwired, want: "nothing reads the recommendation"},
+		{name: "should say an impaired node is drained forcefully when interruption is wired", args: []string{"impair", "i-0aaa"}, wired: wired, want: "drains the node forcefully"},
+		{name: "should say nothing polls the status when interruption is not wired", args: []string{"impair", "i-0aaa"}, wired: unwired, want: "nothing polls the instance status"},
+		{name: "should say the impairment is dated so the next poll acts", args: []string{"impair", "i-0aaa"}, wired: wired, want: "2m0s ago, the time Karpenter waits before it acts, so the next instance-status poll acts on it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,6 +241,9 @@ func TestLocalRejectsBadInvocations(t *testing.T) {
 		{name: "should name a node no instance backs", args: []string{"interrupt", "ip-10-9-9-9"}, withStack: true, wantCode: 1, wantErr: `node "ip-10-9-9-9": no simulator instance`},
 		{name: "should pass on the simulator's refusal of an on-demand rebalance", args: []string{"rebalance", "i-0bbb"}, withStack: true, wantCode: 1, wantErr: "not spot"},
 		{name: "should name the missing stack", args: []string{"interrupt", "i-0aaa"}, wantCode: 1, wantErr: "no running stack in"},
+		{name: "should reject impair without a node", args: []string{"impair", "--check", "system"}, withStack: true, wantCode: 2, wantErr: "usage: nodewright local impair NODE"},
+		{name: "should reject impair of an unknown check", args: []string{"impair", "i-0aaa", "--check", "ebs"}, withStack: true, wantCode: 2, wantErr: `--check "ebs": want instance or system`},
+		{name: "should reject impair of two nodes", args: []string{"impair", "i-0aaa", "i-0bbb"}, withStack: true, wantCode: 2, wantErr: "usage: nodewright local impair NODE"},
 		{name: "should reject up with stray arguments", args: []string{"up", "now"}, wantCode: 2, wantErr: `unexpected arguments ["now"]`},
 	}
 	for _, tt := range tests {
