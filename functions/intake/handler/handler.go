@@ -46,6 +46,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -529,7 +530,7 @@ func newestEvents(records []ddbstore.Event, maxItems, maxBytes int) (v1.EventLis
 func eventRecord(e ddbstore.Event) v1.EventRecord {
 	return v1.EventRecord{
 		ID: e.ID, Time: metav1.NewTime(e.Time), Type: e.Type, Reason: e.Reason, Message: e.Message,
-		NodeClaim: e.NodeClaim, Node: e.Node,
+		NodeClaim: e.NodeClaim, Node: e.Node, Pod: e.Pod, PodUID: types.UID(e.PodUID), NodePool: e.NodePool,
 	}
 }
 

@@ -403,3 +403,28 @@ func TestNewErrors(t *testing.T) {
 		t.Error("New(zero) error = nil, want an error")
 	}
 }
+
+func TestGetEventsCopiesPodAndNodePoolTargets(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	records := []ddbstore.Event{
+		{ID: "evicted", Time: t0, Type: "Normal", Reason: "Evicted", Message: "evicted", NodeClaim: "default-a", Node: "ip-10-0-0-1",
+			Pod: "shop/web-1", PodUID: "uid-web-1"},
+		{ID: "pool", Time: t0.Add(time.Second), Type: "Normal", Reason: "DisruptionBlocked", Message: "no budget", NodePool: "default"},
+	}
+	for _, r := range records {
+		if err := e.store.PutEvent(ctx, r, t0, ddbstore.EventTTL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got v1.EventList
+	e.do(t, get(v1.RouteEvents), http.StatusOK, &got)
+	want := []v1.EventRecord{
+		{ID: "evicted", Time: metav1.NewTime(t0), Type: "Normal", Reason: "Evicted", Message: "evicted", NodeClaim: "default-a",
+			Node: "ip-10-0-0-1", Pod: "shop/web-1", PodUID: "uid-web-1"},
+		{ID: "pool", Time: metav1.NewTime(t0.Add(time.Second)), Type: "Normal", Reason: "DisruptionBlocked", Message: "no budget", NodePool: "default"},
+	}
+	if diff := cmp.Diff(want, got.Items); diff != "" {
+		t.Errorf("listed records mismatch (-want +got):\n%s", diff)
+	}
+}

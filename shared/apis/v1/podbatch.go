@@ -543,7 +543,9 @@ type EventList struct {
 	Omitted         int           `json:"omitted,omitempty"`
 }
 
-// EventRecord is one Kubernetes Event to write on a Node or NodeClaim.
+// EventRecord is one Kubernetes Event to write on a Node, NodeClaim, Pod
+// or NodePool: on the Pod when Pod is set, else the Node, else the
+// NodeClaim, else the NodePool. At least one of them is set.
 type EventRecord struct {
 	// ID identifies the record: the same ID is the same event, however
 	// often it is listed. At most 512 bytes.
@@ -556,11 +558,21 @@ type EventRecord struct {
 	Reason string `json:"reason"`
 	// Message is the event's text.
 	Message string `json:"message"`
-	// NodeClaim names the NodeClaim the event is about; always set.
+	// NodeClaim names the NodeClaim the event is about; empty for an
+	// event about a Pod or a NodePool only.
 	NodeClaim string `json:"nodeClaim"`
 	// Node names its Node; empty if it never registered. The event is
-	// written on the Node when set, else on the NodeClaim.
+	// written on the Node when set (and no Pod is), else on the NodeClaim.
 	Node string `json:"node,omitempty"`
+	// Pod names the Pod the event is about, "<namespace>/<name>"; the
+	// Event is written in the pod's namespace.
+	Pod string `json:"pod,omitempty"`
+	// PodUID is the Pod's UID when the writer knew it (an evicted pod may
+	// be gone by the time the record is relayed).
+	PodUID types.UID `json:"podUID,omitempty"`
+	// NodePool names the NodePool the event is about, when no NodeClaim,
+	// Node or Pod is named (a budget that blocks the pool's disruptions).
+	NodePool string `json:"nodePool,omitempty"`
 }
 
 // Receipt acknowledges a ClusterConfig, NodeRegistrations or ClusterSnapshot.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -23,9 +24,13 @@ const (
 const EventTTL = time.Hour
 
 // Event is a Kubernetes Event a Lambda records for the forwarder to emit on
-// a NodeClaim and its Node (the Lambdas do not write cluster Events
-// themselves); for example the interruption Lambda's SpotInterrupted or
-// SpotRebalanceRecommendation (karpenter-spec.md section 10.2).
+// a NodeClaim and its Node, a Pod or a NodePool (the Lambdas do not write
+// cluster Events themselves); for example the interruption Lambda's
+// SpotInterrupted, the disruption tasks' DisruptionTerminating on a Node or
+// Evicted on a Pod, the decider's DisruptionBlocked on a NodePool
+// (karpenter-spec.md section 10.2). The forwarder writes it on the most
+// specific object named: the Pod, else the Node, else the NodeClaim, else
+// the NodePool.
 type Event struct {
 	// ID identifies the record. Writing an ID again replaces the record,
 	// so a retried writer that derives the ID from what happened records
@@ -39,24 +44,44 @@ type Event struct {
 	Reason string `json:"reason"`
 	// Message is the event's text.
 	Message string `json:"message"`
-	// NodeClaim names the NodeClaim the event is about. Required.
+	// NodeClaim names the NodeClaim the event is about, if any.
 	NodeClaim string `json:"nodeClaim"`
 	// Node names its Node; empty if it never registered.
 	Node string `json:"node,omitempty"`
+	// Pod names the Pod the event is about, "<namespace>/<name>"; empty
+	// when it is not about a Pod.
+	Pod string `json:"pod,omitempty"`
+	// PodUID is the Pod's UID when the writer knows it (an evicted pod is
+	// usually gone before the forwarder could look it up).
+	PodUID string `json:"podUID,omitempty"`
+	// NodePool names the NodePool the event is about, when it is about
+	// the pool rather than one of its nodes.
+	NodePool string `json:"nodePool,omitempty"`
+}
+
+// Involved reports whether e names an object to write its Event on: a
+// NodeClaim, Node, Pod or NodePool.
+func (e Event) Involved() bool {
+	return e.NodeClaim != "" || e.Node != "" || e.Pod != "" || e.NodePool != ""
 }
 
 // PutEvent records e until now+ttl (use EventTTL). The write is
 // unconditional: a record with the same ID is replaced. It returns an error
-// wrapping ErrInvalid if ID, NodeClaim or Reason is empty, ID is not a valid
-// key part, Type is neither "Normal" nor "Warning", or ttl is not positive;
+// wrapping ErrInvalid if ID or Reason is empty, ID is not a valid
+// key part, Type is neither "Normal" nor "Warning", no object is named
+// (Involved), Pod is not "<namespace>/<name>", or ttl is not positive;
 // ErrItemTooLarge if the record exceeds MaxBodyBytes.
 func (s *Store) PutEvent(ctx context.Context, e Event, now time.Time, ttl time.Duration) error {
 	if err := checkKeyPart("event id", e.ID); err != nil {
 		return fmt.Errorf("put event: %w", err)
 	}
 	switch {
-	case e.NodeClaim == "" || e.Reason == "":
-		return fmt.Errorf("put event %s: nodeClaim and reason are required: %w", e.ID, ErrInvalid)
+	case e.Reason == "":
+		return fmt.Errorf("put event %s: reason is required: %w", e.ID, ErrInvalid)
+	case !e.Involved():
+		return fmt.Errorf("put event %s: one of nodeClaim, node, pod and nodePool is required: %w", e.ID, ErrInvalid)
+	case e.Pod != "" && !validPodKey(e.Pod):
+		return fmt.Errorf("put event %s: pod %q, want <namespace>/<name>: %w", e.ID, e.Pod, ErrInvalid)
 	case e.Type != "Normal" && e.Type != "Warning":
 		return fmt.Errorf("put event %s: type %q, want Normal or Warning: %w", e.ID, e.Type, ErrInvalid)
 	case ttl <= 0:
@@ -114,4 +139,10 @@ func (s *Store) ListEvents(ctx context.Context, now time.Time) ([]Event, error) 
 		return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.ID, b.ID))
 	})
 	return out, nil
+}
+
+// validPodKey reports whether key is "<namespace>/<name>", both non-empty.
+func validPodKey(key string) bool {
+	ns, name, ok := strings.Cut(key, "/")
+	return ok && ns != "" && name != "" && !strings.Contains(name, "/")
 }

@@ -18,6 +18,10 @@ func TestEvents(t *testing.T) {
 		Message: "EC2 recommends rebalancing", NodeClaim: "default-x7k2p"}
 	later := ddbstore.Event{ID: "a-later", Time: t0.Add(time.Minute), Type: "Warning", Reason: "InstanceStopping",
 		Message: "The instance is stopping", NodeClaim: "default-q9w4z"}
+	evicted := ddbstore.Event{ID: "evicted-web-1", Time: t0, Type: "Normal", Reason: "Evicted",
+		Message: "Evicted pod: disrupting its node", Pod: "shop/web-1", PodUID: "uid-web-1"}
+	poolBlocked := ddbstore.Event{ID: "blocked-default", Time: t0, Type: "Normal", Reason: "DisruptionBlocked",
+		Message: "No allowed disruptions for disruption reason Drifted due to blocking budget", NodePool: "default"}
 	ttl := ddbstore.EventTTL
 
 	type put struct {
@@ -53,6 +57,12 @@ func TestEvents(t *testing.T) {
 			puts: []put{{spot, t0}, {spot, t0.Add(time.Second)}},
 			now:  t0,
 			want: []ddbstore.Event{spot},
+		},
+		{
+			name: "should record events about a Pod or a NodePool without a NodeClaim",
+			puts: []put{{evicted, t0}, {poolBlocked, t0}},
+			now:  t0,
+			want: []ddbstore.Event{poolBlocked, evicted},
 		},
 		{
 			name: "should list no events when none were recorded",
@@ -107,7 +117,9 @@ func TestPutEventErrors(t *testing.T) {
 		{name: "should refuse an empty id", edit: func(e *ddbstore.Event) { e.ID = "" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
 		{name: "should refuse an id with the key separator", edit: func(e *ddbstore.Event) { e.ID = "a#b" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
 		{name: "should refuse an id over 512 bytes", edit: func(e *ddbstore.Event) { e.ID = strings.Repeat("x", 513) }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
-		{name: "should refuse an event without a NodeClaim", edit: func(e *ddbstore.Event) { e.NodeClaim = "" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse an event that names no object", edit: func(e *ddbstore.Event) { e.NodeClaim = "" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse a pod without its namespace", edit: func(e *ddbstore.Event) { e.NodeClaim, e.Pod = "", "web-1" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse a pod with an empty name", edit: func(e *ddbstore.Event) { e.NodeClaim, e.Pod = "", "default/" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
 		{name: "should refuse an event without a reason", edit: func(e *ddbstore.Event) { e.Reason = "" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
 		{name: "should refuse a type other than Normal or Warning", edit: func(e *ddbstore.Event) { e.Type = "Error" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
 		{name: "should refuse a ttl that is not positive", edit: func(*ddbstore.Event) {}, ttl: 0, wantErr: ddbstore.ErrInvalid},
