@@ -54,8 +54,9 @@ type Subnet struct {
 	// (AvailableIpAddressCount).
 	AvailableIPs int64
 	// Unavailable marks a subnet that recently returned
-	// InsufficientFreeAddressesInSubnet; it is used only when its zone has
-	// no other subnet (karpenter-spec §4 step 5).
+	// InsufficientFreeAddressesInSubnet: it is never chosen, and a zone
+	// whose subnets are all unavailable is left out of the launch
+	// (karpenter-spec §4 step 5, §11.3 item 14).
 	Unavailable bool
 }
 
@@ -172,6 +173,10 @@ func ClientToken(claim *v1.NodeClaim) string {
 	sum := sha256.Sum256([]byte("nodewright/nodeclaim/" + key))
 	return "nodewright-" + hex.EncodeToString(sum[:20])
 }
+
+// RetryClientToken is the ClientToken of the one CreateFleet retry after a
+// launch template vanished: ClientToken(claim) and "-r" (53 characters).
+func RetryClientToken(claim *v1.NodeClaim) string { return ClientToken(claim) + "-r" }
 
 // UnavailableOffering is an offering EC2 could not fulfil, for the caller to
 // mark unavailable for 3 minutes (karpenter-spec §4 step 9).

@@ -58,8 +58,12 @@ type Result struct {
 //     ErrNoCompatibleOffering) or when EC2 returned no instance and only
 //     capacity errors (Result.Unavailable lists them too);
 //   - a wrapped *FleetError per other per-override error when no instance
-//     launched (classify with awserr; InvalidLaunchTemplateName.NotFoundException
-//     means a template vanished);
+//     launched (classify with awserr);
+//   - a launch template that vanished before CreateFleet
+//     (InvalidLaunchTemplateName.NotFoundException, as a call or a fleet
+//     error) is ensured again through req.Templates and the call retried
+//     once (with RetryClientToken when EC2 had created a fleet); a second
+//     failure is returned;
 //   - the CreateFleet call error, wrapped (e.g. throttling,
 //     IdempotentParameterMismatch when a retry's request differs);
 //   - invalid requests (missing claim, node class, cluster name or
@@ -109,12 +113,57 @@ func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
 	if req.NodeClass.Spec.Context != nil && claim.Annotations[v1.AnnotationNodeClaimMinValuesRelaxed] != "true" {
 		in.Context = aws.String(*req.NodeClass.Spec.Context)
 	}
+	res, err = c.createFleet(ctx, res, in, &p, claim.Name)
+	if !templateVanished(err) {
+		return res, err
+	}
+	// A launch template was deleted between its lookup and CreateFleet
+	// (garbage collection removes unused ones). Karpenter invalidates its
+	// template cache and retries once (karpenter-spec §4 step 9); here the
+	// templates are ensured again, which re-creates the missing one.
+	configs, rerr := c.templateConfigs(ctx, &req, &p)
+	if rerr != nil {
+		return res, fmt.Errorf("launch nodeclaim %s: after %w: %w", claim.Name, err, rerr)
+	}
+	retry := *in
+	retry.LaunchTemplateConfigs = configs
+	var fleetErr *FleetError
+	if errors.As(err, &fleetErr) {
+		// EC2 created a fleet that reports the error and keeps it under
+		// the ClientToken: the retry needs its own, still derived from the
+		// NodeClaim, so a redelivered retry is idempotent too. A rejected
+		// call created no fleet and reuses the token.
+		retry.ClientToken = aws.String(RetryClientToken(claim))
+	}
+	return c.createFleet(ctx, Result{CapacityType: res.CapacityType, InstanceTypes: res.InstanceTypes}, &retry, &p, claim.Name)
+}
+
+// createFleet makes the CreateFleet call and folds its response.
+func (c *Client) createFleet(ctx context.Context, res Result, in *ec2.CreateFleetInput, p *plan, claimName string) (Result, error) {
 	out, err := c.api.CreateFleet(ctx, in)
 	if err != nil {
-		return res, fmt.Errorf("launch nodeclaim %s: create fleet: %w", claim.Name, err)
+		return res, fmt.Errorf("launch nodeclaim %s: create fleet: %w", claimName, err)
 	}
-	return fold(res, out, in, &p, claim.Name)
+	return fold(res, out, in, p, claimName)
 }
+
+// templateVanished reports whether err says a launch template named in the
+// request does not exist (InvalidLaunchTemplateName.NotFoundException or
+// InvalidLaunchTemplateId.NotFound), as a call error or a fleet error.
+func templateVanished(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch awserr.Code(err) {
+	case awserr.CodeLaunchTemplateNameNotFound, codeLaunchTemplateIDNotFound:
+		return true
+	}
+	return false
+}
+
+// codeLaunchTemplateIDNotFound is EC2's error for an unknown launch
+// template ID.
+const codeLaunchTemplateIDNotFound = "InvalidLaunchTemplateId.NotFound"
 
 func validate(req *Request) error {
 	switch {

@@ -439,7 +439,7 @@ func TestLaunchErrors(t *testing.T) {
 			wantFleetCalls: 1,
 		},
 		{
-			name:  "should return other fleet errors classified by code",
+			name:  "should return a launch template still missing after the one retry, classified by code",
 			claim: nodeClaim(),
 			types: []*catalog.InstanceType{instanceType("c5.large", 2, 0.085, 0.03)},
 			mutate: func(r *fleet.Request) {
@@ -449,7 +449,7 @@ func TestLaunchErrors(t *testing.T) {
 			},
 			wantClass:      awserr.NotFound,
 			wantCode:       awserr.CodeLaunchTemplateNameNotFound,
-			wantFleetCalls: 1,
+			wantFleetCalls: 2,
 		},
 		{
 			name:  "should return a throttled CreateFleet call",

@@ -155,17 +155,18 @@ func fits(requests, allocatable corev1.ResourceList) bool {
 	return true
 }
 
-// subnetPerZone picks, per zone, the subnet with the most free addresses,
-// preferring subnets not marked unavailable; ties keep input order
-// (karpenter-spec §4 step 5).
+// subnetPerZone picks, per zone, the subnet with the most free addresses
+// among those not marked unavailable; ties keep input order. A zone whose
+// subnets are all unavailable gets none, so its offerings are left out
+// (karpenter-spec §4 step 5, §11.3 item 14).
 func subnetPerZone(subnets []Subnet) map[string]Subnet {
 	out := map[string]Subnet{}
 	for _, s := range subnets {
-		if s.Zone == "" || s.ID == "" {
+		if s.Zone == "" || s.ID == "" || s.Unavailable {
 			continue
 		}
 		cur, ok := out[s.Zone]
-		if !ok || (cur.Unavailable && !s.Unavailable) || (cur.Unavailable == s.Unavailable && s.AvailableIPs > cur.AvailableIPs) {
+		if !ok || s.AvailableIPs > cur.AvailableIPs {
 			out[s.Zone] = s
 		}
 	}
