@@ -97,8 +97,10 @@ func TestLaunchRetriesOnceWhenTheLaunchTemplateVanished(t *testing.T) {
 			wantLTAsks: 2,
 		},
 		{
-			name:       "should not retry other errors",
-			responses:  func(e *awstest.EC2) { e.On.CreateFleet.Push(nil, awstest.APIError("RequestLimitExceeded", "slow down")) },
+			name: "should not retry other errors",
+			responses: func(e *awstest.EC2) {
+				e.On.CreateFleet.Push(nil, awstest.APIError("RequestLimitExceeded", "slow down"))
+			},
 			wantErr:    true,
 			wantCalls:  1,
 			wantTokens: []string{fleet.ClientToken(claim)},
@@ -179,4 +181,3 @@ func TestTagger(t *testing.T) {
 		t.Errorf("AddTags(missing) error = %v, want ErrNotFound", err)
 	}
 }
-
