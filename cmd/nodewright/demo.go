@@ -6,18 +6,32 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/robfig/cron/v3"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/deploy/demo"
+	"github.com/nodewright/nodewright/local/ec2sim"
 	"github.com/nodewright/nodewright/local/stack"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
+
+// demoNow is the demo's clock for the budget-window check (a test sets it).
+var demoNow = time.Now
 
 // demoConfig is the parsed command line of `nodewright demo`.
 type demoConfig struct {
@@ -26,11 +40,13 @@ type demoConfig struct {
 	bootDelay time.Duration
 	timeout   time.Duration
 	disrupt   bool
+	drift     bool
 }
 
 // runDemo runs the README's demo on a fresh local stack: it applies the
-// guide-complete manifests, scales inflate up and down and prints a
-// timeline. It exits 0 on success and 1 with the reason on failure; the
+// guide-complete manifests, scales inflate up, drifts every node by
+// pinning the EC2NodeClass to another AMI, scales inflate down until
+// consolidation removes the nodes, and prints a timeline. It exits 0 on success and 1 with the reason on failure; the
 // stack is always stopped and its state removed, Ctrl-C included.
 func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("nodewright demo", flag.ContinueOnError)
@@ -40,7 +56,8 @@ func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs.IntVar(&cfg.replicas, "replicas", 10, "inflate replicas to scale to")
 	fs.DurationVar(&cfg.bootDelay, "boot-delay", stack.DefaultBootDelay, "simulated instance boot time")
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "give up after this long")
-	fs.BoolVar(&cfg.disrupt, "disruption", true, "wire consolidation (the disruption state machine on aws-local-stepfunctions; needs make sfn-deps) and wait for it; false skips the scale-down step")
+	fs.BoolVar(&cfg.disrupt, "disruption", true, "wire drift and consolidation (the disruption state machine on aws-local-stepfunctions; needs make sfn-deps) and wait for them; false skips both")
+	fs.BoolVar(&cfg.drift, "drift", true, "pin the EC2NodeClass to another AMI and wait until drift has replaced every node (needs --disruption)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || cfg.replicas < 1 {
 		return 2
 	}
@@ -49,6 +66,13 @@ func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	d := &demoRun{out: stdout, start: time.Now()}
+	if cfg.disrupt {
+		if err := checkBudgetWindow(demoNow(), cfg.timeout); err != nil {
+			d.say("FAILED: %v", err)
+			fmt.Fprintf(stderr, "nodewright demo: %v\n", err)
+			return 1
+		}
+	}
 	if err := d.run(ctx, cfg); err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			err = fmt.Errorf("interrupted: %w", err)
@@ -139,6 +163,27 @@ func (d *demoRun) run(ctx context.Context, cfg demoConfig) (err error) {
 	}
 	d.say("all %d pods Running on %d nodes (%d NodeClaims), $%.4f/h", st.RunningPods, st.Nodes, st.NodeClaims, st.PricePerHour)
 
+	wired := s.Wired()
+	switch {
+	case !cfg.disrupt:
+		d.say("drift skipped (--disruption=false)")
+	case !cfg.drift:
+		d.say("drift skipped (--drift=false)")
+	case !wired.Drift:
+		return fmt.Errorf("drift is not wired: the local Step Functions engine is missing (run make sfn-deps)")
+	default:
+		if err := d.drift(ctx, s, cfg.replicas); err != nil {
+			return fmt.Errorf("drift: %w", err)
+		}
+	}
+
+	// SPOT INTERRUPTION STEP GOES HERE (the lead adds it): interrupt one
+	// Spot node through the simulator and show its pods moving before the
+	// 2-minute reclaim. Keep it between drift and the scale-down.
+	if err := d.interruption(ctx, s); err != nil {
+		return fmt.Errorf("spot interruption: %w", err)
+	}
+
 	d.say("scaling deployment inflate to 0 replicas")
 	if err := scale(ctx, s, 0); err != nil {
 		return err
@@ -148,7 +193,6 @@ func (d *demoRun) run(ctx context.Context, cfg demoConfig) (err error) {
 	}); err != nil {
 		return err
 	}
-	wired := s.Wired()
 	if wired.Consolidation {
 		if _, err := d.watch(ctx, s, "consolidation", 5*time.Minute, func(st stack.Status) bool { return st.Nodes == 0 }); err != nil {
 			return err
@@ -161,12 +205,17 @@ func (d *demoRun) run(ctx context.Context, cfg demoConfig) (err error) {
 			return fmt.Errorf("consolidation is not wired: the local Step Functions engine is missing (run make sfn-deps)")
 		}
 	}
-	if !wired.Drift {
-		d.say("NOT YET IMPLEMENTED: drift (changing the AMI) is not wired into the local stack yet; skipped")
-	}
-	if !wired.Interrupts {
+	return nil
+}
+
+// interruption is the place of the demo's Spot interruption step, between
+// drift and the scale-down. Until it is written it only says so.
+func (d *demoRun) interruption(_ context.Context, s *stack.Stack) error {
+	if !s.Wired().Interrupts {
 		d.say("NOT YET IMPLEMENTED: Spot interruption handling is not wired into the local stack yet; skipped")
+		return nil
 	}
+	d.say("NOT YET IMPLEMENTED: the Spot interruption step of the demo; skipped")
 	return nil
 }
 
@@ -211,4 +260,268 @@ func (d *demoRun) watch(ctx context.Context, s *stack.Stack, phase string, timeo
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// demoPool and demoClass are the guide-complete NodePool and EC2NodeClass.
+const (
+	demoPool  = "production"
+	demoClass = "production"
+)
+
+// ec2NodeClasses is the karpenter.k8s.aws/v1 EC2NodeClass resource.
+var ec2NodeClasses = schema.GroupVersionResource{Group: "karpenter.k8s.aws", Version: "v1", Resource: "ec2nodeclasses"}
+
+// driftNode is what the drift step knows about one node of the pool
+// before the AMI pin.
+type driftNode struct {
+	name, instance, image, claim string
+	tainted, gone                bool
+}
+
+// drift pins the EC2NodeClass to a newly registered AMI (amiSelectorTerms
+// - id: <ami>) and follows Karpenter's drift replacement (karpenter-spec
+// §6.4, §7) until every node that ran the old image is gone, every node
+// runs the new one and all pods run again. It prints one line per event:
+// execution started (the node drifted), replacement launched, replacement
+// Ready, node tainted and drained, node removed, execution finished. It
+// fails when more nodes are disrupted at once than the NodePool's budget
+// allows, or after six minutes.
+func (d *demoRun) drift(ctx context.Context, s *stack.Stack, replicas int) error {
+	nodes, err := s.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	claims, err := s.Dynamic.Resource(stack.NodeClaimResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list nodeclaims: %w", err)
+	}
+	claimOf := map[string]string{} // provider ID -> NodeClaim
+	for _, c := range claims.Items {
+		pid, _, _ := unstructured.NestedString(c.Object, "status", "providerID")
+		claimOf[pid] = c.GetName()
+	}
+	old := map[string]*driftNode{} // by instance ID
+	for _, n := range nodes.Items {
+		id := instanceID(n.Spec.ProviderID)
+		in, _ := s.Sim.Instance(id)
+		old[id] = &driftNode{name: n.Name, instance: id, image: in.ImageID, claim: claimOf[n.Spec.ProviderID]}
+	}
+	img, err := s.Sim.AddImage(ec2sim.Image{
+		Name:         fmt.Sprintf("amazon-eks-node-al2023-x86_64-standard-%s-v%s", stack.DefaultKubernetesVersion, time.Now().UTC().Format("20060102")),
+		Description:  "a newer EKS-optimized AL2023 image, registered by the demo",
+		Architecture: "x86_64", OwnerAlias: "amazon",
+	})
+	if err != nil {
+		return fmt.Errorf("register the new AMI: %w", err)
+	}
+	patch := fmt.Sprintf(`{"spec":{"amiFamily":"AL2023","amiSelectorTerms":[{"id":%q}]}}`, img.ID)
+	if _, err := s.Dynamic.Resource(ec2NodeClasses).Patch(ctx, demoClass, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("pin EC2NodeClass %s to %s: %w", demoClass, img.ID, err)
+	}
+	allowed, budget := poolBudget(len(old))
+	images := map[string]bool{}
+	for _, n := range old {
+		images[n.image] = true
+	}
+	d.say("drift: pinned EC2NodeClass %s to %s (amiSelectorTerms: - id: %s); its %d nodes run %s, so every one drifts",
+		demoClass, img.ID, img.ID, len(old), strings.Join(slices.Sorted(maps.Keys(images)), ", "))
+	d.say("drift: NodePool %s's budget (%s) lets %d of its %d nodes be disrupted at a time; each is replaced before it drains", demoPool, budget, allowed, len(old))
+
+	start := time.Now()
+	deadline := start.Add(6 * time.Minute)
+	seenExec := map[string]bool{}
+	doneExec := map[string]bool{}
+	seenInst := map[string]bool{}
+	readyNode := map[string]bool{}
+	maxDisrupting := 0
+	for id := range old {
+		seenInst[id] = true
+	}
+	for {
+		for _, e := range s.Executions() {
+			if !seenExec[e.Name] {
+				seenExec[e.Name] = true
+				d.say("drift: execution %s started: %s", e.Name, describeDriftExecution(e.Name, old))
+			}
+			if !e.Finished.IsZero() && !doneExec[e.Name] {
+				doneExec[e.Name] = true
+				if e.Status == "SUCCEEDED" {
+					d.say("drift: execution %s %s after %.0fs", e.Name, e.Status, e.Finished.Sub(e.Started).Seconds())
+				} else {
+					d.say("drift: execution %s %s: %s %s", e.Name, e.Status, e.Error, e.Cause)
+				}
+			}
+		}
+		for _, in := range s.Sim.Instances() {
+			if !seenInst[in.ID] && (in.State == "pending" || in.State == "running") {
+				seenInst[in.ID] = true
+				d.say("drift: replacement launched: %s (%s %s in %s) on %s", in.ID, in.CapacityType, in.InstanceType, in.Zone, in.ImageID)
+			}
+		}
+		st, serr := s.Observe(ctx)
+		nodes, err := s.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		disrupting, onNew, present := 0, 0, map[string]bool{}
+		if err == nil {
+			for _, n := range nodes.Items {
+				id := instanceID(n.Spec.ProviderID)
+				present[id] = true
+				if o, isOld := old[id]; isOld {
+					if hasTaintKey(n.Spec.Taints, v1.TaintKeyDisrupted) {
+						disrupting++
+						if !o.tainted {
+							o.tainted = true
+							d.say("drift: node %s tainted %s:NoSchedule, draining (its pods move to the replacement)", o.name, v1.TaintKeyDisrupted)
+						}
+					}
+					continue
+				}
+				if in, ok := s.Sim.Instance(id); ok && in.ImageID == img.ID {
+					onNew++
+				}
+				if nodeReady(n) && !readyNode[id] {
+					readyNode[id] = true
+					d.say("drift: replacement node %s Ready (%s)", n.Name, id)
+				}
+			}
+			for id, o := range old {
+				if !present[id] && !o.gone {
+					o.gone = true
+					d.say("drift: node %s removed (instance %s terminated); pods running %d, pending %d", o.name, id, st.RunningPods, st.PendingPods)
+				}
+			}
+		}
+		maxDisrupting = max(maxDisrupting, disrupting)
+		if maxDisrupting > allowed {
+			return fmt.Errorf("%d nodes disrupted at once, the budget allows %d", maxDisrupting, allowed)
+		}
+		gone := 0
+		for _, o := range old {
+			if o.gone {
+				gone++
+			}
+		}
+		settled := len(doneExec) == len(seenExec)
+		if err == nil && serr == nil && gone == len(old) && onNew == len(nodes.Items) && settled &&
+			st.RunningPods == replicas && st.PendingPods == 0 {
+			d.say("drift replaced every node: %d nodes on %s, all %d pods Running, %.0fs after the pin, at most %d node(s) disrupted at once, $%.4f/h",
+				onNew, img.ID, st.RunningPods, time.Since(start).Seconds(), maxDisrupting, st.PricePerHour)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not done after %s: %d of %d drifted nodes removed, %d nodes on the new AMI, pods running %d pending %d",
+				deadline.Sub(start), gone, len(old), onNew, st.RunningPods, st.PendingPods)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// describeDriftExecution names the node a drift-<nodeclaim>-<hash>
+// execution replaces.
+func describeDriftExecution(name string, old map[string]*driftNode) string {
+	claim, ok := strings.CutPrefix(name, "drift-")
+	if !ok {
+		return "not a drift execution"
+	}
+	if i := strings.LastIndex(claim, "-"); i > 0 {
+		claim = claim[:i]
+	}
+	for _, n := range old {
+		if n.claim == claim {
+			return fmt.Sprintf("node %s (NodeClaim %s, %s) drifted; launching its replacement", n.name, claim, n.image)
+		}
+	}
+	return "NodeClaim " + claim + " drifted; launching its replacement"
+}
+
+// instanceID is the instance ID of an aws:///<zone>/<id> provider ID.
+func instanceID(providerID string) string {
+	return providerID[strings.LastIndex(providerID, "/")+1:]
+}
+
+func hasTaintKey(taints []corev1.Taint, key string) bool {
+	return slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == key })
+}
+
+func nodeReady(n corev1.Node) bool {
+	return slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	})
+}
+
+// guidePool reads the guide-complete NodePool the demo applies.
+func guidePool() (v1.NodePool, error) {
+	var np v1.NodePool
+	data, err := demo.GuideComplete.ReadFile("guide-complete/nodepool.yaml")
+	if err != nil {
+		return np, fmt.Errorf("guide NodePool: %w", err)
+	}
+	if err := yaml.Unmarshal(data, &np); err != nil {
+		return np, fmt.Errorf("guide NodePool: %w", err)
+	}
+	return np, nil
+}
+
+// poolBudget is how many of n nodes the guide NodePool's always-on budgets
+// let be disrupting at once (percentages rounded up, as Karpenter scales
+// them: karpenter-spec §6.3), with the budgets in words.
+func poolBudget(n int) (int, string) {
+	np, err := guidePool()
+	if err != nil {
+		return 1, "unknown"
+	}
+	allowed, words := n, []string{}
+	for _, b := range np.Spec.Disruption.Budgets {
+		if b.Schedule != nil {
+			continue
+		}
+		words = append(words, "nodes: "+b.Nodes)
+		v := intstr.Parse(b.Nodes)
+		if got, err := intstr.GetScaledValueFromIntOrPercent(&v, n, true); err == nil {
+			allowed = min(allowed, got)
+		}
+	}
+	return allowed, strings.Join(words, ", ")
+}
+
+// checkBudgetWindow fails when one of the guide NodePool's budgets allows
+// no disruption at some point between now and now+within (the guide's
+// nodes: "0" daily from 02:00 UTC for an hour): the drift and
+// consolidation steps would wait until the window ends. A budget is in
+// force from each hit of its schedule (cron, UTC) for its duration, as
+// Karpenter's Budget.IsActive reads it.
+func checkBudgetWindow(now time.Time, within time.Duration) error {
+	np, err := guidePool()
+	if err != nil {
+		return err
+	}
+	for _, b := range np.Spec.Disruption.Budgets {
+		v := intstr.Parse(b.Nodes)
+		if n, err := intstr.GetScaledValueFromIntOrPercent(&v, 100, false); err != nil || n > 0 {
+			continue
+		}
+		if b.Schedule == nil || b.Duration == nil {
+			return fmt.Errorf("NodePool %s has a budget of nodes: %q with no schedule: nothing can be disrupted, so drift and consolidation would never act; run with --disruption=false", np.Name, b.Nodes)
+		}
+		sched, err := cron.ParseStandard("TZ=UTC " + *b.Schedule)
+		if err != nil {
+			return fmt.Errorf("NodePool %s: budget schedule %q: %w", np.Name, *b.Schedule, err)
+		}
+		dur := b.Duration.Duration
+		// The window that may already be open started after now-dur.
+		for start := sched.Next(now.Add(-dur)); !start.After(now.Add(within)); start = sched.Next(start) {
+			end := start.Add(dur)
+			if end.After(now) {
+				return fmt.Errorf("NodePool %s's disruption budget (nodes: %q, schedule %q, duration %s) allows no disruption from %s to %s UTC, within this demo's %s: drift and consolidation would wait for it to end; run the demo after %s UTC, or with --disruption=false",
+					np.Name, b.Nodes, *b.Schedule, b.Duration.Raw, start.UTC().Format("15:04"), end.UTC().Format("15:04"), within, end.UTC().Format("15:04"))
+			}
+		}
+	}
+	return nil
 }

@@ -15,8 +15,9 @@ import (
 
 // TestDemoSucceedsAndLeavesNothingRunning runs `nodewright demo` as the
 // README's `make demo` does (after `make controlplane` and `make sfn-deps`)
-// and checks its exit code, its timeline (scale-up, then consolidation of the
-// empty nodes) and that its state directory is gone.
+// and checks its exit code, its timeline in order (scale-up, drift of every
+// node through drift-<nodeclaim>-<hash> executions within the budget, then
+// consolidation of the empty nodes) and that its state directory is gone.
 func TestDemoSucceedsAndLeavesNothingRunning(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test on the local stack: skipped under -short")
@@ -46,15 +47,34 @@ func TestDemoSucceedsAndLeavesNothingRunning(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nodewright demo: %v\n%s", err, out)
 	}
+	t.Logf("demo timeline:\n%s", out)
+	// In timeline order.
+	at := 0
 	for _, want := range []string{
+		"prices: embedded offline on-demand price table",
 		"applied deploy/demo/guide-complete/nodepool.yaml",
 		"all 10 pods Running on",
-		"prices: embedded offline on-demand price table",
+		"drift: pinned EC2NodeClass production to ami-",
+		"lets 1 of its",
+		"drift: execution drift-",
+		"drift: replacement launched: ",
+		"drift: node ",
+		" removed (instance ",
+		"drift replaced every node: ",
+		"at most 1 node(s) disrupted at once",
 		"consolidation removed every empty node",
 		"demo finished successfully",
 	} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("demo output lacks %q:\n%s", want, out)
+		i := strings.Index(string(out[at:]), want)
+		if i < 0 {
+			t.Errorf("demo output lacks %q after offset %d:\n%s", want, at, out)
+			continue
+		}
+		at += i + len(want)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "drift: execution ") && (strings.Contains(line, "FAILED") || strings.Contains(line, "ERROR")) {
+			t.Errorf("a drift execution failed: %s", line)
 		}
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
