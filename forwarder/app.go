@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -140,7 +142,7 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		PodInformer: pods.Informer(), NodeInformer: nodes.Informer(),
 		NodePoolInformer: nodePools.Informer(), NodeClassInformer: nodeClasses.Informer(),
 	}, m.API(client), m.Emitter(events.New(kube.CoreV1(), time.Now, cfg.Identity)), m.Mirror(mirror.New(dyn)),
-		m.Relay(events.NewRelay(kube.CoreV1(), clusterObjects{nodes: nodes.Lister(), dyn: dyn}, time.Now, cfg.Identity)))
+		m.Relay(events.NewRelay(kube.CoreV1(), clusterObjects{nodes: nodes.Lister(), dyn: dyn, pods: pods.Lister(), nodePools: nodePools.Lister()}, time.Now, cfg.Identity)))
 	a.lead = func(ctx context.Context) error {
 		log.Info("leading: posting to the API", "identity", cfg.Identity)
 		m.SetLeader(true)
@@ -150,13 +152,15 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 	return a, nil
 }
 
-// clusterObjects finds the UIDs of the Nodes and NodeClaims that event
-// records are about (events.Objects): Nodes in the informer cache,
-// NodeClaims by a list filtered to the name (the forwarder may list
-// NodeClaims, not get them).
+// clusterObjects finds the UIDs of the Nodes, NodeClaims, Pods and
+// NodePools that event records are about (events.Objects): Nodes, Pods
+// (active ones) and NodePools in the informer caches, NodeClaims by a list
+// filtered to the name (the forwarder may list NodeClaims, not get them).
 type clusterObjects struct {
-	nodes corelisters.NodeLister
-	dyn   dynamic.Interface
+	nodes     corelisters.NodeLister
+	dyn       dynamic.Interface
+	pods      corelisters.PodLister
+	nodePools cache.GenericLister
 }
 
 func (o clusterObjects) UID(ctx context.Context, kind, name string) (types.UID, error) {
@@ -181,8 +185,37 @@ func (o clusterObjects) UID(ctx context.Context, kind, name string) (types.UID, 
 			}
 		}
 		return "", nil
+	case events.KindPod:
+		ns, podName, _ := strings.Cut(name, "/")
+		if o.pods == nil {
+			return "", nil
+		}
+		p, err := o.pods.Pods(ns).Get(podName)
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("pod %s: %w", name, err)
+		}
+		return p.UID, nil
+	case events.KindNodePool:
+		if o.nodePools == nil {
+			return "", nil
+		}
+		obj, err := o.nodePools.Get(name)
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("nodepool %s: %w", name, err)
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return "", fmt.Errorf("nodepool %s: %w", name, err)
+		}
+		return m.GetUID(), nil
 	}
-	return "", fmt.Errorf("kind %q: not a Node or NodeClaim", kind)
+	return "", fmt.Errorf("kind %q: not a Node, NodeClaim, Pod or NodePool", kind)
 }
 
 // ready reports whether every informer cache has synced (/readyz).

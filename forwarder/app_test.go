@@ -268,7 +268,16 @@ func TestClusterObjectsUID(t *testing.T) {
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{mirror.GVR: "NodeClaimList"},
 		claim("default-abc", "uid-abc"), claim("default-xyz", "uid-xyz"))
-	objs := clusterObjects{nodes: corelisters.NewNodeLister(nodes), dyn: dyn}
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := pods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "uid-web-0"}}); err != nil {
+		t.Fatal(err)
+	}
+	pools := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := pools.Add(unstructuredJSON(t, `{"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"default","uid":"uid-pool"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	objs := clusterObjects{nodes: corelisters.NewNodeLister(nodes), dyn: dyn, pods: corelisters.NewPodLister(pods),
+		nodePools: cache.NewGenericLister(pools, nodePoolsGVR.GroupResource())}
 	tests := []struct {
 		name, kind, object string
 		want               types.UID
@@ -278,7 +287,11 @@ func TestClusterObjectsUID(t *testing.T) {
 		{name: "should answer no UID for a Node the cluster does not have", kind: events.KindNode, object: "n9"},
 		{name: "should find the NodeClaim of that name", kind: events.KindNodeClaim, object: "default-xyz", want: "uid-xyz"},
 		{name: "should answer no UID for a NodeClaim the cluster does not have", kind: events.KindNodeClaim, object: "default-gone"},
-		{name: "should refuse another kind", kind: "Pod", object: "web-0", wantErr: true},
+		{name: "should find a Pod in the cache by namespace and name", kind: events.KindPod, object: "shop/web-0", want: "uid-web-0"},
+		{name: "should answer no UID for a Pod of another namespace", kind: events.KindPod, object: "default/web-0"},
+		{name: "should find the NodePool in the cache", kind: events.KindNodePool, object: "default", want: "uid-pool"},
+		{name: "should answer no UID for a NodePool the cluster does not have", kind: events.KindNodePool, object: "gone"},
+		{name: "should refuse another kind", kind: "Deployment", object: "web", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,29 +22,37 @@ import (
 const (
 	KindNode      = "Node"
 	KindNodeClaim = v1.KindNodeClaim
+	KindPod       = "Pod"
+	KindNodePool  = v1.KindNodePool
 )
 
-// nodeClaimAPIVersion is the apiVersion of NodeClaims (karpenter.sh/v1).
-var nodeClaimAPIVersion = v1.Group + "/v1"
+// karpenterAPIVersion is the apiVersion of NodeClaims and NodePools
+// (karpenter.sh/v1).
+var karpenterAPIVersion = v1.Group + "/v1"
 
 // Objects finds the cluster UIDs of the objects record Events are about.
 // `kubectl describe` selects an object's events by involvedObject.uid, so
 // an Event without the UID is listed by `kubectl get events` but not
 // described with its object.
 type Objects interface {
-	// UID returns the UID of the cluster-scoped object of kind (KindNode or
-	// KindNodeClaim) named name, or "" with a nil error when the cluster
-	// has no such object.
+	// UID returns the UID of the object of kind (KindNode, KindNodeClaim,
+	// KindNodePool or KindPod) named name, or "" with a nil error when the
+	// cluster has no such object. name is the object's cache key: its
+	// name, or "<namespace>/<name>" for a Pod.
 	UID(ctx context.Context, kind, name string) (types.UID, error)
 }
 
 // Relay writes the API's event records (v1.EventList: what the Lambdas
-// record, such as the interruption Lambda's SpotInterrupted) as Kubernetes
-// Events, one Event per record: on the Node when the record names one
-// (kind Node, apiVersion v1), else on the NodeClaim (the mirror, kind
-// NodeClaim, apiVersion karpenter.sh/v1). Nodes and NodeClaims are
-// cluster-scoped, so the Events go to the "default" namespace, as
-// client-go's recorder puts them. The Event's name is RecordEventName of
+// record, such as the interruption Lambda's SpotInterrupted or the
+// disruption tasks' Evicted) as Kubernetes Events, one Event per record, on
+// the most specific object the record names: the Pod (kind Pod, apiVersion
+// v1, in the pod's namespace), else the Node (kind Node, apiVersion v1),
+// else the NodeClaim (the mirror, kind NodeClaim, apiVersion
+// karpenter.sh/v1), else the NodePool (kind NodePool, apiVersion
+// karpenter.sh/v1). Nodes, NodeClaims and NodePools are cluster-scoped, so
+// their Events go to the "default" namespace, as client-go's recorder puts
+// them. A Pod's UID is the record's when it carries one, since an evicted
+// pod is often gone by the time its record is relayed. The Event's name is RecordEventName of
 // the record ID, so a record listed again, or relayed again by the next
 // leader, is created once: AlreadyExists counts as done. A Relay remembers
 // the records it has written while the API still lists them, so a poll
@@ -65,8 +74,10 @@ func NewRelay(client corev1client.EventsGetter, objects Objects, now func() time
 
 // Relay writes an Event for every record not written before, in order. It
 // returns how many Events it created and every error, joined: a record
-// without an ID or a NodeClaim, or with a Type other than Normal or
-// Warning, is reported once and skipped for good; a failed UID lookup or
+// without an ID, a reason or an object (NodeClaim, Node, Pod or
+// NodePool), with a Pod that is not "<namespace>/<name>", or with a Type
+// other than Normal or Warning, is reported once and skipped for good; a
+// failed UID lookup or
 // create is retried by the next call that lists the record. records are
 // the API's whole current list: remembered IDs it no longer lists are
 // forgotten.
@@ -117,8 +128,10 @@ func checkRecord(rec v1.EventRecord) error {
 	switch {
 	case rec.ID == "":
 		return fmt.Errorf("event record of reason %q: id: required", rec.Reason)
-	case rec.NodeClaim == "":
-		return fmt.Errorf("event record %s: nodeClaim: required", rec.ID)
+	case rec.NodeClaim == "" && rec.Node == "" && rec.Pod == "" && rec.NodePool == "":
+		return fmt.Errorf("event record %s: one of nodeClaim, node, pod and nodePool: required", rec.ID)
+	case rec.Pod != "" && !podKey(rec.Pod):
+		return fmt.Errorf("event record %s: pod %q: want <namespace>/<name>", rec.ID, rec.Pod)
 	case rec.Reason == "":
 		return fmt.Errorf("event record %s: reason: required", rec.ID)
 	case rec.Type != corev1.EventTypeNormal && rec.Type != corev1.EventTypeWarning:
@@ -127,17 +140,41 @@ func checkRecord(rec v1.EventRecord) error {
 	return nil
 }
 
-// event builds the Event of rec, looking up its object's UID.
+func podKey(key string) bool {
+	ns, name, ok := strings.Cut(key, "/")
+	return ok && ns != "" && name != "" && !strings.Contains(name, "/")
+}
+
+// involved is the object rec's Event is written on (see Relay), without
+// its UID, and the namespace the Event goes to.
+func involved(rec v1.EventRecord) (corev1.ObjectReference, string) {
+	switch {
+	case rec.Pod != "":
+		ns, name, _ := strings.Cut(rec.Pod, "/")
+		return corev1.ObjectReference{APIVersion: "v1", Kind: KindPod, Namespace: ns, Name: name, UID: rec.PodUID}, ns
+	case rec.Node != "":
+		return corev1.ObjectReference{APIVersion: "v1", Kind: KindNode, Name: rec.Node}, metav1.NamespaceDefault
+	case rec.NodeClaim != "":
+		return corev1.ObjectReference{APIVersion: karpenterAPIVersion, Kind: KindNodeClaim, Name: rec.NodeClaim}, metav1.NamespaceDefault
+	}
+	return corev1.ObjectReference{APIVersion: karpenterAPIVersion, Kind: KindNodePool, Name: rec.NodePool}, metav1.NamespaceDefault
+}
+
+// event builds the Event of rec, looking up its object's UID unless the
+// record carries it.
 func (r *Relay) event(ctx context.Context, rec v1.EventRecord) (*corev1.Event, error) {
-	ref := corev1.ObjectReference{APIVersion: "v1", Kind: KindNode, Name: rec.Node}
-	if rec.Node == "" {
-		ref = corev1.ObjectReference{APIVersion: nodeClaimAPIVersion, Kind: KindNodeClaim, Name: rec.NodeClaim}
+	ref, namespace := involved(rec)
+	if ref.UID == "" {
+		key := ref.Name
+		if ref.Namespace != "" {
+			key = ref.Namespace + "/" + ref.Name
+		}
+		uid, err := r.objects.UID(ctx, ref.Kind, key)
+		if err != nil {
+			return nil, fmt.Errorf("event record %s: look up %s %s: %w", rec.ID, ref.Kind, key, err)
+		}
+		ref.UID = uid
 	}
-	uid, err := r.objects.UID(ctx, ref.Kind, ref.Name)
-	if err != nil {
-		return nil, fmt.Errorf("event record %s: look up %s %s: %w", rec.ID, ref.Kind, ref.Name, err)
-	}
-	ref.UID = uid
 	ts := rec.Time
 	if ts.IsZero() {
 		ts = metav1.NewTime(r.now())
@@ -145,7 +182,7 @@ func (r *Relay) event(ctx context.Context, rec v1.EventRecord) (*corev1.Event, e
 	return &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      RecordEventName(rec.ID),
-			Namespace: metav1.NamespaceDefault,
+			Namespace: namespace,
 		},
 		InvolvedObject:      ref,
 		Reason:              rec.Reason,

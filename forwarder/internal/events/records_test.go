@@ -38,7 +38,8 @@ func (o *objects) UID(_ context.Context, kind, name string) (types.UID, error) {
 }
 
 func cluster() *objects {
-	return &objects{uids: map[string]types.UID{"Node/ip-10-0-0-1": "node-uid", "NodeClaim/default-abc": "claim-uid"}}
+	return &objects{uids: map[string]types.UID{"Node/ip-10-0-0-1": "node-uid", "NodeClaim/default-abc": "claim-uid",
+		"Pod/shop/web-1": "pod-uid", "NodePool/default": "pool-uid"}}
 }
 
 var recordTime = metav1.NewTime(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
@@ -54,6 +55,14 @@ func record(id string, opts ...func(*v1.EventRecord)) v1.EventRecord {
 
 func noNode(r *v1.EventRecord) { r.Node = "" }
 
+// onPod makes the record an Evicted about pod shop/web-1 of the node.
+func onPod(r *v1.EventRecord) { r.Reason, r.Type, r.Pod = "Evicted", "Normal", "shop/web-1" }
+
+// onPool makes the record a DisruptionBlocked about NodePool default only.
+func onPool(r *v1.EventRecord) {
+	r.Reason, r.Type, r.NodeClaim, r.Node, r.NodePool = "DisruptionBlocked", "Normal", "", "", "default"
+}
+
 // recorded is a record Event reduced to what the tests check.
 type recorded struct {
 	Name, Reason string
@@ -62,12 +71,15 @@ type recorded struct {
 
 func recordEvents(t *testing.T, client *fake.Clientset) []recorded {
 	t.Helper()
-	evs, err := client.CoreV1().Events(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{})
+	evs, err := client.CoreV1().Events(metav1.NamespaceAll).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []recorded
 	for _, e := range evs.Items {
+		if e.Namespace != metav1.NamespaceDefault && e.Namespace != e.InvolvedObject.Namespace {
+			t.Errorf("event %s in namespace %s, want default or its object's %q", e.Name, e.Namespace, e.InvolvedObject.Namespace)
+		}
 		out = append(out, recorded{Name: e.Name, Reason: e.Reason, Object: e.InvolvedObject})
 	}
 	return out
@@ -86,6 +98,8 @@ func creates(client *fake.Clientset) int {
 var (
 	nodeRef  = corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "ip-10-0-0-1", UID: "node-uid"}
 	claimRef = corev1.ObjectReference{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: "default-abc", UID: "claim-uid"}
+	webRef   = corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: "web-1", UID: "pod-uid"}
+	poolRef  = corev1.ObjectReference{APIVersion: "karpenter.sh/v1", Kind: "NodePool", Name: "default", UID: "pool-uid"}
 )
 
 func TestRelay(t *testing.T) {
@@ -114,6 +128,37 @@ func TestRelay(t *testing.T) {
 			calls:       []call{{records: []v1.EventRecord{record("r1", noNode)}, wantCreated: 1}},
 			wantCreates: 1,
 			wantEvents:  []recorded{{Name: events.RecordEventName("r1"), Reason: "SpotInterrupted", Object: claimRef}},
+		},
+		{
+			name:        "should write the event on the Pod when the record names one, before its Node",
+			calls:       []call{{records: []v1.EventRecord{record("r1", onPod)}, wantCreated: 1}},
+			wantCreates: 1,
+			wantEvents:  []recorded{{Name: events.RecordEventName("r1"), Reason: "Evicted", Object: webRef}},
+		},
+		{
+			name: "should take the pod's UID from the record without looking it up",
+			prepare: func(_ *testing.T, _ *fake.Clientset, objs *objects) {
+				objs.fail = 1 // a lookup would fail the call
+			},
+			calls: []call{{records: []v1.EventRecord{record("r1", onPod, func(r *v1.EventRecord) {
+				r.Pod, r.PodUID = "shop/web-gone", "gone-uid"
+			})}, wantCreated: 1}},
+			wantCreates: 1,
+			wantEvents: []recorded{{Name: events.RecordEventName("r1"), Reason: "Evicted",
+				Object: corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: "web-gone", UID: "gone-uid"}}},
+		},
+		{
+			name:        "should write the event on the NodePool when the record names only a NodePool",
+			calls:       []call{{records: []v1.EventRecord{record("r1", onPool)}, wantCreated: 1}},
+			wantCreates: 1,
+			wantEvents:  []recorded{{Name: events.RecordEventName("r1"), Reason: "DisruptionBlocked", Object: poolRef}},
+		},
+		{
+			name: "should report a record without any object or with a malformed pod once and skip it",
+			calls: []call{{records: []v1.EventRecord{
+				record("none", func(r *v1.EventRecord) { r.NodeClaim, r.Node = "", "" }),
+				record("pod", func(r *v1.EventRecord) { r.Pod = "web-1" }),
+			}, wantErr: "event record none: one of nodeClaim, node, pod and nodePool: required"}},
 		},
 		{
 			name:        "should write without a UID the event of an object the cluster does not have",
