@@ -110,6 +110,15 @@ func forcedDeletion(p *corev1.Pod, now time.Time, deadline *time.Time) (time.Dur
 	return left, true
 }
 
+// podGrace is p's terminationGracePeriodSeconds, defaultPodGrace when
+// unset.
+func podGrace(p *corev1.Pod) time.Duration {
+	if s := p.Spec.TerminationGracePeriodSeconds; s != nil {
+		return time.Duration(*s) * time.Second
+	}
+	return defaultPodGrace
+}
+
 // maxPodsListed bounds the pod actions listed per node in a drain round's
 // output, and maxPodsListedTotal those of the whole round; the counts stay
 // complete (an execution's state is at most 256 KiB).
@@ -226,12 +235,14 @@ func (s *Service) drainNode(ctx context.Context, st workflow.DisruptionState, ca
 		if nd.Tier == 0 || step.Tier < nd.Tier {
 			nd.Tier = step.Tier
 		}
-		a := workflow.PodAction{Pod: step.Pod.Namespace + "/" + step.Pod.Name, Action: step.Action, Detail: step.Detail}
+		a := workflow.PodAction{Pod: step.Pod.Namespace + "/" + step.Pod.Name, Action: step.Action, Detail: step.Detail,
+			UID: string(step.Pod.UID), PodGraceSeconds: int64(podGrace(step.Pod) / time.Second)}
 		switch step.Action {
 		case workflow.PodDeleted:
 			if err := s.p.Pods.DeletePod(ctx, step.Pod, step.Grace); err != nil {
 				a.Action, a.Detail = workflow.PodEvictionFailed, "delete: "+err.Error()
 			} else {
+				a.GraceSeconds = int64(step.Grace / time.Second)
 				moved = true
 			}
 		case workflow.PodEvicted:
@@ -320,13 +331,14 @@ func pollSeconds(set workflow.Settings, stalls int) int {
 }
 
 // boundPods keeps at most maxPodsListed pod actions per node and
-// maxPodsListedTotal in all.
+// maxPodsListedTotal in all; the rest go to Unlisted.
 func boundPods(nodes []workflow.NodeDrain) ([]workflow.NodeDrain, bool) {
 	truncated := false
 	left := maxPodsListedTotal
 	for i := range nodes {
 		keep := min(len(nodes[i].Pods), maxPodsListed, left)
 		if keep < len(nodes[i].Pods) {
+			nodes[i].Unlisted = nodes[i].Pods[keep:]
 			nodes[i].Pods = nodes[i].Pods[:keep]
 			truncated = true
 		}

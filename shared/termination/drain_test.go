@@ -1,10 +1,13 @@
 package termination_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -297,6 +300,35 @@ func TestDrainForcedDeletionUsesTheTimeLeft(t *testing.T) {
 	}
 }
 
+func TestDrainReportsWhatTheEventsNeed(t *testing.T) {
+	e := newEnv(t, node("node-a"), pod("default", "db", "node-a", graceSeconds(300)), pod("default", "web", "node-a"))
+	e.blocked["default/web"] = "default/web-pdb"
+	e.claims.put(nodeClaim("a", claimedBy(execID, workflow.MethodDrifted, t0.Add(time.Hour)), withTGP(time.Hour)))
+	st := state(workflow.MethodDrifted, 1, "a")
+	if _, err := e.svc.BeginTermination(t.Context(), st, t0); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.svc.Drain(t.Context(), st, t0.Add(57*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type action struct {
+		Pod, Action, UID       string
+		Grace, PodGraceSeconds int64
+	}
+	var got []action
+	for _, a := range out.Nodes[0].Pods {
+		got = append(got, action{Pod: a.Pod, Action: a.Action, UID: a.UID, Grace: a.GraceSeconds, PodGraceSeconds: a.PodGraceSeconds})
+	}
+	want := []action{
+		{Pod: "default/db", Action: workflow.PodDeleted, UID: "uid-db", Grace: 180, PodGraceSeconds: 300},
+		{Pod: "default/web", Action: workflow.PodEvictionBlocked, UID: "uid-web", PodGraceSeconds: 30},
+	}
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b action) bool { return a.Pod < b.Pod })); diff != "" {
+		t.Errorf("pod actions mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestDrainBoundsItsOutput(t *testing.T) {
 	objects := []runtime.Object{node("node-a")}
 	for i := range 80 {
@@ -310,5 +342,15 @@ func TestDrainBoundsItsOutput(t *testing.T) {
 	}
 	if n := out.Nodes[0]; len(n.Pods) != 50 || n.Counts[workflow.PodEvicted] != 80 || !out.Truncated {
 		t.Errorf("Drain() listed %d pods, counted %d evictions, truncated %v; want 50, 80, true", len(n.Pods), n.Counts[workflow.PodEvicted], out.Truncated)
+	}
+	if n := out.Nodes[0]; len(n.Unlisted) != 30 {
+		t.Errorf("Drain() kept %d unlisted pod actions, want the other 30", len(n.Unlisted))
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "unlisted") || strings.Contains(string(data), "Unlisted") {
+		t.Errorf("encoded drain output carries the unlisted pods: %.300s", data)
 	}
 }

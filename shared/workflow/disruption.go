@@ -386,6 +386,11 @@ type NodeDrain struct {
 	Counts map[string]int `json:"counts,omitempty"`
 	// Pods are this round's pod actions (possibly truncated).
 	Pods []PodAction `json:"pods,omitempty"`
+	// Unlisted are the pod actions left out of Pods to bound the
+	// execution's state. They are never encoded: the task that ran the
+	// round reads them (its event records name every pod it evicted) and
+	// the state machine does not keep them.
+	Unlisted []PodAction `json:"-"`
 	// Volumes is the wait for the Node's volumes to detach, once its pods
 	// are gone; nil before.
 	Volumes *VolumeDetachment `json:"volumes,omitempty"`
@@ -399,6 +404,15 @@ type PodAction struct {
 	Action string `json:"action"`
 	// Detail is the API server's message (a PDB refusal) or why.
 	Detail string `json:"detail,omitempty"`
+	// UID is the pod's UID, for the task's event records; never encoded,
+	// to keep the execution's state small.
+	UID string `json:"-"`
+	// GraceSeconds is the grace period of a PodDeleted deletion, for the
+	// task's event records; never encoded.
+	GraceSeconds int64 `json:"-"`
+	// PodGraceSeconds is the pod's own terminationGracePeriodSeconds (30
+	// when unset), for the task's event records; never encoded.
+	PodGraceSeconds int64 `json:"-"`
 }
 
 // Pod actions of a drain round.
