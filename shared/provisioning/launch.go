@@ -65,6 +65,16 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 	if err != nil {
 		return nil, fmt.Errorf("read unavailable offerings: %w", err)
 	}
+	fullSubnets := map[string]bool{}
+	if p.ports.Subnets != nil {
+		ids, err := p.ports.Subnets.UnavailableSubnets(ctx, now)
+		if err != nil {
+			return nil, fmt.Errorf("read unavailable subnets: %w", err)
+		}
+		for _, id := range ids {
+			fullSubnets[id] = true
+		}
+	}
 	st := &launchState{classes: map[string]*v1.EC2NodeClass{}, subnets: map[string][]Subnet{}, types: map[string][]*catalog.InstanceType{}}
 	referenced := map[string]bool{}
 	for _, np := range pools {
@@ -99,12 +109,14 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: not ready: %s: %s", nc.Name, c.Reason, c.Message))
 			continue
 		}
+		res.Subnets = slices.Clone(res.Subnets)
+		fullZones := markSubnets(res.Subnets, fullSubnets)
 		types, _, err := catalog.Resolve(&resolved, catalog.Options{
 			Region:                  p.opts.Region,
 			SpotPriceRatio:          p.opts.SpotPriceRatio,
 			ReservedENIs:            p.opts.ReservedENIs,
 			VMMemoryOverheadPercent: p.opts.VMMemoryOverheadPercent,
-			Unavailable:             isUnavailable,
+			Unavailable:             withFullZones(isUnavailable, fullZones),
 		})
 		if err != nil {
 			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: instance types: %v", nc.Name, err))
@@ -375,12 +387,22 @@ func (p *Provisioner) recordFailure(ctx context.Context, claim v1.NodeClaim, lau
 }
 
 // markUnavailable records capacity errors in the unavailable-offerings
-// cache for UnavailableOfferingsTTL. A full subnet is not an offering and is
-// skipped. It tries every entry and returns the errors joined.
+// cache for UnavailableOfferingsTTL. A full subnet is not an offering: it
+// goes to the unavailable-subnets cache, when there is one, for as long
+// (karpenter-spec section 4 step 5). It tries every entry and returns the
+// errors joined.
 func (p *Provisioner) markUnavailable(ctx context.Context, offerings []UnavailableOffering, now time.Time) error {
 	var errs []error
+	marked := map[string]bool{}
 	for _, u := range offerings {
 		if u.Code == codeInsufficientFreeAddressesInSubnet {
+			if p.ports.Subnets == nil || u.SubnetID == "" || marked[u.SubnetID] {
+				continue
+			}
+			marked[u.SubnetID] = true
+			if err := p.ports.Subnets.MarkSubnetUnavailable(ctx, u.SubnetID, u.Code, now, UnavailableOfferingsTTL); err != nil {
+				errs = append(errs, fmt.Errorf("mark subnet %s unavailable: %w", u.SubnetID, err))
+			}
 			continue
 		}
 		if err := p.ports.Offerings.MarkUnavailable(ctx, u.Offering, u.Code, now, UnavailableOfferingsTTL); err != nil {

@@ -75,6 +75,10 @@ type Subnet struct {
 	ZoneID string
 	// AvailableIPs is the subnet's free IPv4 address count.
 	AvailableIPs int64
+	// Unavailable marks a subnet that recently failed a launch with
+	// InsufficientFreeAddressesInSubnet; the launcher does not use it
+	// (karpenter-spec section 4 step 5).
+	Unavailable bool
 }
 
 // clusterSource reads what the cluster runs now: Nodes, the pods bound to
@@ -160,6 +164,9 @@ type ProvisionerPorts struct {
 	Offerings offeringCache
 	Batches   batchStore
 	Launcher  launcher
+	// Subnets is the unavailable-subnets cache; nil leaves subnets that
+	// ran out of addresses unrecorded.
+	Subnets subnetCache
 }
 
 // ProvisionerOptions configure a Provisioner.
