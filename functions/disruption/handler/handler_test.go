@@ -369,3 +369,88 @@ func TestHandleReleasesStaleClaimsFirst(t *testing.T) {
 		t.Errorf("Released = %+v (ran at %s), want the stale release at %s", out.Released, stale.at, t0)
 	}
 }
+
+// instancesOn lists every instance on one image (fleet.Client.List's
+// DescribeInstances answer).
+type instancesOn struct{ image string }
+
+func (i instancesOn) List(context.Context, string) ([]fleet.Instance, error) {
+	return []fleet.Instance{{ID: "i-0a", Zone: "us-east-1a", ImageID: i.image, SubnetID: "subnet-a", State: "running"}}, nil
+}
+
+// TestHandleStartsADriftExecutionForANodeOnAnotherImage checks the AMI
+// drift path end to end through the handler (karpenter-spec §7, AMIDrift):
+// the EC2NodeClass resolves to ami-1, and a NodeClaim whose instance runs
+// another image starts drift-<nodeclaim>-<hash>. The image is the
+// instance's (DescribeInstances), else the one the NodeClaim recorded at
+// launch (status.imageID); consolidation is off so only drift can act on
+// the empty node.
+func TestHandleStartsADriftExecutionForANodeOnAnotherImage(t *testing.T) {
+	tests := []struct {
+		name       string
+		claimImage string
+		listed     string // image EC2 lists for i-0a; "" lists nothing
+		wantDrift  bool
+	}{
+		{name: "should drift a NodeClaim that recorded another image when EC2 lists no instance", claimImage: "ami-old", wantDrift: true},
+		{name: "should drift an instance running another image whatever the NodeClaim recorded", claimImage: "ami-1", listed: "ami-old", wantDrift: true},
+		{name: "should not drift a NodeClaim on the resolved image", claimImage: "ami-1"},
+		{name: "should not drift an instance on the resolved image", claimImage: "ami-old", listed: "ami-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.seed(t)
+			cfg, err := e.store.GetConfig(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.NodePools[0].Spec.Disruption.ConsolidateAfter = v1.MustParseNillable(v1.Never)
+			if _, err := e.store.PutConfig(t.Context(), cfg.Config, cfg.Version); err != nil {
+				t.Fatal(err)
+			}
+			c, err := e.store.GetNodeClaim(t.Context(), "general-a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Status.ImageID = tt.claimImage
+			if _, err := e.store.UpdateNodeClaim(t.Context(), c); err != nil {
+				t.Fatal(err)
+			}
+			st, err := sfnstarter.New(e.sfn, e.arn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			deps := handler.Deps{Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 }}
+			if tt.listed != "" {
+				deps.Instances = instancesOn{image: tt.listed}
+			}
+			h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35}, deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := h.Handle(t.Context(), nil)
+			if err != nil {
+				t.Fatalf("Handle() error = %v", err)
+			}
+			var got []string
+			for _, s := range out.Started {
+				got = append(got, s.Method+" "+s.Execution[:strings.LastIndex(s.Execution, "-")])
+			}
+			var want []string
+			if tt.wantDrift {
+				want = []string{"Drifted drift-general-a"}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("started executions mismatch (-want +got):\n%s", diff)
+			}
+			if tt.wantDrift {
+				in := e.executions(t)[out.Started[0].Execution]
+				if len(in.Candidates) != 1 || in.Candidates[0].Reason != disruption.DriftAMI {
+					t.Errorf("execution candidates = %+v, want general-a drifted with reason %s", in.Candidates, disruption.DriftAMI)
+				}
+			}
+		})
+	}
+}
