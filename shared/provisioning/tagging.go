@@ -7,8 +7,8 @@ import (
 	"maps"
 	"sort"
 
-	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/amifamily"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
 // NeedsTagging reports whether claim's instance is due its
