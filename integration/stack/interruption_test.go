@@ -10,7 +10,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodewright/nodewright/local/ec2sim"
 	"github.com/nodewright/nodewright/local/stack"
@@ -197,9 +202,12 @@ func TestRebalanceRecommendationOnlyRecordsAnEvent(t *testing.T) {
 	if !recorded {
 		t.Errorf("no %s event record for node %s", interruption.ReasonSpotRebalanceRecommendation, node.Name)
 	}
-	// ...and, for 30 seconds, nothing else happens.
+	// ...which the forwarder relays (every 10 s) as a Kubernetes Event on
+	// the Node, and, for 30 seconds, nothing else happens.
+	nodeEvent := false
 	until := time.Now().Add(30 * time.Second)
 	for time.Now().Before(until) {
+		nodeEvent = nodeEvent || hasNodeEvent(t, s, node, interruption.ReasonSpotRebalanceRecommendation)
 		n, err := s.Kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("node %s: %v", node.Name, err)
@@ -218,6 +226,80 @@ func TestRebalanceRecommendationOnlyRecordsAnEvent(t *testing.T) {
 	if exec := interruptionExecution(t, s); exec.Name != "" {
 		t.Errorf("interruption execution %q started for a rebalance recommendation", exec.Name)
 	}
+	if !nodeEvent {
+		t.Errorf("no Kubernetes Event %s on Node %s within 30 s of the recommendation", interruption.ReasonSpotRebalanceRecommendation, node.Name)
+	}
+}
+
+// hasNodeEvent reports whether a Kubernetes Event of reason is recorded on
+// node (selected as `kubectl describe node` does: involvedObject kind, name
+// and uid).
+func hasNodeEvent(t testing.TB, s *stack.Stack, node corev1.Node, reason string) bool {
+	t.Helper()
+	sel := fields.Set{"involvedObject.kind": "Node", "involvedObject.name": node.Name, "involvedObject.uid": string(node.UID)}.AsSelector()
+	evs, err := s.Kube.CoreV1().Events("").List(t.Context(), metav1.ListOptions{FieldSelector: sel.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(evs.Items, func(e corev1.Event) bool { return e.Reason == reason })
+}
+
+func TestImpairedInstanceIsDrainedForcefullyAndItsPodRunsElsewhere(t *testing.T) {
+	s, node := startSpotStack(t)
+	ctx := t.Context()
+	// A budget that refuses every eviction: only a forceful drain (a
+	// termination deadline of now) deletes the pod, as the Spot NodePool
+	// sets no terminationGracePeriod.
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		},
+	}
+	if _, err := s.Kube.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	impairedAt := time.Now()
+	health, err := s.ImpairInstance(ctx, node.Name, ec2sim.CheckSystem)
+	if err != nil {
+		t.Fatalf("ImpairInstance(%s) error = %v", node.Name, err)
+	}
+	if health.SystemStatus != ec2sim.SummaryImpaired || health.SystemImpairedSince == nil || impairedAt.Sub(*health.SystemImpairedSince) < stack.ImpairedLead-time.Second {
+		t.Fatalf("ImpairInstance(%s) = %+v, want the system check impaired since %s ago", node.Name, health, stack.ImpairedLead)
+	}
+
+	// The next poll (every 10 s) starts a forceful interruption execution;
+	// the pod runs on another node despite its budget.
+	eventually(t, s, 2*time.Minute, "the pod running on a new node", func(context.Context, stack.Status) bool {
+		pods := runningPods(t, s, "web")
+		return len(pods) == 1 && pods[0].Spec.NodeName != node.Name
+	})
+	t.Logf("pod running on a new node %s after the impairment", time.Since(impairedAt).Round(100*time.Millisecond))
+	if !handlerLogged(t, s, "instance status handled", `"kind":"system_status"`, `"forceful":true`, `"execution":"interrupt-`) {
+		t.Error(`functions.log has no "instance status handled" line of kind system_status, forceful, with an interruption execution`)
+	}
+	var exec stack.Execution
+	deadline := time.Now().Add(2 * time.Minute)
+	for exec.Status == "" || exec.Status == "RUNNING" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no finished interruption execution 2 minutes after the drain (last %+v)", exec)
+		}
+		for _, e := range s.Executions() {
+			if strings.HasPrefix(e.Name, "interrupt-") {
+				exec = e
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	if exec.Status != "SUCCEEDED" {
+		t.Errorf("interruption execution %q: status %q (%s: %s), want SUCCEEDED", exec.Name, exec.Status, exec.Error, exec.Cause)
+	}
+	// The impaired instance is terminated and its Node removed.
+	eventually(t, s, 2*time.Minute, "the impaired node removed", func(ctx context.Context, _ stack.Status) bool {
+		_, err := s.Kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
 }
 
 // nodeClaimNames lists the cluster's NodeClaims that are not being
