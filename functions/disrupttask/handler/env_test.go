@@ -124,6 +124,7 @@ func newEnv(t *testing.T, objects ...runtime.Object) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.WithEvents(e.store)
 	e.server = lambdaserver.New()
 	if err := e.server.Register("disrupttask", func(ctx context.Context, in workflow.TaskInput) (any, error) {
 		if e.beforeStep != nil {

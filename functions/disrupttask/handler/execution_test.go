@@ -80,6 +80,44 @@ func TestDisruptionReplacesANode(t *testing.T) {
 	if l := e.leases("general"); len(l) != 0 {
 		t.Errorf("budget leases after the execution = %v, want none", l)
 	}
+	wantEvents := []string{
+		"DisruptionLaunching on NodeClaim general-r1",
+		"DisruptionTerminating on Node node-a",
+		"DisruptionTerminating on NodeClaim a",
+		"DisruptionWaitingReadiness on NodeClaim general-r1",
+		"Evicted on Pod default/web-0",
+		"Evicted on Pod default/web-1",
+		"Evicted on Pod kube-system/agent",
+	}
+	if diff := cmp.Diff(wantEvents, e.events(t)); diff != "" {
+		t.Errorf("event records mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// events lists the event records the execution left, as "<reason> on
+// <kind> <name>", sorted.
+func (e *env) events(t *testing.T) []string {
+	t.Helper()
+	recs, err := e.store.ListEvents(t.Context(), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range recs {
+		switch {
+		case r.Pod != "":
+			if r.PodUID == "" {
+				t.Errorf("record %s names pod %s without its UID", r.ID, r.Pod)
+			}
+			out = append(out, r.Reason+" on Pod "+r.Pod)
+		case r.Node != "":
+			out = append(out, r.Reason+" on Node "+r.Node)
+		default:
+			out = append(out, r.Reason+" on NodeClaim "+r.NodeClaim)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func TestDisruptionForceDeletesAPDBBlockedPodAtTheTerminationDeadline(t *testing.T) {
@@ -118,6 +156,18 @@ func TestDisruptionForceDeletesAPDBBlockedPodAtTheTerminationDeadline(t *testing
 	}
 	if _, ok := e.node("node-a"); ok {
 		t.Error("node-a still exists")
+	}
+	// Every round the PDB refuses makes no progress: one FailedDraining
+	// for the whole run of refusals, however many rounds it lasts.
+	wantEvents := []string{
+		"Disrupted on Pod default/db-0",
+		"DisruptionTerminating on Node node-a",
+		"DisruptionTerminating on NodeClaim a",
+		"FailedDraining on Node node-a",
+		"TerminationGracePeriodExpiring on Node node-a",
+	}
+	if diff := cmp.Diff(wantEvents, e.events(t)); diff != "" {
+		t.Errorf("event records mismatch (-want +got):\n%s", diff)
 	}
 }
 

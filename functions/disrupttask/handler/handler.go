@@ -13,6 +13,13 @@
 // Timeout, anything else Internal; the state machines retry or catch by
 // those names. Every step is idempotent, so a redelivered invocation is
 // harmless.
+//
+// A step that succeeds also records Karpenter's events about what it did
+// (DisruptionTerminating on the candidates, Evicted on each evicted pod,
+// and so on; see stepEvents) as event records the forwarder writes on the
+// cluster's objects. Their IDs are derived from the execution, the step
+// and the object, so a retried step records each once; a failed write is
+// logged and never fails the step.
 package handler
 
 import (
@@ -138,7 +145,12 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	if err != nil {
 		return nil, fmt.Errorf("disrupttask: %w", err)
 	}
-	return NewWithService(svc, log, now)
+	h, err := NewWithService(svc, log, now)
+	if err != nil {
+		return nil, err
+	}
+	h.events = store
+	return h, nil
 }
 
 // service is the termination use cases (*termination.Service).
@@ -162,17 +174,25 @@ var _ service = (*termination.Service)(nil)
 // Handler runs one step per invocation. It holds no state between
 // invocations.
 type Handler struct {
-	svc service
-	log *slog.Logger
-	now func() time.Time
+	svc    service
+	log    *slog.Logger
+	now    func() time.Time
+	events EventRecorder
 }
 
-// NewWithService returns a Handler over svc.
+// NewWithService returns a Handler over svc that records no events (see
+// WithEvents).
 func NewWithService(svc service, log *slog.Logger, now func() time.Time) (*Handler, error) {
 	if svc == nil || log == nil || now == nil {
 		return nil, errors.New("disrupttask: service, log and now are required")
 	}
 	return &Handler{svc: svc, log: log, now: now}, nil
+}
+
+// WithEvents makes h record its steps' events through r and returns h.
+func (h *Handler) WithEvents(r EventRecorder) *Handler {
+	h.events = r
+	return h
 }
 
 // errUnknownStep is returned for a Step the handler does not know.
@@ -229,5 +249,6 @@ func (h *Handler) Handle(ctx context.Context, in workflow.TaskInput) (any, error
 		return nil, lambdakit.AsWorkflowError(err, rules...)
 	}
 	h.log.InfoContext(ctx, "step done", "step", in.Step, "execution", st.ID, "method", st.Method, "output", out)
+	h.recordEvents(ctx, in.Step, st, stepEvents(in.Step, st, out, now), now)
 	return out, nil
 }
