@@ -96,7 +96,7 @@ func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (p
 	claim, class := req.NodeClaim, req.NodeClass
 	subnets := make([]fleet.Subnet, len(req.Subnets))
 	for i, s := range req.Subnets {
-		subnets[i] = fleet.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID, AvailableIPs: s.AvailableIPs}
+		subnets[i] = fleet.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID, AvailableIPs: s.AvailableIPs, Unavailable: s.Unavailable}
 	}
 	templates := fleet.TemplateFunc(func(ctx context.Context, tr fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) {
 		lts, err := l.Templates.EnsureLaunchTemplates(ctx, nodeclass.TemplateRequest{

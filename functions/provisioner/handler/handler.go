@@ -7,7 +7,10 @@
 //     stores the batch's PodBatchResult for the intake API's GET route;
 //   - NodeRegistrations: for each Node, provisioning.Registrar against the
 //     live Node read from the Kubernetes API, then the Node patch applied
-//     through a conflict-retrying update.
+//     through a conflict-retrying update, then provisioning.Tagger adds the
+//     instance's post-registration tags (a tagging failure is logged and
+//     left to the garbage-collection Lambda's retry, never failing the
+//     registration).
 //
 // One solve at a time per cluster comes from the queue: every message of a
 // cluster shares one message group, and SQS hands out a group's next
@@ -121,6 +124,7 @@ func (c Config) CAPEM() ([]byte, error) { return base64.StdEncoding.DecodeString
 // EC2API is the EC2 client as the provisioner uses it (*ec2.Client).
 type EC2API interface {
 	fleet.EC2API
+	fleet.TagAPI
 	nodeclass.EC2API
 }
 
@@ -153,6 +157,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		Launcher: adapters.Launcher{Fleet: fleet.New(c.EC2), Templates: resolver, Cluster: nodeclass.Cluster{
 			Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS,
 		}},
+		Subnets: adapters.Subnets{Store: store},
 	}, provisioning.ProvisionerOptions{
 		Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio, LaunchParallelism: cfg.LaunchParallelism,
 	})
@@ -163,8 +168,12 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)
 	}
+	tagger, err := provisioning.NewTagger(cfg.Cluster, adapters.Claims{Store: store}, adapters.InstanceTags{Tagger: fleet.NewTagger(c.EC2)})
+	if err != nil {
+		return nil, fmt.Errorf("provisioner: %w", err)
+	}
 	return NewWithDeps(Deps{
-		Provisioner: prov, Registrar: reg, Nodes: c.Nodes, Payloads: store,
+		Provisioner: prov, Registrar: reg, Tagger: tagger, Nodes: c.Nodes, Payloads: store,
 		Results: adapters.Batches{Store: store, Now: now}, Log: log, Now: now,
 	})
 }
@@ -177,6 +186,11 @@ type provisioner interface {
 // registrar registers one Node (*provisioning.Registrar).
 type registrar interface {
 	Register(ctx context.Context, node *corev1.Node, now time.Time) (provisioning.Registration, error)
+}
+
+// tagger adds the post-registration instance tags (*provisioning.Tagger).
+type tagger interface {
+	Tag(ctx context.Context, claim v1.NodeClaim) (provisioning.TagResult, error)
 }
 
 // NodeAPI reads and updates Nodes (*kube.Client): GetNode returns an error
@@ -199,10 +213,13 @@ type results interface {
 
 var _ NodeAPI = (*kube.Client)(nil)
 
-// Deps are the handler's collaborators. All are required.
+// Deps are the handler's collaborators. All are required but Tagger (nil:
+// instances are not tagged at registration; garbage collection still tags
+// them).
 type Deps struct {
 	Provisioner provisioner
 	Registrar   registrar
+	Tagger      tagger
 	Nodes       NodeAPI
 	Payloads    payloads
 	Results     results
@@ -391,5 +408,21 @@ func (h *Handler) register(ctx context.Context, log *slog.Logger, name string) e
 		}
 	}
 	log.InfoContext(ctx, "node registered", "node", name, "nodeclaim", reg.NodeClaim.Name, "changed", reg.Changed, "patched", !reg.Patch.IsEmpty())
+	h.tag(ctx, log, reg.NodeClaim)
 	return nil
+}
+
+// tag adds the post-registration tags to the NodeClaim's instance
+// (karpenter-spec section 1.5). A failure never fails the registration:
+// it is logged, and the garbage-collection Lambda's sweep retries it.
+func (h *Handler) tag(ctx context.Context, log *slog.Logger, claim v1.NodeClaim) {
+	if h.deps.Tagger == nil || !provisioning.NeedsTagging(&claim) {
+		return
+	}
+	r, err := h.deps.Tagger.Tag(ctx, claim)
+	if err != nil {
+		log.WarnContext(ctx, "tag instance after registration; garbage collection retries", "nodeclaim", claim.Name, "err", err)
+		return
+	}
+	log.InfoContext(ctx, "instance tagged", "nodeclaim", claim.Name, "instance", r.InstanceID, "added", r.Added, "gone", r.Gone)
 }

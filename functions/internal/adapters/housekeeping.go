@@ -1,0 +1,81 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/provisioning"
+)
+
+// Subnets is provisioning's unavailable-subnets cache over ddbstore.
+type Subnets struct{ Store *ddbstore.Store }
+
+// UnavailableSubnets lists the IDs of the subnets still unavailable at now.
+func (s Subnets) UnavailableSubnets(ctx context.Context, now time.Time) ([]string, error) {
+	list, err := s.Store.ListUnavailableSubnets(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(list))
+	for i, u := range list {
+		out[i] = u.SubnetID
+	}
+	return out, nil
+}
+
+// MarkSubnetUnavailable records a subnet as unavailable until now+ttl.
+func (s Subnets) MarkSubnetUnavailable(ctx context.Context, subnetID, code string, now time.Time, ttl time.Duration) error {
+	return s.Store.MarkSubnetUnavailable(ctx, subnetID, code, now, ttl)
+}
+
+// InstanceTags is provisioning's instance tagger over fleet.Tagger: an
+// instance that is gone matches provisioning.ErrNotFound.
+type InstanceTags struct{ Tagger *fleet.Tagger }
+
+// InstanceTags returns the instance's tags.
+func (t InstanceTags) InstanceTags(ctx context.Context, id string) (map[string]string, error) {
+	tags, err := t.Tagger.InstanceTags(ctx, id)
+	return tags, instanceError(err)
+}
+
+// AddTags adds tags to the instance with CreateTags.
+func (t InstanceTags) AddTags(ctx context.Context, id string, tags map[string]string) error {
+	return instanceError(t.Tagger.AddTags(ctx, id, tags))
+}
+
+func instanceError(err error) error {
+	if errors.Is(err, fleet.ErrNotFound) {
+		return &storeError{err: err, kind: provisioning.ErrNotFound}
+	}
+	return err
+}
+
+// LaunchTemplates is provisioning's launch-template store over
+// nodeclass.Templates for one cluster.
+type LaunchTemplates struct {
+	Templates *nodeclass.Templates
+	Cluster   string
+}
+
+// ListLaunchTemplates lists the cluster's launch templates.
+func (l LaunchTemplates) ListLaunchTemplates(ctx context.Context) ([]provisioning.LaunchTemplate, error) {
+	list, err := l.Templates.List(ctx, l.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]provisioning.LaunchTemplate, len(list))
+	for i, t := range list {
+		out[i] = provisioning.LaunchTemplate{ID: t.ID, Name: t.Name, NodeClass: t.NodeClass, CreateTime: t.CreateTime}
+	}
+	return out, nil
+}
+
+// DeleteLaunchTemplate deletes one launch template; one already gone is
+// not an error.
+func (l LaunchTemplates) DeleteLaunchTemplate(ctx context.Context, id string) error {
+	return l.Templates.Delete(ctx, id)
+}
