@@ -7,6 +7,12 @@
 // 30 seconds; a registered NodeClaim whose instance is gone is deleted with
 // its Node.
 //
+// Each run then retries post-registration tagging (provisioning.Tagger:
+// the instances of registered NodeClaims not yet recorded as tagged) and
+// deletes the cluster's launch templates unused for
+// provisioning.LaunchTemplateUnusedTTL or whose EC2NodeClass is gone
+// (provisioning.TemplateCollector; karpenter-spec section 4 step 6, 5.4).
+//
 // Every step is idempotent and a run decides from fresh reads, so an
 // overlapping or retried run is harmless. A run that fails part-way
 // reports a workflow error (the scheduler may retry; the next minute runs
@@ -27,6 +33,7 @@ import (
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/nodeclass"
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/workflow"
@@ -64,10 +71,17 @@ type NodeAPI interface {
 
 var _ NodeAPI = (*kube.Client)(nil)
 
+// EC2API is the EC2 client as garbage collection uses it (*ec2.Client).
+type EC2API interface {
+	fleet.EC2API
+	fleet.TagAPI
+	nodeclass.TemplateAPI
+}
+
 // Clients are the API clients New wires the handler with.
 type Clients struct {
 	DynamoDB ddbstore.API
-	EC2      fleet.EC2API
+	EC2      EC2API
 	Nodes    NodeAPI
 }
 
@@ -76,9 +90,22 @@ type collector interface {
 	CollectGarbage(ctx context.Context, now time.Time) ([]provisioning.CleanupResult, error)
 }
 
+// tagger retries post-registration tagging (*provisioning.Tagger).
+type tagger interface {
+	TagAll(ctx context.Context) ([]provisioning.TagResult, error)
+}
+
+// templateCollector deletes unused launch templates
+// (*provisioning.TemplateCollector).
+type templateCollector interface {
+	CollectLaunchTemplates(ctx context.Context, now time.Time) ([]provisioning.TemplateCleanupResult, error)
+}
+
 // Handler runs garbage collection. It holds no state between invocations.
 type Handler struct {
 	collector collector
+	tagger    tagger
+	templates templateCollector
 	log       *slog.Logger
 	now       func() time.Time
 }
@@ -91,15 +118,31 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
-	col, err := provisioning.NewCollector(cfg.Cluster, adapters.Claims{Store: store},
-		adapters.Instances{Fleet: fleet.New(c.EC2), Cluster: cfg.Cluster}, c.Nodes)
+	claims := adapters.Claims{Store: store}
+	instances := adapters.Instances{Fleet: fleet.New(c.EC2), Cluster: cfg.Cluster}
+	col, err := provisioning.NewCollector(cfg.Cluster, claims, instances, c.Nodes)
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
-	return NewWithCollector(col, log, now)
+	tg, err := provisioning.NewTagger(cfg.Cluster, claims, adapters.InstanceTags{Tagger: fleet.NewTagger(c.EC2)})
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	lts, err := provisioning.NewTemplateCollector(adapters.LaunchTemplates{Templates: nodeclass.NewTemplates(c.EC2), Cluster: cfg.Cluster},
+		adapters.Config{Store: store}, claims, instances)
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	h, err := NewWithCollector(col, log, now)
+	if err != nil {
+		return nil, err
+	}
+	h.tagger, h.templates = tg, lts
+	return h, nil
 }
 
-// NewWithCollector returns a Handler over a collector.
+// NewWithCollector returns a Handler over a collector, without tagging and
+// launch-template collection (WithHousekeeping adds them).
 func NewWithCollector(c collector, log *slog.Logger, now func() time.Time) (*Handler, error) {
 	if c == nil || log == nil || now == nil {
 		return nil, errors.New("gc: collector, log and now are required")
@@ -107,10 +150,35 @@ func NewWithCollector(c collector, log *slog.Logger, now func() time.Time) (*Han
 	return &Handler{collector: c, log: log, now: now}, nil
 }
 
+// WithHousekeeping returns h also running t (tagging retry) and lt
+// (launch-template collection) each pass; nil leaves one out.
+func (h *Handler) WithHousekeeping(t tagger, lt templateCollector) *Handler {
+	out := *h
+	out.tagger, out.templates = t, lt
+	return &out
+}
+
 // Output summarizes one run.
 type Output struct {
 	// Cleanups are the executed decisions, in the collector's order.
 	Cleanups []Cleanup `json:"cleanups"`
+	// Tagged are the NodeClaims whose instance tagging was retried.
+	Tagged []Tagged `json:"tagged,omitempty"`
+	// LaunchTemplates are the launch templates deleted (or whose deletion
+	// failed).
+	LaunchTemplates []LaunchTemplate `json:"launchTemplates,omitempty"`
+}
+
+// Tagged is one tagging retry.
+type Tagged struct {
+	provisioning.TagResult
+	Error string `json:"error,omitempty"`
+}
+
+// LaunchTemplate is one launch-template deletion.
+type LaunchTemplate struct {
+	provisioning.TemplateCleanup
+	Error string `json:"error,omitempty"`
 }
 
 // Cleanup is one executed decision.
@@ -137,10 +205,37 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error)
 		h.log.Log(ctx, level, "garbage collected", "reason", r.Reason, "nodeclaim", r.NodeClaim,
 			"instance", r.InstanceID, "node", r.Node, "skipped", r.Skipped, "err", c.Error)
 	}
-	if err != nil {
+	errs := []error{err}
+	if h.tagger != nil {
+		tagged, terr := h.tagger.TagAll(ctx)
+		for _, r := range tagged {
+			t := Tagged{TagResult: r}
+			level := slog.LevelInfo
+			if r.Err != nil {
+				t.Error, level = r.Err.Error(), slog.LevelError
+			}
+			out.Tagged = append(out.Tagged, t)
+			h.log.Log(ctx, level, "instance tagged", "nodeclaim", r.NodeClaim, "instance", r.InstanceID, "added", r.Added, "gone", r.Gone, "err", t.Error)
+		}
+		errs = append(errs, terr)
+	}
+	if h.templates != nil {
+		deleted, lerr := h.templates.CollectLaunchTemplates(ctx, h.now())
+		for _, r := range deleted {
+			lt := LaunchTemplate{TemplateCleanup: r.TemplateCleanup}
+			level := slog.LevelInfo
+			if r.Err != nil {
+				lt.Error, level = r.Err.Error(), slog.LevelError
+			}
+			out.LaunchTemplates = append(out.LaunchTemplates, lt)
+			h.log.Log(ctx, level, "launch template deleted", "reason", r.Reason, "name", r.Name, "id", r.ID, "nodeclass", r.NodeClass, "err", lt.Error)
+		}
+		errs = append(errs, lerr)
+	}
+	if err := errors.Join(errs...); err != nil {
 		h.log.ErrorContext(ctx, "garbage collection incomplete", "err", err)
 		return out, lambdakit.AsWorkflowError(err, lambdakit.Is(provisioning.ErrConflict, workflow.ErrConflict))
 	}
-	h.log.InfoContext(ctx, "garbage collection done", "cleanups", len(out.Cleanups))
+	h.log.InfoContext(ctx, "garbage collection done", "cleanups", len(out.Cleanups), "tagged", len(out.Tagged), "launchTemplates", len(out.LaunchTemplates))
 	return out, nil
 }
