@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	policyv1 "k8s.io/api/policy/v1"
@@ -140,6 +141,7 @@ type Store interface {
 	CurrentSnapshot(ctx context.Context, now time.Time) (ddbstore.Snapshot, error)
 	ListUnavailable(ctx context.Context, now time.Time) ([]ddbstore.UnavailableOffering, error)
 	PutPayload(ctx context.Context, key string, data []byte, now time.Time, ttl time.Duration) error
+	PutEvent(ctx context.Context, e ddbstore.Event, now time.Time, ttl time.Duration) error
 }
 
 var _ Store = (*ddbstore.Store)(nil)
@@ -224,11 +226,15 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	return NewWithDeps(cfg, d)
 }
 
-// Handler runs one evaluation per invocation. It holds no state between
-// invocations.
+// Handler runs one evaluation per invocation. Between invocations it
+// remembers only the IDs of the event records it wrote in the current
+// EventWindow, to write each once.
 type Handler struct {
 	cfg Config
 	d   Deps
+
+	mu       sync.Mutex
+	recorded map[string]time.Time // event record ID -> end of its window
 }
 
 // NewWithDeps returns a Handler over d.
@@ -239,7 +245,7 @@ func NewWithDeps(cfg Config, d Deps) (*Handler, error) {
 	if cfg.Cluster == "" || cfg.Region == "" {
 		return nil, errors.New("disruption: cluster and region are required")
 	}
-	return &Handler{cfg: cfg, d: d}, nil
+	return &Handler{cfg: cfg, d: d, recorded: map[string]time.Time{}}, nil
 }
 
 // Output summarizes one run.
@@ -259,6 +265,9 @@ type Output struct {
 	Released []termination.StaleRelease `json:"released,omitempty"`
 	// Warnings name what was left out of the evaluation.
 	Warnings []string `json:"warnings,omitempty"`
+	// Events counts the event records written (DisruptionBlocked,
+	// Unconsolidatable; see decisionEvents).
+	Events int `json:"events,omitempty"`
 }
 
 // Started is one command's execution.
@@ -318,6 +327,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	for _, b := range res.Blocked {
 		h.d.Log.DebugContext(ctx, "not disrupted", "nodeclaim", b.NodeClaim, "node", b.Node, "nodePool", b.NodePool, "reason", b.Reason)
 	}
+	out.Events = h.recordDecisionEvents(ctx, decisionEvents(res, now), now)
 	var errs []error
 	for _, cmd := range res.Commands {
 		s, err := h.start(ctx, cmd, res.Budgets, now)

@@ -1,0 +1,154 @@
+package handler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/disruption"
+)
+
+// Event reasons the decider records (karpenter: pkg/events/reason.go;
+// karpenter-spec.md sections 6.2, 6.3 and 10.2).
+const (
+	ReasonDisruptionBlocked = "DisruptionBlocked"
+	ReasonUnconsolidatable  = "Unconsolidatable"
+)
+
+// EventWindow is how often the decider records the same event again: the
+// ID of a decision event names the window it falls in, so an evaluation
+// every 10 s or every minute records a still-blocked node once per window
+// (Karpenter deduplicates its disruption events the same way, by object
+// and message over a timeout). It is the records' TTL, so at most one
+// record per node and message is listed at a time.
+const EventWindow = ddbstore.EventTTL
+
+// decisionEvents are the event records of an evaluation (Karpenter's
+// disruption controller's events), at most one per NodeClaim:
+//
+//   - DisruptionBlocked on the Node of a NodeClaim that may not be
+//     disrupted at all now: not initialized, do-not-disrupt on the Node,
+//     NodeClaim or a pod, a PodDisruptionBudget that allows no eviction,
+//     nominated, an unknown or static NodePool, or a drift whose pods
+//     cannot move (karpenter: disruption.NewCandidate; karpenter-spec.md
+//     section 6.2);
+//   - Unconsolidatable on the Node of a consolidation candidate that
+//     consolidation cannot act on: consolidation disabled, WhenEmpty with
+//     pods, not priced, no cheaper replacement, spot-to-spot, its pods not
+//     fitting (karpenter: consolidation.ShouldDisrupt and
+//     computeConsolidation);
+//   - DisruptionBlocked on the NodePool, for each reason its budget allows
+//     no disruption of while it has nodes (karpenter-spec.md section 6.3:
+//     "No allowed disruptions for disruption reason ... due to blocking
+//     budget").
+//
+// Nothing is recorded for a NodeClaim kept out by a spent budget (its
+// pool's event says it), by another method acting, by an execution in
+// flight, while consolidateAfter runs, or when there is simply nothing to
+// gain. IDs name the reason, the object, the window of now and the
+// message, so a decision repeated within the window rewrites one record.
+func decisionEvents(res disruption.Result, now time.Time) []ddbstore.Event {
+	window := now.UTC().Truncate(EventWindow).Format("20060102T1504")
+	var out []ddbstore.Event
+	for _, b := range res.Blocked {
+		reason := blockedEventReason(b.Reason)
+		if reason == "" || b.Node == "" {
+			continue
+		}
+		msg := sentence(b.Reason)
+		if reason == ReasonDisruptionBlocked {
+			msg = "Cannot disrupt Node: " + b.Reason
+		}
+		out = append(out, ddbstore.Event{
+			ID:   strings.Join([]string{reason, b.NodeClaim, window, digest(msg)}, ":"),
+			Time: now, Type: "Normal", Reason: reason, Message: msg, NodeClaim: b.NodeClaim, Node: b.Node,
+		})
+	}
+	for _, st := range res.Budgets {
+		if st.Allowed != 0 || st.Nodes == 0 {
+			continue
+		}
+		out = append(out, ddbstore.Event{
+			ID:   strings.Join([]string{ReasonDisruptionBlocked, "nodepool", st.NodePool, string(st.Reason), window}, ":"),
+			Time: now, Type: "Normal", Reason: ReasonDisruptionBlocked, NodePool: st.NodePool,
+			Message: fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", st.Reason),
+		})
+	}
+	return out
+}
+
+// blockedEventReason classifies a disruption.Blocked reason (the
+// evaluation's sentences; see shared/disruption eligibility.go,
+// consolidation.go, drifted.go): ReasonDisruptionBlocked,
+// ReasonUnconsolidatable, or "" for none.
+func blockedEventReason(why string) string {
+	hasPrefix := func(prefixes ...string) bool {
+		for _, p := range prefixes {
+			if strings.HasPrefix(why, p) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case strings.Contains(why, " budget of NodePool "),
+		strings.Contains(why, "not evaluated: the "),
+		strings.Contains(why, "waiting, drift starts one command"),
+		hasPrefix("already ", "not evaluated", "no disruption:", "not registered", "not consolidatable yet"):
+		return ""
+	case hasPrefix("drifted (", "not initialized", "nominated", "NodePool "),
+		strings.Contains(why, v1.AnnotationDoNotDisrupt),
+		strings.Contains(why, "PodDisruptionBudget"):
+		return ReasonDisruptionBlocked
+	}
+	return ReasonUnconsolidatable
+}
+
+// sentence upper-cases the first letter of s.
+func sentence(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// digest is 8 hexadecimal digits of s's SHA-256.
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:4])
+}
+
+// recordDecisionEvents writes the evaluation's event records that this
+// warm Lambda has not written in their window yet (a record rewritten with
+// the same ID costs a DynamoDB write all the same). A failed write is
+// logged and retried by the next run; it never fails the run.
+func (h *Handler) recordDecisionEvents(ctx context.Context, evs []ddbstore.Event, now time.Time) (written int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, until := range h.recorded {
+		if !now.Before(until) {
+			delete(h.recorded, id)
+		}
+	}
+	until := now.UTC().Truncate(EventWindow).Add(EventWindow)
+	for _, e := range evs {
+		if _, ok := h.recorded[e.ID]; ok {
+			continue
+		}
+		if err := h.d.Store.PutEvent(ctx, e, now, ddbstore.EventTTL); err != nil {
+			h.d.Log.WarnContext(ctx, "event not recorded", "reason", e.Reason, "id", e.ID, "err", err)
+			continue
+		}
+		h.recorded[e.ID] = until
+		written++
+	}
+	return written
+}

@@ -1,0 +1,206 @@
+package handler_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodewright/nodewright/functions/disruption/handler"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
+)
+
+// eventRecords lists the stored event records as "<reason> on <object>:
+// <message>", sorted, and their IDs.
+func (e env) eventRecords(t *testing.T) ([]string, []string) {
+	t.Helper()
+	recs, err := e.store.ListEvents(t.Context(), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, ids []string
+	for _, r := range recs {
+		obj := "Node " + r.Node
+		if r.NodePool != "" {
+			obj = "NodePool " + r.NodePool
+		}
+		got = append(got, r.Reason+" on "+obj+": "+r.Message)
+		ids = append(ids, r.ID)
+	}
+	slices.Sort(got)
+	slices.Sort(ids)
+	return got, ids
+}
+
+// editConfig rewrites the stored NodePool "general".
+func (e env) editPool(t *testing.T, edit func(*v1.NodePool)) {
+	t.Helper()
+	cfg, err := e.store.GetConfig(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(&cfg.NodePools[0])
+	if _, err := e.store.PutConfig(t.Context(), cfg.Config, cfg.Version); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHandleRecordsWhyNodesAreNotDisrupted(t *testing.T) {
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, e env)
+		want    []string
+	}{
+		{
+			name: "should record DisruptionBlocked on a node whose NodeClaim has do-not-disrupt",
+			prepare: func(t *testing.T, e env) {
+				c, err := e.store.GetNodeClaim(t.Context(), "general-a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"}
+				if _, err := e.store.UpdateNodeClaim(t.Context(), c); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: []string{`DisruptionBlocked on Node node-a: Cannot disrupt Node: the NodeClaim is annotated karpenter.sh/do-not-disrupt: "true"`},
+		},
+		{
+			name: "should record DisruptionBlocked on the NodePool for each reason its budget blocks, and nothing on its node",
+			prepare: func(t *testing.T, e env) {
+				e.editPool(t, func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} })
+			},
+			want: []string{
+				"DisruptionBlocked on NodePool general: No allowed disruptions for disruption reason Drifted due to blocking budget",
+				"DisruptionBlocked on NodePool general: No allowed disruptions for disruption reason Empty due to blocking budget",
+				"DisruptionBlocked on NodePool general: No allowed disruptions for disruption reason Underutilized due to blocking budget",
+			},
+		},
+		{
+			name: "should record Unconsolidatable on a node of a pool whose consolidation is disabled",
+			prepare: func(t *testing.T, e env) {
+				e.editPool(t, func(np *v1.NodePool) { np.Spec.Disruption.ConsolidateAfter = v1.NillableDuration{Raw: "Never"} })
+			},
+			want: []string{"Unconsolidatable on Node node-a: Consolidation is disabled: NodePool general has consolidateAfter: Never"},
+		},
+		{
+			name: "should record nothing when the node is disrupted",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.seed(t)
+			if tt.prepare != nil {
+				tt.prepare(t, e)
+			}
+			out, err := e.handler(t, t0).Handle(t.Context(), nil)
+			if err != nil {
+				t.Fatalf("Handle() error = %v", err)
+			}
+			got, _ := e.eventRecords(t)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("event records mismatch (-want +got):\n%s", diff)
+			}
+			if out.Events != len(tt.want) {
+				t.Errorf("Output.Events = %d, want %d", out.Events, len(tt.want))
+			}
+		})
+	}
+}
+
+func TestHandleRecordsABlockedNodeOncePerWindow(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	e.editPool(t, func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} })
+	// t0 starts a window (03:00 UTC); the seeded snapshot is current
+	// from a minute before it.
+	now := t0.Add(-50 * time.Second)
+	warm := e.handlerClock(t, func() time.Time { return now })
+	type run struct {
+		name string
+		at   time.Duration // after t0
+		cold bool          // a new Lambda instance
+		// wantWritten is what the run writes; wantRecords what is stored
+		// after it.
+		wantWritten, wantRecords int
+	}
+	runs := []run{
+		{name: "first run", at: -50 * time.Second, wantWritten: 3, wantRecords: 3},
+		{name: "10 s later", at: -40 * time.Second, wantRecords: 3},
+		{name: "cold start in the same window", at: -30 * time.Second, cold: true, wantWritten: 3, wantRecords: 3},
+		{name: "the warm instance again", at: -20 * time.Second, wantRecords: 3},
+		{name: "next window", at: 10 * time.Second, wantWritten: 3, wantRecords: 6},
+		{name: "next window, 10 s later", at: 20 * time.Second, wantRecords: 6},
+	}
+	for _, r := range runs {
+		now = t0.Add(r.at)
+		h := warm
+		if r.cold {
+			h = e.handlerClock(t, func() time.Time { return now })
+		}
+		out, err := h.Handle(t.Context(), nil)
+		if err != nil {
+			t.Fatalf("%s: Handle() error = %v", r.name, err)
+		}
+		_, ids := e.eventRecords(t)
+		if out.Events != r.wantWritten || len(ids) != r.wantRecords {
+			t.Errorf("%s: wrote %d records, %d stored (%v); want %d and %d", r.name, out.Events, len(ids), ids, r.wantWritten, r.wantRecords)
+		}
+	}
+}
+
+func TestHandleSucceedsWhenEventsCannotBeWritten(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	e.editPool(t, func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} })
+	st, err := sfnstarter.New(e.sfn, e.arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35}, handler.Deps{
+		Store: failingEvents{e.store}, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("Handle() error = %v, want the run's success", err)
+	}
+	if out.Events != 0 {
+		t.Errorf("Output.Events = %d, want 0", out.Events)
+	}
+}
+
+// failingEvents is the store with every event write throttled.
+type failingEvents struct{ *ddbstore.Store }
+
+func (failingEvents) PutEvent(context.Context, ddbstore.Event, time.Time, time.Duration) error {
+	return errors.New("ProvisionedThroughputExceededException")
+}
+
+// handlerClock is a handler over e whose clock is now.
+func (e env) handlerClock(t *testing.T, now func() time.Time) *handler.Handler {
+	t.Helper()
+	st, err := sfnstarter.New(e.sfn, e.arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35}, handler.Deps{
+		Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
