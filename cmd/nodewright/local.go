@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -93,7 +94,7 @@ func parseUpFlags(name string, args []string, stderr io.Writer) (upFlags, error)
 	fs.Var(&f.zones, "zones", "availability zones (comma-separated; default: the simulator's zones of the region)")
 	fs.DurationVar(&f.bootDelay, "boot-delay", stack.DefaultBootDelay, "simulated instance boot time before its Node registers")
 	fs.BoolVar(&f.detach, "detach", false, "start in the background and return")
-	fs.BoolVar(&f.disruption, "disruption", false, "wire consolidation, drift and interruption handling (needs make sfn-deps; not working end to end yet)")
+	fs.BoolVar(&f.disruption, "disruption", true, "wire consolidation, drift, expiry and interruption handling (the local Step Functions engine from make sfn-deps; without it the stack runs provisioning only and says so); --disruption=false for provisioning only")
 	if err := fs.Parse(args); err != nil {
 		return upFlags{}, errUsage
 	}
@@ -159,9 +160,7 @@ func localUpDetached(ctx context.Context, f upFlags, args []string, stdout io.Wr
 	if len(f.zones) > 0 {
 		serveArgs = append(serveArgs, "--zones", f.zones.String())
 	}
-	if f.disruption {
-		serveArgs = append(serveArgs, "--disruption")
-	}
+	serveArgs = append(serveArgs, "--disruption="+strconv.FormatBool(f.disruption))
 	cmd := exec.Command(self, serveArgs...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -210,6 +209,23 @@ func localServe(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 // printHowTo prints the kubeconfig and how to reach the stack.
+// describeWired names what a stack runs end to end, and how to get the
+// rest when the local Step Functions engine is missing.
+func describeWired(w stack.Wired) string {
+	parts := []string{"provisioning", "garbage collection"}
+	if w.Consolidation {
+		parts = append(parts, "consolidation, drift and expiry")
+	}
+	if w.Interrupts {
+		parts = append(parts, "interruption handling")
+	}
+	out := strings.Join(parts, ", ")
+	if !w.Consolidation {
+		out += " (disruption and interruption handling are off: --disruption=false, or run make sfn-deps)"
+	}
+	return out
+}
+
 func printHowTo(w io.Writer, info stack.Info, prices string, detached bool) {
 	fmt.Fprintf(w, `
 Local stack is up (everything on 127.0.0.1; no AWS account is used).
@@ -219,6 +235,7 @@ Local stack is up (everything on 127.0.0.1; no AWS account is used).
   intake API:     %s  (IAM authorization is NOT checked locally)
   prices:         %s
   state dir:      %s
+  runs:           %s
 
 Use it with kubectl:
   export KUBECONFIG=%s
@@ -227,7 +244,7 @@ kubectl is not required by nodewright; if it is missing, install it as
 https://kubernetes.io/docs/tasks/tools/ describes (any version from 1.35 on).
 Try: kubectl apply -f deploy/demo/guide-complete/ && kubectl scale deployment inflate --replicas 5
 `, info.Kubeconfig, info.Server, info.SimURL, info.Region, strings.Join(info.Zones, ","), info.IntakeURL, prices, info.Dir,
-		info.Kubeconfig)
+		describeWired(info.Features), info.Kubeconfig)
 	if detached {
 		fmt.Fprintf(w, "Stop it with: nodewright local down --dir %s\n", info.Dir)
 	}

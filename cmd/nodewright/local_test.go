@@ -286,3 +286,23 @@ func TestDemoRejectsBadFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestDescribeWired(t *testing.T) {
+	tests := []struct {
+		name string
+		in   stack.Wired
+		want string
+	}{
+		{"everything wired", stack.Wired{Provisioning: true, GarbageCollection: true, Consolidation: true, Drift: true, Interrupts: true},
+			"provisioning, garbage collection, consolidation, drift and expiry, interruption handling"},
+		{"no Step Functions engine", stack.Wired{Provisioning: true, GarbageCollection: true},
+			"provisioning, garbage collection (disruption and interruption handling are off: --disruption=false, or run make sfn-deps)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := describeWired(tt.in); got != tt.want {
+				t.Errorf("describeWired() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -20,9 +20,10 @@
 //
 // Disruption (functions/disruption on a ticker, statemachines/
 // disruption.asl.json on aws-local-stepfunctions, functions/disrupttask
-// behind local/lambdaserver) is wired only with Options.Disruption, as it
-// does not work end to end yet (see Stack.Wired). Interruption handling
-// comes with it, on the same Step Functions runner:
+// behind local/lambdaserver) is wired with Options.Disruption (`nodewright
+// local up` and `nodewright demo` set it) when the runner is installed
+// (see Stack.Wired). Interruption handling and the instance-status poll
+// come with it, on the same Step Functions runner:
 //
 //	ec2sim EventBridge events (state changes, Spot interruption warnings,
 //	  rebalance recommendations; Stack.InterruptNode, RecommendRebalance)
@@ -127,8 +128,8 @@ type Options struct {
 	// Disruption wires consolidation, drift and expiry (the disruption
 	// handler on a ticker, the disruption state machine on
 	// aws-local-stepfunctions, the disrupttask handler behind
-	// local/lambdaserver); it needs `make sfn-deps`. Off by default: see
-	// Wired.
+	// local/lambdaserver), and with it interruption handling; it needs
+	// `make sfn-deps` (see Wired).
 	Disruption bool
 	// Detach lets the control plane and the forwarder outlive this
 	// process (`local up --detach` runs Up in a background process).
@@ -212,14 +213,11 @@ type Wired struct {
 }
 
 // Wired reports the features this stack runs: provisioning and garbage
-// collection always; consolidation and drift when Options.Disruption is
-// set and the Step Functions runner is installed (`make sfn-deps`);
-// interruption handling not yet. Disruption is opt-in because it does not
-// work end to end yet: the provisioner's registration gives each Node an
-// ownerReference to its NodeClaim's stored UID, not the UID of the
-// forwarder's NodeClaim mirror, so Kubernetes' garbage collector deletes
-// every registered Node (held by the karpenter.sh/termination finalizer)
-// and the disruption evaluation skips them as "already being deleted".
+// collection always; consolidation, drift and expiry, and interruption
+// handling (the EventBridge events of the simulator through the
+// interruption queue, and the instance-status poll) when
+// Options.Disruption is set and the Step Functions runner is installed
+// (`make sfn-deps`).
 func (s *Stack) Wired() Wired {
 	return Wired{Provisioning: true, GarbageCollection: true, Consolidation: s.disruptionWired, Drift: s.disruptionWired,
 		Interrupts: s.interruptionWired}
