@@ -123,7 +123,7 @@ func TestDisruptionEventsReachTheCluster(t *testing.T) {
 		if name == "" {
 			name = "(the replacement)"
 		}
-		t.Logf("%s on %s %s: seen %s after the node was tainted (drift completed %s after the pin)",
+		t.Logf("%s on %s %s: seen %s after the node was tainted (tainted %s after the pin)",
 			w.reason, w.kind, name, seen[i].Round(time.Second), tainted.Sub(pinned).Round(time.Second))
 	}
 }
