@@ -63,6 +63,12 @@ const (
 	// grantDescribeInstanceStatus: DescribeInstanceStatus, to read the
 	// status checks and scheduled events of the cluster's instances.
 	grantDescribeInstanceStatus
+	// grantTagInstances: CreateTags on the cluster's existing instances,
+	// limited to the post-registration tag keys (karpenter-spec 4.1).
+	grantTagInstances
+	// grantCleanLaunchTemplates: DescribeLaunchTemplates, and
+	// DeleteLaunchTemplate on the cluster's launch templates.
+	grantCleanLaunchTemplates
 )
 
 // kubeAccess is a function's Kubernetes identity: its role gets an EKS
@@ -129,7 +135,7 @@ var functions = []functionSpec{
 		timeout:      2 * time.Minute,
 		singleWriter: true,
 		env:          []env{envCommon, envKube, envNodeBootstrap, envFeatureGates},
-		grants:       []grant{grantTable, grantResolve, grantLaunch},
+		grants:       []grant{grantTable, grantResolve, grantLaunch, grantListInstances, grantTagInstances},
 		trigger:      trigger{kind: triggerQueue, queue: queueProvisioning, batchSize: 5},
 		kube:         &kubeAccess{group: "nodewright:provisioner"},
 	},
@@ -141,7 +147,7 @@ var functions = []functionSpec{
 		memoryMiB:   512,
 		timeout:     50 * time.Second,
 		env:         []env{envCommon, envKube},
-		grants:      []grant{grantTable, grantListInstances, grantTerminate},
+		grants:      []grant{grantTable, grantListInstances, grantTerminate, grantTagInstances, grantCleanLaunchTemplates},
 		trigger:     trigger{kind: triggerSchedule, every: time.Minute},
 		kube:        &kubeAccess{group: "nodewright:gc"},
 	},

@@ -15,13 +15,16 @@ const (
 	tagClusterPrefix   = "kubernetes.io/cluster/"
 	tagEKSClusterName  = "eks:eks-cluster-name"
 	tagNodePool        = "karpenter.sh/nodepool"
+	tagNodeClaim       = "karpenter.sh/nodeclaim"
+	tagName            = "Name"
 	tagOwnedValue      = "owned"
 	eksNodeAccessEntry = "EC2_LINUX"
 )
 
-// EC2 actions that create or destroy instances. A test fails if a policy
-// grants one of them on a created resource type without a tag condition.
-var ec2LaunchActions = []string{"ec2:RunInstances", "ec2:CreateFleet", "ec2:TerminateInstances"}
+// EC2 actions that create, change or destroy instances and launch
+// templates. A test fails if a policy grants one of them on a created
+// resource type without a tag condition.
+var ec2LaunchActions = []string{"ec2:RunInstances", "ec2:CreateFleet", "ec2:TerminateInstances", "ec2:CreateTags", "ec2:DeleteLaunchTemplate"}
 
 // ec2 builds a regional EC2 ARN pattern for resourceType; account is
 // "" (images, snapshots: no account in the ARN), "*" (resources another
@@ -139,6 +142,21 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 	case grantTerminate:
 		return []awsiam.PolicyStatement{
 			statement("TerminateClusterInstances", []string{"ec2:TerminateInstances"}, *jsii.Strings(ec2ARN("own", "instance")), resourceTagged(cluster)),
+		}
+	case grantTagInstances:
+		// Karpenter's AllowScopedResourceTagging: the cluster's instances,
+		// only the post-registration keys, and eks:eks-cluster-name only
+		// with the cluster's name (karpenter-spec 4.1, 1.5).
+		return []awsiam.PolicyStatement{
+			statement("TagClusterInstances", []string{"ec2:CreateTags"}, *jsii.Strings(ec2ARN("own", "instance")), merge(resourceTagged(cluster), map[string]any{
+				"StringEqualsIfExists":      map[string]any{"aws:RequestTag/" + tagEKSClusterName: cluster},
+				"ForAllValues:StringEquals": map[string]any{"aws:TagKeys": []string{tagEKSClusterName, tagNodeClaim, tagName}},
+			})),
+		}
+	case grantCleanLaunchTemplates:
+		return []awsiam.PolicyStatement{
+			statement("ListLaunchTemplates", []string{"ec2:DescribeLaunchTemplates"}, *jsii.Strings("*"), inRegion()),
+			statement("DeleteClusterLaunchTemplates", []string{"ec2:DeleteLaunchTemplate"}, *jsii.Strings(ec2ARN("own", "launch-template")), resourceTagged(cluster)),
 		}
 	}
 	return nil

@@ -97,6 +97,7 @@ func addSuppressions(d *deployment) {
 		f := d.functions[name]
 		var ss []suppression
 		anyResource := f.spec.kube != nil && d.props.Network != nil
+		ec2Created := false
 		for _, g := range f.spec.grants {
 			switch g {
 			case grantResolve:
@@ -109,9 +110,14 @@ func addSuppressions(d *deployment) {
 					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Referenced, appliesTo: []string{findingEC2Reference}})
 			case grantListInstances, grantDescribeInstanceStatus:
 				anyResource = true
-			case grantTerminate:
-				ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Created, appliesTo: []string{findingEC2Created}})
+			case grantTerminate, grantTagInstances:
+				ec2Created = true
+			case grantCleanLaunchTemplates:
+				anyResource, ec2Created = true, true
 			}
+		}
+		if ec2Created {
+			ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Created, appliesTo: []string{findingEC2Created}})
 		}
 		if anyResource {
 			ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonNoResourceLevel, appliesTo: []string{findingAnyResource}})

@@ -685,7 +685,6 @@ var ungrantedCalls = map[string]string{
 // impliedActions are granted though no code calls them by name, with why.
 var impliedActions = map[string]string{
 	"ec2:RunInstances":               "CreateFleet of type instant is also authorized as RunInstances (EC2 Fleet documentation)",
-	"ec2:CreateTags":                 "TagSpecifications of CreateFleet and CreateLaunchTemplate are authorized as CreateTags with ec2:CreateAction",
 	"ec2:CreateNetworkInterface":     "the Lambda service's network interfaces in a VPC",
 	"ec2:DescribeNetworkInterfaces":  "the Lambda service's network interfaces in a VPC",
 	"ec2:DeleteNetworkInterface":     "the Lambda service's network interfaces in a VPC",
