@@ -26,9 +26,9 @@ func (e *evaluation) consolidationCandidates() []*node {
 		if n.deleting || n.block != "" || n.empty {
 			continue
 		}
-		if why := e.consolidationBlock(n, true); why != "" {
+		if why, event := e.consolidationBlock(n, true); why != "" {
 			if n.drift == "" { // a drifted node's drift outcome says more
-				n.note("%s", why)
+				n.note(event, "%s", why)
 			}
 			continue
 		}
@@ -39,7 +39,8 @@ func (e *evaluation) consolidationCandidates() []*node {
 }
 
 // consolidate computes the command that removes cands, or why there is
-// none (karpenter: computeConsolidation; karpenter-spec §6.4):
+// none, a reason for EventUnconsolidatable (karpenter:
+// computeConsolidation; karpenter-spec §6.4):
 //
 //   - every pod of cands (and of nodes already leaving) must reschedule,
 //     none onto an uninitialized node;

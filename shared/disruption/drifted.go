@@ -26,7 +26,7 @@ func (drift) compute(ctx context.Context, e *evaluation) ([]Command, error) {
 			continue
 		}
 		if n.podBlock != "" && n.claim.Spec.TerminationGracePeriod == nil {
-			n.note("drifted (%s) but %s; a terminationGracePeriod on the NodePool would let drift proceed", n.drift, n.podBlock)
+			n.note(EventDisruptionBlocked, "drifted (%s) but %s; a terminationGracePeriod on the NodePool would let drift proceed", n.drift, n.podBlock)
 			continue
 		}
 		cands = append(cands, n)
@@ -46,7 +46,7 @@ func (drift) compute(ctx context.Context, e *evaluation) ([]Command, error) {
 			return nil, err
 		}
 		if e.available[n.pool.Name][MethodDrifted] <= 0 {
-			n.note("drifted (%s), but %s", n.drift, e.describeBudget(n.pool.Name, MethodDrifted))
+			n.note(noEvent, "drifted (%s), but %s", n.drift, e.describeBudget(n.pool.Name, MethodDrifted))
 			continue
 		}
 		sim, why, err := e.simulate(ctx, []*node{n})
@@ -54,7 +54,9 @@ func (drift) compute(ctx context.Context, e *evaluation) ([]Command, error) {
 			return nil, err
 		}
 		if why != "" {
-			n.note("drifted (%s), but %s", n.drift, why)
+			// karpenter: Drift.ComputeCommands records DisruptionBlocked
+			// when the candidate's pods do not all reschedule.
+			n.note(EventDisruptionBlocked, "drifted (%s), but %s", n.drift, why)
 			continue
 		}
 		c := Command{Method: MethodDrifted, Decision: DecisionDelete, Budgeted: true, SavingsPerHour: n.price}

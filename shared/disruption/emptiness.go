@@ -21,9 +21,9 @@ func (emptiness) compute(_ context.Context, e *evaluation) ([]Command, error) {
 		if n.deleting || n.block != "" || !n.empty {
 			continue
 		}
-		if why := e.consolidationBlock(n, false); why != "" {
+		if why, event := e.consolidationBlock(n, false); why != "" {
 			if n.drift == "" { // a drifted node's drift outcome says more
-				n.note("%s", why)
+				n.note(event, "%s", why)
 			}
 			continue
 		}
@@ -36,7 +36,7 @@ func (emptiness) compute(_ context.Context, e *evaluation) ([]Command, error) {
 	for _, n := range cands {
 		pool := n.pool.Name
 		if !avail.take(pool, MethodEmpty) {
-			n.note("empty, but %s", e.describeBudget(pool, MethodEmpty))
+			n.note(noEvent, "empty, but %s", e.describeBudget(pool, MethodEmpty))
 			continue
 		}
 		if byPool[pool] == nil {

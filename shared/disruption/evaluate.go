@@ -46,13 +46,15 @@ type node struct {
 	disruption  float64 // Karpenter's DisruptionCost
 
 	block       string // stops every voluntary method
-	podBlock    string // stops graceful methods; drift too unless TGP is set
+	blockEvent  string // Blocked.Event of block
+	podBlock    string // stops graceful methods; drift too unless TGP is set (DisruptionBlocked)
 	drift       string // drift reason, "" when not drifted
 	driftDetail string
 	driftSince  time.Time
 
 	commanded bool
 	why       string // reported in Result.Blocked when not commanded
+	whyEvent  string // Blocked.Event of why
 }
 
 // name is the node's name, or the NodeClaim's while it has none.
@@ -70,10 +72,12 @@ func (n *node) poolName() string {
 	return n.labels[v1.LabelNodePool]
 }
 
-// note records why n is left out, keeping the first reason given.
-func (n *node) note(format string, args ...any) {
+// note records why n is left out and the event that reports it
+// (Blocked.Event), keeping the first reason given.
+func (n *node) note(event, format string, args ...any) {
 	if n.why == "" {
 		n.why = fmt.Sprintf(format, args...)
+		n.whyEvent = event
 	}
 }
 
@@ -359,10 +363,10 @@ func (e *evaluation) describe(n *node) {
 	n.initialized = n.node != nil && initializedNote(n) == ""
 	n.deleting = c.DeletionTimestamp != nil || (n.node != nil && n.node.DeletionTimestamp != nil)
 	if n.deleting {
-		n.note("already being deleted")
+		n.note(noEvent, "already being deleted")
 	} else if id, ok := e.inFlight[c.Name]; ok {
 		n.deleting = true
-		n.note("already a candidate of in-flight command %s", id)
+		n.note(noEvent, "already a candidate of in-flight command %s", id)
 	}
 	for _, p := range n.pods {
 		if reschedulable(p) {
@@ -458,7 +462,8 @@ func (e *evaluation) blocked() []Blocked {
 		if n.commanded {
 			continue
 		}
-		b := Blocked{NodeClaim: n.claim.Name, NodePool: n.poolName(), Reason: e.finalReason(n)}
+		b := Blocked{NodeClaim: n.claim.Name, NodePool: n.poolName()}
+		b.Reason, b.Event = e.finalReason(n)
 		if n.node != nil {
 			b.Node = n.node.Name
 		}
@@ -468,25 +473,25 @@ func (e *evaluation) blocked() []Blocked {
 }
 
 // finalReason is the reason recorded for n, or the most specific rule
-// that applied when no method recorded one.
-func (e *evaluation) finalReason(n *node) string {
+// that applied when no method recorded one, and its Blocked.Event.
+func (e *evaluation) finalReason(n *node) (why, event string) {
 	switch {
 	case n.why != "":
-		return n.why
+		return n.why, n.whyEvent
 	case n.podBlock != "":
-		return n.podBlock
+		return n.podBlock, EventDisruptionBlocked
 	case n.drift != "" && e.acted == MethodDrifted:
-		return fmt.Sprintf("drifted (%s): waiting, drift starts one command per evaluation", n.drift)
+		return fmt.Sprintf("drifted (%s): waiting, drift starts one command per evaluation", n.drift), noEvent
 	case n.drift != "" && e.acted != "":
-		return fmt.Sprintf("drifted (%s) but not evaluated: the %s method acted in this evaluation (one method per evaluation)", n.drift, e.acted)
+		return fmt.Sprintf("drifted (%s) but not evaluated: the %s method acted in this evaluation (one method per evaluation)", n.drift, e.acted), noEvent
 	}
-	if r := e.consolidationBlock(n, false); r != "" {
-		return r
+	if r, ev := e.consolidationBlock(n, false); r != "" {
+		return r, ev
 	}
 	if e.acted != "" {
-		return fmt.Sprintf("not evaluated: the %s method acted in this evaluation (one method per evaluation)", e.acted)
+		return fmt.Sprintf("not evaluated: the %s method acted in this evaluation (one method per evaluation)", e.acted), noEvent
 	}
-	return "no disruption: not drifted or expired, and consolidation found nothing to gain"
+	return "no disruption: not drifted or expired, and consolidation found nothing to gain", noEvent
 }
 
 // commandID names a command deterministically from its content:

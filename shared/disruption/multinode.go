@@ -25,7 +25,7 @@ func (multiNodeConsolidation) compute(ctx context.Context, e *evaluation) ([]Com
 	var batch []*node
 	for _, n := range e.consolidationCandidates() {
 		if !avail.take(n.pool.Name, MethodUnderutilized) {
-			n.note("%s", e.describeBudget(n.pool.Name, MethodUnderutilized))
+			n.note(noEvent, "%s", e.describeBudget(n.pool.Name, MethodUnderutilized))
 			continue
 		}
 		batch = append(batch, n)

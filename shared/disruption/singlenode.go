@@ -20,7 +20,7 @@ func (singleNodeConsolidation) compute(ctx context.Context, e *evaluation) ([]Co
 			return nil, err
 		}
 		if e.available[n.pool.Name][MethodUnderutilized] <= 0 {
-			n.note("%s", e.describeBudget(n.pool.Name, MethodUnderutilized))
+			n.note(noEvent, "%s", e.describeBudget(n.pool.Name, MethodUnderutilized))
 			continue
 		}
 		if n.why != "" && e.cannotConsolidateKnown([]*node{n}) {
@@ -31,7 +31,9 @@ func (singleNodeConsolidation) compute(ctx context.Context, e *evaluation) ([]Co
 			return nil, err
 		}
 		if c == nil {
-			n.note("%s", why)
+			// karpenter: computeConsolidation's Unconsolidatable events,
+			// published for a single candidate.
+			n.note(EventUnconsolidatable, "%s", why)
 			continue
 		}
 		return []Command{e.finish(c, []*node{n})}, nil

@@ -218,8 +218,35 @@ type Blocked struct {
 	NodeClaim string `json:"nodeClaim"`
 	Node      string `json:"node,omitempty"`
 	NodePool  string `json:"nodePool,omitempty"`
-	Reason    string `json:"reason"`
+	// Reason is the first rule that kept the NodeClaim out, as a sentence
+	// for people; its wording may change, so decide nothing on it.
+	Reason string `json:"reason"`
+	// Event is the Kubernetes event reason Karpenter's disruption
+	// controller emits for Reason on the Node and NodeClaim:
+	// EventDisruptionBlocked, EventUnconsolidatable, or "" when it emits
+	// none (nothing to gain, another method acting, already disrupting,
+	// consolidateAfter running, a budget spent, not registered).
+	Event string `json:"event,omitempty"`
 }
+
+// Kubernetes event reasons of Blocked.Event (karpenter:
+// pkg/controllers/disruption/events; karpenter-spec §6.2, §6.4).
+const (
+	// EventDisruptionBlocked is for a node no voluntary method may take
+	// now: not initialized, do-not-disrupt on the Node, NodeClaim or an
+	// active pod, a PodDisruptionBudget that allows no eviction, nominated,
+	// an unknown or static NodePool (karpenter: NewCandidate), or a drift
+	// whose pods cannot move (karpenter: Drift.ComputeCommands).
+	EventDisruptionBlocked = "DisruptionBlocked"
+	// EventUnconsolidatable is for a candidate consolidation cannot act
+	// on: consolidation disabled, consolidationPolicy WhenEmpty with pods,
+	// no price, no cheaper or valid replacement, spot-to-spot refused
+	// (karpenter: consolidation.ShouldDisrupt, computeConsolidation).
+	EventUnconsolidatable = "Unconsolidatable"
+)
+
+// noEvent is Blocked.Event for a reason Karpenter emits no event for.
+const noEvent = ""
 
 // BudgetStatus is one NodePool's disruption budget for one reason at Now
 // (karpenter-spec §6.3).

@@ -57,7 +57,7 @@ func Validate(ctx context.Context, in Input, cmd Command) (string, error) {
 			if !n.empty {
 				return fmt.Sprintf("NodeClaim %s is no longer empty: %d pods to reschedule", c.NodeClaim, len(n.reschedulable)), nil
 			}
-			if why := e.consolidationBlock(n, false); why != "" {
+			if why, _ := e.consolidationBlock(n, false); why != "" {
 				return fmt.Sprintf("NodeClaim %s: %s", c.NodeClaim, why), nil
 			}
 		case MethodDrifted:
@@ -68,7 +68,7 @@ func Validate(ctx context.Context, in Input, cmd Command) (string, error) {
 				return fmt.Sprintf("NodeClaim %s: %s", c.NodeClaim, n.podBlock), nil
 			}
 		case MethodUnderutilized:
-			if why := e.consolidationBlock(n, true); why != "" {
+			if why, _ := e.consolidationBlock(n, true); why != "" {
 				return fmt.Sprintf("NodeClaim %s: %s", c.NodeClaim, why), nil
 			}
 		default:
