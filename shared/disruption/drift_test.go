@@ -62,6 +62,7 @@ func TestDrift(t *testing.T) {
 			},
 			want:    []cmdSummary{del(disruption.MethodDrifted, "a")},
 			blocked: map[string]string{"b": "drifted (NodePoolDrifted): waiting, drift starts one command per evaluation"},
+			events:  map[string]string{"b": ""},
 		},
 		{
 			name:  "should not drift when requirements widen (11.3 item 29)",
@@ -70,6 +71,7 @@ func TestDrift(t *testing.T) {
 				c.node("a", xlarge, "us-east-1a", od, "general", stampedBy(t, launchedPool, launchedClass))
 			},
 			blocked: map[string]string{"a": "consolidation is disabled"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should drift a node whose instance type the narrowed requirements exclude (11.3 item 29)",
@@ -88,6 +90,7 @@ func TestDrift(t *testing.T) {
 				c.pods("node-a", "1", "a-0")
 			},
 			blocked: map[string]string{"a": "consolidation is disabled"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should not compare a NodePool hash stamped under another hash version",
@@ -97,6 +100,7 @@ func TestDrift(t *testing.T) {
 					claimAnnotations(v1.AnnotationNodePoolHashVersion, "v2"))
 			},
 			blocked: map[string]string{"a": "consolidation is disabled"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should not drift a NodeClaim without hash annotations",
@@ -105,6 +109,7 @@ func TestDrift(t *testing.T) {
 				c.node("a", xlarge, "us-east-1a", od, "general")
 			},
 			blocked: map[string]string{"a": "consolidation is disabled"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should drift on EC2NodeClass tags (11.3 item 30)",
@@ -139,6 +144,7 @@ func TestDrift(t *testing.T) {
 			},
 			want:    []cmdSummary{del(disruption.MethodDrifted, "b")},
 			blocked: map[string]string{"a": "consolidation is disabled"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should drift nodes whose security groups are no longer those selected",
@@ -161,6 +167,7 @@ func TestDrift(t *testing.T) {
 			},
 			want:    []cmdSummary{del(disruption.MethodDrifted, "a")},
 			blocked: map[string]string{"b": "drifted (AMIDrift)", "c": "consolidation is disabled"},
+			events:  map[string]string{"b": "", "c": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should drift a node whose instance type is gone after an hour",
@@ -179,6 +186,7 @@ func TestDrift(t *testing.T) {
 				c.node("a", xlarge, "us-east-1a", od, "general")
 			},
 			blocked: map[string]string{"a": "consolidation is disabled"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should not drift a node with a do-not-disrupt pod without terminationGracePeriod (11.3 item 28)",
@@ -188,6 +196,7 @@ func TestDrift(t *testing.T) {
 				c.pod("batch-0", "node-a", st.Requests("1", "1Gi"), annotate(v1.AnnotationDoNotDisrupt, "true"))
 			},
 			blocked: map[string]string{"a": `drifted (NodePoolDrifted) but pod default/batch-0 has karpenter.sh/do-not-disrupt: "true"; a terminationGracePeriod on the NodePool would let drift proceed`},
+			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
 		},
 		{
 			name:  "should drift past a do-not-disrupt pod when the NodeClaim has a terminationGracePeriod (11.3 item 28)",
@@ -206,6 +215,7 @@ func TestDrift(t *testing.T) {
 					nodeAnnotations(v1.AnnotationDoNotDisrupt, "true"))
 			},
 			blocked: map[string]string{"a": "the Node is annotated"},
+			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
 		},
 		{
 			name:  "should replace empty drifted nodes first",
@@ -228,6 +238,7 @@ func TestDrift(t *testing.T) {
 			},
 			want:    []cmdSummary{del(disruption.MethodDrifted, "a")},
 			blocked: map[string]string{"b": "waiting", "c": "waiting"},
+			events:  map[string]string{"b": "", "c": ""},
 		},
 		{
 			name: "should wait for the first drift command to finish before the next (6.6)",
@@ -240,6 +251,7 @@ func TestDrift(t *testing.T) {
 				c.in.InFlight = []disruption.Command{{ID: "drift-a-1", Candidates: []disruption.Candidate{{NodeClaim: "a"}}}}
 			},
 			blocked: map[string]string{"b": "drifted (NodePoolDrifted), but the Drifted budget of NodePool general is spent: 1 allowed, 1 of 3 nodes already disrupting"},
+			events:  map[string]string{"b": ""},
 		},
 	})
 }

@@ -21,7 +21,8 @@ import (
 const od, spot = v1.CapacityTypeOnDemand, v1.CapacityTypeSpot
 
 // evaluation is one table case: a cluster and what an evaluation at now
-// must start. blocked maps a NodeClaim to a fragment of its reason.
+// must start. blocked maps a NodeClaim to a fragment of its reason; events
+// maps each of them to its Blocked.Event ("" for none).
 type evaluation struct {
 	name    string
 	types   []*catalog.InstanceType
@@ -29,6 +30,7 @@ type evaluation struct {
 	build   func(c *cluster)
 	want    []cmdSummary
 	blocked map[string]string
+	events  map[string]string
 }
 
 func runEvaluations(t *testing.T, tests []evaluation) {
@@ -60,6 +62,16 @@ func runEvaluations(t *testing.T, tests []evaluation) {
 				} else if !strings.Contains(reason, fragment) {
 					t.Errorf("Evaluate() blocked %s with %q, want it to contain %q", claim, reason, fragment)
 				}
+				if _, ok := tt.events[claim]; !ok {
+					t.Errorf("test case lists %s in blocked but not in events", claim)
+				}
+			}
+			for claim, want := range tt.events {
+				if event, ok := got.Events[claim]; !ok {
+					t.Errorf("Evaluate() did not block %s, want event %q", claim, want)
+				} else if event != want {
+					t.Errorf("Evaluate() blocked %s (%q) with event %q, want %q", claim, got.Blocked[claim], event, want)
+				}
 			}
 		})
 	}
@@ -85,6 +97,7 @@ func TestEmptiness(t *testing.T) {
 			},
 			want:    []cmdSummary{del(disruption.MethodEmpty, "a", "b")},
 			blocked: map[string]string{"c": "the Empty method acted"},
+			events:  map[string]string{"c": ""},
 		},
 		{
 			name:  "should delete only as many empty nodes as the Empty budget allows",
@@ -95,6 +108,7 @@ func TestEmptiness(t *testing.T) {
 			},
 			want:    []cmdSummary{del(disruption.MethodEmpty, "a")},
 			blocked: map[string]string{"b": "empty, but the Empty budget of NodePool general is used up by this evaluation's command"},
+			events:  map[string]string{"b": ""},
 		},
 		{
 			name: "should count a node whose only pods are DaemonSet pods as empty",
@@ -120,12 +134,14 @@ func TestEmptiness(t *testing.T) {
 				c.node("a", xlarge, "us-east-1a", od, "general", lastPodEvent(now.Add(-30*time.Minute)))
 			},
 			blocked: map[string]string{"a": "not consolidatable yet: consolidateAfter 2h0m0s runs from the last pod event or initialization at 2026-01-01T00:30:00Z until 2026-01-01T02:30:00Z"},
+			events:  map[string]string{"a": ""},
 		},
 		{
 			name:    "should not delete an empty node when consolidateAfter is Never",
 			pools:   []v1.NodePool{pool("general", consolidateAfter("Never"))},
 			build:   func(c *cluster) { c.node("a", xlarge, "us-east-1a", od, "general") },
 			blocked: map[string]string{"a": "consolidation is disabled: NodePool general has consolidateAfter: Never"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should delete empty nodes under consolidationPolicy WhenEmpty",
@@ -144,6 +160,7 @@ func TestCandidateEligibility(t *testing.T) {
 				c.node("a", xlarge, "us-east-1a", od, "general", startupTaint("example.com/agent-not-ready"))
 			},
 			blocked: map[string]string{"a": "not initialized: startup taint example.com/agent-not-ready:NoSchedule is still on the Node"},
+			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
 		},
 		{
 			name: "should not take a NodeClaim that has no Node",
@@ -151,6 +168,7 @@ func TestCandidateEligibility(t *testing.T) {
 				c.in.NodeClaims = append(c.in.NodeClaims, *st.NodeClaim("a", st.ClaimType(xlarge, "us-east-1a", od), st.ClaimPool("general")))
 			},
 			blocked: map[string]string{"a": "not registered"},
+			events:  map[string]string{"a": ""},
 		},
 		{
 			name: "should not take a Node annotated do-not-disrupt",
@@ -158,6 +176,7 @@ func TestCandidateEligibility(t *testing.T) {
 				c.node("a", xlarge, "us-east-1a", od, "general", nodeAnnotations(v1.AnnotationDoNotDisrupt, "true"))
 			},
 			blocked: map[string]string{"a": `the Node is annotated karpenter.sh/do-not-disrupt: "true"`},
+			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
 		},
 		{
 			name: "should not take a NodeClaim annotated do-not-disrupt",
@@ -165,6 +184,7 @@ func TestCandidateEligibility(t *testing.T) {
 				c.node("a", xlarge, "us-east-1a", od, "general", claimAnnotations(v1.AnnotationDoNotDisrupt, "true"))
 			},
 			blocked: map[string]string{"a": `the NodeClaim is annotated karpenter.sh/do-not-disrupt: "true"`},
+			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
 		},
 		{
 			name: "should not take a nominated node",
@@ -175,6 +195,7 @@ func TestCandidateEligibility(t *testing.T) {
 				c.in.Pods = append(c.in.Pods, *p)
 			},
 			blocked: map[string]string{"a": "nominated: pending pod default/incoming is expected to land on it"},
+			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
 		},
 		{
 			name: "should not take a node inside its nomination window",
@@ -183,6 +204,7 @@ func TestCandidateEligibility(t *testing.T) {
 				c.in.NominatedUntil = map[string]time.Time{"node-a": now.Add(5 * time.Second)}
 			},
 			blocked: map[string]string{"a": "nominated until 2026-01-01T01:00:05Z"},
+			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
 		},
 		{
 			name: "should take a node whose nomination window has passed",
@@ -203,6 +225,7 @@ func TestCandidateEligibility(t *testing.T) {
 			},
 			want:    []cmdSummary{del(disruption.MethodUnderutilized, "b")},
 			blocked: map[string]string{"a": "pod default/api-0 is protected by PodDisruptionBudget default/api-pdb (0 disruptions allowed)"},
+			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
 		},
 		{
 			name: "should consolidate when the PodDisruptionBudget allows a disruption",
@@ -226,6 +249,7 @@ func TestCandidateEligibility(t *testing.T) {
 				}
 			},
 			blocked: map[string]string{"a": "pod default/api-0 is selected by more than one PodDisruptionBudget (default/api-pdb, default/web-pdb)"},
+			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
 		},
 		{
 			name: "should not let a PodDisruptionBudget block a pod that tolerates the disrupted taint",
@@ -244,6 +268,7 @@ func TestCandidateEligibility(t *testing.T) {
 				c.pod("batch-0", "node-a", st.Requests("1", "1Gi"), annotate(v1.AnnotationDoNotDisrupt, "true"))
 			},
 			blocked: map[string]string{"a": `pod default/batch-0 has karpenter.sh/do-not-disrupt: "true"`},
+			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
 		},
 		{
 			name: "should block only while the pod is younger than a do-not-disrupt duration (11.3 item 28)",
@@ -255,6 +280,7 @@ func TestCandidateEligibility(t *testing.T) {
 			},
 			want:    []cmdSummary{del(disruption.MethodUnderutilized, "b")},
 			blocked: map[string]string{"a": `pod default/young has karpenter.sh/do-not-disrupt: "30m" and started 10m0s ago (protected until 2026-01-01T01:20:00Z)`},
+			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
 		},
 		{
 			name: "should ignore an invalid do-not-disrupt value",
@@ -291,6 +317,7 @@ func TestExpiration(t *testing.T) {
 			},
 			want:    []cmdSummary{del(disruption.MethodExpired, "a")},
 			blocked: map[string]string{"b": `pod default/b-0 has karpenter.sh/do-not-disrupt: "true"`},
+			events:  map[string]string{"b": disruption.EventDisruptionBlocked},
 		},
 		{
 			name: "should report expiration next to the method that acts",
@@ -310,6 +337,7 @@ func TestExpiration(t *testing.T) {
 				c.pods("node-a", "4", "a-0")
 			},
 			blocked: map[string]string{"a": "can't replace with a cheaper node"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should count an expiring node against the budgets of the other methods",
@@ -320,6 +348,7 @@ func TestExpiration(t *testing.T) {
 			},
 			want:    []cmdSummary{del(disruption.MethodExpired, "a")},
 			blocked: map[string]string{"b": "empty, but the Empty budget of NodePool general is spent: 1 allowed, 1 of 2 nodes already disrupting"},
+			events:  map[string]string{"b": ""},
 		},
 	})
 }
@@ -345,6 +374,7 @@ func TestConsolidation(t *testing.T) {
 			},
 			want:    []cmdSummary{del(disruption.MethodUnderutilized, "a")},
 			blocked: map[string]string{"b": "not evaluated"},
+			events:  map[string]string{"b": ""},
 		},
 		{
 			name: "should replace several nodes with one cheaper node (multi-node)",
@@ -363,6 +393,7 @@ func TestConsolidation(t *testing.T) {
 				c.pods("node-a", "1500m", "a-0")
 			},
 			blocked: map[string]string{"a": "can't replace with a cheaper node: every option's worst-case launch price is at least 0.0960/h"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name: "should never replace one node with more than one (11.3 item 26)",
@@ -371,6 +402,7 @@ func TestConsolidation(t *testing.T) {
 				c.pods("node-a", "1900m", "a-0", "a-1", "a-2")
 			},
 			blocked: map[string]string{"a": "new NodeClaims; consolidation never replaces nodes with more than one"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should force spot and keep only types whose worst spot price is cheaper for an on-demand node in a spot and on-demand pool (6.6)",
@@ -399,6 +431,7 @@ func TestConsolidation(t *testing.T) {
 				c.pods("node-a", "1", "a-0")
 			},
 			blocked: map[string]string{"a": "consolidationPolicy of NodePool general is WhenEmpty and the node has 1 pods to reschedule"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name: "should not move pods onto an uninitialized node",
@@ -408,6 +441,7 @@ func TestConsolidation(t *testing.T) {
 				c.pods("node-a", "1", "a-0")
 			},
 			blocked: map[string]string{"a": "pod default/a-0 would move to node node-b, which is not initialized yet"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should not consolidate when the Underutilized budget is spent",
@@ -419,6 +453,7 @@ func TestConsolidation(t *testing.T) {
 				c.pods("node-b", "1", "b-0")
 			},
 			blocked: map[string]string{"a": "the Underutilized budget of NodePool general allows no disruption now (2 nodes)"},
+			events:  map[string]string{"a": ""},
 		},
 	})
 }
@@ -437,6 +472,7 @@ func TestSpotToSpotConsolidation(t *testing.T) {
 				c.pods("node-a", "1", "a-0")
 			},
 			blocked: map[string]string{"a": "SpotToSpotConsolidation is disabled"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should still delete a spot node while SpotToSpotConsolidation is off (11.3 item 27)",
@@ -460,6 +496,7 @@ func TestSpotToSpotConsolidation(t *testing.T) {
 				c.pods("node-a", "1", "a-0")
 			},
 			blocked: map[string]string{"a": "SpotToSpotConsolidation needs 15 cheaper instance types than the candidate, found 14"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
 			name:  "should launch a spot-to-spot replacement with the 15 cheapest of 40 cheaper types (6.6)",
@@ -544,6 +581,7 @@ func TestBalancedPolicy(t *testing.T) {
 			pools:   []v1.NodePool{pool("general", policy(v1.ConsolidationPolicyBalanced))},
 			build:   build,
 			blocked: map[string]string{"c": "consolidationPolicy Balanced of NodePool general: the move saves 37.5% of the pool's cost for 93.9% of its disruption (score 0.40, needs 0.50)"},
+			events:  map[string]string{"c": disruption.EventUnconsolidatable},
 		},
 	})
 }
@@ -570,6 +608,7 @@ func TestBudgetsCountDisruptingNodes(t *testing.T) {
 				c.in.Nodes[9].Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
 			},
 			blocked: map[string]string{"a": "empty, but the Empty budget of NodePool general is spent: 1 allowed, 1 of 10 nodes already disrupting"},
+			events:  map[string]string{"a": ""},
 		},
 		{
 			name:  "should allow nothing while one of 10 nodes is being deleted",
@@ -579,6 +618,7 @@ func TestBudgetsCountDisruptingNodes(t *testing.T) {
 				c.in.NodeClaims[0].DeletionTimestamp = &metav1.Time{Time: now}
 			},
 			blocked: map[string]string{"a": "already being deleted", "b": "the Empty budget of NodePool general is spent"},
+			events:  map[string]string{"a": "", "b": ""},
 		},
 		{
 			name:  "should count an in-flight command's candidates as disrupting and never take them again",
@@ -588,12 +628,14 @@ func TestBudgetsCountDisruptingNodes(t *testing.T) {
 				c.in.InFlight = []disruption.Command{{ID: "drift-j-0000", Candidates: []disruption.Candidate{{NodeClaim: "j"}}}}
 			},
 			blocked: map[string]string{"j": "already a candidate of in-flight command drift-j-0000", "a": "the Empty budget of NodePool general is spent"},
+			events:  map[string]string{"j": "", "a": ""},
 		},
 		{
 			name:    "should block the listed reasons only inside a budget's cron window",
 			pools:   []v1.NodePool{pool("general", budgets(v1.Budget{Nodes: "100%"}, v1.Budget{Nodes: "0", Schedule: ptr("0 0 * * *"), Duration: &v1.Duration{Duration: 2 * time.Hour}}))},
 			build:   tenNodes,
 			blocked: map[string]string{"a": "the Empty budget of NodePool general allows no disruption now (10 nodes)"},
+			events:  map[string]string{"a": ""},
 		},
 		{
 			name:  "should act once the cron window has closed",

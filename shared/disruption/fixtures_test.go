@@ -193,10 +193,12 @@ func lastPodEvent(t time.Time) managedOption {
 }
 
 // summary is what most tests compare: per command, its method, decision,
-// candidates and replacement types; per blocked NodeClaim, its reason.
+// candidates and replacement types; per blocked NodeClaim, its reason and
+// its event.
 type summary struct {
 	Commands []cmdSummary
 	Blocked  map[string]string
+	Events   map[string]string
 }
 
 type cmdSummary struct {
@@ -208,7 +210,7 @@ type cmdSummary struct {
 }
 
 func summarize(r disruption.Result) summary {
-	s := summary{Blocked: map[string]string{}}
+	s := summary{Blocked: map[string]string{}, Events: map[string]string{}}
 	for _, c := range r.Commands {
 		cs := cmdSummary{Method: c.Method, Decision: c.Decision}
 		for _, cand := range c.Candidates {
@@ -223,6 +225,7 @@ func summarize(r disruption.Result) summary {
 	}
 	for _, b := range r.Blocked {
 		s.Blocked[b.NodeClaim] = b.Reason
+		s.Events[b.NodeClaim] = b.Event
 	}
 	return s
 }
