@@ -1,8 +1,10 @@
 // Package provisioning holds the use cases of the hot path from a pending pod
 // to a running node: Provision (solve one pod batch, persist its NodeClaims,
 // launch them), Register (link a joining Node to its NodeClaim and initialize
-// it) and CollectGarbage (launch and registration timeouts, leaked instances,
-// NodeClaims whose instance is gone). It follows Karpenter's behaviour as
+// it), Tagger (the instance's post-registration tags), CollectGarbage (launch
+// and registration timeouts, leaked instances, NodeClaims whose instance is
+// gone) and CollectLaunchTemplates (launch templates unused for
+// LaunchTemplateUnusedTTL or whose EC2NodeClass is gone). It follows Karpenter's behaviour as
 // karpenter-spec.md describes it (sections 3.1-3.4, 4, 5.1, 5.4 and 11.3
 // items 3, 13 and 17-19).
 //
