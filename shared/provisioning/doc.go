@@ -4,9 +4,9 @@
 // it), Tagger (the instance's post-registration tags), CollectGarbage (launch
 // and registration timeouts, leaked instances, NodeClaims whose instance is
 // gone) and CollectLaunchTemplates (launch templates unused for
-// LaunchTemplateUnusedTTL or whose EC2NodeClass is gone). It follows Karpenter's behaviour as
-// karpenter-spec.md describes it (sections 3.1-3.4, 4, 5.1, 5.4 and 11.3
-// items 3, 13 and 17-19).
+// LaunchTemplateUnusedTTL or whose EC2NodeClass is gone). It follows
+// Karpenter's behaviour as karpenter-spec.md describes it (sections 1.5,
+// 3.1-3.4, 4, 5.1, 5.4 and 11.3 items 3 and 13-19).
 //
 // The package is pure workflow over the domain packages (apis/v1,
 // requirements, catalog, scheduling). It reaches DynamoDB, EC2 and the
