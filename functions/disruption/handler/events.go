@@ -10,16 +10,16 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/disruption"
 )
 
 // Event reasons the decider records (karpenter: pkg/events/reason.go;
-// karpenter-spec.md sections 6.2, 6.3 and 10.2).
+// karpenter-spec.md sections 6.2, 6.3 and 10.2): disruption.Blocked.Event's
+// values.
 const (
-	ReasonDisruptionBlocked = "DisruptionBlocked"
-	ReasonUnconsolidatable  = "Unconsolidatable"
+	ReasonDisruptionBlocked = disruption.EventDisruptionBlocked
+	ReasonUnconsolidatable  = disruption.EventUnconsolidatable
 )
 
 // EventWindow is how often the decider records the same event again: the
@@ -31,7 +31,9 @@ const (
 const EventWindow = ddbstore.EventTTL
 
 // decisionEvents are the event records of an evaluation (Karpenter's
-// disruption controller's events), at most one per NodeClaim:
+// disruption controller's events), at most one per NodeClaim. A blocked
+// NodeClaim's event is its disruption.Blocked.Event, which the evaluation
+// sets where it decides the reason; the reason's wording decides nothing:
 //
 //   - DisruptionBlocked on the Node of a NodeClaim that may not be
 //     disrupted at all now: not initialized, do-not-disrupt on the Node,
@@ -58,7 +60,7 @@ func decisionEvents(res disruption.Result, now time.Time) []ddbstore.Event {
 	window := now.UTC().Truncate(EventWindow).Format("20060102T1504")
 	var out []ddbstore.Event
 	for _, b := range res.Blocked {
-		reason := blockedEventReason(b.Reason)
+		reason := b.Event
 		if reason == "" || b.Node == "" {
 			continue
 		}
@@ -82,33 +84,6 @@ func decisionEvents(res disruption.Result, now time.Time) []ddbstore.Event {
 		})
 	}
 	return out
-}
-
-// blockedEventReason classifies a disruption.Blocked reason (the
-// evaluation's sentences; see shared/disruption eligibility.go,
-// consolidation.go, drifted.go): ReasonDisruptionBlocked,
-// ReasonUnconsolidatable, or "" for none.
-func blockedEventReason(why string) string {
-	hasPrefix := func(prefixes ...string) bool {
-		for _, p := range prefixes {
-			if strings.HasPrefix(why, p) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case strings.Contains(why, " budget of NodePool "),
-		strings.Contains(why, "not evaluated: the "),
-		strings.Contains(why, "waiting, drift starts one command"),
-		hasPrefix("already ", "not evaluated", "no disruption:", "not registered", "not consolidatable yet"):
-		return ""
-	case hasPrefix("drifted (", "not initialized", "nominated", "NodePool "),
-		strings.Contains(why, v1.AnnotationDoNotDisrupt),
-		strings.Contains(why, "PodDisruptionBudget"):
-		return ReasonDisruptionBlocked
-	}
-	return ReasonUnconsolidatable
 }
 
 // sentence upper-cases the first letter of s.

@@ -1,34 +1,74 @@
 package handler
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
 
-func TestBlockedEventReason(t *testing.T) {
-	// The reasons are shared/disruption's sentences for Blocked.Reason.
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodewright/nodewright/shared/disruption"
+)
+
+// TestDecisionEventsFollowBlockedEvent checks that a blocked NodeClaim's
+// record follows its Blocked.Event alone: the reasons are shared/disruption's
+// sentences, and the last cases reword them to show that the wording
+// decides nothing.
+func TestDecisionEventsFollowBlockedEvent(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	const blocked, unconsolidatable = disruption.EventDisruptionBlocked, disruption.EventUnconsolidatable
+	type record struct{ Reason, Message, NodeClaim, Node string }
 	tests := []struct {
-		name, why, want string
+		name, why, event string
+		node             string // "" for a NodeClaim without a Node
+		want             []record
 	}{
-		{name: "should block a node annotated do-not-disrupt", why: `the Node is annotated karpenter.sh/do-not-disrupt: "true"`, want: ReasonDisruptionBlocked},
-		{name: "should block a node with a do-not-disrupt pod", why: `pod shop/db-0 has karpenter.sh/do-not-disrupt: "true"`, want: ReasonDisruptionBlocked},
-		{name: "should block a node whose pod a PDB protects", why: "pod shop/db-0 is protected by PodDisruptionBudget shop/db (0 disruptions allowed)", want: ReasonDisruptionBlocked},
-		{name: "should block a nominated node", why: "nominated: pending pod shop/web-3 is expected to land on it", want: ReasonDisruptionBlocked},
-		{name: "should block an uninitialized node", why: "not initialized: the NodeClaim's Initialized condition is not True", want: ReasonDisruptionBlocked},
-		{name: "should block a node of an unknown NodePool", why: `NodePool "gone" not found`, want: ReasonDisruptionBlocked},
-		{name: "should block a drifted node whose pods cannot move", why: "drifted (AMIDrift), but pod shop/web-1 fits no node", want: ReasonDisruptionBlocked},
-		{name: "should call a node without a cheaper replacement unconsolidatable", why: "can't replace with a cheaper node: every option's worst-case launch price is at least 0.0960/h", want: ReasonUnconsolidatable},
-		{name: "should call a node of a pool without consolidation unconsolidatable", why: "consolidation is disabled: NodePool general has consolidateAfter: Never", want: ReasonUnconsolidatable},
-		{name: "should call a spot node short of cheaper types unconsolidatable", why: "SpotToSpotConsolidation needs 15 cheaper instance types than the candidate, found 3", want: ReasonUnconsolidatable},
-		{name: "should record nothing for a spent budget", why: "drifted (AMIDrift), but the Drifted budget of NodePool general is spent: 1 allowed, 1 of 3 nodes already disrupting", want: ""},
-		{name: "should record nothing while consolidateAfter runs", why: "not consolidatable yet: consolidateAfter 30s runs from the last pod event or initialization at 2030-01-02T03:00:00Z until 2030-01-02T03:00:30Z", want: ""},
-		{name: "should record nothing for another method acting", why: "not evaluated: the Drifted method acted in this evaluation (one method per evaluation)", want: ""},
-		{name: "should record nothing for a drifted node waiting its turn", why: "drifted (AMIDrift): waiting, drift starts one command per evaluation", want: ""},
-		{name: "should record nothing for a node in flight", why: "already a candidate of in-flight command drift-default-a-1234abcd", want: ""},
-		{name: "should record nothing for a node with nothing to gain", why: "no disruption: not drifted or expired, and consolidation found nothing to gain", want: ""},
-		{name: "should record nothing for an unregistered NodeClaim", why: "not registered: no Node has joined for this NodeClaim yet", want: ""},
+		{name: "should block a node annotated do-not-disrupt", why: `the Node is annotated karpenter.sh/do-not-disrupt: "true"`, event: blocked, node: "node-a",
+			want: []record{{ReasonDisruptionBlocked, `Cannot disrupt Node: the Node is annotated karpenter.sh/do-not-disrupt: "true"`, "a", "node-a"}}},
+		{name: "should block a node with a do-not-disrupt pod", why: `pod shop/db-0 has karpenter.sh/do-not-disrupt: "true"`, event: blocked, node: "node-a",
+			want: []record{{ReasonDisruptionBlocked, `Cannot disrupt Node: pod shop/db-0 has karpenter.sh/do-not-disrupt: "true"`, "a", "node-a"}}},
+		{name: "should block a node whose pod a PDB protects", why: "pod shop/db-0 is protected by PodDisruptionBudget shop/db (0 disruptions allowed)", event: blocked, node: "node-a",
+			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: pod shop/db-0 is protected by PodDisruptionBudget shop/db (0 disruptions allowed)", "a", "node-a"}}},
+		{name: "should block a nominated node", why: "nominated: pending pod shop/web-3 is expected to land on it", event: blocked, node: "node-a",
+			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: nominated: pending pod shop/web-3 is expected to land on it", "a", "node-a"}}},
+		{name: "should block an uninitialized node", why: "not initialized: the NodeClaim's Initialized condition is not True", event: blocked, node: "node-a",
+			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: not initialized: the NodeClaim's Initialized condition is not True", "a", "node-a"}}},
+		{name: "should block a node of an unknown NodePool", why: `NodePool "gone" not found`, event: blocked, node: "node-a",
+			want: []record{{ReasonDisruptionBlocked, `Cannot disrupt Node: NodePool "gone" not found`, "a", "node-a"}}},
+		{name: "should block a drifted node whose pods cannot move", why: "drifted (AMIDrift), but pod shop/web-1 fits no node", event: blocked, node: "node-a",
+			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: drifted (AMIDrift), but pod shop/web-1 fits no node", "a", "node-a"}}},
+		{name: "should call a node without a cheaper replacement unconsolidatable", why: "can't replace with a cheaper node: every option's worst-case launch price is at least 0.0960/h", event: unconsolidatable, node: "node-a",
+			want: []record{{ReasonUnconsolidatable, "Can't replace with a cheaper node: every option's worst-case launch price is at least 0.0960/h", "a", "node-a"}}},
+		{name: "should call a node of a pool without consolidation unconsolidatable", why: "consolidation is disabled: NodePool general has consolidateAfter: Never", event: unconsolidatable, node: "node-a",
+			want: []record{{ReasonUnconsolidatable, "Consolidation is disabled: NodePool general has consolidateAfter: Never", "a", "node-a"}}},
+		{name: "should call a spot node short of cheaper types unconsolidatable", why: "SpotToSpotConsolidation needs 15 cheaper instance types than the candidate, found 3", event: unconsolidatable, node: "node-a",
+			want: []record{{ReasonUnconsolidatable, "SpotToSpotConsolidation needs 15 cheaper instance types than the candidate, found 3", "a", "node-a"}}},
+		{name: "should record nothing for a spent budget", why: "drifted (AMIDrift), but the Drifted budget of NodePool general is spent: 1 allowed, 1 of 3 nodes already disrupting", node: "node-a"},
+		{name: "should record nothing while consolidateAfter runs", why: "not consolidatable yet: consolidateAfter 30s runs from the last pod event or initialization at 2030-01-02T03:00:00Z until 2030-01-02T03:00:30Z", node: "node-a"},
+		{name: "should record nothing for another method acting", why: "not evaluated: the Drifted method acted in this evaluation (one method per evaluation)", node: "node-a"},
+		{name: "should record nothing for a drifted node waiting its turn", why: "drifted (AMIDrift): waiting, drift starts one command per evaluation", node: "node-a"},
+		{name: "should record nothing for a node in flight", why: "already a candidate of in-flight command drift-default-a-1234abcd", node: "node-a"},
+		{name: "should record nothing for a node with nothing to gain", why: "no disruption: not drifted or expired, and consolidation found nothing to gain", node: "node-a"},
+		{name: "should record nothing for an unregistered NodeClaim", why: "not registered: no Node has joined for this NodeClaim yet"},
+		{name: "should record nothing for a NodeClaim without a Node whatever its event", why: "not initialized: no Node yet", event: blocked},
+		{name: "should block by the event whatever the wording", why: "kept: budgets say no", event: blocked, node: "node-a",
+			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: kept: budgets say no", "a", "node-a"}}},
+		{name: "should call unconsolidatable by the event whatever the wording", why: "the PodDisruptionBudget wording changed", event: unconsolidatable, node: "node-a",
+			want: []record{{ReasonUnconsolidatable, "The PodDisruptionBudget wording changed", "a", "node-a"}}},
+		{name: "should record nothing without an event whatever the wording", why: `nominated: the Node is annotated karpenter.sh/do-not-disrupt: "true"`, node: "node-a"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := blockedEventReason(tt.why); got != tt.want {
-				t.Errorf("blockedEventReason(%q) = %q, want %q", tt.why, got, tt.want)
+			res := disruption.Result{Blocked: []disruption.Blocked{{NodeClaim: "a", Node: tt.node, NodePool: "general", Reason: tt.why, Event: tt.event}}}
+			var got []record
+			for _, e := range decisionEvents(res, now) {
+				got = append(got, record{e.Reason, e.Message, e.NodeClaim, e.Node})
+				if wantID := e.Reason + ":a:20300102T0300:"; !strings.HasPrefix(e.ID, wantID) || e.Type != "Normal" || !e.Time.Equal(now) {
+					t.Errorf("record ID %q, type %q, time %v; want ID %s<digest>, Normal, %v", e.ID, e.Type, e.Time, wantID, now)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("decisionEvents() records mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
