@@ -140,7 +140,8 @@ type Result struct {
 	// Blocked lists every NodeClaim no command includes, by name, with the
 	// first rule that kept it out (not initialized, do-not-disrupt, a
 	// PodDisruptionBudget, nominated, budgets, consolidateAfter, no cheaper
-	// replacement, another method acting, ...).
+	// replacement, another method acting, ...) and the Kubernetes event
+	// Karpenter records for it (Blocked.Event).
 	Blocked []Blocked `json:"blocked"`
 	// Budgets are the disruptions each NodePool allows per reason at Now,
 	// before this evaluation's commands consume them.
