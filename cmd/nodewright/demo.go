@@ -41,11 +41,13 @@ type demoConfig struct {
 	timeout   time.Duration
 	disrupt   bool
 	drift     bool
+	interrupt bool
 }
 
 // runDemo runs the README's demo on a fresh local stack: it applies the
 // guide-complete manifests, scales inflate up, drifts every node by
-// pinning the EC2NodeClass to another AMI, scales inflate down until
+// pinning the EC2NodeClass to another AMI, interrupts a Spot node of the
+// demo's Spot NodePool (deploy/demo/spot/), scales inflate down until
 // consolidation removes the nodes, and prints a timeline. It exits 0 on success and 1 with the reason on failure; the
 // stack is always stopped and its state removed, Ctrl-C included.
 func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -58,6 +60,7 @@ func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "give up after this long")
 	fs.BoolVar(&cfg.disrupt, "disruption", true, "wire drift and consolidation (the disruption state machine on aws-local-stepfunctions; needs make sfn-deps) and wait for them; false skips both")
 	fs.BoolVar(&cfg.drift, "drift", true, "pin the EC2NodeClass to another AMI and wait until drift has replaced every node (needs --disruption)")
+	fs.BoolVar(&cfg.interrupt, "interrupt", true, "apply a Spot NodePool and workload (deploy/demo/spot/), issue a Spot interruption warning for one of its nodes and wait until its pods run elsewhere (needs --disruption)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || cfg.replicas < 1 {
 		return 2
 	}
@@ -177,16 +180,30 @@ func (d *demoRun) run(ctx context.Context, cfg demoConfig) (err error) {
 		}
 	}
 
-	// SPOT INTERRUPTION STEP GOES HERE (the lead adds it): interrupt one
-	// Spot node through the simulator and show its pods moving before the
-	// 2-minute reclaim. Keep it between drift and the scale-down.
-	if err := d.interruption(ctx, s); err != nil {
-		return fmt.Errorf("spot interruption: %w", err)
+	spot := false
+	switch {
+	case !cfg.disrupt:
+		d.say("Spot interruption skipped (--disruption=false)")
+	case !cfg.interrupt:
+		d.say("Spot interruption skipped (--interrupt=false)")
+	case !wired.Interrupts:
+		return fmt.Errorf("interruption handling is not wired: the local Step Functions engine is missing (run make sfn-deps)")
+	default:
+		spot = true
+		if err := d.interruption(ctx, s); err != nil {
+			return fmt.Errorf("spot interruption: %w", err)
+		}
 	}
 
 	d.say("scaling deployment inflate to 0 replicas")
 	if err := scale(ctx, s, 0); err != nil {
 		return err
+	}
+	if spot {
+		d.say("scaling deployment %s to 0 replicas", spotDeployment)
+		if err := scaleDeployment(ctx, s, spotDeployment, 0); err != nil {
+			return err
+		}
 	}
 	if _, err := d.watch(ctx, s, "scale-down", time.Minute, func(st stack.Status) bool {
 		return st.RunningPods == 0 && st.PendingPods == 0
@@ -208,21 +225,15 @@ func (d *demoRun) run(ctx context.Context, cfg demoConfig) (err error) {
 	return nil
 }
 
-// interruption is the place of the demo's Spot interruption step, between
-// drift and the scale-down. Until it is written it only says so.
-func (d *demoRun) interruption(_ context.Context, s *stack.Stack) error {
-	if !s.Wired().Interrupts {
-		d.say("NOT YET IMPLEMENTED: Spot interruption handling is not wired into the local stack yet; skipped")
-		return nil
-	}
-	d.say("NOT YET IMPLEMENTED: the Spot interruption step of the demo; skipped")
-	return nil
+func scale(ctx context.Context, s *stack.Stack, replicas int) error {
+	return scaleDeployment(ctx, s, "inflate", replicas)
 }
 
-func scale(ctx context.Context, s *stack.Stack, replicas int) error {
+// scaleDeployment sets the replicas of a Deployment in namespace default.
+func scaleDeployment(ctx context.Context, s *stack.Stack, name string, replicas int) error {
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-	if _, err := s.Kube.AppsV1().Deployments("default").Patch(ctx, "inflate", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("scale inflate to %d: %w", replicas, err)
+	if _, err := s.Kube.AppsV1().Deployments("default").Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("scale %s to %d: %w", name, replicas, err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 // Package demo embeds the manifests `nodewright demo` applies: the guide's
 // complete example (guide-complete/, copied from the seed examples; see
-// README.md).
+// README.md) and the demo's own Spot NodePool and workload for its Spot
+// interruption step (spot/).
 package demo
 
 import "embed"
@@ -10,3 +11,11 @@ import "embed"
 //
 //go:embed guide-complete/*.yaml
 var GuideComplete embed.FS
+
+// Spot holds spot/nodepool.yaml (NodePool spot: Spot capacity of the
+// guide's EC2NodeClass, tainted nodewright.dev/demo-spot:NoSchedule) and
+// spot/spot-inflate.yaml (Deployment spot-inflate, 2 pods of 1 CPU and
+// 1Gi that tolerate the taint).
+//
+//go:embed spot/*.yaml
+var Spot embed.FS

@@ -16,8 +16,9 @@ import (
 // TestDemoSucceedsAndLeavesNothingRunning runs `nodewright demo` as the
 // README's `make demo` does (after `make controlplane` and `make sfn-deps`)
 // and checks its exit code, its timeline in order (scale-up, drift of every
-// node through drift-<nodeclaim>-<hash> executions within the budget, then
-// consolidation of the empty nodes) and that its state directory is gone.
+// node through drift-<nodeclaim>-<hash> executions within the budget, a
+// Spot interruption whose pods move before the reclaim, then consolidation
+// of the empty nodes) and that its state directory is gone.
 func TestDemoSucceedsAndLeavesNothingRunning(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test on the local stack: skipped under -short")
@@ -62,6 +63,11 @@ func TestDemoSucceedsAndLeavesNothingRunning(t *testing.T) {
 		" removed (instance ",
 		"drift replaced every node: ",
 		"at most 1 node(s) disrupted at once",
+		"interruption: applied deploy/demo/spot/nodepool.yaml",
+		"interruption: EC2 Spot Instance Interruption Warning for i-",
+		"interruption: execution interrupt-",
+		"interruption: all 2 spot-inflate pods Running off ",
+		"s before the reclaim",
 		"consolidation removed every empty node",
 		"demo finished successfully",
 	} {

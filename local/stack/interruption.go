@@ -372,10 +372,24 @@ func (s *Stack) EventRecords(ctx context.Context) ([]ddbstore.Event, error) {
 // DNS name), an instance ID or a providerID (aws:///<zone>/<id>).
 func (s *Stack) instanceOf(name string) (ec2sim.Instance, error) {
 	id := name[strings.LastIndex(name, "/")+1:]
+	var found []ec2sim.Instance
 	for _, in := range s.Sim.Instances() {
-		if in.ID == id || in.PrivateDNSName == name {
+		if in.ID == id {
 			return in, nil
 		}
+		if in.PrivateDNSName == name {
+			found = append(found, in)
+		}
+	}
+	// A Node name is the private DNS name, which a later instance reuses
+	// once an earlier one has released its address: the live one wins.
+	for _, in := range found {
+		if in.State == ec2sim.StatePending || in.State == ec2sim.StateRunning {
+			return in, nil
+		}
+	}
+	if len(found) > 0 {
+		return found[len(found)-1], nil
 	}
 	return ec2sim.Instance{}, fmt.Errorf("node %q: no instance has that name, instance ID or providerID", name)
 }
