@@ -90,9 +90,6 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	return c, err
 }
 
-// CAPEM returns the cluster CA bundle as PEM.
-func (c Config) CAPEM() ([]byte, error) { return base64.StdEncoding.DecodeString(c.CAData) }
-
 // EC2API is the EC2 client as the task uses it (*ec2.Client): launching
 // replacements and terminating instances.
 type EC2API interface {
@@ -122,17 +119,11 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	}
 	resolver := nodeclass.New(c.EC2, c.SSM, now)
 	fl := fleet.New(c.EC2)
-	prov, err := provisioning.NewProvisioner(provisioning.ProvisionerPorts{
-		Claims:    adapters.Claims{Store: store},
-		Config:    adapters.Config{Store: store},
-		NodeClass: adapters.NodeClasses{Resolver: resolver, KubernetesVersion: cfg.KubernetesVersion},
-		Cluster:   adapters.Cluster{Store: store, Now: now},
-		Offerings: adapters.Offerings{Store: store},
-		Batches:   adapters.Batches{Store: store, Now: now},
-		Launcher: adapters.Launcher{Fleet: fl, Templates: resolver, Cluster: nodeclass.Cluster{
-			Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS,
-		}},
-	}, provisioning.ProvisionerOptions{Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio})
+	prov, err := adapters.NewProvisioner(store, resolver, fl, adapters.ProvisionerConfig{
+		KubernetesVersion: cfg.KubernetesVersion,
+		Cluster:           nodeclass.Cluster{Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS},
+		Options:           provisioning.ProvisionerOptions{Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio},
+	}, now)
 	if err != nil {
 		return nil, fmt.Errorf("disrupttask: %w", err)
 	}

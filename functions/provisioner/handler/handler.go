@@ -118,9 +118,6 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	return c, err
 }
 
-// CAPEM returns the cluster CA bundle as PEM.
-func (c Config) CAPEM() ([]byte, error) { return base64.StdEncoding.DecodeString(c.CAData) }
-
 // EC2API is the EC2 client as the provisioner uses it (*ec2.Client).
 type EC2API interface {
 	fleet.EC2API
@@ -147,20 +144,13 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		return nil, fmt.Errorf("provisioner: %w", err)
 	}
 	resolver := nodeclass.New(c.EC2, c.SSM, now)
-	prov, err := provisioning.NewProvisioner(provisioning.ProvisionerPorts{
-		Claims:    adapters.Claims{Store: store},
-		Config:    adapters.Config{Store: store},
-		NodeClass: adapters.NodeClasses{Resolver: resolver, KubernetesVersion: cfg.KubernetesVersion},
-		Cluster:   adapters.Cluster{Store: store, Now: now},
-		Offerings: adapters.Offerings{Store: store},
-		Batches:   adapters.Batches{Store: store, Now: now},
-		Launcher: adapters.Launcher{Fleet: fleet.New(c.EC2), Templates: resolver, Cluster: nodeclass.Cluster{
-			Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS,
-		}},
-		Subnets: adapters.Subnets{Store: store},
-	}, provisioning.ProvisionerOptions{
-		Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio, LaunchParallelism: cfg.LaunchParallelism,
-	})
+	prov, err := adapters.NewProvisioner(store, resolver, fleet.New(c.EC2), adapters.ProvisionerConfig{
+		KubernetesVersion: cfg.KubernetesVersion,
+		Cluster:           nodeclass.Cluster{Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS},
+		Options: provisioning.ProvisionerOptions{
+			Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio, LaunchParallelism: cfg.LaunchParallelism,
+		},
+	}, now)
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)
 	}

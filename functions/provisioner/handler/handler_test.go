@@ -349,9 +349,6 @@ func TestLoadConfig(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig() mismatch (-want +got):\n%s", diff)
 	}
-	if pem, err := got.CAPEM(); err != nil || string(pem) != "ca-bundle\n" {
-		t.Errorf("CAPEM() = %q, %v", pem, err)
-	}
 	env["CLUSTER_CA_DATA"] = "not base64!"
 	delete(env, "KUBERNETES_VERSION")
 	_, err = handler.LoadConfig(func(k string) string { return env[k] })
