@@ -309,7 +309,7 @@ func localInject(ctx context.Context, sub string, args []string, stdout, stderr 
 			if info.Features.Interrupts {
 				fmt.Fprintln(stdout, "The interruption handler records a SpotRebalanceRecommendation event for its NodeClaim and, as Karpenter does, nothing else: no taint, no drain.")
 			} else {
-				fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (start it with --disruption); nothing reads the recommendation.")
+				fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (started with --disruption=false, or before make sfn-deps); nothing reads the recommendation.")
 			}
 			return nil
 		}
@@ -322,7 +322,7 @@ func localInject(ctx context.Context, sub string, args []string, stdout, stderr 
 		if info.Features.Interrupts {
 			fmt.Fprintln(stdout, "The interruption handler marks the offering unavailable and drains the node; its pods move to a new node before then.")
 		} else {
-			fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (start it with --disruption); nothing drains the node before then.")
+			fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (started with --disruption=false, or before make sfn-deps); nothing drains the node before then.")
 		}
 	case "ice":
 		if len(pos) != 3 {
@@ -380,7 +380,7 @@ func localImpair(ctx context.Context, c simClient, info stack.Info, node, check 
 		fmt.Fprintf(stdout, "Within %s the poll starts an interruption execution that drains the node forcefully (no grace period); its pods move to a new node.\n",
 			stack.InstanceStatusInterval)
 	} else {
-		fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (start it with --disruption); nothing polls the instance status.")
+		fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (started with --disruption=false, or before make sfn-deps); nothing polls the instance status.")
 	}
 	return nil
 }
