@@ -215,6 +215,7 @@ func (d *demoRun) run(ctx context.Context, cfg demoConfig) (err error) {
 			return err
 		}
 		d.say("consolidation removed every empty node")
+		d.sayExecutions(s, "empty-", "consolidate-")
 	} else {
 		if !cfg.disrupt {
 			d.say("consolidation skipped (--disruption=false); the %d empty nodes stay ($%.4f/h) until the stack stops", st.Nodes, st.PricePerHour)
@@ -223,6 +224,19 @@ func (d *demoRun) run(ctx context.Context, cfg demoConfig) (err error) {
 		}
 	}
 	return nil
+}
+
+// sayExecutions prints the finished executions whose names start with one
+// of prefixes, as the Step Functions console lists them: name, status,
+// duration and the number of history events an operator can read.
+func (d *demoRun) sayExecutions(s *stack.Stack, prefixes ...string) {
+	for _, e := range s.Executions() {
+		for _, p := range prefixes {
+			if strings.HasPrefix(e.Name, p) && !e.Finished.IsZero() {
+				d.say("execution %s %s in %.1fs (%d history events)", e.Name, e.Status, e.Finished.Sub(e.Started).Seconds(), len(e.History))
+			}
+		}
+	}
 }
 
 func scale(ctx context.Context, s *stack.Stack, replicas int) error {
