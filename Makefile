@@ -35,10 +35,10 @@ bench: ## solver benchmarks (see shared/scheduling/BENCHMARKS.md)
 lint: vet ## gofmt check and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-vet:
+vet: ## go vet of the root module
 	$(GO) vet ./...
 
-fmt:
+fmt: ## gofmt every tracked Go file
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: controlplane integration
@@ -83,11 +83,14 @@ sfn-deps: node-tools ## the local Step Functions engine (part of node-tools)
 
 cdk-tools: node-tools ## the CDK toolchain (part of node-tools)
 
+demo: controlplane sfn-deps ## the README's demo: local stack up, guide-complete applied, inflate scaled to 10, every node drifted to a new AMI, a Spot node interrupted, everything scaled to 0 and consolidated away, with a timeline; exits 0 on success, leaves nothing running
+	$(GO) run ./cmd/nodewright demo
+
 synth: build cdk-tools ## synthesize the CDK app (infra/) into cdk.out/ for SYNTH_CLUSTER (default "example"), with cdk-nag's AwsSolutions checks
 	cd infra && $(GO) build -o ../bin/nodewright-infra .
 	$(CDK_ENV) $(NODE_DIR)/node_modules/.bin/cdk synth --app bin/nodewright-infra --no-notices --quiet \
 		-o cdk.out -c clusterName=$(SYNTH_CLUSTER) $(SYNTH_CONTEXT)
 	@echo "synth: cdk.out/nodewright-$(SYNTH_CLUSTER).template.json"
 
-clean:
-	rm -rf dist bin
+clean: ## remove build outputs (dist/, bin/, cdk.out/); .cache/ keeps the control plane and the Node tools
+	rm -rf dist bin cdk.out
