@@ -143,8 +143,13 @@ func evaluateDisruption(ctx context.Context, cfg disruptionConfig, stdin io.Read
 	}
 	for _, o := range objs {
 		for _, w := range o.Warnings {
-			fmt.Fprintf(stderr, "warning: %s: %s %q: %s\n", o.Source, o.Kind, o.Name, w.Error())
+			if !manifest.Strict(w) {
+				fmt.Fprintf(stderr, "warning: %s: %s %q: %s\n", o.Source, o.Kind, o.Name, w.Error())
+			}
 		}
+	}
+	if err := strictErrors(objs); err != nil {
+		return disruptionReport{}, fmt.Errorf("invalid input:\n%w", err)
 	}
 	cluster, err := workload.Build(objs)
 	if err != nil {

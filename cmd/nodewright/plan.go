@@ -139,8 +139,13 @@ func plan(ctx context.Context, cfg planConfig, stdin io.Reader, stderr io.Writer
 	}
 	for _, o := range objs {
 		for _, w := range o.Warnings {
-			fmt.Fprintf(stderr, "warning: %s: %s %q: %s\n", o.Source, o.Kind, o.Name, w.Error())
+			if !manifest.Strict(w) {
+				fmt.Fprintf(stderr, "warning: %s: %s %q: %s\n", o.Source, o.Kind, o.Name, w.Error())
+			}
 		}
+	}
+	if err := strictErrors(objs); err != nil {
+		return workload.Report{}, fmt.Errorf("invalid input:\n%w", err)
 	}
 	cluster, err := workload.Build(objs)
 	if err != nil {

@@ -189,6 +189,10 @@ func checkManifests(objs []manifest.Object, readErr error) validateReport {
 			}
 		}
 		for _, w := range o.Warnings {
+			if manifest.Strict(w) {
+				r.add("error", o.Source, o.Kind, o.Name, strictError(w))
+				continue
+			}
 			r.add("warning", o.Source, o.Kind, o.Name, w)
 		}
 		obj, ok := o.Typed.(karpenterObject)
@@ -219,6 +223,31 @@ func checkManifests(objs []manifest.Object, readErr error) validateReport {
 		}
 	}
 	return r
+}
+
+// strictError turns a decode warning that kubectl apply would reject
+// (manifest.Strict) into the error the CLI reports: a typo such as
+// consolidateAftr must not pass as valid while Karpenter silently keeps
+// the default.
+func strictError(w v1.FieldError) v1.FieldError {
+	if msg, ok := strings.CutSuffix(w.Message, "; "+manifest.MessageUnsupportedVersion); ok {
+		return v1.FieldError{Path: w.Path, Message: msg + "; Karpenter v1.14.1's CRDs do not serve it (kubectl apply fails with no matches for kind)"}
+	}
+	return v1.FieldError{Path: w.Path, Message: strings.TrimSuffix(w.Message, "; ignored") + "; kubectl apply rejects it (strict field validation)"}
+}
+
+// strictErrors lists, as one error, the decode warnings of objs that
+// kubectl apply would reject; nil when there are none.
+func strictErrors(objs []manifest.Object) error {
+	var errs []error
+	for _, o := range objs {
+		for _, w := range o.Warnings {
+			if manifest.Strict(w) {
+				errs = append(errs, fmt.Errorf("%s: %s %q: %s", o.Source, o.Kind, o.Name, strictError(w).Error()))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // unjoin flattens errors.Join trees into their leaves.

@@ -94,14 +94,6 @@ func TestValidateCommand(t *testing.T) {
 				"valid: checked 1 NodePool; 0 errors, 1 warning\n",
 		},
 		{
-			name:  "should warn about unknown fields and HEAD-only kubelet keys without failing",
-			args:  []string{"-f", "-"},
-			stdin: strings.Replace(validClass, "spec:\n", "spec:\n  kubelet: {maxPods: 110, registryPullQPS: 5}\n  futureField: true\n", 1),
-			want: "warning: stdin#1: EC2NodeClass \"default\": spec.futureField: unknown field (not in Karpenter v1.14.1); ignored\n" +
-				"warning: stdin#1: EC2NodeClass \"default\": spec.kubelet.registryPullQPS: not part of Karpenter v1.14.1's kubelet schema (accepted by newer Karpenter); kept but not used by nodewright\n" +
-				"valid: checked 1 EC2NodeClass; 0 errors, 2 warnings\n",
-		},
-		{
 			name:  "should skip other kinds silently",
 			args:  []string{"-f", "-"},
 			stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
@@ -153,6 +145,39 @@ func TestValidateCommandErrors(t *testing.T) {
 			want: "error: stdin#1: NodePool \"default\": spec.disruption.budgets[0].duration: required when schedule is set\n" +
 				"error: stdin#1: NodePool \"default\": spec.weight: 0 is out of range 1..100\n" +
 				"invalid: checked 1 NodePool, 1 EC2NodeClass; 2 errors, 0 warnings\n",
+		},
+		{
+			name:     "should reject unknown fields as kubectl apply's strict field validation does, and only warn about HEAD-only kubelet keys",
+			args:     []string{"-f", "-"},
+			stdin:    strings.Replace(validClass, "spec:\n", "spec:\n  kubelet: {maxPods: 110, registryPullQPS: 5}\n  futureField: true\n", 1),
+			wantCode: 1,
+			want: "error: stdin#1: EC2NodeClass \"default\": spec.futureField: unknown field (not in Karpenter v1.14.1); kubectl apply rejects it (strict field validation)\n" +
+				"warning: stdin#1: EC2NodeClass \"default\": spec.kubelet.registryPullQPS: not part of Karpenter v1.14.1's kubelet schema (accepted by newer Karpenter); kept but not used by nodewright\n" +
+				"invalid: checked 1 EC2NodeClass; 1 error, 1 warning\n",
+		},
+		{
+			name:     "should reject a misspelt field that would silently keep its default (consolidateAftr)",
+			args:     []string{"-f", "-"},
+			stdin:    strings.Replace(validPool, "spec:\n  template:", "spec:\n  disruption:\n    consolidateAftr: 2m\n  template:", 1) + "---\n" + validClass,
+			wantCode: 1,
+			want: "error: stdin#1: NodePool \"default\": spec.disruption.consolidateAftr: unknown field (not in Karpenter v1.14.1); kubectl apply rejects it (strict field validation)\n" +
+				"invalid: checked 1 NodePool, 1 EC2NodeClass; 1 error, 0 warnings\n",
+		},
+		{
+			name:     "should reject a typo in a workload's field too (resource for resources)",
+			args:     []string{"-f", "-"},
+			stdin:    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers:\n        - name: c\n          resource: {requests: {cpu: '1'}}\n",
+			wantCode: 1,
+			want: "error: stdin#1: Deployment \"d\": spec.template.spec.containers[0].resource: unknown field (not in the Kubernetes API); kubectl apply rejects it (strict field validation)\n" +
+				"invalid: no NodePool, EC2NodeClass or NodeClaim found; 1 error, 0 warnings\n",
+		},
+		{
+			name:     "should reject a Karpenter kind in an API version Karpenter v1 does not serve",
+			args:     []string{"-f", "-"},
+			stdin:    "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: old}\nspec: {}\n",
+			wantCode: 1,
+			want: "error: stdin#1: NodePool \"old\": apiVersion: karpenter.sh/v1beta1 NodePool is not supported (only karpenter.sh/v1 and karpenter.k8s.aws/v1); Karpenter v1.14.1's CRDs do not serve it (kubectl apply fails with no matches for kind)\n" +
+				"invalid: no NodePool, EC2NodeClass or NodeClaim found; 1 error, 0 warnings\n",
 		},
 		{
 			name:     "should report a document that does not decode and still check the others",

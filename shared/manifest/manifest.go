@@ -31,6 +31,28 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
+// Messages of the warnings that the API server's strict field validation
+// (kubectl apply's default) would turn into a rejection: see Strict.
+const (
+	MessageUnknownCoreField   = "unknown field (not in the Kubernetes API); ignored"
+	MessageUnsupportedVersion = "object skipped"
+)
+
+// Strict reports whether w is a warning that kubectl apply, with its
+// default strict field validation, would reject: an unknown or duplicate
+// field (v1.MessageUnknownField, v1.MessageDuplicateField,
+// MessageUnknownCoreField) or a Karpenter kind in an API version Karpenter
+// v1.14.1 does not serve.
+func Strict(w v1.FieldError) bool {
+	switch {
+	case w.Message == v1.MessageUnknownField, w.Message == v1.MessageDuplicateField, w.Message == MessageUnknownCoreField:
+		return true
+	case w.Path == "apiVersion" && strings.HasSuffix(w.Message, "; "+MessageUnsupportedVersion):
+		return true
+	}
+	return false
+}
+
 // Object is one Kubernetes object read from a manifest.
 type Object struct {
 	// Source says where the object came from: "<path>#<n>" where n is the
@@ -338,7 +360,7 @@ func decodeObject(h header, raw []byte, source string) (Object, error) {
 	case (group == v1.Group || group == v1.AWSGroup) && isKarpenterKind(h.Kind):
 		obj.Warnings = []v1.FieldError{{
 			Path:    "apiVersion",
-			Message: fmt.Sprintf("%s %s is not supported (only karpenter.sh/v1 and karpenter.k8s.aws/v1); object skipped", h.APIVersion, h.Kind),
+			Message: fmt.Sprintf("%s %s is not supported (only karpenter.sh/v1 and karpenter.k8s.aws/v1); "+MessageUnsupportedVersion, h.APIVersion, h.Kind),
 		}}
 		return obj, nil
 	default:
@@ -347,8 +369,16 @@ func decodeObject(h header, raw []byte, source string) (Object, error) {
 		}
 		decode = func(b []byte) (any, []v1.FieldError, error) {
 			target := newCoreObject(group, version, h.Kind)
-			_, err := apijson.Unmarshal(b, target)
-			return target, nil, err
+			strays, err := apijson.Unmarshal(b, target)
+			var warnings []v1.FieldError
+			for _, s := range strays {
+				msg := MessageUnknownCoreField
+				if s.Duplicate {
+					msg = v1.MessageDuplicateField
+				}
+				warnings = append(warnings, v1.FieldError{Path: s.Path, Message: msg})
+			}
+			return target, warnings, err
 		}
 	}
 	typed, warnings, errs := decodeAll(raw, decode)

@@ -65,6 +65,15 @@ func DecodeEC2NodeClass(data []byte) (*EC2NodeClass, []FieldError, error) {
 	return nc, warnings, nil
 }
 
+// The messages of the decode warnings for fields the API server's strict
+// field validation rejects (kubectl apply's default): a field the schema
+// does not have, and a field written twice. Lenient readers (the intake's
+// wire contract) keep them as warnings; the CLI treats them as errors.
+const (
+	MessageUnknownField   = "unknown field (not in Karpenter v1.14.1); ignored"
+	MessageDuplicateField = "duplicate field; the last value is used"
+)
+
 func decode(data []byte, into any) ([]FieldError, error) {
 	strays, err := apijson.Unmarshal(data, into)
 	if err != nil {
@@ -72,9 +81,9 @@ func decode(data []byte, into any) ([]FieldError, error) {
 	}
 	var warnings []FieldError
 	for _, s := range strays {
-		msg := "unknown field (not in Karpenter v1.14.1); ignored"
+		msg := MessageUnknownField
 		if s.Duplicate {
-			msg = "duplicate field; the last value is used"
+			msg = MessageDuplicateField
 		}
 		warnings = append(warnings, FieldError{Path: s.Path, Message: msg})
 	}
