@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +22,8 @@ import (
 
 	"github.com/nodewright/nodewright/local/ec2sim"
 	"github.com/nodewright/nodewright/local/stack"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
 )
 
 // defaultStackDir is where `nodewright local` keeps its state unless --dir
@@ -31,17 +35,59 @@ func defaultStackDir() string {
 	return filepath.Join(os.TempDir(), "nodewright-local-stack")
 }
 
+// defaultDirHint explains, when dir is the default state dir and this
+// process runs outside the repository, that a stack started inside it
+// keeps its state elsewhere; otherwise it returns "".
+func defaultDirHint(dir string, explicit bool) string {
+	if explicit {
+		return ""
+	}
+	if _, err := stack.FindRepoRoot(); err == nil {
+		return ""
+	}
+	return fmt.Sprintf("\n(outside the nodewright repository the default state dir is %s; a stack started inside the repository keeps its state in <repository>/.cache/local-stack: run the command there or pass --dir <repository>/.cache/local-stack)", dir)
+}
+
+// dirFlagSet reports whether fs's --dir was given on the command line.
+func dirFlagSet(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "dir" })
+	return set
+}
+
+// invokedAs is how the user ran this CLI, for the commands it prints
+// (selfCommand of os.Args[0]).
+var invokedAs = selfCommand(os.Args[0])
+
+// selfCommand returns the command that runs this CLI again, given its
+// os.Args[0]: "go run ./cmd/nodewright" for a binary go run built (it
+// lives under Go's go-build temporary directory; the form works from the
+// repository root, as the README runs it), else arg0 as typed
+// ("nodewright" when found on PATH, "./bin/nodewright" ...).
+func selfCommand(arg0 string) string {
+	if strings.Contains(filepath.ToSlash(arg0), "/go-build") {
+		return "go run ./cmd/nodewright"
+	}
+	if arg0 == "" {
+		return "nodewright"
+	}
+	return arg0
+}
+
 const localUsage = `usage: nodewright local <subcommand> [flags]
   up [--detach] [--dir D] [--region R] [--zones Z,...] [--boot-delay 5s]
                          start the local stack; without --detach it runs until Ctrl-C
   down [--dir D]         stop everything the stack started and remove its state
-  interrupt NODE         issue a Spot interruption warning for NODE's instance
-  rebalance NODE         issue a rebalance recommendation for NODE's instance
+  interrupt NODE         issue a Spot interruption warning for NODE's instance (Spot instances only)
+  rebalance NODE         issue a rebalance recommendation for NODE's instance (Spot instances only)
   impair NODE [--check instance|system]
                          fail a status check of NODE's instance, dated two minutes back so the
                          next instance-status poll drains the node forcefully
-  ice TYPE ZONE CAPACITY mark an offering out of capacity (InsufficientInstanceCapacity); --clear lifts it
-NODE is a Node name, an instance ID or a providerID.`
+  ice TYPE ZONE CAPACITY [--clear]
+                         mark an offering out of capacity (InsufficientInstanceCapacity); --clear
+                         lifts it. CAPACITY is on-demand or spot, ZONE one of the stack's zones
+NODE is a Node name, an instance ID or a providerID. Every subcommand takes --dir D (default:
+.cache/local-stack of the repository the command runs in).`
 
 // runLocal dispatches `nodewright local` subcommands.
 func runLocal(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -105,7 +151,81 @@ func parseUpFlags(name string, args []string, stderr io.Writer) (upFlags, error)
 	if f.bootDelay == 0 {
 		f.bootDelay = -1 // zero means "no delay" on the command line
 	}
+	if err := checkRegion(name, f.region, f.zones, stderr); err != nil {
+		return upFlags{}, err
+	}
+	dir, err := filepath.Abs(f.dir)
+	if err != nil {
+		return upFlags{}, fmt.Errorf("state dir: %w", err)
+	}
+	f.dir = dir
 	return f, nil
+}
+
+// localRegions are the regions the local stack can simulate, for messages:
+// those whose zones shared/catalog's embedded table lists (catalog.Resolve's
+// doc names them); the stack's price table and the simulator's instance
+// types come from that catalog. lookupRegion decides; a test holds this
+// list to it.
+var localRegions = []string{
+	"ap-northeast-1", "ap-northeast-2", "ap-south-1", "ap-southeast-1", "ap-southeast-2", "ca-central-1",
+	"cn-north-1", "cn-northwest-1", "eu-central-1", "eu-north-1", "eu-west-1", "eu-west-2", "eu-west-3",
+	"sa-east-1", "us-east-1", "us-east-2", "us-gov-east-1", "us-gov-west-1", "us-west-2",
+}
+
+// regionCatalog is what shared/catalog knows of a region: its zone names
+// and instance-type names, both sorted.
+type regionCatalog struct{ zones, types []string }
+
+// lookupRegion resolves the embedded catalog for region (an AL2023 node
+// class, as the simulator does); ok is false when the catalog knows no
+// zones of the region, so no local stack can run there.
+func lookupRegion(region string) (rc regionCatalog, ok bool) {
+	family := v1.AMIFamilyAL2023
+	nc := &v1.EC2NodeClass{Spec: v1.EC2NodeClassSpec{AMIFamily: &family}}
+	nc.Name = "local"
+	its, _, err := catalog.Resolve(nc, catalog.Options{Region: region})
+	if err != nil || len(its) == 0 {
+		return regionCatalog{}, false
+	}
+	for _, it := range its {
+		rc.types = append(rc.types, it.Name)
+	}
+	for _, o := range its[0].Offerings { // every type is offered in every zone
+		if !slices.Contains(rc.zones, o.Zone) {
+			rc.zones = append(rc.zones, o.Zone)
+		}
+	}
+	slices.Sort(rc.types)
+	slices.Sort(rc.zones)
+	return rc, true
+}
+
+// checkRegion rejects, before anything starts, a --region the local stack
+// cannot simulate and --zones outside it or listed twice, printing why to
+// stderr (errUsage).
+func checkRegion(name, region string, zones []string, stderr io.Writer) error {
+	rc, ok := lookupRegion(region)
+	if !ok {
+		what := "not an AWS region name such as us-east-1"
+		if regionName.MatchString(region) {
+			what = "a region the local stack cannot simulate (shared/catalog has no zones for it)"
+		}
+		fmt.Fprintf(stderr, "%s: --region %q: %s; choose one of %s\n", name, region, what, strings.Join(localRegions, ", "))
+		return errUsage
+	}
+	for i, z := range zones {
+		if !slices.Contains(rc.zones, z) {
+			fmt.Fprintf(stderr, "%s: --zones: %q is not a zone of region %s; its zones are %s (set --region for another region)\n",
+				name, z, region, strings.Join(rc.zones, ", "))
+			return errUsage
+		}
+		if slices.Contains(zones[:i], z) {
+			fmt.Fprintf(stderr, "%s: --zones: %q is listed twice\n", name, z)
+			return errUsage
+		}
+	}
+	return nil
 }
 
 func (f upFlags) options(detach bool, progress io.Writer) stack.Options {
@@ -122,9 +242,13 @@ func localUp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := stack.Up(ctx, f.options(false, stdout))
+	fresh, err := freshStateDir(f.dir)
 	if err != nil {
 		return err
+	}
+	s, err := stack.Up(ctx, f.options(false, stdout))
+	if err != nil {
+		return cleanFailedStart(f.dir, fresh, err)
 	}
 	printHowTo(stdout, s.Info, s.PriceSource(), false)
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop the stack and remove its state.")
@@ -140,8 +264,12 @@ func localUpDetached(ctx context.Context, f upFlags, args []string, stdout io.Wr
 	if err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
+	fresh, err := freshStateDir(dir)
+	if err != nil {
+		return err
+	}
 	if _, err := stack.ReadInfo(dir); err == nil {
-		return fmt.Errorf("state dir %s holds a stack already; run `nodewright local down --dir %s` first", dir, dir)
+		return fmt.Errorf("state dir %s holds a stack already; run `%s local down --dir %s` first", dir, invokedAs, dir)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return fmt.Errorf("state dir: %w", err)
@@ -176,7 +304,7 @@ func localUpDetached(ctx context.Context, f upFlags, args []string, stdout io.Wr
 		select {
 		case err := <-exited:
 			data, _ := os.ReadFile(logPath)
-			return fmt.Errorf("stack process exited (%v):\n%s", err, data)
+			return cleanFailedStart(dir, fresh, fmt.Errorf("stack process exited (%v):\n%s", err, data))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
@@ -187,6 +315,29 @@ func localUpDetached(ctx context.Context, f upFlags, args []string, stdout io.Wr
 			return nil
 		}
 	}
+}
+
+// freshStateDir reports whether dir does not exist yet, so that a failed
+// start may remove it; it fails when a stack runs there already.
+func freshStateDir(dir string) (bool, error) {
+	if stack.Running(dir) {
+		return false, fmt.Errorf("state dir %s: a stack is already running there (%s local down --dir %s)", dir, invokedAs, dir)
+	}
+	_, err := os.Stat(dir)
+	return errors.Is(err, os.ErrNotExist), nil
+}
+
+// cleanFailedStart stops what a failed start left behind and removes the
+// state dir it created (fresh); a dir that existed before is kept, named
+// in the error. It returns startErr, joined with any cleanup error.
+func cleanFailedStart(dir string, fresh bool, startErr error) error {
+	if !fresh {
+		return fmt.Errorf("%w\n(state dir %s existed before this start and is kept; %s local down --dir %s removes it)", startErr, dir, invokedAs, dir)
+	}
+	if err := stack.DownDir(dir); err != nil {
+		return errors.Join(startErr, fmt.Errorf("remove state dir %s: %w", dir, err))
+	}
+	return startErr
 }
 
 // localServe runs a stack until SIGTERM or SIGINT (`local up --detach`
@@ -241,104 +392,202 @@ Use it with kubectl:
   export KUBECONFIG=%s
   kubectl get nodes,nodeclaims
 kubectl is not required by nodewright; if it is missing, install it as
-https://kubernetes.io/docs/tasks/tools/ describes (any version from 1.35 on).
+https://kubernetes.io/docs/tasks/tools/ describes (a recent kubectl, 1.30 or later).
 Try: kubectl apply -f deploy/demo/guide-complete/ && kubectl scale deployment inflate --replicas 5
 `, info.Kubeconfig, info.Server, info.SimURL, info.Region, strings.Join(info.Zones, ","), info.IntakeURL, prices, info.Dir,
 		describeWired(info.Features), info.Kubeconfig)
 	if detached {
-		fmt.Fprintf(w, "Stop it with: nodewright local down --dir %s\n", info.Dir)
+		fmt.Fprintf(w, "Stop it with: %s local down --dir %s\n", invokedAs, info.Dir)
 	}
 }
 
+// localDown stops the stack whose state is in --dir (stack.DownDir) and
+// says what it found: a running stack (stopped and removed), a stack whose
+// processes had exited, what a failed start left, or no stack at all
+// (nothing to stop, exit 0; outside the repository with a hint where the
+// default state dir is).
 func localDown(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("nodewright local down", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("dir", defaultStackDir(), "state directory")
+	dirFlag := fs.String("dir", defaultStackDir(), "state directory")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return errUsage
 	}
-	if err := stack.DownDir(*dir); err != nil {
+	dir, err := filepath.Abs(*dirFlag)
+	if err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	_, infoErr := stack.ReadInfo(dir)
+	leftovers := false
+	for _, sub := range []string{"logs", "cluster"} {
+		if _, err := os.Stat(filepath.Join(dir, sub)); err == nil {
+			leftovers = true
+		}
+	}
+	if infoErr != nil && !leftovers {
+		fmt.Fprintf(stdout, "no local stack in %s; nothing to stop%s\n", dir, defaultDirHint(dir, dirFlagSet(fs)))
+		return nil
+	}
+	running := stack.Running(dir)
+	if err := stack.DownDir(dir); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "local stack in %s stopped and removed\n", *dir)
+	switch {
+	case running:
+		fmt.Fprintf(stdout, "local stack in %s stopped and removed\n", dir)
+	case infoErr == nil:
+		fmt.Fprintf(stdout, "local stack in %s was not running (none of its recorded processes was alive); removed its state\n", dir)
+	default:
+		fmt.Fprintf(stdout, "no running local stack in %s; removed what a start that failed left there\n", dir)
+	}
 	return nil
 }
 
-// localInject drives the simulator's control API of a running stack.
+// injectUsage is the usage line of each injection subcommand.
+var injectUsage = map[string]string{
+	"interrupt": "usage: nodewright local interrupt NODE [--dir D]",
+	"rebalance": "usage: nodewright local rebalance NODE [--dir D]",
+	"impair":    "usage: nodewright local impair NODE [--check instance|system] [--dir D]",
+	"ice":       "usage: nodewright local ice TYPE ZONE CAPACITY [--clear] [--dir D]   (CAPACITY: on-demand or spot)",
+}
+
+// localInject drives the simulator's control API of a running stack. Each
+// subcommand has its own flags: --dir for all, --check for impair, --clear
+// for ice.
 func localInject(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("nodewright local "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("dir", defaultStackDir(), "state directory")
-	clear := fs.Bool("clear", false, "ice: make the offering available again")
-	check := fs.String("check", ec2sim.CheckInstance, "impair: the status check that fails, instance or system")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, injectUsage[sub])
+		fs.PrintDefaults()
+	}
+	dir := fs.String("dir", defaultStackDir(), "state directory of the running stack")
+	var clear *bool
+	var check *string
+	switch sub {
+	case "ice":
+		clear = fs.Bool("clear", false, "make the offering available again")
+	case "impair":
+		check = fs.String("check", ec2sim.CheckInstance, "the status check that fails, instance or system")
+	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return errUsage
 	}
-	if sub == "impair" && *check != ec2sim.CheckInstance && *check != ec2sim.CheckSystem {
+	if check != nil && *check != ec2sim.CheckInstance && *check != ec2sim.CheckSystem {
 		fmt.Fprintf(stderr, "nodewright local impair: --check %q: want %s or %s\n", *check, ec2sim.CheckInstance, ec2sim.CheckSystem)
+		return errUsage
+	}
+	if want := map[string]int{"ice": 3}[sub]; (want == 0 && len(pos) != 1) || (want != 0 && len(pos) != want) {
+		fmt.Fprintln(stderr, injectUsage[sub])
 		return errUsage
 	}
 	info, err := stack.ReadInfo(*dir)
 	if err != nil {
-		return fmt.Errorf("no running stack in %s (nodewright local up --detach): %w", *dir, err)
+		return fmt.Errorf("no running stack in %s (%s local up --detach starts one): %w%s", *dir, invokedAs, err, defaultDirHint(*dir, dirFlagSet(fs)))
 	}
 	c := simClient{base: info.SimURL}
 	switch sub {
 	case "impair":
-		if len(pos) != 1 {
-			fmt.Fprintln(stderr, "usage: nodewright local impair NODE [--check instance|system]")
-			return errUsage
-		}
 		return localImpair(ctx, c, info, pos[0], *check, time.Now(), stdout)
 	case "interrupt", "rebalance":
-		if len(pos) != 1 {
-			fmt.Fprintf(stderr, "usage: nodewright local %s NODE\n", sub)
-			return errUsage
-		}
-		in, err := c.find(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		if sub == "rebalance" {
-			var rb ec2sim.RebalanceRecommendation
-			if err := c.do(ctx, http.MethodPost, "/_sim/instances/"+in.ID+"/rebalance", nil, &rb); err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "Rebalance recommendation issued for %s (%s).\n", in.ID, in.PrivateDNSName)
-			if info.Features.Interrupts {
-				fmt.Fprintln(stdout, "The interruption handler records a SpotRebalanceRecommendation event for its NodeClaim and, as Karpenter does, nothing else: no taint, no drain.")
-			} else {
-				fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (started with --disruption=false, or before make sfn-deps); nothing reads the recommendation.")
-			}
-			return nil
-		}
-		var iv ec2sim.SpotInterruption
-		if err := c.do(ctx, http.MethodPost, "/_sim/instances/"+in.ID+"/interrupt", nil, &iv); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "Spot interruption warning issued for %s (%s); the instance is reclaimed at %s, two minutes later.\n",
-			in.ID, in.PrivateDNSName, iv.ReclaimTime.Format(time.RFC3339))
-		if info.Features.Interrupts {
-			fmt.Fprintln(stdout, "The interruption handler marks the offering unavailable and drains the node; its pods move to a new node before then.")
-		} else {
-			fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (started with --disruption=false, or before make sfn-deps); nothing drains the node before then.")
-		}
+		return localSpotSignal(ctx, c, info, sub, pos[0], stdout)
 	case "ice":
-		if len(pos) != 3 {
-			fmt.Fprintln(stderr, "usage: nodewright local ice TYPE ZONE CAPACITY   (CAPACITY: on-demand or spot)")
-			return errUsage
-		}
-		body := map[string]string{"instanceType": pos[0], "zone": pos[1], "capacityType": pos[2], "code": "InsufficientInstanceCapacity"}
-		method, verb := http.MethodPost, "now fails with InsufficientInstanceCapacity"
-		if *clear {
-			method, verb = http.MethodDelete, "is available again"
-		}
-		if err := c.do(ctx, method, "/_sim/unavailable", body, nil); err != nil {
+		return localICE(ctx, c, info, pos[0], pos[1], pos[2], *clear, stderr, stdout)
+	}
+	return nil
+}
+
+// localSpotSignal issues a Spot interruption warning (sub "interrupt") or a
+// rebalance recommendation ("rebalance") for node's instance. EC2 sends
+// both to Spot instances only; an on-demand node is refused with a message
+// that says so and where a Spot NodePool comes from.
+func localSpotSignal(ctx context.Context, c simClient, info stack.Info, sub, node string, stdout io.Writer) error {
+	in, err := c.find(ctx, node)
+	if err != nil {
+		return err
+	}
+	notSpot := func() error {
+		return fmt.Errorf("node %s (instance %s, %s): Spot interruption warnings and rebalance recommendations only go to Spot instances; apply deploy/demo/spot/ for a Spot NodePool",
+			node, in.ID, strings.TrimSpace(cmp.Or(in.CapacityType, "on-demand")+" "+in.InstanceType))
+	}
+	if in.CapacityType != "" && in.CapacityType != "spot" {
+		return notSpot()
+	}
+	var simErr *simError
+	if sub == "rebalance" {
+		var rb ec2sim.RebalanceRecommendation
+		if err := c.do(ctx, http.MethodPost, "/_sim/instances/"+in.ID+"/rebalance", nil, &rb); err != nil {
+			if errors.As(err, &simErr) && simErr.Status == http.StatusConflict && strings.Contains(simErr.Message, "not spot") {
+				return notSpot()
+			}
 			return err
 		}
-		fmt.Fprintf(stdout, "%s %s in %s %s\n", pos[2], pos[0], pos[1], verb)
+		fmt.Fprintf(stdout, "Rebalance recommendation issued for %s (%s).\n", in.ID, in.PrivateDNSName)
+		if info.Features.Interrupts {
+			fmt.Fprintln(stdout, "The interruption handler records a SpotRebalanceRecommendation event on the Node and, as Karpenter does, nothing else: no taint, no drain.")
+		} else {
+			fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (started with --disruption=false, or before make sfn-deps); nothing reads the recommendation.")
+		}
+		return nil
 	}
+	var iv ec2sim.SpotInterruption
+	if err := c.do(ctx, http.MethodPost, "/_sim/instances/"+in.ID+"/interrupt", nil, &iv); err != nil {
+		if errors.As(err, &simErr) && simErr.Status == http.StatusConflict && strings.Contains(simErr.Message, "not spot") {
+			return notSpot()
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "Spot interruption warning issued for %s (%s); the instance is reclaimed at %s, two minutes later.\n",
+		in.ID, in.PrivateDNSName, iv.ReclaimTime.Format(time.RFC3339))
+	if info.Features.Interrupts {
+		fmt.Fprintln(stdout, "The interruption handler marks the offering unavailable and drains the node; its pods move to a new node before then.")
+	} else {
+		fmt.Fprintln(stdout, "Note: interruption handling is not wired in this stack (started with --disruption=false, or before make sfn-deps); nothing drains the node before then.")
+	}
+	return nil
+}
+
+// localICE marks the offering (typ, zone, capacity) out of capacity in the
+// simulator (POST /_sim/unavailable, code InsufficientInstanceCapacity),
+// or available again with clear (DELETE). CAPACITY must be on-demand or
+// spot, ZONE one of the stack's zones (stack.json), TYPE an instance type
+// of shared/catalog; otherwise it prints which argument is wrong and the
+// allowed values to stderr and returns errUsage.
+func localICE(ctx context.Context, c simClient, info stack.Info, typ, zone, capacity string, clear bool, stderr, stdout io.Writer) error {
+	bad := func(format string, args ...any) error {
+		fmt.Fprintf(stderr, "nodewright local ice: "+format+"\n", args...)
+		return errUsage
+	}
+	if capacity != "on-demand" && capacity != "spot" {
+		return bad("CAPACITY %q: want on-demand or spot", capacity)
+	}
+	if len(info.Zones) > 0 && !slices.Contains(info.Zones, zone) {
+		return bad("ZONE %q: not a zone of this stack; its zones are %s", zone, strings.Join(info.Zones, ", "))
+	}
+	region := cmp.Or(info.Region, stack.DefaultRegion)
+	if rc, ok := lookupRegion(region); ok && !slices.Contains(rc.types, typ) {
+		family, _, _ := strings.Cut(typ, ".")
+		var sizes []string
+		for _, t := range rc.types {
+			if strings.HasPrefix(t, family+".") {
+				sizes = append(sizes, t)
+			}
+		}
+		if len(sizes) > 0 {
+			return bad("TYPE %q: not an instance type of the catalog; the %s family has %s", typ, family, strings.Join(sizes, ", "))
+		}
+		return bad("TYPE %q: not an instance type of the catalog (family %q unknown; names look like m5.large or c6a.xlarge)", typ, family)
+	}
+	body := map[string]string{"instanceType": typ, "zone": zone, "capacityType": capacity, "code": "InsufficientInstanceCapacity"}
+	method, verb := http.MethodPost, "now fails with InsufficientInstanceCapacity"
+	if clear {
+		method, verb = http.MethodDelete, "is available again"
+	}
+	if err := c.do(ctx, method, "/_sim/unavailable", body, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s %s in %s %s\n", capacity, typ, zone, verb)
 	return nil
 }
 
@@ -404,12 +653,12 @@ func (c simClient) do(ctx context.Context, method, path string, in, out any) err
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("simulator %s %s: %w", method, path, err)
+		return fmt.Errorf("simulator at %s is not answering (has the stack stopped? %s local down cleans up after it): %w", c.base, invokedAs, err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("simulator %s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
+		return newSimError(method, path, resp.StatusCode, data)
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -417,6 +666,43 @@ func (c simClient) do(ctx context.Context, method, path string, in, out any) err
 		}
 	}
 	return nil
+}
+
+// simError is a refusal of the simulator's control API: its HTTP status
+// and the message of its JSON error body ({"error": "..."}, what every
+// /_sim/ route answers on failure), or the raw body when it is not that.
+type simError struct {
+	Method, Path string
+	Status       int
+	Message      string
+	// Raw is true when the body was not a JSON error.
+	Raw bool
+}
+
+func newSimError(method, path string, status int, body []byte) *simError {
+	e := &simError{Method: method, Path: path, Status: status}
+	var decoded struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &decoded) == nil && decoded.Error != "" {
+		e.Message = decoded.Error
+	} else {
+		e.Message, e.Raw = strings.TrimSpace(string(body)), true
+	}
+	return e
+}
+
+// Error reads "the simulator refused: MESSAGE" for a JSON error body, else
+// names the call and the HTTP status.
+func (e *simError) Error() string {
+	if !e.Raw {
+		return "the simulator refused: " + e.Message
+	}
+	msg := fmt.Sprintf("simulator %s %s: %d %s", e.Method, e.Path, e.Status, http.StatusText(e.Status))
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
 }
 
 // find returns the instance named by a Node name (its private DNS name),

@@ -34,9 +34,16 @@ func (f *fakeSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/_sim/instances":
 		_ = json.NewEncoder(w).Encode([]ec2sim.Instance{
-			{ID: "i-0aaa", PrivateDNSName: "ip-10-0-0-4.ap-northeast-1.compute.internal", Zone: "ap-northeast-1a", CapacityType: "spot"},
-			{ID: "i-0bbb", PrivateDNSName: "ip-10-0-0-5.ap-northeast-1.compute.internal", Zone: "ap-northeast-1c", CapacityType: "on-demand"},
+			{ID: "i-0aaa", PrivateDNSName: "ip-10-0-0-4.ap-northeast-1.compute.internal", Zone: "ap-northeast-1a", CapacityType: "spot", InstanceType: "m5.large"},
+			{ID: "i-0bbb", PrivateDNSName: "ip-10-0-0-5.ap-northeast-1.compute.internal", Zone: "ap-northeast-1c", CapacityType: "on-demand", InstanceType: "c6a.xlarge"},
+			{ID: "i-0ccc", PrivateDNSName: "ip-10-0-0-6.ap-northeast-1.compute.internal", Zone: "ap-northeast-1d", CapacityType: "spot", InstanceType: "m5.large"},
 		})
+	case strings.HasPrefix(r.URL.Path, "/_sim/instances/i-0ccc/interrupt"):
+		w.WriteHeader(http.StatusConflict)
+		_, _ = io.WriteString(w, `{"error":"instance i-0ccc: shutting-down"}`)
+	case strings.HasPrefix(r.URL.Path, "/_sim/instances/i-0ccc/status"):
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, "upstream gone\n")
 	case strings.HasSuffix(r.URL.Path, "/interrupt"):
 		_ = json.NewEncoder(w).Encode(ec2sim.SpotInterruption{})
 	case strings.HasSuffix(r.URL.Path, "/status"):
@@ -66,7 +73,8 @@ func stackDirWired(t *testing.T, sim http.Handler, wired stack.Wired) string {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	data, err := json.Marshal(stack.Info{Dir: dir, SimURL: srv.URL, Features: wired})
+	data, err := json.Marshal(stack.Info{Dir: dir, SimURL: srv.URL, Features: wired, Region: "ap-northeast-1",
+		Zones: []string{"ap-northeast-1a", "ap-northeast-1c", "ap-northeast-1d"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +213,7 @@ func TestLocalInjectionsSayWhatHandlesThem(t *testing.T) {
 	}{
 		{name: "should say the node is drained when interruption is wired", args: []string{"interrupt", "i-0aaa"}, wired: wired, want: "drains the node"},
 		{name: "should say nothing drains the node when interruption is not wired", args: []string{"interrupt", "i-0aaa"}, wired: unwired, want: "nothing drains the node"},
-		{name: "should say a rebalance only records an event when interruption is wired", args: []string{"rebalance", "i-0aaa"}, wired: wired, want: "no taint, no drain"},
+		{name: "should say a rebalance only records an event when interruption is wired", args: []string{"rebalance", "i-0aaa"}, wired: wired, want: "records a SpotRebalanceRecommendation event on the Node and, as Karpenter does, nothing else: no taint, no drain"},
 		{name: "should say nothing reads a rebalance when interruption is not wired", args: []string{"rebalance", "i-0aaa"}, wired: unwired, want: "nothing reads the recommendation"},
 		{name: "should say an impaired node is drained forcefully when interruption is wired", args: []string{"impair", "i-0aaa"}, wired: wired, want: "drains the node forcefully"},
 		{name: "should say nothing polls the status when interruption is not wired", args: []string{"impair", "i-0aaa"}, wired: unwired, want: "nothing polls the instance status"},
@@ -239,7 +247,14 @@ func TestLocalRejectsBadInvocations(t *testing.T) {
 		{name: "should reject interrupt without a node", args: []string{"interrupt"}, withStack: true, wantCode: 2, wantErr: "usage: nodewright local interrupt NODE"},
 		{name: "should reject ice without a capacity type", args: []string{"ice", "m5.large", "ap-northeast-1a"}, withStack: true, wantCode: 2, wantErr: "usage: nodewright local ice"},
 		{name: "should name a node no instance backs", args: []string{"interrupt", "ip-10-9-9-9"}, withStack: true, wantCode: 1, wantErr: `node "ip-10-9-9-9": no simulator instance`},
-		{name: "should pass on the simulator's refusal of an on-demand rebalance", args: []string{"rebalance", "i-0bbb"}, withStack: true, wantCode: 1, wantErr: "not spot"},
+		{name: "should explain that a rebalance of an on-demand node goes nowhere", args: []string{"rebalance", "i-0bbb"}, withStack: true, wantCode: 1,
+			wantErr: "node i-0bbb (instance i-0bbb, on-demand c6a.xlarge): Spot interruption warnings and rebalance recommendations only go to Spot instances; apply deploy/demo/spot/ for a Spot NodePool"},
+		{name: "should explain that an interruption of an on-demand node goes nowhere", args: []string{"interrupt", "ip-10-0-0-5.ap-northeast-1.compute.internal"}, withStack: true, wantCode: 1,
+			wantErr: "node ip-10-0-0-5.ap-northeast-1.compute.internal (instance i-0bbb, on-demand c6a.xlarge): Spot interruption warnings"},
+		{name: "should print the message of the simulator's JSON error body", args: []string{"interrupt", "i-0ccc"}, withStack: true, wantCode: 1,
+			wantErr: "nodewright local interrupt: the simulator refused: instance i-0ccc: shutting-down\n"},
+		{name: "should name the call and status of a simulator error that is not JSON", args: []string{"impair", "i-0ccc"}, withStack: true, wantCode: 1,
+			wantErr: "simulator POST /_sim/instances/i-0ccc/status: 502 Bad Gateway: upstream gone\n"},
 		{name: "should name the missing stack", args: []string{"interrupt", "i-0aaa"}, wantCode: 1, wantErr: "no running stack in"},
 		{name: "should reject impair without a node", args: []string{"impair", "--check", "system"}, withStack: true, wantCode: 2, wantErr: "usage: nodewright local impair NODE"},
 		{name: "should reject impair of an unknown check", args: []string{"impair", "i-0aaa", "--check", "ebs"}, withStack: true, wantCode: 2, wantErr: `--check "ebs": want instance or system`},

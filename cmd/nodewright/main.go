@@ -21,7 +21,7 @@ func commands() map[string]command {
 		"validate":   {"validate NodePool and EC2NodeClass manifests", runValidate},
 		"plan":       {"show the NodeClaims the solver would launch for a set of manifests", runPlan},
 		"disruption": {"show the disruption commands an evaluation at an instant would start", runDisruption},
-		"local":      {"run the whole system locally: local up|down|interrupt|rebalance|ice", runLocal},
+		"local":      {"run the whole system locally: local up|down|interrupt|rebalance|impair|ice", runLocal},
 		"demo":       {"bring up the local stack, scale the guide's inflate deployment, show the timeline", runDemo},
 	}
 }
