@@ -323,7 +323,10 @@ func TestCreateTags(t *testing.T) {
 	}
 }
 
-func TestReleasedAddressesAreReused(t *testing.T) {
+// A released address goes back to the pool but is handed out again only
+// once the never-used ones run out, so a Node name (the private DNS name)
+// is not reused minutes after its node went away.
+func TestReleasedAddressesAreNotReusedWhileFreshOnesRemain(t *testing.T) {
 	e := newEnv(t, ec2sim.Options{})
 	sn := e.subnets()["us-east-1a"]
 	first := e.launch(t, "on-demand", "c5.large", "us-east-1a", 2, nil)
@@ -333,8 +336,9 @@ func TestReleasedAddressesAreReused(t *testing.T) {
 	}
 	next := e.launch(t, "on-demand", "c5.large", "us-east-1a", 1, nil)[0]
 	got, _ := e.sim.Instance(next)
-	if got.PrivateIP != firstIP.PrivateIP {
-		t.Errorf("new instance IP = %s, want the released %s", got.PrivateIP, firstIP.PrivateIP)
+	second, _ := e.sim.Instance(first[1])
+	if got.PrivateIP == firstIP.PrivateIP || got.PrivateIP == second.PrivateIP {
+		t.Errorf("new instance IP = %s, want a never-used one (released %s, in use %s)", got.PrivateIP, firstIP.PrivateIP, second.PrivateIP)
 	}
 	if err := e.sim.SetAvailableIPs(sn, 0); err != nil {
 		t.Fatalf("SetAvailableIPs() error = %v", err)

@@ -108,19 +108,22 @@ func (s *Server) seedNetwork() {
 // per subnet.
 func subnetCapacity(p netip.Prefix) int { return 1<<(32-p.Bits()) - 5 }
 
-// allocateIP hands out a private address of sn: a released one first, else
-// the next unused one. The first four addresses of a subnet are reserved by
-// AWS. ok is false when the subnet has no free address.
+// allocateIP hands out a private address of sn: the next never-used one
+// while there is one, then released ones, oldest release first, so a
+// Node name (the private DNS name) is not reused minutes after its node
+// went away, which would mix two machines under one name in events and
+// timelines. The first four addresses of a subnet are reserved by AWS. ok
+// is false when the subnet has no free address.
 func (sn *subnet) allocateIP() (ip string, ok bool) {
 	var off uint32
 	switch {
 	case sn.available <= 0:
 		return "", false
-	case len(sn.free) > 0:
-		off, sn.free = sn.free[0], sn.free[1:]
 	case int(sn.next) < subnetCapacity(sn.cidr):
 		off = sn.next
 		sn.next++
+	case len(sn.free) > 0:
+		off, sn.free = sn.free[0], sn.free[1:]
 	default:
 		return "", false
 	}
