@@ -58,7 +58,7 @@ func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs.IntVar(&cfg.replicas, "replicas", 10, "inflate replicas to scale to")
 	fs.DurationVar(&cfg.bootDelay, "boot-delay", stack.DefaultBootDelay, "simulated instance boot time")
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "give up after this long")
-	fs.BoolVar(&cfg.disrupt, "disruption", true, "wire drift and consolidation (the disruption state machine on aws-local-stepfunctions; needs make sfn-deps) and wait for them; false skips both")
+	fs.BoolVar(&cfg.disrupt, "disruption", true, "wire drift, consolidation and interruption handling (the disruption state machine on aws-local-stepfunctions; needs make sfn-deps) and wait for them; false skips drift, consolidation and the Spot interruption step")
 	fs.BoolVar(&cfg.drift, "drift", true, "pin the EC2NodeClass to another AMI and wait until drift has replaced every node (needs --disruption)")
 	fs.BoolVar(&cfg.interrupt, "interrupt", true, "apply a Spot NodePool and workload (deploy/demo/spot/), issue a Spot interruption warning for one of its nodes and wait until its pods run elsewhere (needs --disruption)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || cfg.replicas < 1 {
