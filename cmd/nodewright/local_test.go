@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -317,6 +320,351 @@ func TestDescribeWired(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := describeWired(tt.in); got != tt.want {
 				t.Errorf("describeWired() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLocalDownSaysWhatItFound(t *testing.T) {
+	writeInfo := func(t *testing.T, dir string, info stack.Info) {
+		t.Helper()
+		data, err := json.Marshal(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "stack.json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		// setup prepares dir (which does not exist yet) and returns a
+		// check that runs after local down.
+		setup       func(t *testing.T, dir string)
+		want        string
+		wantDirGone bool
+	}{
+		{name: "should say there was nothing to stop in a missing dir", setup: func(*testing.T, string) {},
+			want: "no local stack in DIR; nothing to stop\n", wantDirGone: true},
+		{name: "should say there was nothing to stop in a dir that holds no stack and leave it", setup: func(t *testing.T, dir string) {
+			if err := os.MkdirAll(filepath.Join(dir, "mine"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, want: "no local stack in DIR; nothing to stop\n"},
+		{name: "should say a recorded stack was not running and remove its state", setup: func(t *testing.T, dir string) {
+			if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeInfo(t, dir, stack.Info{Dir: dir, ServePID: 0, PIDs: map[string]int{"forwarder": 0}})
+		}, want: "local stack in DIR was not running (none of its recorded processes was alive); removed its state\n", wantDirGone: true},
+		{name: "should remove what a failed start left without claiming a stop", setup: func(t *testing.T, dir string) {
+			if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, want: "no running local stack in DIR; removed what a start that failed left there\n", wantDirGone: true},
+		{name: "should stop a running stack's serving process and say so", setup: func(t *testing.T, dir string) {
+			if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// A stand-in serving process whose command line names dir, as
+			// `local serve --dir DIR` does; SIGTERM ends it.
+			cmd := exec.Command("sh", "-c", "while :; do sleep 0.1; done", dir)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				<-done
+			})
+			writeInfo(t, dir, stack.Info{Dir: dir, ServePID: cmd.Process.Pid})
+			if !stack.Running(dir) {
+				t.Fatal("stand-in stack is not seen as running")
+			}
+		}, want: "local stack in DIR stopped and removed\n", wantDirGone: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "local-stack")
+			tt.setup(t, dir)
+			var stdout, stderr bytes.Buffer
+			if code := runLocal(context.Background(), []string{"down", "--dir", dir}, nil, &stdout, &stderr); code != 0 {
+				t.Fatalf("local down = %d, want 0; stderr:\n%s", code, stderr.String())
+			}
+			if diff := cmp.Diff(strings.ReplaceAll(tt.want, "DIR", dir), stdout.String()); diff != "" {
+				t.Errorf("local down output mismatch (-want +got):\n%s", diff)
+			}
+			_, err := os.Stat(dir)
+			if gone := errors.Is(err, os.ErrNotExist); gone != tt.wantDirGone {
+				t.Errorf("state dir gone = %t, want %t", gone, tt.wantDirGone)
+			}
+			// A second down finds nothing.
+			if tt.wantDirGone {
+				stdout.Reset()
+				if code := runLocal(context.Background(), []string{"down", "--dir", dir}, nil, &stdout, &stderr); code != 0 {
+					t.Fatalf("second local down = %d, want 0", code)
+				}
+				if want := "no local stack in " + dir + "; nothing to stop\n"; stdout.String() != want {
+					t.Errorf("second local down = %q, want %q", stdout.String(), want)
+				}
+			}
+		})
+	}
+}
+
+func TestLocalOutsideTheRepositoryHintsAtTheDefaultDir(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("TMPDIR", t.TempDir()) // the default dir outside the repository is under it
+	def := filepath.Join(os.TempDir(), "nodewright-local-stack")
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string
+		wantNot  string
+	}{
+		{name: "should hint at --dir when down finds no stack in the default dir", args: []string{"down"},
+			want: "no local stack in " + def + "; nothing to stop\n(outside the nodewright repository the default state dir is " + def +
+				"; a stack started inside the repository keeps its state in <repository>/.cache/local-stack"},
+		{name: "should not hint when --dir is given", args: []string{"down", "--dir", filepath.Join(def, "x")},
+			want: "nothing to stop\n", wantNot: "outside the nodewright repository"},
+		{name: "should hint at --dir when an injection finds no stack", args: []string{"interrupt", "i-0aaa"}, wantCode: 1,
+			want: "pass --dir <repository>/.cache/local-stack)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if code := runLocal(context.Background(), tt.args, nil, &out, &out); code != tt.wantCode {
+				t.Errorf("runLocal(%q) = %d, want %d; output:\n%s", tt.args, code, tt.wantCode, out.String())
+			}
+			if !strings.Contains(out.String(), tt.want) {
+				t.Errorf("output = %q, want it to contain %q", out.String(), tt.want)
+			}
+			if tt.wantNot != "" && strings.Contains(out.String(), tt.wantNot) {
+				t.Errorf("output = %q, want it not to contain %q", out.String(), tt.wantNot)
+			}
+		})
+	}
+}
+
+func TestLocalIceChecksItsArguments(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "should reject a capacity type other than on-demand or spot", args: []string{"m5.large", "ap-northeast-1a", "reserved"},
+			wantErr: `nodewright local ice: CAPACITY "reserved": want on-demand or spot`},
+		{name: "should reject a zone the stack does not run", args: []string{"m5.large", "ap-northeast-1b", "spot"},
+			wantErr: `nodewright local ice: ZONE "ap-northeast-1b": not a zone of this stack; its zones are ap-northeast-1a, ap-northeast-1c, ap-northeast-1d`},
+		{name: "should reject a zone given in the type's place", args: []string{"ap-northeast-1a", "m5.large", "spot"},
+			wantErr: `ZONE "m5.large": not a zone of this stack`},
+		{name: "should list the family's sizes for an unknown size", args: []string{"m5.huge", "ap-northeast-1a", "spot"},
+			wantErr: `nodewright local ice: TYPE "m5.huge": not an instance type of the catalog; the m5 family has m5.12xlarge, m5.16xlarge`},
+		{name: "should name an unknown family", args: []string{"zz9.large", "ap-northeast-1a", "on-demand"},
+			wantErr: `nodewright local ice: TYPE "zz9.large": not an instance type of the catalog (family "zz9" unknown`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := &fakeSim{}
+			args := append([]string{"ice", "--dir", stackDir(t, sim)}, tt.args...)
+			var stdout, stderr bytes.Buffer
+			if code := runLocal(context.Background(), args, nil, &stdout, &stderr); code != 2 {
+				t.Errorf("runLocal(%q) = %d, want 2", args, code)
+			}
+			if !strings.Contains(stderr.String(), tt.wantErr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantErr)
+			}
+			if len(sim.requests) != 0 {
+				t.Errorf("simulator requests = %q, want none", sim.requests)
+			}
+		})
+	}
+}
+
+func TestLocalUpValidatesRegionAndZonesBeforeStarting(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "should reject a name that is no AWS region", args: []string{"--region", "mars-1"},
+			wantErr: `nodewright local up: --region "mars-1": not an AWS region name such as us-east-1; choose one of ap-northeast-1, ap-northeast-2,`},
+		{name: "should reject a region the catalog has no zones for", args: []string{"--region", "mx-central-1"},
+			wantErr: `--region "mx-central-1": a region the local stack cannot simulate (shared/catalog has no zones for it); choose one of`},
+		{name: "should reject a zone letter the region does not have", args: []string{"--zones", "ap-northeast-1a,ap-northeast-1z"},
+			wantErr: `nodewright local up: --zones: "ap-northeast-1z" is not a zone of region ap-northeast-1; its zones are ap-northeast-1a, ap-northeast-1c, ap-northeast-1d`},
+		{name: "should reject a zone of another region", args: []string{"--region", "us-west-2", "--zones", "us-east-1a"},
+			wantErr: `--zones: "us-east-1a" is not a zone of region us-west-2; its zones are us-west-2a, us-west-2b, us-west-2c, us-west-2d`},
+		{name: "should reject a zone listed twice", args: []string{"--zones", "ap-northeast-1a,ap-northeast-1a"},
+			wantErr: `--zones: "ap-northeast-1a" is listed twice`},
+		{name: "should reject a bad region with --detach too", args: []string{"--detach", "--region", "mars-1"},
+			wantErr: `--region "mars-1"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "local-stack")
+			args := append([]string{"up", "--dir", dir}, tt.args...)
+			var stdout, stderr bytes.Buffer
+			if code := runLocal(context.Background(), args, nil, &stdout, &stderr); code != 2 {
+				t.Errorf("runLocal(%q) = %d, want 2", args, code)
+			}
+			if !strings.Contains(stderr.String(), tt.wantErr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantErr)
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("state dir %s exists after a rejected start (stat: %v)", dir, err)
+			}
+		})
+	}
+}
+
+func TestLocalRegionsAreTheCatalogs(t *testing.T) {
+	for _, region := range localRegions {
+		if rc, ok := lookupRegion(region); !ok || len(rc.zones) == 0 || len(rc.types) == 0 {
+			t.Errorf("lookupRegion(%q) = %d zones, %d types, %t; localRegions names only regions the catalog resolves", region, len(rc.zones), len(rc.types), ok)
+		}
+	}
+	if _, ok := lookupRegion(stack.DefaultRegion); !ok || !slices.Contains(localRegions, stack.DefaultRegion) {
+		t.Errorf("the stack's default region %s is not in localRegions or not resolvable", stack.DefaultRegion)
+	}
+}
+
+func TestFailedStartCleansUpOnlyTheDirItCreated(t *testing.T) {
+	startErr := errors.New("control plane: boom")
+	tests := []struct {
+		name        string
+		fresh       bool
+		wantDirGone bool
+		wantErr     string
+	}{
+		{name: "should remove a state dir the failed start created", fresh: true, wantDirGone: true, wantErr: "control plane: boom"},
+		{name: "should keep a state dir that existed before and say so", fresh: false,
+			wantErr: "existed before this start and is kept"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "local-stack")
+			if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			err := cleanFailedStart(dir, tt.fresh, startErr)
+			if !errors.Is(err, startErr) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("cleanFailedStart() = %v, want %v containing %q", err, startErr, tt.wantErr)
+			}
+			_, serr := os.Stat(dir)
+			if gone := errors.Is(serr, os.ErrNotExist); gone != tt.wantDirGone {
+				t.Errorf("state dir gone = %t, want %t", gone, tt.wantDirGone)
+			}
+		})
+	}
+}
+
+func TestFreshStateDir(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "local-stack")
+	if fresh, err := freshStateDir(missing); err != nil || !fresh {
+		t.Errorf("freshStateDir(missing) = %t, %v; want true, nil", fresh, err)
+	}
+	existing := stackDir(t, &fakeSim{}) // a stack.json whose processes are gone
+	if fresh, err := freshStateDir(existing); err != nil || fresh {
+		t.Errorf("freshStateDir(existing) = %t, %v; want false, nil", fresh, err)
+	}
+}
+
+func TestLocalSubcommandsPrintOnlyTheirOwnFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		sub     string
+		want    []string
+		wantNot []string
+	}{
+		{name: "should show interrupt only --dir", sub: "interrupt", want: []string{"usage: nodewright local interrupt NODE", "-dir"}, wantNot: []string{"-check", "-clear"}},
+		{name: "should show rebalance only --dir", sub: "rebalance", want: []string{"usage: nodewright local rebalance NODE", "-dir"}, wantNot: []string{"-check", "-clear"}},
+		{name: "should show impair --check", sub: "impair", want: []string{"usage: nodewright local impair NODE", "-check", "-dir"}, wantNot: []string{"-clear"}},
+		{name: "should show ice --clear", sub: "ice", want: []string{"usage: nodewright local ice TYPE ZONE CAPACITY", "-clear", "-dir"}, wantNot: []string{"-check"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := runLocal(context.Background(), []string{tt.sub, "--bogus"}, nil, &stdout, &stderr); code != 2 {
+				t.Errorf("local %s --bogus = %d, want 2", tt.sub, code)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr = %q, want it to contain %q", stderr.String(), w)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr = %q, want it not to contain %q", stderr.String(), w)
+				}
+			}
+		})
+	}
+}
+
+func TestUsageListsEveryLocalSubcommand(t *testing.T) {
+	var stderr bytes.Buffer
+	run(context.Background(), nil, nil, io.Discard, &stderr)
+	if want := "local up|down|interrupt|rebalance|impair|ice"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("usage = %q, want it to contain %q", stderr.String(), want)
+	}
+	stderr.Reset()
+	runLocal(context.Background(), nil, nil, io.Discard, &stderr)
+	for _, sub := range []string{"up ", "down ", "interrupt NODE", "rebalance NODE", "impair NODE", "ice TYPE ZONE CAPACITY"} {
+		if !strings.Contains(stderr.String(), "\n  "+sub) {
+			t.Errorf("local usage = %q, want a line for %q", stderr.String(), sub)
+		}
+	}
+}
+
+func TestSelfCommandFollowsTheInvocation(t *testing.T) {
+	tests := []struct {
+		name, arg0, want string
+	}{
+		{name: "should print go run for a binary go run built", arg0: "/tmp/go-build3141592/b001/exe/nodewright", want: "go run ./cmd/nodewright"},
+		{name: "should print the name found on PATH", arg0: "nodewright", want: "nodewright"},
+		{name: "should print a relative path as typed", arg0: "./bin/nodewright", want: "./bin/nodewright"},
+		{name: "should fall back to nodewright without an arg0", arg0: "", want: "nodewright"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := selfCommand(tt.arg0); got != tt.want {
+				t.Errorf("selfCommand(%q) = %q, want %q", tt.arg0, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPrintHowToNamesTheStopCommandAndKubectl(t *testing.T) {
+	defer func(old string) { invokedAs = old }(invokedAs)
+	invokedAs = "go run ./cmd/nodewright"
+	info := stack.Info{Dir: "/r/.cache/local-stack", Kubeconfig: "/r/.cache/local-stack/cluster/kubeconfig", Zones: []string{"ap-northeast-1a"}}
+	tests := []struct {
+		name     string
+		detached bool
+		want     []string
+		wantNot  []string
+	}{
+		{name: "should print the stop command the way the CLI was run when detached", detached: true,
+			want: []string{"Stop it with: go run ./cmd/nodewright local down --dir /r/.cache/local-stack\n", "(a recent kubectl, 1.30 or later)"}},
+		{name: "should not print a stop command in the foreground", detached: false,
+			want: []string{"(a recent kubectl, 1.30 or later)"}, wantNot: []string{"Stop it with", "1.35"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			printHowTo(&out, info, "prices", tt.detached)
+			for _, w := range tt.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output = %q, want it to contain %q", out.String(), w)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(out.String(), w) {
+					t.Errorf("output = %q, want it not to contain %q", out.String(), w)
+				}
 			}
 		})
 	}
