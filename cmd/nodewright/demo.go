@@ -211,10 +211,11 @@ func (d *demoRun) run(ctx context.Context, cfg demoConfig) (err error) {
 		return err
 	}
 	if wired.Consolidation {
-		if _, err := d.watch(ctx, s, "consolidation", 5*time.Minute, func(st stack.Status) bool { return st.Nodes == 0 }); err != nil {
+		d.say("consolidation: every node is empty now; emptiness removes a node once its NodePool's consolidateAfter has passed since its last pod left (production: 2m, spot: 30s), within the budget (production: 10%%, one node at a time)")
+		if _, err := d.watch(ctx, s, "consolidation", 5*time.Minute, func(st stack.Status) bool { return st.Nodes == 0 && st.NodeClaims == 0 }); err != nil {
 			return err
 		}
-		d.say("consolidation removed every empty node")
+		d.say("consolidation removed every empty node and its NodeClaim")
 		d.sayExecutions(s, "empty-", "consolidate-")
 	} else {
 		if !cfg.disrupt {
