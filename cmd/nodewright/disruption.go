@@ -74,7 +74,7 @@ func parseDisruptionFlags(args []string, stderr io.Writer, now func() time.Time)
 	fs.Var(&files, "f", "manifest `FILE|DIR|-` (repeatable or comma-separated; - reads stdin; directories are read recursively)")
 	fs.StringVar(&nowFlag, "now", "", "evaluation instant, RFC 3339 (default: the current time)")
 	fs.StringVar(&gates, "feature-gates", "", "Karpenter feature `gates`, e.g. SpotToSpotConsolidation=true")
-	fs.StringVar(&cfg.Region, "region", "us-east-1", "AWS `region` whose catalog and prices are used")
+	fs.StringVar(&cfg.Region, "region", "", "AWS `region` whose catalog and prices are used (default: the one region the input names in zone labels or requirements, else "+defaultRegion+")")
 	fs.Float64Var(&cfg.SpotPriceRatio, "spot-price-ratio", defaultSpotPriceRatio,
 		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity")
 	fs.StringVar(&cfg.Output, "o", "table", "output `format`: table or json")
@@ -150,6 +150,9 @@ func evaluateDisruption(ctx context.Context, cfg disruptionConfig, stdin io.Read
 	}
 	if err := strictErrors(objs); err != nil {
 		return disruptionReport{}, fmt.Errorf("invalid input:\n%w", err)
+	}
+	if cfg.Region, err = chooseRegion(cfg.Region, objs, stderr); err != nil {
+		return disruptionReport{}, err
 	}
 	cluster, err := workload.Build(objs)
 	if err != nil {

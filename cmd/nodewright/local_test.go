@@ -379,6 +379,11 @@ func TestLocalDownSaysWhatItFound(t *testing.T) {
 				<-done
 			})
 			writeInfo(t, dir, stack.Info{Dir: dir, ServePID: cmd.Process.Pid})
+			// Until the child has exec'd, its command line is the test
+			// binary's: wait for it to name dir.
+			for deadline := time.Now().Add(10 * time.Second); !stack.Running(dir) && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
 			if !stack.Running(dir) {
 				t.Fatal("stand-in stack is not seen as running")
 			}

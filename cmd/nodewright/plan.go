@@ -27,7 +27,9 @@ const defaultSpotPriceRatio = 0.35
 
 // planConfig is the parsed command line of `nodewright plan`.
 type planConfig struct {
-	Files          []string
+	Files []string
+	// Region is --region; empty when the flag was not given, so the input
+	// decides (inferRegion), else defaultRegion.
 	Region         string
 	Zones          []string
 	Now            time.Time
@@ -69,7 +71,7 @@ func parsePlanFlags(args []string, stderr io.Writer, now func() time.Time) (plan
 	cfg := planConfig{}
 	var nowFlag string
 	fs.Var(&files, "f", "manifest `FILE|DIR|-` (repeatable or comma-separated; - reads stdin; directories are read recursively)")
-	fs.StringVar(&cfg.Region, "region", "us-east-1", "AWS `region` whose catalog, prices and zones are used")
+	fs.StringVar(&cfg.Region, "region", "", "AWS `region` whose catalog, prices and zones are used (default: the one region the input names in zone labels or requirements, else "+defaultRegion+")")
 	fs.Var(&zones, "zones", "comma-separated `zones` to offer capacity in (default: each EC2NodeClass's status.subnets zones, else every zone of the region)")
 	fs.StringVar(&nowFlag, "now", "", "planning time, RFC 3339 (default: the current time); stamps the new NodeClaims")
 	fs.Float64Var(&cfg.SpotPriceRatio, "spot-price-ratio", defaultSpotPriceRatio,
@@ -98,12 +100,21 @@ func parsePlanFlags(args []string, stderr io.Writer, now func() time.Time) (plan
 		fmt.Fprintf(stderr, "nodewright plan: -o %q: want table or json\n", cfg.Output)
 		return cfg, errUsage
 	}
-	if !regionName.MatchString(cfg.Region) {
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "region" })
+	if explicit && cfg.Region == "" {
+		fmt.Fprintf(stderr, "nodewright plan: --region \"\": not an AWS region name such as us-east-1\n")
+		return cfg, errUsage
+	}
+	if cfg.Region == "" && len(zones) > 0 {
+		cfg.Region, _ = regionOfZone(zones[0])
+	}
+	if cfg.Region != "" && !regionName.MatchString(cfg.Region) {
 		fmt.Fprintf(stderr, "nodewright plan: --region %q: not an AWS region name such as us-east-1\n", cfg.Region)
 		return cfg, errUsage
 	}
 	for _, z := range zones {
-		if rest, ok := strings.CutPrefix(z, cfg.Region); !ok || !zoneSuffix.MatchString(rest) {
+		if rest, ok := strings.CutPrefix(z, cfg.Region); cfg.Region == "" || !ok || !zoneSuffix.MatchString(rest) {
 			fmt.Fprintf(stderr, "nodewright plan: --zones: %q is not a zone of region %s (zones are the region name plus a letter, e.g. %sa; set --region for another region)\n",
 				z, cfg.Region, cfg.Region)
 			return cfg, errUsage
@@ -146,6 +157,9 @@ func plan(ctx context.Context, cfg planConfig, stdin io.Reader, stderr io.Writer
 	}
 	if err := strictErrors(objs); err != nil {
 		return workload.Report{}, fmt.Errorf("invalid input:\n%w", err)
+	}
+	if cfg.Region, err = chooseRegion(cfg.Region, objs, stderr); err != nil {
+		return workload.Report{}, err
 	}
 	cluster, err := workload.Build(objs)
 	if err != nil {

@@ -298,7 +298,7 @@ func TestPlanRejectsInvalidInput(t *testing.T) {
 		{"should require -f", []string{}, 2, []string{"at least one -f"}},
 		{"should reject an unknown output format", []string{"-f", guideComplete, "-o", "yaml"}, 2, []string{`-o "yaml"`}},
 		{"should reject a malformed --now", []string{"-f", guideComplete, "--now", "yesterday"}, 2, []string{"RFC 3339"}},
-		{"should reject a zone outside the region as a usage error", []string{"-f", guideComplete, "--zones", "eu-west-1a"}, 2,
+		{"should reject a zone outside the region as a usage error", []string{"-f", guideComplete, "--region", "us-east-1", "--zones", "eu-west-1a"}, 2,
 			[]string{`--zones: "eu-west-1a" is not a zone of region us-east-1`}},
 		{"should reject a region that is not an AWS region name", []string{"-f", guideComplete, "--region", "mars-1"}, 2,
 			[]string{`--region "mars-1": not an AWS region name`}},
@@ -341,7 +341,7 @@ func TestParsePlanFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = planConfig{Files: []string{"x"}, Region: "us-east-1", Now: fixed, SpotPriceRatio: defaultSpotPriceRatio, Output: "table"}
+	want = planConfig{Files: []string{"x"}, Region: "", Now: fixed, SpotPriceRatio: defaultSpotPriceRatio, Output: "table"}
 	if diff := cmp.Diff(want, defaults); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
 	}
