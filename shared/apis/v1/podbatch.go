@@ -13,6 +13,7 @@ package v1
 //	POST RouteSnapshots            ClusterSnapshot   -> 202 Receipt
 //	GET  RouteNodeClaims                             -> 200 NodeClaimList (every NodeClaim the API holds for the cluster)
 //	GET  RouteEvents                                 -> 200 EventList (the newest unexpired event records, at most MaxEventsPerList)
+//	GET  RouteNodeClasses                            -> 200 NodeClassStatusList (what the API last resolved for each EC2NodeClass)
 //
 // A rejected request gets a 4xx and an ErrorResponse naming the field paths at
 // fault (HTTPStatus maps decode errors to codes); nothing of it is stored. A
@@ -66,6 +67,7 @@ const (
 	KindClusterSnapshot   = "ClusterSnapshot"
 	KindReceipt           = "Receipt"
 	KindEventList         = "EventList"
+	KindNodeClassStatuses = "NodeClassStatusList"
 )
 
 // Routes of the intake API, relative to its base URL.
@@ -76,6 +78,7 @@ const (
 	RouteSnapshots     = "/v1/snapshots"
 	RouteNodeClaims    = "/v1/nodeclaims"
 	RouteEvents        = "/v1/events"
+	RouteNodeClasses   = "/v1/nodeclasses"
 )
 
 // HeaderIdempotencyKey carries a message's ID on every POST; it must equal
@@ -573,6 +576,34 @@ type EventRecord struct {
 	// NodePool names the NodePool the event is about, when no NodeClaim,
 	// Node or Pod is named (a budget that blocks the pool's disruptions).
 	NodePool string `json:"nodePool,omitempty"`
+}
+
+// NodeClassStatusList answers GET RouteNodeClasses: what the Lambdas last
+// resolved for each EC2NodeClass against EC2 and SSM, sorted by name. The
+// forwarder writes it to the EC2NodeClass status subresource, as Karpenter's
+// node-class controller does (aws: pkg/controllers/nodeclass).
+type NodeClassStatusList struct {
+	metav1.TypeMeta `json:",inline"`
+	Items           []NodeClassStatus `json:"items"`
+}
+
+// NodeClassStatus is one EC2NodeClass as the API resolved it.
+type NodeClassStatus struct {
+	// Name is the EC2NodeClass's name.
+	Name string `json:"name"`
+	// Generation is the class's metadata.generation the resolution is for.
+	Generation int64 `json:"generation"`
+	// UID is the class's metadata.uid, when known.
+	UID types.UID `json:"uid,omitempty"`
+	// ChangedAt is when the resolution last changed (the writer's clock).
+	ChangedAt metav1.Time `json:"changedAt"`
+	// Status holds the resolved subnets (most free addresses first),
+	// security groups, AMIs (newest first) and instance profile, and one
+	// condition, Ready: True, or False with Karpenter's reason
+	// (SubnetsNotFound, SecurityGroupsNotFound, AMINotFound) and the
+	// resolver's message. The condition's lastTransitionTime is not set;
+	// the writer of the Kubernetes status sets it.
+	Status EC2NodeClassStatus `json:"status"`
 }
 
 // Receipt acknowledges a ClusterConfig, NodeRegistrations or ClusterSnapshot.
