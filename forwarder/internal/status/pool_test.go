@@ -139,8 +139,8 @@ func TestPoolConditions(t *testing.T) {
 			want: []brief{{"ValidationSucceeded", "True", "ValidationSucceeded", ""}, {"NodeClassReady", "False", "NodeClassReadinessUnknown", "NodeClass readiness is unknown"}, {"Ready", "False", "UnhealthyDependents", "NodeClassReady=False"}},
 		},
 		{
-			name: "a class that is not Ready passes on its reason and message",
-			pool: pool("default", "default"),
+			name:  "a class that is not Ready passes on its reason and message",
+			pool:  pool("default", "default"),
 			class: &ClassState{Ready: &metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "UnhealthyDependents", Message: "SubnetsReady=False"}},
 			want:  []brief{{"ValidationSucceeded", "True", "ValidationSucceeded", ""}, {"NodeClassReady", "False", "UnhealthyDependents", "SubnetsReady=False"}, {"Ready", "False", "UnhealthyDependents", "NodeClassReady=False"}},
 		},

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -241,7 +242,7 @@ func toMap(status any) (map[string]any, error) {
 		return nil, fmt.Errorf("encode status: %w", err)
 	}
 	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
+	if err := utiljson.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("encode status: %w", err)
 	}
 	return m, nil
