@@ -33,6 +33,7 @@ import (
 	"github.com/nodewright/nodewright/forwarder/internal/leader"
 	"github.com/nodewright/nodewright/forwarder/internal/metrics"
 	"github.com/nodewright/nodewright/forwarder/internal/mirror"
+	"github.com/nodewright/nodewright/forwarder/internal/status"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
@@ -143,11 +144,22 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		NodePoolInformer: nodePools.Informer(), NodeClassInformer: nodeClasses.Informer(),
 	}, m.API(client), m.Emitter(events.New(kube.CoreV1(), time.Now, cfg.Identity)), m.Mirror(mirror.New(dyn)),
 		m.Relay(events.NewRelay(kube.CoreV1(), clusterObjects{nodes: nodes.Lister(), dyn: dyn, pods: pods.Lister(), nodePools: nodePools.Lister()}, time.Now, cfg.Identity)))
+	statusWriter, err := status.New(status.Options{Dynamic: dyn, NodePools: nodePools.Lister(), NodeClasses: nodeClasses.Lister(),
+		Nodes: nodes.Lister(), Classes: client, Now: time.Now, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	a.lead = func(ctx context.Context) error {
 		log.Info("leading: posting to the API", "identity", cfg.Identity)
 		m.SetLeader(true)
 		defer m.SetLeader(false)
-		return fwd.Run(ctx)
+		ctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = statusWriter.Run(ctx) }() // NodePool and EC2NodeClass status, leader only
+		err := fwd.Run(ctx)
+		stop()
+		<-done
+		return err
 	}
 	return a, nil
 }

@@ -155,17 +155,20 @@ func TestClusterRoleGrantsExactlyWhatTheCodeUses(t *testing.T) {
 	m := readManifests(t)
 	// Informers list and watch; the event emitter creates; the mirror
 	// lists, creates, updates, deletes and updates status (see the verbs the
-	// mirror and events tests observe).
+	// mirror and events tests observe); the status writer updates NodePool
+	// and EC2NodeClass status.
 	want := []permission{
 		{"", "events", "create"},
 		{"", "nodes", "list"}, {"", "nodes", "watch"},
 		{"", "pods", "list"}, {"", "pods", "watch"},
 		{"apps", "daemonsets", "list"}, {"apps", "daemonsets", "watch"},
 		{"karpenter.k8s.aws", "ec2nodeclasses", "list"}, {"karpenter.k8s.aws", "ec2nodeclasses", "watch"},
+		{"karpenter.k8s.aws", "ec2nodeclasses/status", "update"},
 		{"karpenter.sh", "nodeclaims", "create"}, {"karpenter.sh", "nodeclaims", "delete"},
 		{"karpenter.sh", "nodeclaims", "list"}, {"karpenter.sh", "nodeclaims", "update"},
 		{"karpenter.sh", "nodeclaims/status", "update"},
 		{"karpenter.sh", "nodepools", "list"}, {"karpenter.sh", "nodepools", "watch"},
+		{"karpenter.sh", "nodepools/status", "update"},
 		{"policy", "poddisruptionbudgets", "list"}, {"policy", "poddisruptionbudgets", "watch"},
 	}
 	if diff := cmp.Diff(want, permissions(m.clusterRole.Rules)); diff != "" {

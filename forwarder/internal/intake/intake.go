@@ -213,6 +213,14 @@ func (c *Client) Events(ctx context.Context) (v1.EventList, error) {
 	return out, err
 }
 
+// NodeClasses returns what the API last resolved for each EC2NodeClass
+// (GET v1.RouteNodeClasses); see v1.NodeClassStatusList.
+func (c *Client) NodeClasses(ctx context.Context) (v1.NodeClassStatusList, error) {
+	var out v1.NodeClassStatusList
+	err := c.do(ctx, http.MethodGet, v1.RouteNodeClasses, "", nil, &out)
+	return out, err
+}
+
 // Encode returns the JSON body of msg, or an error wrapping
 // v1.ErrMessageTooLarge when it exceeds v1.MaxMessageBytes; senders use it to
 // decide how to split.
