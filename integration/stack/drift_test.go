@@ -365,4 +365,37 @@ func TestDriftReplacesEveryNodeWithinBudget(t *testing.T) {
 			t.Errorf("node %s (NodeClaim %q) left without a succeeded drift-%s-<hash> execution (executions %+v)", node, claim, claim, s.Executions())
 		}
 	}
+	logDriftTimeline(t, pinned, s.Executions())
+}
+
+// logDriftTimeline logs how fast drift reacted: the time from the pin to
+// the first drift execution's start, each execution's duration (one node's
+// replacement: launch, initialization, drain, termination), and the wait
+// between one execution's end and the next one's start (the disruption
+// Lambda's next evaluation that sees the replacement). These are
+// measurements only; the test asserts behaviour, not speed.
+func logDriftTimeline(t testing.TB, pinned time.Time, executions []stack.Execution) {
+	t.Helper()
+	var drifts []stack.Execution
+	for _, e := range executions {
+		if driftExecution.MatchString(e.Name) {
+			drifts = append(drifts, e)
+		}
+	}
+	slices.SortFunc(drifts, func(a, b stack.Execution) int { return a.Started.Compare(b.Started) })
+	if len(drifts) == 0 {
+		return
+	}
+	t.Logf("drift timeline: first drift execution started %s after the pin", drifts[0].Started.Sub(pinned).Round(100*time.Millisecond))
+	for i, e := range drifts {
+		gap := ""
+		if i > 0 && !drifts[i-1].Finished.IsZero() {
+			gap = fmt.Sprintf(", started %s after the previous one finished", e.Started.Sub(drifts[i-1].Finished).Round(100*time.Millisecond))
+		}
+		took := "still running"
+		if !e.Finished.IsZero() {
+			took = e.Finished.Sub(e.Started).Round(100 * time.Millisecond).String()
+		}
+		t.Logf("drift timeline: %s at +%s, took %s%s", e.Name, e.Started.Sub(pinned).Round(100*time.Millisecond), took, gap)
+	}
 }

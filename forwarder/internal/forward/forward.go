@@ -7,11 +7,39 @@
 //     every 10 s while pods stay pending; the answers become pod Events;
 //   - the cluster config (NodePools and EC2NodeClasses) on every change;
 //   - node registrations as nodes join and change;
-//   - a cluster snapshot every SnapshotInterval when the cluster changed;
+//   - the cluster snapshot (Nodes, bound pods, PodDisruptionBudgets,
+//     DaemonSets) when it changed, on the cadence described below;
 //   - it keeps the NodeClaim mirrors equal to the API's NodeClaims;
 //   - and, right after each mirror sync (so that an event about a NodeClaim
 //     finds its mirror), it writes the API's event records (GET /v1/events)
 //     as Kubernetes Events on Nodes and NodeClaims.
+//
+// # Snapshot cadence
+//
+// The disruption Lambda evaluates the last snapshot posted, every 10 s on
+// the local stack and every minute on AWS, as Karpenter's disruption
+// controller polls every 10 s over its in-memory cluster state
+// (karpenter-spec section 6.1). So that a decision never waits for a
+// periodic rebuild, the snapshot is rebuilt promptly after a change it
+// shows:
+//
+//   - a Node added, removed, or changed in its summary (Ready and other
+//     conditions without heartbeats, taints, unschedulable, labels, the
+//     karpenter annotations, capacity, deletion);
+//   - a pod bound, deleted, finished, marked for deletion or relabelled
+//     (any change of the pod's snapshot summary or of its inclusion).
+//
+// A change opens a window that closes SnapshotDebounce (1 s) after the last
+// change, or SnapshotMinInterval (5 s) after the first, whichever comes
+// first; the snapshot is then rebuilt, but never sooner than
+// SnapshotMinInterval after the previous build, so a busy cluster costs at
+// most one build (and at most one post) per SnapshotMinInterval.
+// Regardless of changes it is rebuilt every SnapshotInterval (30 s), which
+// covers PodDisruptionBudget and DaemonSet changes (not watched here) and
+// any missed event. A rebuild whose content hash equals the last post is
+// not posted, unless that post is SnapshotMaxAge (5 min) old. A reaction
+// to a Node or pod change therefore reaches the API within about
+// SnapshotDebounce, and at most SnapshotMinInterval, plus the post.
 //
 // A failed post is logged and retried by the next trigger; only the end of
 // leadership stops the loop.
@@ -27,7 +55,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -118,8 +148,15 @@ type Options struct {
 	// ConfigResync re-checks the config (posting it if the last post
 	// failed) this often: 1 min.
 	ConfigResync time.Duration
-	// SnapshotInterval is how often the snapshot is rebuilt: 30 s.
+	// SnapshotInterval is how often the snapshot is rebuilt without any
+	// change seen: 30 s, the ceiling of the snapshot's delay.
 	SnapshotInterval time.Duration
+	// SnapshotDebounce rebuilds the snapshot this long after the last
+	// Node or pod change that shows in it: 1 s.
+	SnapshotDebounce time.Duration
+	// SnapshotMinInterval is the least time between two snapshot builds,
+	// and the longest a change waits while changes keep coming: 5 s.
+	SnapshotMinInterval time.Duration
 	// SnapshotMaxAge re-posts an unchanged snapshot this long after the
 	// last post: 5 min.
 	SnapshotMaxAge time.Duration
@@ -166,6 +203,8 @@ func New(opts Options, src Sources, api API, events Emitter, m Mirror, relay Rel
 	def(&opts.RegistrationWindow.Max, 5*time.Second)
 	def(&opts.ConfigResync, time.Minute)
 	def(&opts.SnapshotInterval, 30*time.Second)
+	def(&opts.SnapshotDebounce, time.Second)
+	def(&opts.SnapshotMinInterval, 5*time.Second)
 	def(&opts.SnapshotMaxAge, 5*time.Minute)
 	def(&opts.NodeClaimSync, 10*time.Second)
 	def(&opts.ResultPoll, 2*time.Second)
@@ -187,6 +226,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	podHandler, nodeHandler := trigger.Handlers()
 	onNode := func(name string) { nodes.Add(name) }
 	onConfig := func() { config.Add("config") }
+	changes := newChangeSignal(f.opts.Clock)
 
 	var handlers handlerSet
 	defer handlers.remove(f.log)
@@ -199,6 +239,8 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		{f.src.NodeInformer, anyChange(func(obj any) { onNode(objectName(obj)) })},
 		{f.src.NodePoolInformer, anyChange(func(any) { onConfig() })},
 		{f.src.NodeClassInformer, anyChange(func(any) { onConfig() })},
+		{f.src.NodeInformer, snapshotChange(nodeSummary, changes.note)},
+		{f.src.PodInformer, snapshotChange(podSummary, changes.note)},
 	} {
 		if err := handlers.add(h.inf, h.h); err != nil {
 			return err
@@ -221,7 +263,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	g.Go(func() error { f.registrationLoop(ctx, nodes); return nil })
 	g.Go(func() error { f.configLoop(ctx, config); return nil })
 	g.Go(func() error { f.every(ctx, f.opts.ConfigResync, onConfig); return nil })
-	g.Go(func() error { f.snapshotLoop(ctx); return nil })
+	g.Go(func() error { f.snapshotLoop(ctx, changes); return nil })
 	g.Go(func() error { f.mirrorLoop(ctx, mirrorNow); return nil })
 	err := g.Wait()
 	if errors.Is(err, context.Canceled) {
@@ -422,11 +464,15 @@ func (f *Forwarder) configLoop(ctx context.Context, config *batcher.Batcher[stri
 	}
 }
 
-func (f *Forwarder) snapshotLoop(ctx context.Context) {
+// snapshotLoop builds and posts the snapshot at once, then on the cadence
+// of the package doc: after changes (debounced, at least
+// SnapshotMinInterval apart) and every SnapshotInterval.
+func (f *Forwarder) snapshotLoop(ctx context.Context, changes *changeSignal) {
 	var lastHash string
 	var lastAt time.Time
 	for {
 		now := f.opts.Clock.Now()
+		changes.take()
 		parts, hash, err := f.snapshot(now)
 		switch {
 		case err != nil:
@@ -449,10 +495,33 @@ func (f *Forwarder) snapshotLoop(ctx context.Context) {
 				f.log.Info("posted snapshot", "snapshot", parts[0].SnapshotID, "parts", len(parts))
 			}
 		}
+		if !f.waitForSnapshot(ctx, changes, now) {
+			return
+		}
+	}
+}
+
+// waitForSnapshot waits until the next snapshot is due after a build at
+// built: SnapshotInterval later, or sooner once a change's window closes
+// (see the package doc). It returns false when ctx is done.
+func (f *Forwarder) waitForSnapshot(ctx context.Context, changes *changeSignal, built time.Time) bool {
+	ceiling := built.Add(f.opts.SnapshotInterval)
+	for {
+		due := ceiling
+		if first, last, ok := changes.pending(); ok {
+			closes := earliest(last.Add(f.opts.SnapshotDebounce), first.Add(f.opts.SnapshotMinInterval))
+			due = earliest(ceiling, latest(closes, built.Add(f.opts.SnapshotMinInterval)))
+		}
+		wait := due.Sub(f.opts.Clock.Now())
+		if wait <= 0 {
+			return true
+		}
 		select {
 		case <-ctx.Done():
-			return
-		case <-f.opts.Clock.After(f.opts.SnapshotInterval):
+			return false
+		case <-changes.kick:
+			// A change: recompute when the snapshot is due.
+		case <-f.opts.Clock.After(wait):
 		}
 	}
 }
@@ -538,6 +607,113 @@ func unstructuredList(l ObjectLister) ([]*unstructured.Unstructured, error) {
 		}
 	}
 	return out, nil
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// changeSignal records when changes that show in the snapshot happened
+// since the last build, and wakes the snapshot loop. note is safe for
+// concurrent use by informer handlers.
+type changeSignal struct {
+	clock batcher.Clock
+	kick  chan struct{}
+
+	mu          sync.Mutex
+	first, last time.Time
+}
+
+func newChangeSignal(clock batcher.Clock) *changeSignal {
+	return &changeSignal{clock: clock, kick: make(chan struct{}, 1)}
+}
+
+// note records a change now.
+func (c *changeSignal) note() {
+	now := c.clock.Now()
+	c.mu.Lock()
+	if c.first.IsZero() {
+		c.first = now
+	}
+	c.last = now
+	c.mu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// pending returns the first and last change since the last take, and
+// whether there was one.
+func (c *changeSignal) pending() (first, last time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.first, c.last, !c.first.IsZero()
+}
+
+// take forgets the changes noted so far: the build about to start sees
+// them.
+func (c *changeSignal) take() {
+	c.mu.Lock()
+	c.first, c.last = time.Time{}, time.Time{}
+	c.mu.Unlock()
+}
+
+// snapshotChange calls fn on an add or delete whose object shows in the
+// snapshot, and on an update that changes what the snapshot shows of the
+// object; summary returns that (nil when the object is left out).
+func snapshotChange(summary func(obj any) any, fn func()) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if summary(obj) != nil {
+				fn()
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			if !equality.Semantic.DeepEqual(summary(old), summary(obj)) {
+				fn()
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			// A deleted object whose last state is unknown may have shown.
+			if obj == nil || summary(obj) != nil {
+				fn()
+			}
+		},
+	}
+}
+
+// nodeSummary is what the snapshot shows of a Node (report.Snapshot keeps
+// every Node).
+func nodeSummary(obj any) any {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return nil
+	}
+	return v1.SummarizeNode(n)
+}
+
+// podSummary is what the snapshot shows of a pod: bound and not terminal
+// pods only, as report.Snapshot keeps them.
+func podSummary(obj any) any {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return nil
+	}
+	return v1.SummarizePod(p)
 }
 
 // anyChange calls fn on every add, update and delete.

@@ -2,6 +2,7 @@ package forward_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,9 +35,11 @@ type fakeAPI struct {
 	configs   []v1.ClusterConfig
 	regs      []v1.NodeRegistrations
 	snapshots []v1.ClusterSnapshot
-	polls     int
-	claims    []v1.NodeClaim
-	records   []v1.EventRecord
+	// snapshotAt is when each snapshot part was posted.
+	snapshotAt []time.Time
+	polls      int
+	claims     []v1.NodeClaim
+	records    []v1.EventRecord
 	// solved answers GET for a batch; nil means still Queued.
 	solve func(b v1.PodBatch) *v1.PodBatchResult
 }
@@ -79,6 +83,7 @@ func (a *fakeAPI) PostSnapshot(_ context.Context, s *v1.ClusterSnapshot) (v1.Rec
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.snapshots = append(a.snapshots, *s)
+	a.snapshotAt = append(a.snapshotAt, time.Now())
 	return v1.Receipt{ID: s.ID}, nil
 }
 
@@ -293,6 +298,8 @@ type harness struct {
 	mirror                              *fakeMirror
 	relay                               *fakeRelay
 	pods, nodes, nodePools, nodeClasses *fakeInformer
+	pdbs                                cache.Indexer
+	started                             time.Time
 	cancel                              context.CancelFunc
 	done                                chan error
 }
@@ -304,7 +311,8 @@ func start(t *testing.T) *harness {
 	h := &harness{
 		api: &fakeAPI{records: []v1.EventRecord{{ID: "r1"}}}, events: &fakeEmitter{}, mirror: &fakeMirror{},
 		pods: newInformer(), nodes: newInformer(), nodePools: newInformer(), nodeClasses: newInformer(),
-		done: make(chan error, 1),
+		pdbs: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
+		done: make(chan error, 1), started: time.Now(),
 	}
 	for _, obj := range []struct {
 		inf *fakeInformer
@@ -319,7 +327,7 @@ func start(t *testing.T) *harness {
 	src := forward.Sources{
 		Pods:              corelisters.NewPodLister(h.pods.store),
 		Nodes:             corelisters.NewNodeLister(h.nodes.store),
-		PDBs:              policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		PDBs:              policylisters.NewPodDisruptionBudgetLister(h.pdbs),
 		DaemonSets:        appslisters.NewDaemonSetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 		NodePools:         cache.NewGenericLister(h.nodePools.store, gr),
 		NodeClasses:       cache.NewGenericLister(h.nodeClasses.store, gr),
@@ -481,9 +489,10 @@ func TestConfigRegistrationsAndSnapshots(t *testing.T) {
 		}
 		h.api.mu.Unlock()
 
-		// The snapshot changed (n2 joined): posted at the next 30 s tick;
-		// after that, unchanged ticks post nothing.
-		time.Sleep(30 * time.Second)
+		// The snapshot changed (n2 joined at 4 s): posted at 5 s, the
+		// minimum interval after the first build; after that, unchanged
+		// 30 s rebuilds post nothing.
+		time.Sleep(time.Second)
 		synctest.Wait()
 		_, _, _, s1 := h.api.counts()
 		time.Sleep(2 * time.Minute)
@@ -511,4 +520,120 @@ func TestLeaderStartSendsPendingPodsAtOnce(t *testing.T) {
 		}
 		h.stop(t)
 	})
+}
+
+// snapshotOffsets returns when each snapshot was posted, as offsets from
+// the start of leadership.
+func (h *harness) snapshotOffsets() []time.Duration {
+	h.api.mu.Lock()
+	defer h.api.mu.Unlock()
+	var out []time.Duration
+	for _, at := range h.api.snapshotAt {
+		out = append(out, at.Sub(h.started))
+	}
+	return out
+}
+
+func boundPod(name, node string) *corev1.Pod {
+	p := pendingPod(name)
+	p.Spec.NodeName = node
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+	return p
+}
+
+func TestSnapshotCadence(t *testing.T) {
+	tests := []struct {
+		name string
+		// act changes the cluster; it runs right after leadership starts
+		// (and the first snapshot is posted) and may sleep.
+		act  func(t *testing.T, h *harness)
+		want []time.Duration
+	}{
+		{
+			name: "should post a joined node one debounce after the change",
+			act: func(t *testing.T, h *harness) {
+				time.Sleep(10 * time.Second)
+				h.nodes.set(t, nodeWithProvider("n2"))
+			},
+			want: []time.Duration{0, 11 * time.Second},
+		},
+		{
+			name: "should post a node that became Ready one debounce after the change",
+			act: func(t *testing.T, h *harness) {
+				time.Sleep(12 * time.Second)
+				n := nodeWithProvider("n1")
+				n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+				h.nodes.set(t, n)
+			},
+			want: []time.Duration{0, 13 * time.Second},
+		},
+		{
+			name: "should wait the minimum interval after the previous build",
+			act: func(t *testing.T, h *harness) {
+				time.Sleep(2 * time.Second)
+				h.pods.set(t, boundPod("web-0", "n1"))
+			},
+			want: []time.Duration{0, 5 * time.Second},
+		},
+		{
+			name: "should group changes until a debounce passes without one",
+			act: func(t *testing.T, h *harness) {
+				time.Sleep(10 * time.Second)
+				h.pods.set(t, boundPod("web-0", "n1"))
+				time.Sleep(600 * time.Millisecond)
+				h.pods.set(t, boundPod("web-1", "n1"))
+				time.Sleep(600 * time.Millisecond)
+				h.nodes.set(t, nodeWithProvider("n2"))
+			},
+			want: []time.Duration{0, 12200 * time.Millisecond},
+		},
+		{
+			name: "should post at most every minimum interval while changes keep coming",
+			act: func(t *testing.T, h *harness) {
+				time.Sleep(10 * time.Second)
+				// A newly bound pod every 700 ms from 10 s to 21.9 s.
+				for i := range 18 {
+					h.pods.set(t, boundPod(fmt.Sprintf("busy-%d", i), "n1"))
+					time.Sleep(700 * time.Millisecond)
+				}
+			},
+			// 15 s: 5 s after the first change; 20.6 s: 5 s after the first
+			// change after that build (15.6 s); 25.6 s: 5 s after the build
+			// at 20.6 s, though the last change (21.9 s) is 1 s old at 22.9 s.
+			want: []time.Duration{0, 15 * time.Second, 20600 * time.Millisecond, 25600 * time.Millisecond},
+		},
+		{
+			name: "should leave a change the snapshot does not show to the periodic rebuild",
+			act: func(t *testing.T, h *harness) {
+				time.Sleep(10 * time.Second)
+				// Not shown: a node's kubelet version and foreign annotation,
+				// and a pending pod (all reach the handlers); shown but not
+				// watched: a PodDisruptionBudget.
+				n := nodeWithProvider("n1")
+				n.Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0"}
+				n.Status.NodeInfo.KubeletVersion = "v1.34.1"
+				h.nodes.set(t, n)
+				h.pods.set(t, pendingPod("web-9"))
+				if err := h.pdbs.Add(&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: []time.Duration{0, 30 * time.Second},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := start(t)
+				synctest.Wait()
+				tt.act(t, h)
+				time.Sleep(time.Until(h.started.Add(40 * time.Second)))
+				synctest.Wait()
+				if diff := cmp.Diff(tt.want, h.snapshotOffsets()); diff != "" {
+					t.Errorf("snapshot post times mismatch (-want +got):\n%s", diff)
+				}
+				h.stop(t)
+			})
+		})
+	}
 }
