@@ -146,6 +146,28 @@ type Store interface {
 
 var _ Store = (*ddbstore.Store)(nil)
 
+// nodeClassStatusWriter records a resolved EC2NodeClass status for the
+// forwarder (*ddbstore.Store); a Store without it records nothing.
+type nodeClassStatusWriter interface {
+	PutNodeClassStatus(ctx context.Context, rec v1.NodeClassStatus) (bool, error)
+}
+
+// recordNodeClassStatus stores what nc resolved to, for GET
+// v1.RouteNodeClasses and the EC2NodeClass status the forwarder writes
+// (Karpenter's node-class controller keeps it on the object: aws:
+// pkg/controllers/nodeclass). Best effort: a failed write is logged and
+// the evaluation goes on.
+func (h *Handler) recordNodeClassStatus(ctx context.Context, nc v1.EC2NodeClass, now time.Time) {
+	w, ok := h.d.Store.(nodeClassStatusWriter)
+	if !ok {
+		return
+	}
+	rec := v1.NodeClassStatus{Name: nc.Name, Generation: nc.Generation, UID: nc.UID, ChangedAt: metav1.NewTime(now), Status: nc.Status}
+	if _, err := w.PutNodeClassStatus(ctx, rec); err != nil {
+		h.d.Log.Warn("EC2NodeClass status not recorded", "nodeclass", nc.Name, "error", err)
+	}
+}
+
 // nodeClassResolver resolves an EC2NodeClass's status (adapters.NodeClasses).
 type nodeClassResolver interface {
 	ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (provisioning.ResolvedNodeClass, error)
@@ -406,6 +428,7 @@ func (h *Handler) input(ctx context.Context, now time.Time, snap ddbstore.Snapsh
 			continue
 		}
 		resolved := res.NodeClass
+		h.recordNodeClassStatus(ctx, resolved, now)
 		types, _, err := catalog.Resolve(&resolved, catalog.Options{Region: h.cfg.Region, SpotPriceRatio: h.cfg.SpotPriceRatio, Unavailable: unavailableFunc(unavailable)})
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s left out: instance types: %v", nc.Name, err))

@@ -454,3 +454,33 @@ func TestHandleStartsADriftExecutionForANodeOnAnotherImage(t *testing.T) {
 		})
 	}
 }
+
+func TestHandleRecordsEachResolvedNodeClassStatusOnce(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	if _, err := e.handler(t, t0).Handle(t.Context(), nil); err != nil {
+		t.Fatalf("Handle() error = %v", err)
+	}
+	got, err := e.store.ListNodeClassStatuses(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "default" || !got[0].ChangedAt.Time.Equal(t0) {
+		t.Fatalf("recorded statuses = %+v; want one for default, changed at %v", got, t0)
+	}
+	st := got[0].Status
+	if len(st.Subnets) != 1 || len(st.SecurityGroups) != 1 || len(st.AMIs) != 1 || len(st.Conditions) != 1 || st.Conditions[0].Status != metav1.ConditionTrue {
+		t.Errorf("recorded status = %+v; want the resolver's subnets, security groups, AMIs and Ready=True", st)
+	}
+	// The same resolution a minute later is not written again.
+	if _, err := e.handler(t, t0.Add(time.Minute)).Handle(t.Context(), nil); err != nil {
+		t.Fatalf("Handle() error = %v", err)
+	}
+	again, err := e.store.ListNodeClassStatuses(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != 1 || !again[0].ChangedAt.Time.Equal(t0) {
+		t.Errorf("after an unchanged resolution: %+v; want ChangedAt still %v", again, t0)
+	}
+}
