@@ -10,6 +10,7 @@
 //	GET  /v1/nodeclaims       every NodeClaim of the cluster -> 200 NodeClaimList
 //	GET  /v1/events           the newest unexpired event records (ddbstore.ListEvents), at most
 //	                          v1.MaxEventsPerList and 4 MiB of them, oldest first -> 200 EventList
+//	GET  /v1/nodeclasses      what the Lambdas last resolved for each EC2NodeClass, by name -> 200 NodeClassStatusList
 //
 // A body over v1.MaxMessageBytes is refused with 413 before it is decoded.
 // A malformed or invalid message (truncated JSON, wrong types, unknown
@@ -101,6 +102,7 @@ type store interface {
 	PutPayload(ctx context.Context, key string, data []byte, now time.Time, ttl time.Duration) error
 	ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
 	ListEvents(ctx context.Context, now time.Time) ([]ddbstore.Event, error)
+	ListNodeClassStatuses(ctx context.Context) ([]v1.NodeClassStatus, error)
 }
 
 // sender enqueues to the provisioning queue (*queue.Queue).
@@ -190,6 +192,8 @@ func (h *Handler) route(ctx context.Context, req events.APIGatewayProxyRequest) 
 		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClaims(ctx) }}}
 	case path == v1.RouteEvents:
 		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getEvents(ctx) }}}
+	case path == v1.RouteNodeClasses:
+		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClasses(ctx) }}}
 	default:
 		return errorResponse(http.StatusNotFound, v1.ErrorResponse{Message: fmt.Sprintf("no route %s", req.Path)})
 	}
@@ -476,6 +480,24 @@ func (h *Handler) getNodeClaims(ctx context.Context) events.APIGatewayProxyRespo
 	resp := jsonResponse(http.StatusOK, list)
 	if len(resp.Body) > maxResponseBytes {
 		return h.failed(ctx, "list nodeclaims", fmt.Errorf("%d nodeclaims encode to %d bytes, more than a Lambda response carries (%d)", len(claims), len(resp.Body), maxResponseBytes))
+	}
+	return resp
+}
+
+// getNodeClasses answers every recorded EC2NodeClass resolution (see
+// v1.NodeClassStatusList).
+func (h *Handler) getNodeClasses(ctx context.Context) events.APIGatewayProxyResponse {
+	recs, err := h.deps.Store.ListNodeClassStatuses(ctx)
+	if err != nil {
+		return h.failed(ctx, "list nodeclass status", err)
+	}
+	list := v1.NodeClassStatusList{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindNodeClassStatuses}, Items: recs}
+	if list.Items == nil {
+		list.Items = []v1.NodeClassStatus{}
+	}
+	resp := jsonResponse(http.StatusOK, list)
+	if len(resp.Body) > maxResponseBytes {
+		return h.failed(ctx, "list nodeclass status", fmt.Errorf("%d node classes encode to %d bytes, more than a Lambda response carries (%d)", len(recs), len(resp.Body), maxResponseBytes))
 	}
 	return resp
 }

@@ -180,6 +180,7 @@ func TestRejections(t *testing.T) {
 		{name: "should answer 404 for an unknown route", req: post("/v1/podbatch", "b1", okBatch("b1")), wantStatus: 404},
 		{name: "should answer 405 for a method the route does not serve", req: get(v1.RoutePodBatches), wantStatus: 405},
 		{name: "should answer 405 for a POST of events", req: post(v1.RouteEvents, "e1", `{}`), wantStatus: 405},
+		{name: "should answer 405 for a POST of node classes", req: post(v1.RouteNodeClasses, "n1", `{}`), wantStatus: 405},
 		{name: "should answer 404 for a batch never posted", req: get(v1.RoutePodBatches + "/b9"), wantStatus: 404},
 		{name: "should reject a batch id that cannot be one", req: get(v1.RoutePodBatches + "/a.b"), wantStatus: 400, wantPaths: []string{"id"}},
 	}
@@ -310,6 +311,30 @@ func TestGetNodeClaims(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"default-a@1", "default-b@1"}, names); diff != "" {
 		t.Errorf("listed nodeclaims mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestGetNodeClasses(t *testing.T) {
+	e := newEnv(t)
+	var empty v1.NodeClassStatusList
+	resp := e.do(t, get(v1.RouteNodeClasses), http.StatusOK, &empty)
+	if !strings.Contains(resp.Body, `"items":[]`) || empty.Kind != v1.KindNodeClassStatuses || empty.APIVersion != v1.APIVersion {
+		t.Errorf("empty list body = %s, want kind %s and an empty items list", resp.Body, v1.KindNodeClassStatuses)
+	}
+	for _, name := range []string{"b", "a"} {
+		rec := v1.NodeClassStatus{Name: name, Generation: 1, Status: v1.EC2NodeClassStatus{Subnets: []v1.Subnet{{ID: "subnet-" + name, Zone: "us-east-1a"}}}}
+		if _, err := e.store.PutNodeClassStatus(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got v1.NodeClassStatusList
+	e.do(t, get(v1.RouteNodeClasses), http.StatusOK, &got)
+	var names []string
+	for _, r := range got.Items {
+		names = append(names, r.Name+":"+r.Status.Subnets[0].ID)
+	}
+	if diff := cmp.Diff([]string{"a:subnet-a", "b:subnet-b"}, names); diff != "" {
+		t.Errorf("listed node classes mismatch (-want +got):\n%s", diff)
 	}
 }
 
