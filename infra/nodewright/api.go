@@ -27,6 +27,7 @@ var apiRoutes = []apiRoute{
 	{method: "POST", path: "/v1/snapshots"},
 	{method: "GET", path: "/v1/nodeclaims"},
 	{method: "GET", path: "/v1/events"},
+	{method: "GET", path: "/v1/nodeclasses"},
 }
 
 // Stage throttling: the forwarder posts about one pod batch a second at

@@ -253,7 +253,7 @@ func TestDefaultDeployment(t *testing.T) {
 			paths = append(paths, render(r.Properties["PathPart"]))
 		}
 		slices.Sort(paths)
-		if diff := cmp.Diff([]string{"config", "events", "nodeclaims", "podbatches", "registrations", "snapshots", "v1", "{id}"}, paths); diff != "" {
+		if diff := cmp.Diff([]string{"config", "events", "nodeclaims", "nodeclasses", "podbatches", "registrations", "snapshots", "v1", "{id}"}, paths); diff != "" {
 			t.Errorf("resources mismatch (-want +got):\n%s", diff)
 		}
 	})
