@@ -201,9 +201,14 @@ func TestNodeClassesResolve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := adapters.NodeClasses{Resolver: resolver, KubernetesVersion: "1.33"}.ResolveNodeClass(context.Background(), tt.give)
+			var observed []v1.EC2NodeClass
+			onResolved := func(_ context.Context, nc v1.EC2NodeClass) { observed = append(observed, nc) }
+			res, err := adapters.NodeClasses{Resolver: resolver, KubernetesVersion: "1.33", OnResolved: onResolved}.ResolveNodeClass(context.Background(), tt.give)
 			if err != nil {
 				t.Fatalf("ResolveNodeClass() error = %v", err)
+			}
+			if len(observed) != 1 || !cmp.Equal(observed[0].Status, res.NodeClass.Status) {
+				t.Errorf("OnResolved saw %+v; want the resolved class once", observed)
 			}
 			conds := res.NodeClass.Status.Conditions
 			if len(conds) != 1 || conds[0].Type != v1.ConditionTypeReady || conds[0].Status != tt.wantReady || conds[0].Reason != tt.wantReason || conds[0].ObservedGeneration != 3 {

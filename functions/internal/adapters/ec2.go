@@ -33,6 +33,10 @@ type NodeClasses struct {
 	Resolver *nodeclass.Resolver
 	// KubernetesVersion is the cluster's minor version, e.g. "1.33".
 	KubernetesVersion string
+	// OnResolved, when set, is called with each class ResolveNodeClass
+	// returns without error (Ready True or False), e.g. to record its
+	// status for the forwarder.
+	OnResolved func(ctx context.Context, nc v1.EC2NodeClass)
 }
 
 // ResolveNodeClass returns nc with its status resolved and Ready=True, or
@@ -44,6 +48,7 @@ func (n NodeClasses) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (
 		nc.Status.Conditions = []metav1.Condition{{
 			Type: v1.ConditionTypeReady, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error(), ObservedGeneration: nc.Generation,
 		}}
+		n.resolved(ctx, nc)
 		return provisioning.ResolvedNodeClass{NodeClass: nc}, nil
 	}
 	if err != nil {
@@ -59,11 +64,18 @@ func (n NodeClasses) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (
 	nc.Status.Conditions = []metav1.Condition{{
 		Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeReady, ObservedGeneration: nc.Generation,
 	}}
+	n.resolved(ctx, nc)
 	out := provisioning.ResolvedNodeClass{NodeClass: nc}
 	for _, s := range res.Subnets {
 		out.Subnets = append(out.Subnets, provisioning.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID, AvailableIPs: s.AvailableIPs})
 	}
 	return out, nil
+}
+
+func (n NodeClasses) resolved(ctx context.Context, nc v1.EC2NodeClass) {
+	if n.OnResolved != nil {
+		n.OnResolved(ctx, nc)
+	}
 }
 
 func notFoundReason(err error) string {

@@ -1,8 +1,10 @@
 package adapters
 
 import (
+	"context"
 	"time"
 
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
@@ -19,6 +21,8 @@ type ProvisionerConfig struct {
 	// Options are the provisioner's options (cluster, region, Spot price
 	// ratio, launch parallelism).
 	Options provisioning.ProvisionerOptions
+	// OnResolved is NodeClasses.OnResolved (nil: nothing is called).
+	OnResolved func(ctx context.Context, nc v1.EC2NodeClass)
 }
 
 // NewProvisioner wires provisioning.Provisioner over these adapters the
@@ -32,7 +36,7 @@ func NewProvisioner(store *ddbstore.Store, resolver *nodeclass.Resolver, fl *fle
 	return provisioning.NewProvisioner(provisioning.ProvisionerPorts{
 		Claims:    Claims{Store: store},
 		Config:    Config{Store: store},
-		NodeClass: NodeClasses{Resolver: resolver, KubernetesVersion: cfg.KubernetesVersion},
+		NodeClass: NodeClasses{Resolver: resolver, KubernetesVersion: cfg.KubernetesVersion, OnResolved: cfg.OnResolved},
 		Cluster:   Cluster{Store: store, Now: now},
 		Offerings: Offerings{Store: store},
 		Batches:   Batches{Store: store, Now: now},

@@ -150,6 +150,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		Options: provisioning.ProvisionerOptions{
 			Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio, LaunchParallelism: cfg.LaunchParallelism,
 		},
+		OnResolved: RecordNodeClassStatus(store, log, now),
 	}, now)
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)
@@ -166,6 +167,27 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		Provisioner: prov, Registrar: reg, Tagger: tagger, Nodes: c.Nodes, Payloads: store,
 		Results: adapters.Batches{Store: store, Now: now}, Log: log, Now: now,
 	})
+}
+
+// nodeClassStatusStore records resolved EC2NodeClass status
+// (*ddbstore.Store).
+type nodeClassStatusStore interface {
+	PutNodeClassStatus(ctx context.Context, rec v1.NodeClassStatus) (bool, error)
+}
+
+// RecordNodeClassStatus returns the hook that stores each EC2NodeClass a
+// provisioning round resolved, for GET v1.RouteNodeClasses and the status
+// the forwarder writes on the class (as Karpenter's node-class controller
+// keeps it: aws: pkg/controllers/nodeclass). The store writes only a
+// changed resolution. Best effort: a failed write is logged and never
+// fails the round.
+func RecordNodeClassStatus(store nodeClassStatusStore, log *slog.Logger, now func() time.Time) func(context.Context, v1.EC2NodeClass) {
+	return func(ctx context.Context, nc v1.EC2NodeClass) {
+		rec := v1.NodeClassStatus{Name: nc.Name, Generation: nc.Generation, UID: nc.UID, ChangedAt: metav1.NewTime(now()), Status: nc.Status}
+		if _, err := store.PutNodeClassStatus(ctx, rec); err != nil {
+			log.WarnContext(ctx, "EC2NodeClass status not recorded", "nodeclass", nc.Name, "error", err)
+		}
+	}
 }
 
 // provisioner runs one provisioning round (*provisioning.Provisioner).

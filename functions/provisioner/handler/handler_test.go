@@ -356,3 +356,41 @@ func TestLoadConfig(t *testing.T) {
 		t.Errorf("LoadConfig(bad) error = %v, want both problems", err)
 	}
 }
+
+// classStatusStore records PutNodeClassStatus calls and fails with err.
+type classStatusStore struct {
+	got []v1.NodeClassStatus
+	err error
+}
+
+func (s *classStatusStore) PutNodeClassStatus(_ context.Context, rec v1.NodeClassStatus) (bool, error) {
+	s.got = append(s.got, rec)
+	return s.err == nil, s.err
+}
+
+func TestRecordNodeClassStatus(t *testing.T) {
+	nc := v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 4, UID: "uid-1"},
+		Status: v1.EC2NodeClassStatus{Subnets: []v1.Subnet{{ID: "subnet-a", Zone: "us-east-1a"}}, InstanceProfile: "NodeRole"}}
+	want := []v1.NodeClassStatus{{Name: "default", Generation: 4, UID: "uid-1", ChangedAt: metav1.NewTime(t0), Status: nc.Status}}
+	tests := []struct {
+		name    string
+		err     error
+		wantLog string
+	}{
+		{name: "should store the resolved class with its generation and UID"},
+		{name: "should log a failed write and go on", err: errors.New("throttled"), wantLog: "EC2NodeClass status not recorded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &classStatusStore{err: tt.err}
+			var logs strings.Builder
+			handler.RecordNodeClassStatus(store, slog.New(slog.NewTextHandler(&logs, nil)), func() time.Time { return t0 })(context.Background(), nc)
+			if diff := cmp.Diff(want, store.got); diff != "" {
+				t.Errorf("stored (-want +got):\n%s", diff)
+			}
+			if tt.wantLog != "" && !strings.Contains(logs.String(), tt.wantLog) {
+				t.Errorf("log = %q; want %q", logs.String(), tt.wantLog)
+			}
+		})
+	}
+}
