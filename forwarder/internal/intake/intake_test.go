@@ -487,6 +487,29 @@ func TestEvents(t *testing.T) {
 	}
 }
 
+func TestNodeClasses(t *testing.T) {
+	list := `{"apiVersion":"nodewright.dev/v1","kind":"NodeClassStatusList","items":[{"name":"default","generation":2,"changedAt":"2030-01-02T03:04:05Z","status":{"subnets":[{"id":"subnet-a","zone":"us-east-1a"}]}}]}`
+	srv := newServer(t, response{status: http.StatusOK, body: list})
+	var sleeps []time.Duration
+	c := newClient(t, srv.URL, &sleeps)
+	got, err := c.NodeClasses(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := v1.NodeClassStatusList{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindNodeClassStatuses},
+		Items: []v1.NodeClassStatus{{Name: "default", Generation: 2, ChangedAt: metav1.NewTime(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)),
+			Status: v1.EC2NodeClassStatus{Subnets: []v1.Subnet{{ID: "subnet-a", Zone: "us-east-1a"}}}}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("NodeClasses() mismatch (-want +got):\n%s", diff)
+	}
+	r := srv.seen()[0]
+	if r.Method != http.MethodGet || r.Path != "/prod/v1/nodeclasses" || !r.SignatureValid || r.IdempotencyKey != "" {
+		t.Errorf("request = %+v", r)
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		name string
