@@ -323,6 +323,16 @@ type NodeSummary struct {
 	Conditions        []NodeCondition     `json:"conditions,omitempty"`
 	CreationTimestamp metav1.Time         `json:"creationTimestamp"`
 	DeletionTimestamp *metav1.Time        `json:"deletionTimestamp,omitempty"`
+	// LastPodEventTime is when the forwarder last saw a pod event on the
+	// node (forwarder clock): a pod bound to it, or one of its pods marked
+	// for deletion, deleted or finished (Succeeded/Failed), with events less
+	// than 10 s after the last one recorded folded into it. It follows
+	// Karpenter's NodeClaim status.lastPodEventTime (pod events controller;
+	// karpenter-spec sections 2 and 5.1), from which consolidateAfter runs.
+	// A forwarder without history (just started) sets it to the latest
+	// creation or start time of the node's bound pods. Nil when neither is
+	// known (no pod ever seen on the node).
+	LastPodEventTime *metav1.Time `json:"lastPodEventTime,omitempty"`
 }
 
 // NodeCondition is a node condition without its heartbeat and message.
