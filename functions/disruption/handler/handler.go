@@ -8,6 +8,15 @@
 // execution of statemachines/disruption.asl.json per command. It decides;
 // it never drains.
 //
+// A Node a user deleted (kubectl delete node: deletionTimestamp set while
+// the karpenter.sh/termination finalizer holds it) whose NodeClaim no live
+// execution holds gets a termination execution of its own, "delete-
+// <nodeclaim>-<hash>" with method Deleted (deletionCommands): Karpenter's
+// termination controller taints, drains and terminates such a Node
+// (karpenter-spec.md section 5.2), with no budget and no replacement
+// launched first. Evaluate already leaves a Node being deleted out of
+// every method ("already being deleted").
+//
 // Commands whose candidates are held by live executions are not started
 // again: the claims on the NodeClaims are passed to Evaluate as commands in
 // flight (termination.InFlight), so their nodes count against the budgets
@@ -23,7 +32,10 @@
 package handler
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +45,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -351,7 +364,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	}
 	out.Events = h.recordDecisionEvents(ctx, decisionEvents(res, now), now)
 	var errs []error
-	for _, cmd := range res.Commands {
+	for _, cmd := range append(res.Commands, deletionCommands(in, now)...) {
 		s, err := h.start(ctx, cmd, res.Budgets, now)
 		out.Started = append(out.Started, s)
 		if err != nil {
@@ -393,6 +406,60 @@ func (h *Handler) start(ctx context.Context, cmd disruption.Command, budgets []d
 	h.d.Log.InfoContext(ctx, "disruption started", "execution", ex.Name, "arn", exe.ARN, "alreadyExisted", exe.AlreadyExisted,
 		"method", ex.Input.Method, "nodePool", ex.Input.NodePool, "candidates", s.Candidates, "reason", ex.Input.Reason)
 	return s, nil
+}
+
+// MethodDeleted is the method of the executions deletionCommands starts:
+// forceful like Expired (workflow.IsBudgetedMethod is false: no budget,
+// no re-validation), its drain honouring PodDisruptionBudgets and
+// do-not-disrupt until the terminationGracePeriod (karpenter-spec.md
+// section 5.2, the Node termination controller).
+const MethodDeleted disruption.Method = "Deleted"
+
+// deletionCommands returns one Deleted command per Node being deleted
+// (deletionTimestamp set) that a NodeClaim of in names (status.nodeName,
+// else providerID), when that NodeClaim is not itself being deleted and
+// no live execution claims it. The snapshot does not carry finalizers; a
+// Node that matches a NodeClaim carries karpenter.sh/termination (set at
+// registration, karpenter-spec.md section 5.1), and one without it is gone
+// before a snapshot shows it deleting. Command IDs are "delete-<nodeclaim>-
+// <8 hex>", the hash over the NodeClaim, the Node's UID and its deletion
+// instant, so every poll of the same deletion derives the same execution
+// name within termination.ExecutionName's window. Sorted by NodeClaim.
+func deletionCommands(in disruption.Input, now time.Time) []disruption.Command {
+	byName := map[string]*corev1.Node{}
+	byProvider := map[string]*corev1.Node{}
+	for i := range in.Nodes {
+		n := &in.Nodes[i]
+		byName[n.Name] = n
+		if n.Spec.ProviderID != "" {
+			byProvider[n.Spec.ProviderID] = n
+		}
+	}
+	var out []disruption.Command
+	for i := range in.NodeClaims {
+		c := &in.NodeClaims[i]
+		n := byName[c.Status.NodeName]
+		if n == nil && c.Status.ProviderID != "" {
+			n = byProvider[c.Status.ProviderID]
+		}
+		if n == nil || n.DeletionTimestamp == nil || c.DeletionTimestamp != nil || termination.ClaimOf(c).Live(now) {
+			continue
+		}
+		sum := sha256.Sum256([]byte(c.Name + "\x00" + string(n.UID) + "\x00" + n.DeletionTimestamp.UTC().Format(time.RFC3339)))
+		pool := c.Labels[v1.LabelNodePool]
+		out = append(out, disruption.Command{
+			ID: "delete-" + c.Name + "-" + hex.EncodeToString(sum[:4]), Method: MethodDeleted, Decision: disruption.DecisionDelete,
+			NodePool: pool, Replacements: []disruption.Replacement{},
+			Candidates: []disruption.Candidate{{
+				NodeClaim: c.Name, Node: n.Name, NodePool: pool, ProviderID: cmp.Or(c.Status.ProviderID, n.Spec.ProviderID),
+				InstanceType: n.Labels[v1.LabelInstanceType], Zone: n.Labels[v1.LabelTopologyZone], CapacityType: n.Labels[v1.LabelCapacityType],
+			}},
+			Reason: fmt.Sprintf("Node %s was deleted at %s; its termination finalizer drains it and terminates its instance (no budget, no replacement first)",
+				n.Name, n.DeletionTimestamp.UTC().Format(time.RFC3339)),
+		})
+	}
+	slices.SortFunc(out, func(a, b disruption.Command) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }
 
 // input builds Evaluate's input from the stores. Node classes that do not

@@ -1,0 +1,111 @@
+package handler_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/functions/disruption/handler"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/termination"
+	"github.com/nodewright/nodewright/shared/workflow"
+)
+
+// deleteNode replaces the seeded snapshot with one whose node-a is being
+// deleted since at (kubectl delete node).
+func (e env) deleteNode(t *testing.T, at time.Time) {
+	t.Helper()
+	snap, err := e.store.CurrentSnapshot(t.Context(), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := snap.Nodes
+	for i := range nodes {
+		if nodes[i].Name == "node-a" {
+			nodes[i].DeletionTimestamp = &metav1.Time{Time: at}
+		}
+	}
+	part := &v1.ClusterSnapshot{ID: "part-2", Cluster: testCluster, CreatedAt: metav1.NewTime(t0.Add(-30 * time.Second)), SnapshotID: "snap-2",
+		Part: 0, Parts: 1, Nodes: nodes}
+	if _, err := e.store.PutSnapshotPart(t.Context(), part, t0.Add(-30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHandleStartsOneDeleteExecutionForADeletedNode(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	e.deleteNode(t, t0.Add(-40*time.Second))
+
+	first, err := e.handler(t, t0).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("Handle() error = %v", err)
+	}
+	if len(first.Started) != 1 {
+		t.Fatalf("Started = %+v (warnings %v), want only the deletion (no Empty command for a node being deleted)", first.Started, first.Warnings)
+	}
+	s := first.Started[0]
+	want := handler.Started{Execution: s.Execution, Method: "Deleted", NodePool: "general", Candidates: []string{"general-a"}}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("Started mismatch (-want +got):\n%s", diff)
+	}
+	if !strings.HasPrefix(s.Execution, "delete-general-a-") {
+		t.Errorf("execution name %q, want delete-general-a-<hash>", s.Execution)
+	}
+	second, err := e.handler(t, t0.Add(10*time.Second)).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Started) != 1 || second.Started[0].Execution != s.Execution || !second.Started[0].AlreadyExisted {
+		t.Errorf("second poll started %+v, want the same execution, found existing", second.Started)
+	}
+	execs := e.executions(t)
+	if len(execs) != 1 {
+		t.Fatalf("%d executions, want 1", len(execs))
+	}
+	in := execs[s.Execution]
+	if in.Method != "Deleted" || in.Budget.Budgeted || workflow.IsBudgetedMethod(in.Method) || len(in.Replacements) != 0 ||
+		in.Settings.ValidationDelaySeconds != 0 || len(in.Candidates) != 1 || in.Candidates[0].Node != "node-a" ||
+		in.Candidates[0].ProviderID != "aws:///us-east-1a/i-0a" || in.Reason == "" {
+		t.Errorf("execution input = %+v, want an unbudgeted delete of node-a without replacements", in)
+	}
+}
+
+func TestHandleDoesNotStartADeleteForAClaimedNode(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	e.deleteNode(t, t0.Add(-40*time.Second))
+	c, err := e.store.GetNodeClaim(t.Context(), "general-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Annotations = map[string]string{termination.AnnotationClaimHolder: "delete-general-a-0123456789", termination.AnnotationClaimMethod: "Deleted",
+		termination.AnnotationClaimUntil: t0.Add(time.Minute).Format(time.RFC3339)}
+	if _, err := e.store.UpdateNodeClaim(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.handler(t, t0).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Started) != 0 {
+		t.Errorf("Started = %+v, want nothing while an execution holds the node", out.Started)
+	}
+}
+
+func TestHandleStartsNoDeleteForANodeNotBeingDeleted(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	out, err := e.handler(t, t0).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range out.Started {
+		if s.Method == "Deleted" {
+			t.Errorf("started %+v for a node nobody deleted", s)
+		}
+	}
+}
