@@ -29,6 +29,11 @@
 //   - a pod bound, deleted, finished, marked for deletion or relabelled
 //     (any change of the pod's snapshot summary or of its inclusion).
 //
+// Each Node of the snapshot carries when a pod was last bound to it,
+// marked for deletion, deleted or finished there (LastPodEventTime, see
+// podevents.go), from which the disruption Lambda runs consolidateAfter
+// as Karpenter does from NodeClaim status.lastPodEventTime.
+//
 // A change opens a window that closes SnapshotDebounce (1 s) after the last
 // change, or SnapshotMinInterval (5 s) after the first, whichever comes
 // first; the snapshot is then rebuilt, but never sooner than
@@ -183,6 +188,9 @@ type Forwarder struct {
 	mirror Mirror
 	relay  Relay
 	log    *slog.Logger
+	// podEvents outlives a leadership term, so a replica that leads again
+	// keeps the pod events it saw.
+	podEvents *podEvents
 }
 
 // New returns a Forwarder; opts' zero fields take their defaults.
@@ -213,7 +221,7 @@ func New(opts Options, src Sources, api API, events Emitter, m Mirror, relay Rel
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Forwarder{opts: opts, src: src, api: api, events: events, mirror: m, relay: relay, log: log}
+	return &Forwarder{opts: opts, src: src, api: api, events: events, mirror: m, relay: relay, log: log, podEvents: newPodEvents(opts.Clock)}
 }
 
 // Run posts until ctx is done, then removes its event handlers and returns
@@ -241,6 +249,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		{f.src.NodeClassInformer, anyChange(func(any) { onConfig() })},
 		{f.src.NodeInformer, snapshotChange(nodeSummary, changes.note)},
 		{f.src.PodInformer, snapshotChange(podSummary, changes.note)},
+		{f.src.PodInformer, f.podEvents.handler()},
 	} {
 		if err := handlers.add(h.inf, h.h); err != nil {
 			return err
@@ -248,6 +257,11 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	}
 
 	// Leadership just started: look at everything once.
+	if all, err := f.src.Pods.List(labels.Everything()); err != nil {
+		f.log.Error("list pods for their nodes' last pod events", "err", err)
+	} else {
+		f.podEvents.seed(all)
+	}
 	if _, err := trigger.Sweep(); err != nil {
 		f.log.Error("sweep pending pods", "err", err)
 	}
@@ -543,7 +557,11 @@ func (f *Forwarder) snapshot(now time.Time) ([]v1.ClusterSnapshot, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	return report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss)
+	parts, hash, err := report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss)
+	if err != nil {
+		return nil, "", err
+	}
+	return parts, withPodEvents(hash, f.podEvents.stamp(parts)), nil
 }
 
 func (f *Forwarder) mirrorLoop(ctx context.Context, now <-chan struct{}) {
