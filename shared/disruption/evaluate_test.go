@@ -396,6 +396,18 @@ func TestConsolidation(t *testing.T) {
 			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
+			name:  "should give a candidate past the budget its own reason when multi-node consolidation starts nothing",
+			pools: []v1.NodePool{pool("general", budgets(v1.Budget{Nodes: "1"}))},
+			build: func(c *cluster) {
+				c.node("a", large, "us-east-1a", od, "general")
+				c.node("b", large, "us-east-1a", od, "general")
+				c.pods("node-a", "1500m", "a-0")
+				c.pods("node-b", "1500m", "b-0")
+			},
+			blocked: map[string]string{"a": "can't replace with a cheaper node", "b": "can't replace with a cheaper node"},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable, "b": disruption.EventUnconsolidatable},
+		},
+		{
 			name: "should never replace one node with more than one (11.3 item 26)",
 			build: func(c *cluster) {
 				c.node("a", xlarge2, "us-east-1a", od, "general")

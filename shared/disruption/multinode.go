@@ -22,10 +22,13 @@ func (multiNodeConsolidation) reason() Method { return MethodUnderutilized }
 
 func (multiNodeConsolidation) compute(ctx context.Context, e *evaluation) ([]Command, error) {
 	avail := e.available.clone()
-	var batch []*node
+	// Candidates past their pool's budget are told so only if this method
+	// starts a command: otherwise no budget was used, and single-node
+	// consolidation records their real reason.
+	var batch, overBudget []*node
 	for _, n := range e.consolidationCandidates() {
 		if !avail.take(n.pool.Name, MethodUnderutilized) {
-			n.note(noEvent, "%s", e.describeBudget(n.pool.Name, MethodUnderutilized))
+			overBudget = append(overBudget, n)
 			continue
 		}
 		batch = append(batch, n)
@@ -65,6 +68,9 @@ func (multiNodeConsolidation) compute(ctx context.Context, e *evaluation) ([]Com
 	}
 	if best == nil {
 		return nil, nil
+	}
+	for _, n := range overBudget {
+		n.note(noEvent, "%s", e.describeBudget(n.pool.Name, MethodUnderutilized))
 	}
 	best.Reason = fmt.Sprintf("multi-node consolidation of %d nodes: %s", len(bestSet), best.Reason)
 	return []Command{e.finish(best, bestSet)}, nil
