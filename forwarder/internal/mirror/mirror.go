@@ -5,8 +5,20 @@
 // A mirror carries the label LabelMirror=true. Objects without it (a real
 // Karpenter's NodeClaims, say) are never updated or deleted. Mirrors carry no
 // finalizers and no owner references, so neither deleting a NodePool nor the
-// garbage collector can fight the mirror. A mirror deleted by hand comes back
-// at the next sync.
+// garbage collector can fight the mirror.
+//
+// A mirror deleted by someone else (`kubectl delete nodeclaim X`: with no
+// finalizer it is gone at once) is a request to remove the node, as
+// Karpenter documents `kubectl delete nodeclaim` (karpenter-spec.md section
+// 5.2): the next Sync deletes the Node named in the claim's
+// status.nodeName, whose karpenter.sh/termination finalizer then holds it
+// while the disruption Lambda drains it and terminates its instance, and
+// recreates the mirror, which stays until that termination deletes the
+// claim. Sync tells such a deletion from its own by remembering the
+// mirrors the previous Sync left in place: only a remembered mirror missing
+// while its claim stands counts. A claim with no Node yet, or already
+// being deleted, just gets its mirror back; so does any mirror deleted
+// while this process was not syncing (nothing remembered yet).
 package mirror
 
 import (
@@ -16,6 +28,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,9 +47,16 @@ var GVR = schema.GroupVersionResource{Group: v1.Group, Version: "v1", Resource: 
 // LabelMirror marks the NodeClaims this package owns (value "true").
 const LabelMirror = "nodewright.dev/mirror"
 
+// NodeGVR is the core Node resource, deleted for a mirror a user deleted.
+var NodeGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+
 // Mirror writes NodeClaim mirrors through a dynamic client.
 type Mirror struct {
 	client dynamic.Interface
+
+	mu sync.Mutex
+	// kept are the mirrors the last Sync left in the cluster, by name.
+	kept map[string]bool
 }
 
 // New returns a Mirror writing through client.
@@ -45,15 +65,25 @@ func New(client dynamic.Interface) *Mirror { return &Mirror{client: client} }
 // Result counts what one Sync changed.
 type Result struct {
 	Created, Updated, Deleted int
+	// NodesDeleted are the Nodes deleted because someone else deleted
+	// their claim's mirror, by name.
+	NodesDeleted []string
 }
 
 // Sync makes the cluster's mirrors match claims: it creates a mirror for
 // each claim that has none, updates a mirror whose labels, annotations or
 // status differ (a changed spec, immutable in the CRD, is a delete and a
-// create; fields the API server defaulted do not count as a change), and deletes mirrors whose claim is gone. A claim whose name is
-// taken by an object without LabelMirror is skipped with an error. Sync goes
-// on after an error and returns them all, joined; the next Sync retries.
+// create; fields the API server defaulted do not count as a change), and
+// deletes mirrors whose claim is gone. A mirror the previous Sync left in
+// place and found missing, while its claim stands (no deletionTimestamp)
+// with a status.nodeName, was deleted by someone else: Sync deletes that
+// Node (NotFound counts as done) before recreating the mirror. A claim
+// whose name is taken by an object without LabelMirror is skipped with an
+// error. Sync goes on after an error and returns them all, joined; the
+// next Sync retries.
 func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var res Result
 	api := m.client.Resource(GVR)
 	current, err := api.List(ctx, metav1.ListOptions{LabelSelector: LabelMirror + "=true"})
@@ -67,6 +97,7 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 
 	var errs []error
 	want := map[string]bool{}
+	kept := map[string]bool{}
 	for _, c := range claims {
 		want[c.Name] = true
 		desired, err := toMirror(c)
@@ -77,10 +108,22 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 		cur, ok := have[c.Name]
 		switch {
 		case !ok:
+			if m.kept[c.Name] && c.DeletionTimestamp == nil && c.Status.NodeName != "" {
+				err := m.client.Resource(NodeGVR).Delete(ctx, c.Status.NodeName, metav1.DeleteOptions{})
+				if err != nil && !apierrors.IsNotFound(err) {
+					// Remember the mirror as kept, so the next Sync
+					// deletes the Node again.
+					kept[c.Name] = true
+					errs = append(errs, fmt.Errorf("delete node %s of deleted nodeclaim mirror %s: %w", c.Status.NodeName, c.Name, err))
+					continue
+				}
+				res.NodesDeleted = append(res.NodesDeleted, c.Status.NodeName)
+			}
 			if err := m.create(ctx, desired); err != nil {
 				errs = append(errs, err)
 				continue
 			}
+			kept[c.Name] = true
 			res.Created++
 		case !contains(cur.Object["spec"], desired.Object["spec"]):
 			if err := api.Delete(ctx, c.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr(cur.GetUID())}}); err != nil && !apierrors.IsNotFound(err) {
@@ -91,8 +134,10 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 				errs = append(errs, err)
 				continue
 			}
+			kept[c.Name] = true
 			res.Updated++
 		default:
+			kept[c.Name] = true
 			changed, err := m.update(ctx, cur, desired)
 			if err != nil {
 				errs = append(errs, err)
@@ -114,6 +159,7 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 		}
 		res.Deleted++
 	}
+	m.kept = kept
 	return res, errors.Join(errs...)
 }
 

@@ -283,3 +283,96 @@ func TestMirrorsCarryNoFinalizersOrOwners(t *testing.T) {
 		t.Errorf("writes = %v", verbs(client))
 	}
 }
+
+// registered sets the claim's status.nodeName.
+func registered(node string) func(*v1.NodeClaim) {
+	return func(c *v1.NodeClaim) { c.Status.NodeName = node }
+}
+
+func nodeObject(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("Node")
+	u.SetName(name)
+	return u
+}
+
+func TestSyncDeletesTheNodeOfAMirrorAUserDeleted(t *testing.T) {
+	tests := []struct {
+		name string
+		// give is the claim in both Syncs.
+		give v1.NodeClaim
+		// userDeletes deletes the mirror between the two Syncs.
+		userDeletes bool
+		wantNodes   []string // Nodes deleted by the second Sync
+		wantLeft    []string // Nodes in the cluster after it
+	}{
+		{name: "should delete the Node of a registered claim whose mirror a user deleted",
+			give: claim("default-a", registered("node-a")), userDeletes: true, wantNodes: []string{"node-a"}, wantLeft: nil},
+		{name: "should only recreate the mirror of a claim with no Node yet",
+			give: claim("default-a"), userDeletes: true, wantLeft: []string{"node-a"}},
+		{name: "should only recreate the mirror of a claim already being deleted",
+			give: claim("default-a", registered("node-a"), func(c *v1.NodeClaim) { c.DeletionTimestamp = &metav1.Time{} }), userDeletes: true,
+			wantLeft: []string{"node-a"}},
+		{name: "should delete no Node while the mirror stands",
+			give: claim("default-a", registered("node-a")), wantLeft: []string{"node-a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{mirror.GVR: "NodeClaimList", mirror.NodeGVR: "NodeList"}, nodeObject("node-a"))
+			m := mirror.New(client)
+			if _, err := m.Sync(t.Context(), []v1.NodeClaim{tt.give}); err != nil {
+				t.Fatalf("first Sync() error = %v", err)
+			}
+			if tt.userDeletes {
+				if err := client.Resource(mirror.GVR).Delete(t.Context(), tt.give.Name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := m.Sync(t.Context(), []v1.NodeClaim{tt.give})
+			if err != nil {
+				t.Fatalf("second Sync() error = %v", err)
+			}
+			if diff := cmp.Diff(tt.wantNodes, got.NodesDeleted); diff != "" {
+				t.Errorf("NodesDeleted mismatch (-want +got):\n%s", diff)
+			}
+			nodes, err := client.Resource(mirror.NodeGVR).List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			for _, n := range nodes.Items {
+				left = append(left, n.GetName())
+			}
+			if diff := cmp.Diff(tt.wantLeft, left); diff != "" {
+				t.Errorf("Nodes left mismatch (-want +got):\n%s", diff)
+			}
+			if _, ok := cluster(t, client)[tt.give.Name]; !ok {
+				t.Errorf("mirror %s not recreated", tt.give.Name)
+			}
+		})
+	}
+}
+
+func TestSyncDeletesNoNodeForItsOwnReplaceOrAFreshStart(t *testing.T) {
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{mirror.GVR: "NodeClaimList", mirror.NodeGVR: "NodeList"}, nodeObject("node-a"))
+	c := claim("default-a", registered("node-a"))
+	// A fresh Mirror remembers nothing: a missing mirror is created.
+	m := mirror.New(client)
+	if got, err := m.Sync(t.Context(), []v1.NodeClaim{c}); err != nil || len(got.NodesDeleted) != 0 {
+		t.Fatalf("first Sync() = %+v, %v; want a create and no Node deleted", got, err)
+	}
+	// A spec change makes Sync replace the mirror itself.
+	c.Spec.Requirements[0].Values = []string{"c7g.large"}
+	for i := range 2 {
+		got, err := m.Sync(t.Context(), []v1.NodeClaim{c})
+		if err != nil || len(got.NodesDeleted) != 0 {
+			t.Fatalf("Sync() %d = %+v, %v; want no Node deleted", i, got, err)
+		}
+	}
+	if _, err := client.Resource(mirror.NodeGVR).Get(t.Context(), "node-a", metav1.GetOptions{}); err != nil {
+		t.Errorf("node-a: %v, want it kept", err)
+	}
+}
