@@ -471,6 +471,7 @@ func (h *Handler) input(ctx context.Context, now time.Time, snap ddbstore.Snapsh
 	if err != nil {
 		return disruption.Input{}, nil, fmt.Errorf("list nodeclaims: %w", err)
 	}
+	claims = withLastPodEvents(claims, snap.Nodes)
 	unavailable, err := h.d.Store.ListUnavailable(ctx, now)
 	if err != nil {
 		return disruption.Input{}, nil, fmt.Errorf("list unavailable offerings: %w", err)
