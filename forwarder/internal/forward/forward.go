@@ -577,8 +577,8 @@ func (f *Forwarder) mirrorLoop(ctx context.Context, now <-chan struct{}) {
 			if err != nil {
 				f.log.Error("sync nodeclaim mirrors", "err", err)
 			}
-			if res != (mirror.Result{}) {
-				f.log.Info("synced nodeclaim mirrors", "created", res.Created, "updated", res.Updated, "deleted", res.Deleted)
+			if res.Created+res.Updated+res.Deleted > 0 || len(res.NodesDeleted) > 0 {
+				f.log.Info("synced nodeclaim mirrors", "created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "nodesDeleted", res.NodesDeleted)
 			}
 		}
 		f.relayEvents(ctx)
