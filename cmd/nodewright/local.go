@@ -148,6 +148,10 @@ func parseUpFlags(name string, args []string, stderr io.Writer) (upFlags, error)
 		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n", name, fs.Args())
 		return upFlags{}, errUsage
 	}
+	if f.bootDelay < 0 {
+		fmt.Fprintf(stderr, "%s: --boot-delay %s: want a duration of 0 or more\n", name, f.bootDelay)
+		return upFlags{}, errUsage
+	}
 	if f.bootDelay == 0 {
 		f.bootDelay = -1 // zero means "no delay" on the command line
 	}
@@ -284,7 +288,7 @@ func localUpDetached(ctx context.Context, f upFlags, args []string, stdout io.Wr
 		return fmt.Errorf("serve log: %w", err)
 	}
 	defer logFile.Close()
-	serveArgs := []string{"local", "serve", "--dir", dir, "--region", f.region, "--boot-delay", f.bootDelay.String()}
+	serveArgs := []string{"local", "serve", "--dir", dir, "--region", f.region, "--boot-delay", max(f.bootDelay, 0).String()}
 	if len(f.zones) > 0 {
 		serveArgs = append(serveArgs, "--zones", f.zones.String())
 	}

@@ -674,3 +674,31 @@ func TestPrintHowToNamesTheStopCommandAndKubectl(t *testing.T) {
 		})
 	}
 }
+
+func TestParseUpFlagsBootDelay(t *testing.T) {
+	tests := []struct {
+		name     string
+		arg      string
+		want     time.Duration
+		wantFail bool
+	}{
+		{"should keep a positive delay", "3s", 3 * time.Second, false},
+		{"should turn 0 into the stack's no-delay value", "0s", -1, false},
+		{"should reject a negative delay", "-5s", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			f, err := parseUpFlags("nodewright local up", []string{"--boot-delay", tt.arg}, &stderr)
+			if tt.wantFail {
+				if err == nil || !strings.Contains(stderr.String(), "--boot-delay -5s: want a duration of 0 or more") {
+					t.Errorf("parseUpFlags(%s) error = %v, stderr %q; want a usage error naming the flag", tt.arg, err, stderr.String())
+				}
+				return
+			}
+			if err != nil || f.bootDelay != tt.want {
+				t.Errorf("parseUpFlags(%s) = %v, %v; want %v", tt.arg, f.bootDelay, err, tt.want)
+			}
+		})
+	}
+}
