@@ -386,7 +386,7 @@ func printHowTo(w io.Writer, info stack.Info, prices string, detached bool) {
 Local stack is up (everything on 127.0.0.1; no AWS account is used).
   kubeconfig:     %s
   API server:     %s
-  EC2/SSM sim:    %s  (region %s, zones %s; control API under /_sim/)
+  EC2/SSM sim:    %s  (region %s, zones %s; control API: GET /_sim lists its routes)
   intake API:     %s  (IAM authorization is NOT checked locally)
   prices:         %s
   state dir:      %s

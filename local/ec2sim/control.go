@@ -13,36 +13,57 @@ type advancer interface {
 	Advance(d time.Duration)
 }
 
-// serveControl answers the JSON control API the local stack uses to drive
-// faults and read state. Request and response bodies are JSON; durations
-// are Go duration strings ("90s"). Routes:
-//
-//	GET    /_sim/instances                 every described instance (Instance)
-//	GET    /_sim/instances/{id}            one instance, 404 when unknown
-//	POST   /_sim/instances/{id}/fail       FailInstance
-//	POST   /_sim/instances/{id}/interrupt  InterruptSpot; returns the SpotInterruption
-//	POST   /_sim/instances/{id}/rebalance  RecommendRebalance; returns the RebalanceRecommendation
-//	GET    /_sim/instances/{id}/status     InstanceHealth (status.go: serveStatusControl)
-//	POST   /_sim/instances/{id}/status     {"check","impaired","since"}: SetStatus
-//	POST   /_sim/instances/{id}/scheduled-events {"code","notBefore"|"in"}: ScheduleEvent
-//	GET    /_sim/interruptions             SpotInterruptions
-//	POST   /_sim/unavailable               {"instanceType","zone","capacityType","code"}: SetUnavailable
-//	DELETE /_sim/unavailable               same body: ClearUnavailable
-//	POST   /_sim/errors                    {"action","code","count"}: InjectError
-//	POST   /_sim/throttle                  {"action","count"}: Throttle
-//	POST   /_sim/boot-delay                {"delay"}: SetBootDelay
-//	POST   /_sim/spot-price                {"instanceType","zone","price"}: SetSpotPrice
-//	PUT    /_sim/parameters                {"name","value"}: PutParameter
-//	POST   /_sim/subnets/{id}/available-ips {"count"}: SetAvailableIPs
-//	GET    /_sim/clock                     {"now"}
-//	POST   /_sim/clock/advance             {"by"}: advances a FakeClock; 409 with the wall clock
-//	GET    /_sim/network                   Network
-//	GET    /_sim/launch-templates          LaunchTemplates
-//	GET    /_sim/fleets                    Fleets
+// controlRoutes lists the JSON control API the local stack uses to drive
+// faults and read state (GET /_sim serves it). Request and response bodies
+// are JSON; durations are Go duration strings ("90s").
+var controlRoutes = []string{
+	"GET    /_sim                           this list",
+	"GET    /_sim/instances                 every described instance (Instance)",
+	"GET    /_sim/images                    Images",
+	"POST   /_sim/images                    Image (JSON; name and architecture required): AddImage; returns the Image",
+	"GET    /_sim/instances/{id}            one instance, 404 when unknown",
+	"POST   /_sim/instances/{id}/fail       FailInstance",
+	"POST   /_sim/instances/{id}/interrupt  InterruptSpot; returns the SpotInterruption",
+	"POST   /_sim/instances/{id}/rebalance  RecommendRebalance; returns the RebalanceRecommendation",
+	"GET    /_sim/instances/{id}/status     InstanceHealth (status.go: serveStatusControl)",
+	"POST   /_sim/instances/{id}/status     {\"check\",\"impaired\",\"since\"}: SetStatus",
+	"POST   /_sim/instances/{id}/scheduled-events {\"code\",\"notBefore\"|\"in\"}: ScheduleEvent",
+	"GET    /_sim/interruptions             SpotInterruptions",
+	"POST   /_sim/unavailable               {\"instanceType\",\"zone\",\"capacityType\",\"code\"}: SetUnavailable",
+	"DELETE /_sim/unavailable               same body: ClearUnavailable",
+	"POST   /_sim/errors                    {\"action\",\"code\",\"count\"}: InjectError",
+	"POST   /_sim/throttle                  {\"action\",\"count\"}: Throttle",
+	"POST   /_sim/boot-delay                {\"delay\"}: SetBootDelay",
+	"POST   /_sim/spot-price                {\"instanceType\",\"zone\",\"price\"}: SetSpotPrice",
+	"PUT    /_sim/parameters                {\"name\",\"value\"}: PutParameter",
+	"POST   /_sim/subnets/{id}/available-ips {\"count\"}: SetAvailableIPs",
+	"GET    /_sim/clock                     {\"now\"}",
+	"POST   /_sim/clock/advance             {\"by\"}: advances a FakeClock; 409 with the wall clock",
+	"GET    /_sim/network                   Network",
+	"GET    /_sim/launch-templates          LaunchTemplates",
+	"GET    /_sim/fleets                    Fleets",
+}
+
+// serveControl answers the control API (controlRoutes).
 func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	rest, isInstance := strings.CutPrefix(path, "/_sim/instances/")
 	switch {
+	case r.Method == http.MethodGet && path == "/_sim":
+		writeJSON(w, http.StatusOK, map[string][]string{"routes": controlRoutes})
+	case r.Method == http.MethodGet && path == "/_sim/images":
+		writeJSON(w, http.StatusOK, s.Images())
+	case r.Method == http.MethodPost && path == "/_sim/images":
+		var img Image
+		if !readJSON(w, r, &img) {
+			return
+		}
+		added, err := s.AddImage(img)
+		if err != nil {
+			writeJSONError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, added)
 	case r.Method == http.MethodGet && path == "/_sim/instances":
 		writeJSON(w, http.StatusOK, s.Instances())
 	case isInstance && r.Method == http.MethodGet && !strings.Contains(rest, "/"):

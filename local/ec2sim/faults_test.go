@@ -223,3 +223,31 @@ func TestControlAPI(t *testing.T) {
 type wallClock struct{}
 
 func (wallClock) Now() time.Time { return time.Now() }
+
+func TestControlAPIListsItsRoutesAndRegistersImages(t *testing.T) {
+	e := newEnv(t, ec2sim.Options{})
+	var list struct {
+		Routes []string `json:"routes"`
+	}
+	if got := e.control(t, http.MethodGet, "/_sim", "", &list); got != http.StatusOK {
+		t.Fatalf("GET /_sim = %d, want 200", got)
+	}
+	joined := strings.Join(list.Routes, "\n")
+	for _, want := range []string{"POST   /_sim/images", "POST   /_sim/instances/{id}/interrupt", "GET    /_sim/fleets"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("GET /_sim lacks %q:\n%s", want, joined)
+		}
+	}
+	var img ec2sim.Image
+	body := `{"name":"amazon-eks-node-al2023-x86_64-standard-1.34-v20991231","architecture":"x86_64","ownerAlias":"amazon"}`
+	if got := e.control(t, http.MethodPost, "/_sim/images", body, &img); got != http.StatusOK || !strings.HasPrefix(img.ID, "ami-") {
+		t.Fatalf("POST /_sim/images = %d, image %+v; want 200 and an AMI id", got, img)
+	}
+	out, err := e.ec2.DescribeImages(t.Context(), &ec2.DescribeImagesInput{ImageIds: []string{img.ID}})
+	if err != nil || len(out.Images) != 1 {
+		t.Errorf("DescribeImages(%s) = %d images, %v; want the registered one", img.ID, len(out.Images), err)
+	}
+	if got := e.control(t, http.MethodPost, "/_sim/images", `{"architecture":"x86_64"}`, nil); got != http.StatusBadRequest {
+		t.Errorf("POST /_sim/images without a name = %d, want 400", got)
+	}
+}

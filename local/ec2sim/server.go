@@ -313,7 +313,7 @@ func (s *Server) newUUID(kind string) string {
 // /_sim/. It does not check SigV4 signatures.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case strings.HasPrefix(r.URL.Path, "/_sim/"):
+	case r.URL.Path == "/_sim" || strings.HasPrefix(r.URL.Path, "/_sim/"):
 		s.serveControl(w, r)
 	case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AmazonSSM."):
 		s.serveSSM(w, r)
