@@ -155,11 +155,12 @@ func TestClusterRoleGrantsExactlyWhatTheCodeUses(t *testing.T) {
 	m := readManifests(t)
 	// Informers list and watch; the event emitter creates; the mirror
 	// lists, creates, updates, deletes and updates status (see the verbs the
-	// mirror and events tests observe); the status writer updates NodePool
-	// and EC2NodeClass status.
+	// mirror and events tests observe) and deletes the Node of a mirror a
+	// user deleted; the status writer updates NodePool and EC2NodeClass
+	// status.
 	want := []permission{
 		{"", "events", "create"},
-		{"", "nodes", "list"}, {"", "nodes", "watch"},
+		{"", "nodes", "delete"}, {"", "nodes", "list"}, {"", "nodes", "watch"},
 		{"", "pods", "list"}, {"", "pods", "watch"},
 		{"apps", "daemonsets", "list"}, {"apps", "daemonsets", "watch"},
 		{"karpenter.k8s.aws", "ec2nodeclasses", "list"}, {"karpenter.k8s.aws", "ec2nodeclasses", "watch"},
