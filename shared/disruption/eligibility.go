@@ -25,7 +25,7 @@ func (e *evaluation) assess() error {
 		if err != nil {
 			return err
 		}
-		n.drift, n.driftDetail = reason, detail
+		n.drift, n.driftDetail, n.driftCheck = reason, detail, true
 		n.driftSince = e.now
 		if c := condition(n.claim.Status.Conditions, v1.ConditionTypeDrifted); c != nil && c.Status == "True" && !c.LastTransitionTime.IsZero() {
 			n.driftSince = c.LastTransitionTime.Time

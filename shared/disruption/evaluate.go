@@ -51,6 +51,7 @@ type node struct {
 	drift       string // drift reason, "" when not drifted
 	driftDetail string
 	driftSince  time.Time
+	driftCheck  bool // driftOf ran: drift and driftDetail are its verdict
 
 	commanded bool
 	why       string // reported in Result.Blocked when not commanded
@@ -193,6 +194,7 @@ func evaluate(ctx context.Context, in Input, noBounds bool) (Result, int, error)
 	if res.Budgets == nil {
 		res.Budgets = []BudgetStatus{}
 	}
+	res.Drift = e.driftReport()
 	return res, e.solves, nil
 }
 
@@ -453,6 +455,19 @@ func condition(conds []metav1.Condition, typ string) *metav1.Condition {
 func conditionTrue(conds []metav1.Condition, typ string) bool {
 	c := condition(conds, typ)
 	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+// driftReport is Result.Drift: the nodes whose drift was checked, by
+// NodeClaim name.
+func (e *evaluation) driftReport() []DriftStatus {
+	var out []DriftStatus
+	for _, n := range e.nodes {
+		if n.driftCheck {
+			out = append(out, DriftStatus{NodeClaim: n.claim.Name, Reason: n.drift, Detail: n.driftDetail})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].NodeClaim < out[j].NodeClaim })
+	return out
 }
 
 // blocked lists the NodeClaims no command includes.

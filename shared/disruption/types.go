@@ -146,6 +146,26 @@ type Result struct {
 	// Budgets are the disruptions each NodePool allows per reason at Now,
 	// before this evaluation's commands consume them.
 	Budgets []BudgetStatus `json:"budgets"`
+	// Drift is the drift verdict of every NodeClaim whose drift this
+	// evaluation checked, sorted by NodeClaim: what Karpenter's NodeClaim
+	// disruption controller records as the Drifted condition (True with
+	// the reason when drifted, removed when not; karpenter-spec §7,
+	// karpenter: pkg/controllers/nodeclaim/disruption/drift.go). A
+	// NodeClaim whose drift was not checked (being deleted, not
+	// initialized, do-not-disrupt, unknown or static NodePool, nominated)
+	// is absent: its recorded condition should be left as it is.
+	Drift []DriftStatus `json:"drift,omitempty"`
+}
+
+// DriftStatus is one NodeClaim's drift verdict.
+type DriftStatus struct {
+	NodeClaim string `json:"nodeClaim"`
+	// Reason is the drift reason (DriftNodePool, DriftRequirements, ...),
+	// "" when the NodeClaim is not drifted.
+	Reason string `json:"reason,omitempty"`
+	// Detail says in one sentence what changed ("" when not drifted); its
+	// wording may change.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Command is one disruption to carry out, by names only: it is the payload
