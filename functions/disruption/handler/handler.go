@@ -26,6 +26,12 @@
 // (ExecutionAlreadyExists), which counts as success. Whatever races
 // anyway, the budget leases and claims of the execution itself resolve.
 //
+// After each evaluation the Drifted condition of every NodeClaim whose
+// drift was checked is brought to the verdict (recordDriftConditions):
+// True with the drift reason, removed once no longer drifted, written only
+// when it changes and best effort, so `kubectl get nodeclaims -o wide`
+// shows DRIFTED while drifted nodes wait for their budget.
+//
 // A run without a current snapshot or configuration does nothing. A run
 // that fails to start some executions reports a workflow error after
 // trying all of them; the next minute's run decides afresh.
@@ -303,6 +309,9 @@ type Output struct {
 	// Events counts the event records written (DisruptionBlocked,
 	// Unconsolidatable; see decisionEvents).
 	Events int `json:"events,omitempty"`
+	// DriftConditions counts the NodeClaims whose Drifted condition this
+	// run set or cleared (see recordDriftConditions).
+	DriftConditions int `json:"driftConditions,omitempty"`
 }
 
 // Started is one command's execution.
@@ -363,6 +372,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 		h.d.Log.DebugContext(ctx, "not disrupted", "nodeclaim", b.NodeClaim, "node", b.Node, "nodePool", b.NodePool, "reason", b.Reason)
 	}
 	out.Events = h.recordDecisionEvents(ctx, decisionEvents(res, now), now)
+	out.DriftConditions = h.recordDriftConditions(ctx, in.NodeClaims, res.Drift, now)
 	var errs []error
 	for _, cmd := range append(res.Commands, deletionCommands(in, now)...) {
 		s, err := h.start(ctx, cmd, res.Budgets, now)
