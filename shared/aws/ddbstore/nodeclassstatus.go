@@ -97,19 +97,3 @@ func (s *Store) ListNodeClassStatuses(ctx context.Context) ([]v1.NodeClassStatus
 	slices.SortFunc(out, func(a, b v1.NodeClassStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
-
-// DeleteNodeClassStatus forgets the class's resolution (its EC2NodeClass is
-// gone). Deleting an absent record returns nil.
-func (s *Store) DeleteNodeClassStatus(ctx context.Context, name string) error {
-	if err := checkKeyPart("node class name", name); err != nil {
-		return fmt.Errorf("delete node class status: %w", err)
-	}
-	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: &s.table,
-		Key:       map[string]types.AttributeValue{attrPK: str(s.pk(pkNodeClassStatus)), attrSK: str(name)},
-	})
-	if err != nil {
-		return fmt.Errorf("delete node class status %s: %w", name, err)
-	}
-	return nil
-}
