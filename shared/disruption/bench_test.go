@@ -161,6 +161,10 @@ func BenchmarkEvaluateRealistic(b *testing.B) {
 	}{
 		{"packed/nodes=50", 50, 0, false},
 		{"packed/nodes=200", 200, 0, false},
+		{"packed/nodes=500", 500, 0, false},
+		{"packed/nodes=1000", 1000, 0, false},
+		{"packed/nodes=2000", 2000, 0, false},
+		{"packed/nodes=5000", 5000, 0, false},
 		{"underused/nodes=200", 200, 10, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -95,7 +95,11 @@ func (e *evaluation) consolidate(ctx context.Context, cands []*node) (*Command, 
 func (e *evaluation) cheaperReplacement(nc scheduling.NewClaim, cands []*node, price float64) (Replacement, string, error) {
 	reqs := requirements.FromNodeSelector(nc.NodeClaim.Spec.Requirements)
 	options := e.typesOf(nc.NodeClass, nc.InstanceTypes)
-	sort.SliceStable(options, func(i, j int) bool { return launchPrice(options[i], reqs) < launchPrice(options[j], reqs) })
+	prices := make(map[*catalog.InstanceType]float64, len(options))
+	for _, it := range options {
+		prices[it] = launchPrice(it, reqs)
+	}
+	sort.SliceStable(options, func(i, j int) bool { return prices[options[i]] < prices[options[j]] })
 
 	allSpot := true
 	for _, n := range cands {
@@ -148,9 +152,13 @@ func (e *evaluation) cheaperReplacement(nc scheduling.NewClaim, cands []*node, p
 
 // typesOf resolves instance type names of a node class, keeping order.
 func (e *evaluation) typesOf(class string, names []string) []*catalog.InstanceType {
-	byName := map[string]*catalog.InstanceType{}
-	for _, it := range e.in.InstanceTypes[class] {
-		byName[it.Name] = it
+	byName := e.typeIndex[class]
+	if byName == nil {
+		byName = map[string]*catalog.InstanceType{}
+		for _, it := range e.in.InstanceTypes[class] {
+			byName[it.Name] = it
+		}
+		e.typeIndex[class] = byName
 	}
 	out := make([]*catalog.InstanceType, 0, len(names))
 	for _, n := range names {

@@ -21,6 +21,7 @@ import (
 // node is one NodeClaim (with its Node when registered) as the evaluation
 // sees it.
 type node struct {
+	idx   int // position in evaluation.nodes
 	claim *v1.NodeClaim
 	node  *corev1.Node // nil until registered
 	pool  *v1.NodePool // nil when the pool is unknown
@@ -130,6 +131,9 @@ type evaluation struct {
 	noBounds bool
 	// prepared is the solver's reusable preparation (see solve).
 	prepared *scheduling.Prepared
+	sim      simState
+	// typeIndex maps a node class's instance types by name (typesOf).
+	typeIndex map[string]map[string]*catalog.InstanceType
 }
 
 // Evaluate decides what Karpenter's disruption controller would start at
@@ -204,6 +208,7 @@ func newEvaluation(in Input) (*evaluation, error) {
 		in: in, now: in.Now, pools: map[string]*v1.NodePool{}, classes: map[string]*v1.EC2NodeClass{},
 		byName: map[string]*node{}, hosted: map[string][]*corev1.Pod{}, instances: map[string]Instance{},
 		inFlight: map[string]string{}, poolHash: map[string]string{}, classHash: map[string][2]string{},
+		typeIndex: map[string]map[string]*catalog.InstanceType{},
 	}
 	e.poolList = make([]v1.NodePool, len(in.NodePools))
 	for i := range in.NodePools {
@@ -261,7 +266,7 @@ func newEvaluation(in Input) (*evaluation, error) {
 		if i > 0 && claims[i-1].Name == c.Name {
 			return nil, fmt.Errorf("nodeclaim %s: listed twice", c.Name)
 		}
-		n := &node{claim: c}
+		n := &node{idx: len(e.nodes), claim: c}
 		if k := nodesByName[c.Status.NodeName]; k != nil && c.Status.NodeName != "" {
 			n.node = k
 		} else if k := byProvider[c.Status.ProviderID]; k != nil && c.Status.ProviderID != "" {

@@ -39,26 +39,32 @@ type simulation struct {
 func (e *evaluation) simulate(ctx context.Context, cands []*node) (simulation, string, error) {
 	in := scheduling.Input{
 		Now: e.now, NodePools: e.poolList, NodeClasses: e.in.NodeClasses, InstanceTypes: e.in.InstanceTypes,
-		DaemonSets: e.in.DaemonSets, Options: e.in.Options.Scheduling,
+		DaemonSets: e.in.DaemonSets, Options: e.in.Options.Scheduling, Nodes: e.simNodes(),
 	}
 	if in.Options.MaxInstanceTypes == 0 {
 		in.Options.MaxInstanceTypes = defaultSimulationTypes
 	}
-	leaving := map[*node]bool{}
+	leaving := make(map[*node]bool, len(cands))
+	out := append([]int(nil), e.sim.leaving...)
 	for _, n := range cands {
 		leaving[n] = true
+		out = append(out, n.idx)
+		// Marked for this simulation only; restored before returning.
+		in.Nodes[n.idx].MarkedForDeletion = true
 	}
+	defer func() {
+		for _, n := range cands {
+			in.Nodes[n.idx].MarkedForDeletion = n.deleting
+		}
+	}()
+	sort.Ints(out)
 	candidatePod := map[string]*corev1.Pod{}
 	mustPlace := map[string]string{} // pod key → message prefix
-	for _, n := range e.nodes {
-		out := leaving[n] || n.deleting
-		in.Nodes = append(in.Nodes, scheduling.ExistingNode{
-			Node: n.node, NodeClaim: n.claim, Pods: append(append([]*corev1.Pod(nil), n.pods...), n.nominated...),
-			MarkedForDeletion: out,
-		})
-		if !out {
+	for i, idx := range out {
+		if i > 0 && out[i-1] == idx {
 			continue
 		}
+		n := e.nodes[idx]
 		for _, p := range n.reschedulable {
 			moved := *p
 			moved.Spec.NodeName = ""
@@ -72,9 +78,6 @@ func (e *evaluation) simulate(ctx context.Context, cands []*node) (simulation, s
 				mustPlace[key] = fmt.Sprintf("pod %s of leaving node %s cannot be rescheduled", podName(p), n.name())
 			}
 		}
-	}
-	for _, k := range e.unmanaged {
-		in.Nodes = append(in.Nodes, scheduling.ExistingNode{Node: k, Pods: e.hosted[k.Name], MarkedForDeletion: k.DeletionTimestamp != nil})
 	}
 	in.Pods = append(in.Pods, e.pending...)
 	res, err := e.solve(ctx, in)
@@ -111,6 +114,41 @@ func (e *evaluation) simulate(ctx context.Context, cands []*node) (simulation, s
 		}
 	}
 	return sim, "", nil
+}
+
+// simState is what every simulation of an evaluation shares.
+type simState struct {
+	// nodes is the solver's view of the cluster: e.nodes (index for
+	// index) then the unmanaged nodes, with the nodes already leaving
+	// marked for deletion. A simulation marks its candidates too, and
+	// unmarks them before it returns. Every simulation passes the same
+	// Nodes, Pods lists and all, so that the solver's preparation of the
+	// nodes is reused (scheduling.Prepared).
+	nodes []scheduling.ExistingNode
+	// leaving are the indexes in e.nodes of the nodes already leaving.
+	leaving []int
+}
+
+// simNodes returns e.sim.nodes, built on first use.
+func (e *evaluation) simNodes() []scheduling.ExistingNode {
+	if e.sim.nodes != nil {
+		return e.sim.nodes
+	}
+	nodes := make([]scheduling.ExistingNode, 0, len(e.nodes)+len(e.unmanaged))
+	for i, n := range e.nodes {
+		nodes = append(nodes, scheduling.ExistingNode{
+			Node: n.node, NodeClaim: n.claim, Pods: append(append([]*corev1.Pod(nil), n.pods...), n.nominated...),
+			MarkedForDeletion: n.deleting,
+		})
+		if n.deleting {
+			e.sim.leaving = append(e.sim.leaving, i)
+		}
+	}
+	for _, k := range e.unmanaged {
+		nodes = append(nodes, scheduling.ExistingNode{Node: k, Pods: e.hosted[k.Name], MarkedForDeletion: k.DeletionTimestamp != nil})
+	}
+	e.sim.nodes = nodes
+	return nodes
 }
 
 // solve is scheduling.Solve(ctx, in) reusing, across the evaluation's

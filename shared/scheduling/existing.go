@@ -92,7 +92,6 @@ func ownedByDaemonSet(p *corev1.Pod) bool {
 // node, including those marked for deletion), and the nodes pods may use
 // (not marked for deletion), initialized first, then by name.
 func (s *solver) buildNodes() error {
-	n := s.res.n()
 	seen := map[string]bool{}
 	for i := range s.in.Nodes {
 		en := &s.in.Nodes[i]
@@ -104,111 +103,186 @@ func (s *solver) buildNodes() error {
 			return fmt.Errorf("node %s: listed twice", name)
 		}
 		seen[name] = true
-		if poolName := existingPool(en); poolName != "" {
-			for _, p := range s.pools {
-				if p.name != poolName {
-					continue
-				}
-				var capList corev1.ResourceList
-				if en.Node != nil {
-					capList = en.Node.Status.Capacity
-				}
-				if len(capList) == 0 && en.NodeClaim != nil {
-					capList = en.NodeClaim.Status.Capacity
-				}
-				c, _ := s.res.vector(capList)
-				p.usage.add(&c, n)
-				p.nodes++
-			}
+		s.addUsage(en)
+		if !en.MarkedForDeletion {
+			s.addNode(s.newNode(en), en.Pods)
 		}
-		if en.MarkedForDeletion {
+	}
+	s.orderNodes()
+	return nil
+}
+
+// buildNodesFrom is buildNodes for nodes Prepare validated and measured:
+// the pools' usage is prep's, and only the usable nodes in which some pod
+// of this solve fits (by prep's availability) are built. A node no pod
+// fits in at the start never takes one (a solve only ever lowers a node's
+// availability), and without topology groups it has no other effect.
+func (s *solver) buildNodesFrom(prep *Prepared) {
+	n := s.res.n()
+	for _, p := range s.pools {
+		if u, ok := prep.usage[p.name]; ok {
+			p.usage.add(&u.capacity, n)
+			p.nodes += u.nodes
+		}
+	}
+	least, any := s.leastRequest()
+	for i := range s.in.Nodes {
+		en := &s.in.Nodes[i]
+		if !any || en.MarkedForDeletion || !leq(&least, &prep.nodes[i].avail, n) {
 			continue
 		}
-		node := &enode{name: name, labels: existingLabels(en), pool: existingPool(en)}
-		hostname := node.labels[v1.LabelHostname]
-		if hostname == "" {
-			hostname = name
+		s.addNode(s.newNode(en), en.Pods)
+	}
+	s.orderNodes()
+}
+
+// leastRequest is the element-wise minimum of the requests of the pods
+// this solve places; any is false when it places none.
+func (s *solver) leastRequest() (least vec, any bool) {
+	n := s.res.n()
+	for _, pi := range s.pods {
+		if pi.cls == nil {
+			continue
 		}
-		node.labels[v1.LabelHostname] = hostname
-		node.reqs = requirements.FromLabels(node.labels)
-		if en.Node == nil && en.NodeClaim != nil {
-			for _, r := range requirements.FromNodeSelector(en.NodeClaim.Spec.Requirements) {
-				node.reqs.Add(r)
-			}
+		if !any {
+			least, any = pi.req, true
+			continue
 		}
-		managed := en.NodeClaim != nil || node.pool != ""
-		node.initialized = !managed || node.labels[v1.LabelInitialized] == "true"
-		var alloc corev1.ResourceList
-		switch {
-		case en.Node == nil:
-			node.taints = en.NodeClaim.Spec.Taints
-			alloc = en.NodeClaim.Status.Allocatable
-		default:
-			node.taints = en.Node.Spec.Taints
-			alloc = en.Node.Status.Allocatable
-			if !node.initialized {
-				var startup []corev1.Taint
-				if en.NodeClaim != nil {
-					startup = en.NodeClaim.Spec.StartupTaints
-					alloc = alloc.DeepCopy()
-					for k, v := range en.NodeClaim.Status.Allocatable {
-						if q, ok := alloc[k]; !ok || q.IsZero() {
-							alloc[k] = v
-						}
+		least.minWith(&pi.req, n)
+	}
+	return least, any
+}
+
+// addUsage counts en's capacity in its NodePool's usage (limits count
+// every node, including those marked for deletion).
+func (s *solver) addUsage(en *ExistingNode) {
+	poolName := existingPool(en)
+	if poolName == "" {
+		return
+	}
+	for _, p := range s.pools {
+		if p.name != poolName {
+			continue
+		}
+		c := existingCapacity(s.res, en)
+		p.usage.add(&c, s.res.n())
+		p.nodes++
+	}
+}
+
+// existingCapacity is the Node's capacity, else the NodeClaim's.
+func existingCapacity(ri *resourceIndex, en *ExistingNode) vec {
+	var capList corev1.ResourceList
+	if en.Node != nil {
+		capList = en.Node.Status.Capacity
+	}
+	if len(capList) == 0 && en.NodeClaim != nil {
+		capList = en.NodeClaim.Status.Capacity
+	}
+	c, _ := ri.vector(capList)
+	return c
+}
+
+// newNode builds the usable-node view of en: labels, requirements,
+// taints, and allocatable minus its active pods' requests and the
+// remaining daemonset overhead.
+func (s *solver) newNode(en *ExistingNode) *enode {
+	n := s.res.n()
+	node := &enode{name: existingName(en), labels: existingLabels(en), pool: existingPool(en)}
+	hostname := node.labels[v1.LabelHostname]
+	if hostname == "" {
+		hostname = node.name
+	}
+	node.labels[v1.LabelHostname] = hostname
+	node.reqs = requirements.FromLabels(node.labels)
+	if en.Node == nil && en.NodeClaim != nil {
+		for _, r := range requirements.FromNodeSelector(en.NodeClaim.Spec.Requirements) {
+			node.reqs.Add(r)
+		}
+	}
+	managed := en.NodeClaim != nil || node.pool != ""
+	node.initialized = !managed || node.labels[v1.LabelInitialized] == "true"
+	var alloc corev1.ResourceList
+	switch {
+	case en.Node == nil:
+		node.taints = en.NodeClaim.Spec.Taints
+		alloc = en.NodeClaim.Status.Allocatable
+	default:
+		node.taints = en.Node.Spec.Taints
+		alloc = en.Node.Status.Allocatable
+		if !node.initialized {
+			var startup []corev1.Taint
+			if en.NodeClaim != nil {
+				startup = en.NodeClaim.Spec.StartupTaints
+				alloc = alloc.DeepCopy()
+				for k, v := range en.NodeClaim.Status.Allocatable {
+					if q, ok := alloc[k]; !ok || q.IsZero() {
+						alloc[k] = v
 					}
 				}
-				node.taints = withoutTaints(node.taints, startup, ephemeralTaints)
 			}
+			node.taints = withoutTaints(node.taints, startup, ephemeralTaints)
 		}
-		node.avail, _ = s.res.vector(alloc)
-		var daemonUsed vec
-		for _, p := range en.Pods {
-			if !activePod(p) {
-				continue
-			}
-			r, _ := s.res.podRequestVector(&p.Spec)
-			r[resPods]++
-			node.avail.sub(&r, n)
-			if ownedByDaemonSet(p) {
-				daemonUsed.add(&r, n)
-			}
-			node.ports = append(node.ports, podHostPorts(&p.Spec)...)
-		}
-		// Remaining daemonset overhead: compatible DaemonSets' requests minus
-		// daemon pods already bound, floored at zero (karpenter:
-		// NewExistingNode).
-		var daemonWant vec
-		for _, d := range s.daemons {
-			if untolerated(node.taints, d.pod.Spec.Tolerations) != nil {
-				continue
-			}
-			ok := false
-			for _, term := range d.terms {
-				if p, _ := strictMismatch(node.reqs, term); p == nil {
-					ok = true
-					break
-				}
-			}
-			if ok {
-				daemonWant.add(&d.req, n)
-			}
-		}
-		daemonWant.sub(&daemonUsed, n)
-		daemonWant.floorZero(n)
-		node.avail.sub(&daemonWant, n)
-		if en.Node != nil && en.Node.Spec.Unschedulable {
-			// A cordoned node takes only pods that tolerate
-			// node.kubernetes.io/unschedulable:NoSchedule (kube-scheduler's
-			// NodeUnschedulable filter). Added after the daemonset overhead:
-			// DaemonSet pods tolerate it by default.
-			node.taints = withCordonTaint(node.taints)
-		}
-		h := &host{id: int32(len(s.hosts)), name: hostname, node: node}
-		node.h = h
-		s.hosts = append(s.hosts, h)
-		s.nodes = append(s.nodes, node)
-		s.nodePods = append(s.nodePods, en.Pods)
 	}
+	node.avail, _ = s.res.vector(alloc)
+	var daemonUsed vec
+	for _, p := range en.Pods {
+		if !activePod(p) {
+			continue
+		}
+		r, _ := s.res.podRequestVector(&p.Spec)
+		r[resPods]++
+		node.avail.sub(&r, n)
+		if ownedByDaemonSet(p) {
+			daemonUsed.add(&r, n)
+		}
+		node.ports = append(node.ports, podHostPorts(&p.Spec)...)
+	}
+	// Remaining daemonset overhead: compatible DaemonSets' requests minus
+	// daemon pods already bound, floored at zero (karpenter:
+	// NewExistingNode).
+	var daemonWant vec
+	for _, d := range s.daemons {
+		if untolerated(node.taints, d.pod.Spec.Tolerations) != nil {
+			continue
+		}
+		ok := false
+		for _, term := range d.terms {
+			if p, _ := strictMismatch(node.reqs, term); p == nil {
+				ok = true
+				break
+			}
+		}
+		if ok {
+			daemonWant.add(&d.req, n)
+		}
+	}
+	daemonWant.sub(&daemonUsed, n)
+	daemonWant.floorZero(n)
+	node.avail.sub(&daemonWant, n)
+	if en.Node != nil && en.Node.Spec.Unschedulable {
+		// A cordoned node takes only pods that tolerate
+		// node.kubernetes.io/unschedulable:NoSchedule (kube-scheduler's
+		// NodeUnschedulable filter). Added after the daemonset overhead:
+		// DaemonSet pods tolerate it by default.
+		node.taints = withCordonTaint(node.taints)
+	}
+	return node
+}
+
+// addNode makes node usable, with its bound pods.
+func (s *solver) addNode(node *enode, pods []*corev1.Pod) {
+	hostname := node.labels[v1.LabelHostname]
+	h := &host{id: int32(len(s.hosts)), name: hostname, node: node}
+	node.h = h
+	s.hosts = append(s.hosts, h)
+	s.nodes = append(s.nodes, node)
+	s.nodePods = append(s.nodePods, pods)
+}
+
+// orderNodes sorts the usable nodes, initialized first, then by name, and
+// indexes their availability.
+func (s *solver) orderNodes() {
 	// Keep nodePods aligned with nodes while sorting.
 	idx := make([]int, len(s.nodes))
 	for i := range idx {
@@ -229,7 +303,6 @@ func (s *solver) buildNodes() error {
 	}
 	s.nodes, s.nodePods = nodes, pods
 	s.nodeTree = newNodeTree(s.nodes, s.res.n())
-	return nil
 }
 
 // registerNodeDomains adds the existing nodes' label values to the

@@ -44,3 +44,13 @@ func ClaimTypeScans(ctx context.Context, in Input) (int, error) {
 	}
 	return s.typeScans, nil
 }
+
+// PreparedNodesBuilt runs the cost-driven strategy of p.Solve(in) and
+// returns how many existing nodes it built (the others it skipped).
+func PreparedNodesBuilt(ctx context.Context, p *Prepared, in Input) (int, error) {
+	s, err := p.solveWith(ctx, &in, stratCost, p.sameNodes(&in))
+	if err != nil {
+		return 0, err
+	}
+	return len(s.nodes), nil
+}

@@ -464,6 +464,20 @@ func (s *solver) list(p *pool, id int32) *typeList {
 		return tl
 	}
 	r := s.reqs.get(id)
+	build := func() *typeList { return s.buildList(p, r) }
+	var tl *typeList
+	if s.prep != nil {
+		tl = s.prep.list(s, p, r, build)
+	} else {
+		tl = build()
+	}
+	p.lists[id] = tl
+	return tl
+}
+
+// buildList is the candidate list of p under r: its admitted types by
+// price, then name.
+func (s *solver) buildList(p *pool, r requirements.Requirements) *typeList {
 	tl := &typeList{}
 	type priced struct {
 		t     *ptype
@@ -496,7 +510,6 @@ func (s *solver) list(p *pool, id int32) *typeList {
 			tl.minValues = true
 		}
 	}
-	p.lists[id] = tl
 	return tl
 }
 

@@ -3,13 +3,18 @@ package scheduling
 import (
 	"context"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/requirements"
 )
 
 // Prepared is the part of a solve that depends only on an Input's
-// NodePools, NodeClasses, InstanceTypes and DaemonSets: each usable
-// pool's admitted instance types with their daemonset overhead. It lets
+// NodePools, NodeClasses, InstanceTypes, DaemonSets and Nodes: each
+// usable pool's admitted instance types with their daemonset overhead,
+// and each existing node's availability and the pools' usage. It lets
 // many solves over the same cluster (a disruption evaluation simulates
 // one per consolidation candidate) skip that work. It is read-only once
 // built; nothing in it outlives its owner.
@@ -18,6 +23,39 @@ type Prepared struct {
 	names []corev1.ResourceName
 	// types maps a pool name to its instance types (pool.types).
 	types map[string][]*ptype
+	// nodes are Prepare's Input.Nodes, index for index.
+	nodes []preparedNode
+	// usage is every pool's usage over all of nodes (marked or not).
+	usage map[string]poolUsage
+	// claimNames are claimNames(Prepare's Input.Nodes).
+	claimNames map[string]bool
+	// mu guards lists, the candidate lists solves built from types, by
+	// pool name and canonical requirements: a list depends only on those
+	// and on the pool's types.
+	mu    sync.Mutex
+	lists map[listKey]*typeList
+}
+
+// listKey identifies a candidate list of a pool.
+type listKey struct{ pool, reqs string }
+
+// preparedNode is what Prepare measured of one existing node.
+type preparedNode struct {
+	// node, claim and pods identify the ExistingNode measured.
+	node  *corev1.Node
+	claim *v1.NodeClaim
+	pods  []*corev1.Pod
+	// avail is the node's availability when usable (enode.avail).
+	avail vec
+	// anti is set when an active bound pod has a required pod
+	// anti-affinity term (a topology group of every solve).
+	anti bool
+}
+
+// poolUsage is the capacity and count of a pool's existing nodes.
+type poolUsage struct {
+	capacity vec
+	nodes    int64
 }
 
 // Prepare builds a Prepared from in. Its Pods are not looked at; its
@@ -29,13 +67,45 @@ func Prepare(ctx context.Context, in Input) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Prepared{names: slices.Clone(s.res.names), types: make(map[string][]*ptype, len(s.pools))}
+	p := &Prepared{names: slices.Clone(s.res.names), types: make(map[string][]*ptype, len(s.pools)),
+		nodes: make([]preparedNode, len(in.Nodes)), usage: map[string]poolUsage{}, lists: map[listKey]*typeList{},
+		claimNames: claimNames(in.Nodes)}
 	for _, pl := range s.pools {
 		// A pool skipped before its types were built is skipped the same
 		// way in every solve of the same pools: its entry is never read.
 		p.types[pl.name] = pl.types
+		p.usage[pl.name] = poolUsage{capacity: pl.usage, nodes: pl.nodes}
+	}
+	for i := range in.Nodes {
+		en := &in.Nodes[i]
+		pn := preparedNode{node: en.Node, claim: en.NodeClaim, pods: en.Pods, avail: s.newNode(en).avail}
+		for _, pod := range en.Pods {
+			if activePod(pod) && pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAntiAffinity != nil &&
+				len(pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+				pn.anti = true
+			}
+		}
+		p.nodes[i] = pn
 	}
 	return p, nil
+}
+
+// sameNodes reports whether in's Nodes are Prepare's, entry for entry
+// (the same Node, NodeClaim and pod list; MarkedForDeletion may differ),
+// with no required anti-affinity on a pod of a node in use: then the
+// solve may take the nodes' measurements from p (buildNodesFrom).
+func (p *Prepared) sameNodes(in *Input) bool {
+	if p == nil || len(in.Nodes) != len(p.nodes) {
+		return false
+	}
+	for i := range in.Nodes {
+		en, pn := &in.Nodes[i], &p.nodes[i]
+		if en.Node != pn.node || en.NodeClaim != pn.claim || len(en.Pods) != len(pn.pods) ||
+			(len(en.Pods) > 0 && &en.Pods[0] != &pn.pods[0]) || (pn.anti && !en.MarkedForDeletion) {
+			return false
+		}
+	}
+	return true
 }
 
 // Solve is Solve(ctx, in) with the prepared work reused: the Result and
@@ -45,11 +115,12 @@ func Prepare(ctx context.Context, in Input) (*Prepared, error) {
 // When the resources in play differ from the prepared ones (a node
 // brings a resource no instance type has), nothing is reused.
 func (p *Prepared) Solve(ctx context.Context, in Input) (Result, error) {
-	best, err := p.solveWith(ctx, &in, stratCost)
+	same := p.sameNodes(&in)
+	best, err := p.solveWith(ctx, &in, stratCost, same)
 	if err != nil {
 		return Result{}, err
 	}
-	alt, err := p.solveWith(ctx, &in, stratFirstFit)
+	alt, err := p.solveWith(ctx, &in, stratFirstFit, same)
 	if err != nil {
 		return Result{}, err
 	}
@@ -61,9 +132,9 @@ func (p *Prepared) Solve(ctx context.Context, in Input) (Result, error) {
 	return best.result(), nil
 }
 
-// solveWith is solveWith on a prepared solver.
-func (p *Prepared) solveWith(ctx context.Context, in *Input, st strategy) (*solver, error) {
-	s, err := newPreparedSolver(ctx, in, p)
+// solveWith is solveWith on a prepared solver; same is sameNodes(in).
+func (p *Prepared) solveWith(ctx context.Context, in *Input, st strategy, same bool) (*solver, error) {
+	s, err := newPreparedSolver(ctx, in, p, same)
 	if err != nil {
 		return nil, err
 	}
@@ -84,4 +155,25 @@ func (p *Prepared) poolTypes(s *solver, pl *pool) (types []*ptype, ok bool) {
 	}
 	types, ok = p.types[pl.name]
 	return types, ok
+}
+
+// list returns the candidate list of pool pl under requirements r, built
+// by build on first use; without prepared types for pl (ok false from
+// poolTypes) it is build's, uncached. Lists are read-only once built.
+func (p *Prepared) list(s *solver, pl *pool, r requirements.Requirements, build func() *typeList) *typeList {
+	if _, ok := p.poolTypes(s, pl); !ok {
+		return build()
+	}
+	k := listKey{pool: pl.name, reqs: canonical(r)}
+	p.mu.Lock()
+	tl, ok := p.lists[k]
+	p.mu.Unlock()
+	if ok {
+		return tl
+	}
+	tl = build()
+	p.mu.Lock()
+	p.lists[k] = tl
+	p.mu.Unlock()
+	return tl
 }

@@ -127,11 +127,11 @@ func (s *solver) result() Result {
 			res.Placements[pi.key] = pi.host.node.name
 		}
 	}
-	taken := map[string]bool{}
-	for i := range s.in.Nodes {
-		if en := &s.in.Nodes[i]; en.NodeClaim != nil {
-			taken[en.NodeClaim.Name] = true
-		}
+	var taken map[string]bool
+	if s.sameNodes {
+		taken = s.prep.claimNames
+	} else {
+		taken = claimNames(s.in.Nodes)
 	}
 	perPool := map[string]int{}
 	for _, f := range s.finalize() {
@@ -146,6 +146,18 @@ func (s *solver) result() Result {
 		res.NewClaims = append(res.NewClaims, s.newClaim(f, name))
 	}
 	return res
+}
+
+// claimNames are the names of nodes' NodeClaims, which new claims must not
+// take.
+func claimNames(nodes []ExistingNode) map[string]bool {
+	taken := map[string]bool{}
+	for i := range nodes {
+		if en := &nodes[i]; en.NodeClaim != nil {
+			taken[en.NodeClaim.Name] = true
+		}
+	}
+	return taken
 }
 
 // restrictedNodeLabel reports whether Karpenter keeps key out of the labels

@@ -96,8 +96,10 @@ type solver struct {
 	// candidate-list scans (tests only read them).
 	searches  int
 	typeScans int
-	// prep, when set, supplies the pools' instance types (Prepared.Solve).
-	prep *Prepared
+	// prep, when set, supplies the pools' instance types (Prepared.Solve);
+	// with sameNodes, the nodes' measurements too (Prepared.sameNodes).
+	prep      *Prepared
+	sameNodes bool
 }
 
 // noFitKey identifies pods that place treats identically: same class level
@@ -171,14 +173,15 @@ func invalid(format string, args ...any) error {
 }
 
 func newSolver(ctx context.Context, in *Input) (*solver, error) {
-	return newPreparedSolver(ctx, in, nil)
+	return newPreparedSolver(ctx, in, nil, false)
 }
 
 // newPreparedSolver is newSolver taking the pools' instance types from
-// prep when it has them (prep may be nil).
-func newPreparedSolver(ctx context.Context, in *Input, prep *Prepared) (*solver, error) {
+// prep when it has them (prep may be nil), and with sameNodes (prep's
+// sameNodes(in)) the resource slots and the nodes' measurements too.
+func newPreparedSolver(ctx context.Context, in *Input, prep *Prepared, sameNodes bool) (*solver, error) {
 	s := &solver{
-		ctx: ctx, in: in, reqs: newReqTable(), res: newResourceIndex(), prep: prep,
+		ctx: ctx, in: in, reqs: newReqTable(), res: newResourceIndex(), prep: prep, sameNodes: sameNodes,
 		keyByName: map[string]*topoKey{}, groupByID: map[string]*group{},
 		selCache: map[string][]*group{}, domCache: map[domKey][]int32{},
 		placements: map[string]string{}, narrow1: map[narrow1Key]int32{},
@@ -205,7 +208,11 @@ func newPreparedSolver(ctx context.Context, in *Input, prep *Prepared) (*solver,
 	if s.maxTypes == 0 {
 		s.maxTypes = DefaultMaxInstanceTypes
 	}
-	if err := s.registerResources(); err != nil {
+	if sameNodes {
+		for _, name := range prep.names {
+			s.res.add(name)
+		}
+	} else if err := s.registerResources(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
 	if err := s.buildDaemons(in.DaemonSets); err != nil {
@@ -219,11 +226,25 @@ func newPreparedSolver(ctx context.Context, in *Input, prep *Prepared) (*solver,
 			s.anyPreferNoSchedule = true
 		}
 	}
-	if err := s.buildNodes(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
-	}
-	if err := s.buildPods(); err != nil {
-		return nil, err
+	if sameNodes {
+		// Prepare validated these nodes: no node error can precede the
+		// pods'. Without topology groups, only the nodes some pod fits in
+		// are needed.
+		if err := s.buildPods(); err != nil {
+			return nil, err
+		}
+		if len(s.groups) == 0 {
+			s.buildNodesFrom(prep)
+		} else if err := s.buildNodes(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+		}
+	} else {
+		if err := s.buildNodes(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+		}
+		if err := s.buildPods(); err != nil {
+			return nil, err
+		}
 	}
 	s.buildTopology()
 	return s, nil
