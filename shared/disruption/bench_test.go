@@ -8,6 +8,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/nodewright/nodewright/internal/heapwatch"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/disruption"
@@ -149,10 +150,12 @@ func realisticCluster(b testing.TB, n, underused int) disruption.Input {
 }
 
 // BenchmarkEvaluateRealistic measures Evaluate on realistic clusters
-// (DaemonSets, PodDisruptionBudgets): packed ones, where every candidate
-// is rejected (the worst case: single-node consolidation looks at every
-// node), and one with some underused nodes, where multi-node
-// consolidation finds a command.
+// (DaemonSets, PodDisruptionBudgets): packed ones of 50 to 5,000 nodes
+// (11 pods each), where every candidate is rejected (the worst case:
+// single-node consolidation simulates every node), and one with some
+// underused nodes, where multi-node consolidation finds a command. It
+// reports the peak live heap (peak-live-B, the input included) beside
+// the disruption Lambda's 2 GB (BENCHMARKS.md).
 func BenchmarkEvaluateRealistic(b *testing.B) {
 	for _, bc := range []struct {
 		name             string
@@ -171,6 +174,7 @@ func BenchmarkEvaluateRealistic(b *testing.B) {
 			in := realisticCluster(b, bc.nodes, bc.underused)
 			b.ReportAllocs()
 			var cmds int
+			peak := heapwatch.Start()
 			for b.Loop() {
 				res, err := disruption.Evaluate(b.Context(), in)
 				if err != nil {
@@ -178,6 +182,8 @@ func BenchmarkEvaluateRealistic(b *testing.B) {
 				}
 				cmds = len(res.Commands)
 			}
+			live := peak()
+			b.ReportMetric(float64(live), "peak-live-B")
 			if (cmds > 0) != bc.wantCommands {
 				b.Fatalf("Evaluate() found %d commands, want some: %v", cmds, bc.wantCommands)
 			}

@@ -31,7 +31,7 @@ type env struct {
 	table  string
 }
 
-func newEnv(t *testing.T) env {
+func newEnv(t testing.TB) env {
 	t.Helper()
 	srv := kumo.NewServer()
 	t.Cleanup(srv.Close)
@@ -56,7 +56,7 @@ func newEnv(t *testing.T) env {
 }
 
 // store returns a store for cluster over e's table.
-func (e env) store(t *testing.T, cluster string) *ddbstore.Store {
+func (e env) store(t testing.TB, cluster string) *ddbstore.Store {
 	t.Helper()
 	s, err := ddbstore.New(e.client, e.table, cluster)
 	if err != nil {
