@@ -156,6 +156,8 @@ var functions = []functionSpec{
 		// 12); the evaluation runs every minute and starts one execution
 		// per command (budgets hold through DynamoDB leases regardless).
 		// The solver simulates consolidations: memory as the provisioner.
+		// At 5,000 nodes one run reads, lists and evaluates in about 7
+		// CPU-seconds and 500 MiB live (sizing_test.go holds the figures).
 		// It reads the cluster from the forwarder's snapshot, resolves node
 		// classes and lists instances for drift, and reaches the cluster
 		// only to give back the nodes of executions that stopped unfinished

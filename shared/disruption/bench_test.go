@@ -8,7 +8,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/nodewright/nodewright/internal/heapwatch"
+	"github.com/nodewright/nodewright/internal/measure"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/disruption"
@@ -174,7 +174,8 @@ func BenchmarkEvaluateRealistic(b *testing.B) {
 			in := realisticCluster(b, bc.nodes, bc.underused)
 			b.ReportAllocs()
 			var cmds int
-			peak := heapwatch.Start()
+			peak := measure.LiveHeap()
+			cpu := measure.CPU()
 			for b.Loop() {
 				res, err := disruption.Evaluate(b.Context(), in)
 				if err != nil {
@@ -183,6 +184,7 @@ func BenchmarkEvaluateRealistic(b *testing.B) {
 				cmds = len(res.Commands)
 			}
 			live := peak()
+			b.ReportMetric(cpu().Seconds()/float64(b.N), "cpu-s/op")
 			b.ReportMetric(float64(live), "peak-live-B")
 			if (cmds > 0) != bc.wantCommands {
 				b.Fatalf("Evaluate() found %d commands, want some: %v", cmds, bc.wantCommands)

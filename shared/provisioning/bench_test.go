@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodewright/nodewright/internal/heapwatch"
+	"github.com/nodewright/nodewright/internal/measure"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
@@ -102,7 +102,8 @@ func BenchmarkProvisionAtScale(b *testing.B) {
 	b.Run(fmt.Sprintf("pods=%d/nodes=%d", len(pods), nodes), func(b *testing.B) {
 		b.ReportAllocs()
 		var placed, launches int
-		stop := heapwatch.Start()
+		stop := measure.LiveHeap()
+		cpu := measure.CPU()
 		for b.Loop() {
 			e := newEnv([]v1.NodePool{pool}, []v1.EC2NodeClass{class})
 			for _, c := range claims {
@@ -115,6 +116,7 @@ func BenchmarkProvisionAtScale(b *testing.B) {
 			}
 			placed, launches = len(res.Batch.Nominations), len(e.ec2.requests)
 		}
+		b.ReportMetric(cpu().Seconds()/float64(b.N), "cpu-s/op")
 		b.ReportMetric(float64(stop()), "peak-live-B")
 		b.ReportMetric(float64(placed), "nominated")
 		b.ReportMetric(float64(launches), "launches")

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/forwarder/internal/report"
-	"github.com/nodewright/nodewright/internal/heapwatch"
+	"github.com/nodewright/nodewright/internal/measure"
 )
 
 // BenchmarkPodBatches measures building the batches of one window (summaries,
@@ -47,7 +47,8 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("nodes=%d/pods=%d", n, len(pods)), func(b *testing.B) {
 			b.ReportAllocs()
-			stop := heapwatch.Start()
+			stop := measure.LiveHeap()
+			cpu := measure.CPU()
 			var parts int
 			for b.Loop() {
 				ps, _, err := report.Snapshot("prod", epoch, nodes, pods, nil, nil)
@@ -56,6 +57,7 @@ func BenchmarkSnapshot(b *testing.B) {
 				}
 				parts = len(ps)
 			}
+			b.ReportMetric(cpu().Seconds()/float64(b.N), "cpu-s/op")
 			b.ReportMetric(float64(stop()), "peak-live-B")
 			b.ReportMetric(float64(parts), "parts")
 		})

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodewright/nodewright/internal/heapwatch"
+	"github.com/nodewright/nodewright/internal/measure"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
@@ -72,7 +72,8 @@ func BenchmarkSnapshotAtScale(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		var parts int
-		stop := heapwatch.Start()
+		stop := measure.LiveHeap()
+		cpu := measure.CPU()
 		for b.Loop() {
 			i++
 			ps := largeSnapshot(fmt.Sprintf("s%d", i), nodes, podsPerNode)
@@ -83,12 +84,14 @@ func BenchmarkSnapshotAtScale(b *testing.B) {
 				}
 			}
 		}
+		b.ReportMetric(cpu().Seconds()/float64(b.N), "cpu-s/op")
 		b.ReportMetric(float64(stop()), "peak-live-B")
 		b.ReportMetric(float64(parts), "parts")
 	})
 	b.Run(fmt.Sprintf("current/nodes=%d/pods=%d", nodes, nodes*podsPerNode), func(b *testing.B) {
 		b.ReportAllocs()
-		stop := heapwatch.Start()
+		stop := measure.LiveHeap()
+		cpu := measure.CPU()
 		for b.Loop() {
 			snap, err := s.CurrentSnapshot(ctx, t0)
 			if err != nil {
@@ -98,6 +101,7 @@ func BenchmarkSnapshotAtScale(b *testing.B) {
 				b.Fatalf("CurrentSnapshot() has %d nodes and %d pods, want %d and %d", len(snap.Nodes), len(snap.Pods), nodes, nodes*podsPerNode)
 			}
 		}
+		b.ReportMetric(cpu().Seconds()/float64(b.N), "cpu-s/op")
 		b.ReportMetric(float64(stop()), "peak-live-B")
 	})
 }
@@ -117,7 +121,8 @@ func BenchmarkListNodeClaims(b *testing.B) {
 	}
 	b.Run(fmt.Sprintf("claims=%d", claims), func(b *testing.B) {
 		b.ReportAllocs()
-		stop := heapwatch.Start()
+		stop := measure.LiveHeap()
+		cpu := measure.CPU()
 		for b.Loop() {
 			got, err := s.ListNodeClaims(ctx)
 			if err != nil {
@@ -127,6 +132,7 @@ func BenchmarkListNodeClaims(b *testing.B) {
 				b.Fatalf("ListNodeClaims() = %d claims, want %d", len(got), claims)
 			}
 		}
+		b.ReportMetric(cpu().Seconds()/float64(b.N), "cpu-s/op")
 		b.ReportMetric(float64(stop()), "peak-live-B")
 	})
 }
