@@ -125,10 +125,10 @@ func (s *solver) buildNodesFrom(prep *Prepared) {
 			p.nodes += u.nodes
 		}
 	}
-	least, any := s.leastRequest()
+	least, some := s.leastRequest()
 	for i := range s.in.Nodes {
 		en := &s.in.Nodes[i]
-		if !any || en.MarkedForDeletion || !leq(&least, &prep.nodes[i].avail, n) {
+		if !some || en.MarkedForDeletion || !leq(&least, &prep.nodes[i].avail, n) {
 			continue
 		}
 		s.addNode(s.newNode(en), en.Pods)
@@ -137,20 +137,20 @@ func (s *solver) buildNodesFrom(prep *Prepared) {
 }
 
 // leastRequest is the element-wise minimum of the requests of the pods
-// this solve places; any is false when it places none.
-func (s *solver) leastRequest() (least vec, any bool) {
+// this solve places; some is false when it places none.
+func (s *solver) leastRequest() (least vec, some bool) {
 	n := s.res.n()
 	for _, pi := range s.pods {
 		if pi.cls == nil {
 			continue
 		}
-		if !any {
-			least, any = pi.req, true
+		if !some {
+			least, some = pi.req, true
 			continue
 		}
 		least.minWith(&pi.req, n)
 	}
-	return least, any
+	return least, some
 }
 
 // addUsage counts en's capacity in its NodePool's usage (limits count
