@@ -64,7 +64,7 @@ spec:
 	if _, err := s.Kube.AppsV1().Deployments("default").Create(ctx, spreadOnePerNode(deployment("scale", int32(n), "100m", "128Mi")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	perNode := 300 * time.Millisecond
+	perNode := time.Second // 200 nodes took 0.9 s each on a loaded 2-vCPU machine
 	eventually(t, s, 3*time.Minute+time.Duration(n)*perNode, fmt.Sprintf("%d pods Running on %d Ready nodes, each with its NodeClaim mirror", n, n), func(_ context.Context, st stack.Status) bool {
 		return st.RunningPods == n && st.PendingPods == 0 && st.ReadyNodes == n && st.NodeClaims == n
 	})
