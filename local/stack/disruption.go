@@ -196,6 +196,7 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 		return false, fmt.Errorf("disrupttask: %w", err)
 	}
 	lambdas := lambdaserver.New()
+	s.lambdas = lambdas
 	if err := lambdas.Register("disrupttask", func(ctx context.Context, in workflow.TaskInput) (any, error) { return task.Handle(ctx, in) }); err != nil {
 		return false, fmt.Errorf("lambda server: %w", err)
 	}
