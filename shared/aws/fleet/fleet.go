@@ -3,7 +3,9 @@
 // exactly as Karpenter's AWS provider shapes it (aws:
 // pkg/providers/instance/instance.go, instance/filter/filter.go; karpenter-spec
 // §4 steps 2-9), with one addition: a ClientToken derived from the NodeClaim, so
-// a retried invocation never launches twice. Per-override capacity errors are
+// a retried invocation never launches twice, and (Request.Requests) the
+// request first sent under it replayed by every retry, since EC2 refuses a
+// token reused with other parameters (IdempotentParameterMismatch). Per-override capacity errors are
 // folded into unavailable offerings for the caller to record.
 //
 // The package declares the narrow EC2API it calls; *ec2.Client satisfies it.

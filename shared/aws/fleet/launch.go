@@ -67,7 +67,11 @@ type Result struct {
 //     once (with RetryClientToken when EC2 had created a fleet); a second
 //     failure is returned;
 //   - the CreateFleet call error, wrapped (e.g. throttling,
-//     IdempotentParameterMismatch when a retry's request differs);
+//     IdempotentParameterMismatch when a retry's request differs, which
+//     req.Requests prevents: with it, the request first sent under the
+//     token is sent again);
+//   - with req.Requests, its error when the request cannot be recorded
+//     (CreateFleet is then not called);
 //   - invalid requests (missing claim, node class, cluster name or
 //     templates; restricted spec.tags; unmeetable minValues).
 func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
