@@ -1,9 +1,13 @@
 package stack
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 )
 
 // faults holds the faults queued for the provisioning queue pump (the
@@ -72,4 +76,16 @@ func (s *Stack) RedeliverProvisioning(n int) {
 	s.faults.mu.Lock()
 	defer s.faults.mu.Unlock()
 	s.faults.redeliver += n
+}
+
+// MarkOfferingUnavailable records the offering (capacity type, instance
+// type, zone) as unavailable in the stack's DynamoDB store for
+// ddbstore.UnavailableOfferingsTTL, as the provisioner does after
+// insufficient capacity: the next solve and launch leave it out.
+func (s *Stack) MarkOfferingUnavailable(ctx context.Context, capacityType, instanceType, zone string) error {
+	if s.store == nil {
+		return errors.New("mark offering unavailable: the stack has no store yet")
+	}
+	return s.store.MarkUnavailable(ctx, ddbstore.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone},
+		"marked by a test", time.Now(), ddbstore.UnavailableOfferingsTTL)
 }
