@@ -3,6 +3,7 @@ package nodewright
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,6 +105,10 @@ type functionSpec struct {
 	// continues are state machines the function starts executions of by
 	// an ARN its input carries ($$.StateMachine.Id: continue-as-new).
 	continues []string
+	// describes maps a state machine to the environment variable holding
+	// its ARN ("" when starts sets it already): the function reads the
+	// status of that machine's executions (states:DescribeExecution).
+	describes map[string]string
 	// enabled reports whether props deploy the function; nil: always.
 	enabled func(Props) bool
 }
@@ -172,6 +177,9 @@ var functions = []functionSpec{
 		trigger:      trigger{kind: triggerSchedule, every: time.Minute},
 		kube:         &kubeAccess{group: "nodewright:disruption"},
 		starts:       map[string]string{"STATE_MACHINE_ARN": "disruption"},
+		// The stale-lease sweep hands a node back only once the
+		// execution holding it has ended (termination.ReleaseStale).
+		describes: map[string]string{"disruption": "", "interruption": "INTERRUPTION_STATE_MACHINE_ARN"},
 	},
 	{
 		// The task Lambda of both state machines (statemachines/*.asl.json,
@@ -331,6 +339,12 @@ func newFunction(d *deployment, spec functionSpec) {
 		arn := stateMachineARN(d, machine)
 		environment[variable] = arn
 		role.AddToPrincipalPolicy(statement("Start"+camel(machine), []string{"states:StartExecution"}, []*string{arn}, nil))
+	}
+	for _, machine := range slices.Sorted(maps.Keys(spec.describes)) {
+		if variable := spec.describes[machine]; variable != "" {
+			environment[variable] = stateMachineARN(d, machine)
+		}
+		role.AddToPrincipalPolicy(statement("Describe"+camel(machine)+"Executions", []string{"states:DescribeExecution"}, []*string{executionARNs(d, machine)}, nil))
 	}
 	for _, machine := range spec.continues {
 		role.AddToPrincipalPolicy(statement("Continue"+camel(machine), []string{"states:StartExecution"}, []*string{stateMachineARN(d, machine)}, nil))

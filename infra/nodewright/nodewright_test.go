@@ -380,6 +380,27 @@ func TestDefaultDeployment(t *testing.T) {
 		}
 	})
 
+	t.Run("should let the disruption function read the status of exactly the executions of both state machines", func(t *testing.T) {
+		var got []string
+		for _, st := range c.identityStatements() {
+			if slices.Contains(st.actions, "states:DescribeExecution") {
+				got = append(got, st.owner+" "+strings.Join(st.resources, ","))
+			}
+		}
+		prefix := "arn:<AWS::Partition>:states:us-east-1:111122223333:execution:"
+		want := []string{}
+		for _, m := range []string{"disruption", "interruption"} {
+			want = append(want, "NodewrightDisruptionRole "+prefix+stateMachineName(props.Cluster.Name, m)+":*")
+		}
+		for i := range got {
+			got[i] = regexp.MustCompile(`^(NodewrightDisruptionRole)[A-Za-z0-9]*`).ReplaceAllString(got[i], "$1")
+		}
+		slices.Sort(got)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("states:DescribeExecution grants mismatch (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("should never grant a launch or terminate action on what it creates without the cluster's tags", func(t *testing.T) {
 		referenced := []string{"image", "snapshot", "security-group", "subnet", "capacity-reservation", "placement-group"}
 		checked := 0

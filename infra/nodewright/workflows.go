@@ -125,6 +125,17 @@ func stateMachineARN(d *deployment, name string) *string {
 	})
 }
 
+// executionARNs is the ARN pattern of every execution of the state machine
+// name: arn:<partition>:states:<region>:<account>:execution:<machine>:*.
+func executionARNs(d *deployment, name string) *string {
+	return d.stack.FormatArn(&awscdk.ArnComponents{
+		Service:      jsii.String("states"),
+		Resource:     jsii.String("execution"),
+		ResourceName: jsii.String(stateMachineName(d.props.Cluster.Name, name) + ":*"),
+		ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	})
+}
+
 // Placeholder names a state machine may use. Each is filled with a
 // deployed resource, and its use grants the state machine's role access.
 func functionPlaceholder(fn string) string    { return camel(fn) + "FunctionArn" }

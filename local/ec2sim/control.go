@@ -33,6 +33,7 @@ var controlRoutes = []string{
 	"DELETE /_sim/unavailable               same body: ClearUnavailable",
 	"POST   /_sim/errors                    {\"action\",\"code\",\"count\"}: InjectError",
 	"POST   /_sim/throttle                  {\"action\",\"count\"}: Throttle",
+	"POST   /_sim/answers                   {\"action\",\"count\",\"drop\":true|\"delay\":\"5s\"}: DropAnswers / DelayAnswers (the call takes effect, its answer is lost or late)",
 	"POST   /_sim/boot-delay                {\"delay\"}: SetBootDelay",
 	"POST   /_sim/spot-price                {\"instanceType\",\"zone\",\"price\"}: SetSpotPrice",
 	"PUT    /_sim/parameters                {\"name\",\"value\"}: PutParameter",
@@ -110,6 +111,34 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 			s.SetUnavailable(in.Offering, in.Code)
 		} else {
 			s.ClearUnavailable(in.Offering)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodPost && path == "/_sim/answers":
+		var in struct {
+			Action string `json:"action"`
+			Count  int    `json:"count"`
+			Drop   bool   `json:"drop"`
+			Delay  string `json:"delay"`
+		}
+		if !readJSON(w, r, &in) {
+			return
+		}
+		var d time.Duration
+		if in.Delay != "" {
+			var err error
+			if d, err = time.ParseDuration(in.Delay); err != nil || d <= 0 {
+				writeJSONError(w, http.StatusBadRequest, fmt.Errorf("delay %q: want a positive Go duration", in.Delay))
+				return
+			}
+		}
+		if _, ok := ec2Actions[in.Action]; !ok || in.Count < 1 || in.Drop == (d > 0) {
+			writeJSONError(w, http.StatusBadRequest, fmt.Errorf("want an EC2 action, count >= 1 and either drop or delay"))
+			return
+		}
+		if in.Drop {
+			s.DropAnswers(in.Action, in.Count)
+		} else {
+			s.DelayAnswers(in.Action, d, in.Count)
 		}
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodPost && (path == "/_sim/errors" || path == "/_sim/throttle"):

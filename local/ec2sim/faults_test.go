@@ -1,7 +1,9 @@
 package ec2sim_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -249,5 +251,49 @@ func TestControlAPIListsItsRoutesAndRegistersImages(t *testing.T) {
 	}
 	if got := e.control(t, http.MethodPost, "/_sim/images", `{"architecture":"x86_64"}`, nil); got != http.StatusBadRequest {
 		t.Errorf("POST /_sim/images without a name = %d, want 400", got)
+	}
+}
+
+func TestDroppedAnswerTakesEffectAndTheSameRequestGetsItBack(t *testing.T) {
+	e := newEnv(t, ec2sim.Options{})
+	e.createLT(t, "amd64", e.al2023(t, "x86_64"), "")
+	in := fleetInput("amd64", "on-demand", 1, []string{"m5.large"}, []string{e.subnets()["us-east-1a"]})
+	in.ClientToken = aws.String("nodewright-lost-answer")
+	e.sim.DropAnswers("CreateFleet", 1)
+
+	if _, err := e.ec2.CreateFleet(t.Context(), in); err == nil {
+		t.Fatal("CreateFleet() with its answer dropped succeeded, want a transport error")
+	} else if code, _ := apiCode(err); code != "" {
+		t.Fatalf("CreateFleet() with its answer dropped: error = %v, want a transport error, not API error %s", err, code)
+	}
+	if n := len(e.sim.Instances()); n != 1 {
+		t.Fatalf("instances after the dropped answer = %d, want 1 (the call took effect)", n)
+	}
+	got, err := e.ec2.CreateFleet(t.Context(), in)
+	if err != nil {
+		t.Fatalf("CreateFleet() again: error = %v, want the first answer", err)
+	}
+	if ids := instanceIDs(got); len(ids) != 1 || ids[0] != e.sim.Instances()[0].ID || len(e.sim.Instances()) != 1 {
+		t.Errorf("the repeat got %v with %d instances, want the first call's instance and no other", ids, len(e.sim.Instances()))
+	}
+	var faults []string
+	for _, c := range e.sim.CallsTo("CreateFleet") {
+		faults = append(faults, c.AnswerFault)
+	}
+	if diff := cmp.Diff([]string{"dropped", ""}, faults); diff != "" {
+		t.Errorf("recorded answer faults mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestDelayedAnswerOutlivesTheCallersTimeout(t *testing.T) {
+	e := newEnv(t, ec2sim.Options{})
+	e.sim.DelayAnswers("DescribeSubnets", 2*time.Second, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := e.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("DescribeSubnets() with a late answer: error = %v, want the caller's deadline", err)
+	}
+	if _, err := e.ec2.DescribeSubnets(t.Context(), &ec2.DescribeSubnetsInput{}); err != nil {
+		t.Errorf("DescribeSubnets() after the delayed one: error = %v", err)
 	}
 }

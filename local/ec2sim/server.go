@@ -101,8 +101,9 @@ type Server struct {
 	fleets    map[string]*fleet // by fleet ID
 	tokens    map[string]*fleet // CreateFleet ClientToken → fleet
 	spotPrice map[poolKey]float64
-	ice       map[Offering]string // offering → error code
-	injected  map[string][]string // action → queued error codes
+	ice       map[Offering]string      // offering → error code
+	injected  map[string][]string      // action → queued error codes
+	answers   map[string][]AnswerFault // action → queued answer faults
 	notices   []SpotInterruption
 	calls     []Call
 	sink      EventSink
@@ -149,6 +150,9 @@ type Call struct {
 	Body []byte
 	// ErrorCode is the API error code returned, or "" on success.
 	ErrorCode string
+	// AnswerFault says what happened to the answer ("dropped", "delayed
+	// 5s"; "" when it was sent): DropAnswers, DelayAnswers.
+	AnswerFault string
 }
 
 // New returns a simulator seeded with a VPC, one private and one public
@@ -176,6 +180,7 @@ func New(opts Options) (*Server, error) {
 		spotPrice:   map[poolKey]float64{},
 		ice:         map[Offering]string{},
 		injected:    map[string][]string{},
+		answers:     map[string][]AnswerFault{},
 	}
 	if s.region == "" {
 		s.region = DefaultRegion
@@ -346,6 +351,11 @@ var ec2Actions = map[string]ec2Handler{
 }
 
 func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
+	// The answer is written after the lock is released (deferred first,
+	// so it runs last), late or never when an answer fault says so.
+	var fault AnswerFault
+	write := func() {}
+	defer func() { answer(w, fault, write) }()
 	if err := r.ParseForm(); err != nil {
 		writeEC2Error(w, "", &apiError{Code: "MalformedQueryString", Message: err.Error()})
 		return
@@ -385,12 +395,96 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 			ae = &apiError{Code: "InternalError", Message: err.Error()}
 		}
 		call.ErrorCode = ae.Code
+		fault, call.AnswerFault = s.takeAnswerFault(action)
 		s.calls = append(s.calls, call)
-		writeEC2Error(w, requestID, ae)
+		write = func() { writeEC2Error(w, requestID, ae) }
 		return
 	}
+	fault, call.AnswerFault = s.takeAnswerFault(action)
 	s.calls = append(s.calls, call)
-	writeEC2Response(w, action, requestID, body)
+	write = func() { writeEC2Response(w, action, requestID, body) }
+}
+
+// AnswerFault is what happens to the answer of one call, after the
+// simulator has carried the call out (instances launched, tokens
+// recorded): it arrives Delay late (wall clock), or, with Drop, never (the
+// connection is closed without a response, as when the network loses it
+// or the caller's Lambda is killed mid-call).
+type AnswerFault struct {
+	Drop  bool          `json:"drop,omitempty"`
+	Delay time.Duration `json:"delay,omitempty"`
+}
+
+// String describes the fault for Call.AnswerFault ("" for none).
+func (f AnswerFault) String() string {
+	switch {
+	case f.Drop && f.Delay > 0:
+		return "dropped after " + f.Delay.String()
+	case f.Drop:
+		return "dropped"
+	case f.Delay > 0:
+		return "delayed " + f.Delay.String()
+	}
+	return ""
+}
+
+// DropAnswers makes the next n calls of an EC2 action take effect
+// and lose their answer: the caller sees the connection close. The SDK's
+// retries of such a call are calls too (each counts against n), so
+// dropping as many answers as the client makes attempts fails the whole
+// SDK call after EC2 acted. Faults queue up in order.
+func (s *Server) DropAnswers(action string, n int) {
+	s.queueAnswerFaults(action, AnswerFault{Drop: true}, n)
+}
+
+// DelayAnswers makes the next n answers of action arrive d late (wall
+// clock: a caller's timeout shorter than d sees no answer, although the
+// call took effect).
+func (s *Server) DelayAnswers(action string, d time.Duration, n int) {
+	s.queueAnswerFaults(action, AnswerFault{Delay: d}, n)
+}
+
+func (s *Server) queueAnswerFaults(action string, f AnswerFault, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.answers[action] = append(s.answers[action], f)
+	}
+}
+
+// takeAnswerFault pops the next answer fault of action, if any.
+func (s *Server) takeAnswerFault(action string) (AnswerFault, string) {
+	q := s.answers[action]
+	if len(q) == 0 {
+		return AnswerFault{}, ""
+	}
+	if len(q) == 1 {
+		delete(s.answers, action)
+	} else {
+		s.answers[action] = q[1:]
+	}
+	return q[0], q[0].String()
+}
+
+// answer writes an answer (write) as fault says: after its delay, or not
+// at all, closing the connection instead.
+func answer(w http.ResponseWriter, fault AnswerFault, write func()) {
+	if fault.Delay > 0 {
+		time.Sleep(fault.Delay)
+	}
+	if !fault.Drop {
+		write()
+		return
+	}
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	// No hijackable connection (HTTP/2, a recorder): abort the handler,
+	// which net/http turns into a reset stream or closed connection.
+	panic(http.ErrAbortHandler)
 }
 
 // takeInjected pops the next injected error for action, if any.

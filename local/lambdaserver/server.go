@@ -15,7 +15,8 @@
 // "Runtime.Panic" (the process survives). An unknown function is a 404
 // ResourceNotFoundException, a request over 6 MB a 413
 // RequestTooLargeException. InvocationType Event runs the handler in
-// the background and answers 202; DryRun answers 204.
+// the background and answers 202; DryRun answers 204. Kill injects a
+// Lambda killed mid-call.
 package lambdaserver
 
 import (
@@ -64,6 +65,38 @@ type Server struct {
 	invocations []Invocation
 	seq         int
 	background  sync.WaitGroup
+	kills       map[string][]time.Duration // function -> queued kills (after how long)
+}
+
+// ErrorTypeKilled is the errorType of an invocation Kill ended, Lambda's
+// for a runtime that exited mid-invocation.
+const ErrorTypeKilled = "Runtime.ExitError"
+
+// Kill makes the next n invocations of function name die after running
+// for after: the handler's context is cancelled then (what it did before
+// stays done, a call in flight is cut off), and the invocation fails with
+// ErrorTypeKilled whatever the handler returns, as a Lambda whose process
+// was killed mid-call (out of memory, sandbox recycled) does. Kills queue
+// up in order.
+func (s *Server) Kill(name string, after time.Duration, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kills == nil {
+		s.kills = map[string][]time.Duration{}
+	}
+	for range n {
+		s.kills[name] = append(s.kills[name], after)
+	}
+}
+
+// takeKill pops the next kill of function name, if any.
+func (s *Server) takeKill(name string) (time.Duration, bool) {
+	q := s.kills[name]
+	if len(q) == 0 {
+		return 0, false
+	}
+	s.kills[name] = q[1:]
+	return q[0], true
 }
 
 type function struct {
@@ -211,14 +244,22 @@ func (s *Server) invoke(ctx context.Context, f *function, payload []byte) Invoca
 	s.mu.Lock()
 	s.seq++
 	reqID := fmt.Sprintf("%08d-0000-4000-8000-%012d", s.seq, s.seq)
+	killAfter, killed := s.takeKill(f.name)
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	timeout := f.timeout
+	if killed {
+		timeout = min(timeout, killAfter)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: reqID, InvokedFunctionArn: s.arn(f.name)})
 	inv := Invocation{Function: f.name, RequestID: reqID, Payload: bytes.Clone(payload), Start: time.Now()}
 	out, err := callHandler(ctx, f.handler, payload)
 	inv.Duration = time.Since(inv.Start)
 	switch {
+	case killed:
+		inv.ErrorType = ErrorTypeKilled
+		inv.ErrorMessage = fmt.Sprintf("RequestId: %s Error: Runtime exited without providing a reason (killed after %v)", reqID, killAfter)
 	case err != nil:
 		inv.ErrorType, inv.ErrorMessage = errorType(err), errorMessage(err)
 	case len(out) > MaxPayloadBytes:

@@ -220,3 +220,41 @@ func TestFunctionName(t *testing.T) {
 		}
 	}
 }
+
+func TestKilledInvocationFailsWithExitErrorAfterWhatItDid(t *testing.T) {
+	srv := lambdaserver.New()
+	var did, cutOff bool
+	slow := func(ctx context.Context, _ greeting) (answer, error) {
+		did = true // the part before the kill takes effect
+		select {
+		case <-ctx.Done():
+			cutOff = true
+			return answer{}, ctx.Err()
+		case <-time.After(5 * time.Second):
+			return answer{Message: "finished"}, nil
+		}
+	}
+	if err := srv.Register("slow", slow); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	client := awslambda.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")},
+		func(o *awslambda.Options) { o.BaseEndpoint = aws.String(hs.URL) })
+	srv.Kill("slow", 50*time.Millisecond, 1)
+
+	out, err := client.Invoke(t.Context(), &awslambda.InvokeInput{FunctionName: aws.String("slow"), Payload: []byte(`{}`)})
+	if err != nil {
+		t.Fatalf("Invoke() error = %v", err)
+	}
+	if aws.ToString(out.FunctionError) != "Unhandled" || !strings.Contains(string(out.Payload), lambdaserver.ErrorTypeKilled) {
+		t.Errorf("killed Invoke() = %q %s, want an Unhandled %s", aws.ToString(out.FunctionError), out.Payload, lambdaserver.ErrorTypeKilled)
+	}
+	if !did || !cutOff {
+		t.Errorf("handler ran = %v, cut off = %v; want both", did, cutOff)
+	}
+	srv.Kill("slow", time.Hour, 0)
+	if got := srv.Invocations(); len(got) != 1 || got[0].ErrorType != lambdaserver.ErrorTypeKilled {
+		t.Errorf("Invocations() = %+v, want one killed invocation", got)
+	}
+}

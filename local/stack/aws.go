@@ -92,6 +92,7 @@ type queuePump struct {
 	group   string
 	handler *provisionerhandler.Handler
 	log     *slog.Logger
+	faults  *faults
 }
 
 func (p *queuePump) run(ctx context.Context) error {
@@ -134,10 +135,19 @@ func (p *queuePump) invoke(ctx context.Context, msgs []sqstypes.Message) {
 		ev.Records = append(ev.Records, rec)
 	}
 	// The provisioner Lambda's timeout (5 minutes).
-	ictx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	timeout := 5 * time.Minute
+	killAfter, killed := p.faults.takeKill()
+	if killed {
+		timeout = killAfter
+	}
+	ictx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{AwsRequestID: "local-" + aws.ToString(msgs[0].MessageId)})
 	resp, err := p.handler.Handle(ictx, ev)
+	if killed {
+		// A killed Lambda answers nothing: the whole batch stays.
+		err = fmt.Errorf("provisioner killed after %v (fault injected)", killAfter)
+	}
 	failed := map[string]bool{}
 	if err != nil {
 		p.log.Error("provisioner invocation failed", "err", err)
@@ -154,6 +164,10 @@ func (p *queuePump) invoke(ctx context.Context, msgs []sqstypes.Message) {
 			// Retried after a short visibility timeout rather than the
 			// queue's 6 minutes, so that the local stack recovers quickly.
 			_, err = p.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(p.url), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 2})
+		} else if p.faults.takeRedelivery() {
+			// Delivered again at once, as SQS's at-least-once delivery
+			// may (fault injected).
+			_, err = p.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(p.url), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
 		} else {
 			_, err = p.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(p.url), ReceiptHandle: m.ReceiptHandle})
 		}

@@ -50,6 +50,8 @@ type Execution struct {
 	// Name is the execution name the disruption handler chose
 	// (termination.ExecutionName: drift-<nodeclaim>-<hash>, ...).
 	Name string
+	// ARN is the execution's ARN.
+	ARN string
 	// Started and Finished are wall-clock times; Finished is zero while the
 	// execution runs.
 	Started, Finished time.Time
@@ -93,7 +95,7 @@ func (s *localSFN) StartExecution(_ context.Context, in *sfn.StartExecutionInput
 	}
 	s.names[arn+"/"+name] = true
 	now := time.Now()
-	run := &Execution{Name: name, Started: now, Status: "RUNNING"}
+	run := &Execution{Name: name, ARN: executionARN(arn, name), Started: now, Status: "RUNNING"}
 	s.runs = append(s.runs, run)
 	s.mu.Unlock()
 	input := json.RawMessage(aws.ToString(in.Input))
@@ -118,6 +120,26 @@ func (s *localSFN) StartExecution(_ context.Context, in *sfn.StartExecutionInput
 		s.log.Info("execution finished", "execution", name, "status", res.Status, "error", res.Error, "cause", res.Cause)
 	}()
 	return &sfn.StartExecutionOutput{ExecutionArn: aws.String(executionARN(arn, name)), StartDate: &now}, nil
+}
+
+// DescribeExecution answers Step Functions' DescribeExecution for the
+// executions started here (status RUNNING until the runner returns), and
+// ExecutionDoesNotExist for any other ARN.
+func (s *localSFN) DescribeExecution(_ context.Context, in *sfn.DescribeExecutionInput, _ ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error) {
+	arn := aws.ToString(in.ExecutionArn)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.runs {
+		if r.ARN != arn {
+			continue
+		}
+		status := sfntypes.ExecutionStatus(r.Status)
+		if r.Status == "ERROR" {
+			status = sfntypes.ExecutionStatusFailed
+		}
+		return &sfn.DescribeExecutionOutput{ExecutionArn: &arn, Name: aws.String(r.Name), Status: status, StartDate: aws.Time(r.Started)}, nil
+	}
+	return nil, &sfntypes.ExecutionDoesNotExist{Message: aws.String("Execution Does Not Exist: '" + arn + "'")}
 }
 
 func executionARN(machineARN, name string) string {
@@ -157,6 +179,9 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 		return false, fmt.Errorf("disruption state machine: %w", err)
 	}
 	env["STATE_MACHINE_ARN"] = machineARN
+	// startInterruption registers this machine when interruption is on;
+	// the stale-lease sweep asks it about interruption executions.
+	env["INTERRUPTION_STATE_MACHINE_ARN"] = fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:nodewright-interruption", region, account)
 	getenv := func(k string) string { return env[k] }
 	sfnAPI := &localSFN{defs: map[string][]byte{machineARN: def}, ctx: runCtx, wg: &s.wg, log: s.log.With("component", "stepfunctions"), names: map[string]bool{}}
 	s.sfn = sfnAPI
@@ -171,6 +196,7 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 		return false, fmt.Errorf("disrupttask: %w", err)
 	}
 	lambdas := lambdaserver.New()
+	s.lambdas = lambdas
 	if err := lambdas.Register("disrupttask", func(ctx context.Context, in workflow.TaskInput) (any, error) { return task.Handle(ctx, in) }); err != nil {
 		return false, fmt.Errorf("lambda server: %w", err)
 	}

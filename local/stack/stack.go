@@ -77,6 +77,7 @@ import (
 	"github.com/nodewright/nodewright/local/controlplane"
 	"github.com/nodewright/nodewright/local/ec2sim"
 	"github.com/nodewright/nodewright/local/kwoknode"
+	"github.com/nodewright/nodewright/local/lambdaserver"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/queue"
 	"github.com/nodewright/nodewright/shared/kube"
@@ -195,6 +196,10 @@ type Stack struct {
 	// enqueued records the interruption queue's events
 	// (InterruptionEnqueued; interruption.go).
 	enqueued *enqueueLog
+	// faults are the faults queued for the provisioner (faults.go).
+	faults faults
+	// lambdas serves disrupttask (startDisruption; KillLambda).
+	lambdas *lambdaserver.Server
 }
 
 // disruptionClients are the clients the disruption functions share with
@@ -470,7 +475,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pump := &queuePump{sqs: sqsClient, url: queueURL, group: opts.ClusterName, handler: prov, log: s.log.With("component", "queue-pump")}
+	pump := &queuePump{sqs: sqsClient, url: queueURL, group: opts.ClusterName, handler: prov, log: s.log.With("component", "queue-pump"), faults: &s.faults}
 	s.goLoop(runCtx, pump.run)
 	s.goLoop(runCtx, bridge.Run)
 	s.goLoop(runCtx, func(ctx context.Context) error { return runTicker(ctx, opts.GCInterval, gc, s.log) })

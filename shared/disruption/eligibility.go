@@ -36,7 +36,8 @@ func (e *evaluation) assess() error {
 
 // generalBlock returns why n can take part in no voluntary disruption, or
 // "": not registered or initialized, unknown or static NodePool,
-// do-not-disrupt on the Node or NodeClaim, or nominated. event is
+// do-not-disrupt on the Node or NodeClaim, a replacement of a command in
+// flight (Input.HeldReplacements), or nominated. event is
 // EventDisruptionBlocked (karpenter: NewCandidate's errors), except for a
 // NodeClaim without a Node, which has no Node to record it on.
 func (e *evaluation) generalBlock(n *node) (why, event string) {
@@ -62,6 +63,9 @@ func (e *evaluation) generalBlock(n *node) (why, event string) {
 		if active(p) {
 			return fmt.Sprintf("nominated: pending pod %s is expected to land on it", podName(p)), EventDisruptionBlocked
 		}
+	}
+	if cmd, ok := e.in.HeldReplacements[n.claim.Name]; ok {
+		return fmt.Sprintf("replacement launched by command %s, which is still in flight", cmd), EventDisruptionBlocked
 	}
 	for _, name := range []string{n.claim.Name, n.node.Name} {
 		if until, ok := e.in.NominatedUntil[name]; ok && e.now.Before(until) {

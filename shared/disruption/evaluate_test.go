@@ -207,6 +207,15 @@ func TestCandidateEligibility(t *testing.T) {
 			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
 		},
 		{
+			name: "should not take the replacement of a command still in flight, even when it is empty",
+			build: func(c *cluster) {
+				c.node("a", xlarge, "us-east-1a", od, "general")
+				c.in.HeldReplacements = map[string]string{"a": "drift-old-0123456789"}
+			},
+			blocked: map[string]string{"a": "replacement launched by command drift-old-0123456789, which is still in flight"},
+			events:  map[string]string{"a": disruption.EventDisruptionBlocked},
+		},
+		{
 			name: "should take a node whose nomination window has passed",
 			build: func(c *cluster) {
 				c.node("a", xlarge, "us-east-1a", od, "general")

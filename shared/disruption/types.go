@@ -57,6 +57,12 @@ type Input struct {
 	// count as disrupting against their pool's budgets and are not
 	// candidates again.
 	InFlight []Command
+	// HeldReplacements maps the NodeClaim of a replacement launched by a
+	// command still in flight to that command's ID: the replacement
+	// belongs to its command until the command ends (its pods are still
+	// moving there), so it is no candidate of any other command. Computed
+	// by shared/termination.HeldReplacements.
+	HeldReplacements map[string]string
 	// FeatureGates are Karpenter's feature gates that change decisions.
 	FeatureGates FeatureGates
 	// Options tune the evaluation; the zero value means Karpenter's

@@ -16,9 +16,7 @@ import (
 	"github.com/nodewright/nodewright/shared/workflow"
 )
 
-// unlimited is the lease limit of a pool no budget limits, and of a
-// renewal (a renewal keeps a share already granted; it never fails for
-// lack of room).
+// unlimited is the lease limit of a pool no budget limits.
 const unlimited = math.MaxInt32
 
 // AcquireBudget is StepAcquireBudget: it claims every candidate NodeClaim
@@ -101,8 +99,12 @@ func (s *Service) AcquireBudget(ctx context.Context, st workflow.DisruptionState
 	return out, nil
 }
 
-// renew extends the execution's claims and leases to now+LeaseSeconds. A
-// renewal of a lease never fails for lack of room.
+// renew extends the execution's claims and leases to now+LeaseSeconds.
+// Only what is still held can be renewed: a claim or lease that lapsed (the
+// stale-lease sweep may have given its node back, another execution may
+// hold it or its budget room by now) fails the renewal with
+// workflow.ErrNoLongerEligible, and the execution rolls back. Every step
+// that acts on the candidates or waits for them renews first.
 func (s *Service) renew(ctx context.Context, st workflow.DisruptionState, now time.Time) error {
 	until := now.Add(leaseDuration(st))
 	if err := s.renewClaims(ctx, st, now, until); err != nil {
@@ -111,9 +113,12 @@ func (s *Service) renew(ctx context.Context, st workflow.DisruptionState, now ti
 	if !st.Budget.Budgeted || s.p.Budgets == nil {
 		return nil
 	}
-	perPool := candidatesPerPool(st)
-	for _, pool := range slices.Sorted(maps.Keys(perPool)) {
-		if err := s.p.Budgets.AcquireBudget(ctx, pool, st.ID, perPool[pool], unlimited, now, leaseDuration(st)); err != nil {
+	for _, pool := range slices.Sorted(maps.Keys(candidatesPerPool(st))) {
+		err := s.p.Budgets.RenewBudget(ctx, pool, st.ID, now, leaseDuration(st))
+		if errors.Is(err, ErrLeaseLapsed) {
+			return workflow.NewError(workflow.ErrNoLongerEligible, fmt.Errorf("renew budget lease of nodepool %s: %w", pool, err))
+		}
+		if err != nil {
 			return fmt.Errorf("renew budget lease of nodepool %s: %w", pool, err)
 		}
 	}

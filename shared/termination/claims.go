@@ -79,6 +79,25 @@ func InFlight(claims []v1.NodeClaim, now time.Time) []disruption.Command {
 	return out
 }
 
+// HeldReplacements returns the replacement NodeClaims of the commands in
+// inFlight (InFlight's result), as shared/disruption's
+// Input.HeldReplacements wants them: replacement NodeClaim -> command ID.
+// A replacement is recognised by AnnotationReplacementFor, which Prepare
+// sets to the execution's name, the ID its claims carry.
+func HeldReplacements(claims []v1.NodeClaim, inFlight []disruption.Command) map[string]string {
+	live := map[string]bool{}
+	for _, c := range inFlight {
+		live[c.ID] = true
+	}
+	out := map[string]string{}
+	for i := range claims {
+		if cmd := claims[i].Annotations[AnnotationReplacementFor]; cmd != "" && live[cmd] {
+			out[claims[i].Name] = cmd
+		}
+	}
+	return out
+}
+
 // updateClaim reads the NodeClaim name, applies mutate and writes it when
 // mutate reports a change, re-reading on version conflicts. It returns the
 // stored claim. An error from mutate is returned as is.
@@ -159,16 +178,25 @@ func (s *Service) claimCandidates(ctx context.Context, st workflow.DisruptionSta
 }
 
 // renewClaims extends the claims st's execution holds to until. A claim
-// another execution took (after this one's lapsed) fails with
-// workflow.ErrNoLongerEligible; a NodeClaim gone is skipped (it may have
-// been deleted by the steps after the drain).
+// that is no longer this execution's and live at now fails with
+// workflow.ErrNoLongerEligible: it lapsed (and may have been given back or
+// taken by another execution since), and a lapsed claim never comes back.
+// A NodeClaim gone is skipped (it may have been deleted by the steps after
+// the drain).
 func (s *Service) renewClaims(ctx context.Context, st workflow.DisruptionState, now, until time.Time) error {
 	for _, cand := range st.CandidateList() {
 		_, err := s.updateClaim(ctx, cand.NodeClaim, func(c *v1.NodeClaim) (bool, error) {
 			cl := ClaimOf(c)
-			if cl.Holder != st.ID && cl.Live(now) {
+			switch {
+			case cl.Holder != st.ID && cl.Live(now):
 				return false, workflow.NewError(workflow.ErrNoLongerEligible,
 					fmt.Errorf("nodeclaim %s was taken by execution %s after this execution's claim lapsed", c.Name, cl.Holder))
+			case cl.Holder != st.ID:
+				return false, workflow.NewError(workflow.ErrNoLongerEligible,
+					fmt.Errorf("nodeclaim %s is no longer claimed by this execution (its claim lapsed and was given back)", c.Name))
+			case !cl.Live(now):
+				return false, workflow.NewError(workflow.ErrNoLongerEligible,
+					fmt.Errorf("this execution's claim on nodeclaim %s lapsed at %s", c.Name, cl.Until.Format(time.RFC3339)))
 			}
 			setClaim(c, st, now, until)
 			return true, nil

@@ -3,6 +3,7 @@ package termination_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,5 +64,23 @@ func TestPrepare(t *testing.T) {
 	back, err := termination.DecodeReplacements(data)
 	if err != nil || len(back) != 1 || back[0].Name != wantName {
 		t.Errorf("DecodeReplacements() = %v, %v; want the encoded replacement", back, err)
+	}
+}
+
+func TestHeldReplacementsBelongToTheirCommandUntilItEnds(t *testing.T) {
+	const running, ended = "drift-a-0123456789", "drift-b-0123456789"
+	replacement := func(name, cmd string) v1.NodeClaim {
+		return nodeClaim(name, func(c *v1.NodeClaim) { c.Annotations = map[string]string{termination.AnnotationReplacementFor: cmd} })
+	}
+	claims := []v1.NodeClaim{
+		nodeClaim("a", claimedBy(running, workflow.MethodDrifted, t0.Add(time.Minute))),
+		nodeClaim("b", claimedBy(ended, workflow.MethodDrifted, t0.Add(-time.Minute))),
+		replacement("general-ra", running),
+		replacement("general-rb", ended),
+		nodeClaim("c"),
+	}
+	got := termination.HeldReplacements(claims, termination.InFlight(claims, t0))
+	if diff := cmp.Diff(map[string]string{"general-ra": running}, got); diff != "" {
+		t.Errorf("HeldReplacements() mismatch (-want +got):\n%s", diff)
 	}
 }

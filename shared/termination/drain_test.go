@@ -255,7 +255,7 @@ func TestDrainRounds(t *testing.T) {
 				withTGP(tt.tgp)(&c)
 			}
 			e.claims.put(c)
-			st := state(method, 1, "a")
+			st := e.hold(state(method, 1, "a"))
 			if method == workflow.MethodInterrupted {
 				st.Candidates = nil
 				st.Interruption = &workflow.InterruptionInput{NodeClaim: "a", Node: "node-a", InstanceID: "i-a", Deadline: t0.Add(2 * time.Minute)}
@@ -288,7 +288,7 @@ func TestDrainForcedDeletionUsesTheTimeLeft(t *testing.T) {
 	e := newEnv(t, node("node-a"), pod("default", "db", "node-a", graceSeconds(300)))
 	e.blocked["default/db"] = "default/db-pdb"
 	e.claims.put(nodeClaim("a", claimedBy(execID, workflow.MethodDrifted, t0.Add(time.Hour)), withTGP(time.Hour)))
-	st := state(workflow.MethodDrifted, 1, "a")
+	st := e.hold(state(workflow.MethodDrifted, 1, "a"))
 	if _, err := e.svc.BeginTermination(t.Context(), st, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestDrainReportsWhatTheEventsNeed(t *testing.T) {
 	e := newEnv(t, node("node-a"), pod("default", "db", "node-a", graceSeconds(300)), pod("default", "web", "node-a"))
 	e.blocked["default/web"] = "default/web-pdb"
 	e.claims.put(nodeClaim("a", claimedBy(execID, workflow.MethodDrifted, t0.Add(time.Hour)), withTGP(time.Hour)))
-	st := state(workflow.MethodDrifted, 1, "a")
+	st := e.hold(state(workflow.MethodDrifted, 1, "a"))
 	if _, err := e.svc.BeginTermination(t.Context(), st, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestDrainBoundsItsOutput(t *testing.T) {
 	}
 	e := newEnv(t, objects...)
 	e.claims.put(nodeClaim("a", claimedBy(execID, workflow.MethodDrifted, t0.Add(time.Hour))))
-	out, err := e.svc.Drain(t.Context(), state(workflow.MethodDrifted, 1, "a"), t0)
+	out, err := e.svc.Drain(t.Context(), e.hold(state(workflow.MethodDrifted, 1, "a")), t0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,6 +145,17 @@ func (b *budgets) AcquireBudget(_ context.Context, pool, holder string, nodes, l
 	return nil
 }
 
+func (b *budgets) RenewBudget(_ context.Context, pool, holder string, now time.Time, ttl time.Duration) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l, ok := b.leases[pool][holder]
+	if !ok || !now.Before(l.until) {
+		return fmt.Errorf("renew budget of %s for %s: %w", pool, holder, termination.ErrLeaseLapsed)
+	}
+	b.leases[pool][holder] = lease{nodes: l.nodes, until: now.Add(ttl)}
+	return nil
+}
+
 func (b *budgets) ReleaseBudget(_ context.Context, pool, holder string, _ time.Time) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -162,6 +173,17 @@ func (b *budgets) BudgetHolders(_ context.Context, pool string, now time.Time) (
 		}
 	}
 	return out, nil
+}
+
+// grant gives holder a lease of nodes in pool until until, as an earlier
+// AcquireBudget would have.
+func (b *budgets) grant(pool, holder string, nodes int, until time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.leases[pool] == nil {
+		b.leases[pool] = map[string]lease{}
+	}
+	b.leases[pool][holder] = lease{nodes: nodes, until: until}
 }
 
 func (b *budgets) holders(pool string) map[string]int {
@@ -297,6 +319,30 @@ func (s *starter) StartExecution(_ context.Context, machine, name string, input 
 	return nil
 }
 
+// executions answers ExecutionStatus from a map of execution names;
+// names it does not hold are Missing.
+type executions struct {
+	mu     sync.Mutex
+	status map[string]termination.ExecutionStatus
+	asked  []string
+}
+
+func (x *executions) ExecutionStatus(_ context.Context, method, name string) (termination.ExecutionStatus, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.asked = append(x.asked, method+"/"+name)
+	if st, ok := x.status[name]; ok {
+		return st, nil
+	}
+	return termination.ExecutionMissing, nil
+}
+
+func (x *executions) set(name string, st termination.ExecutionStatus) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.status[name] = st
+}
+
 // env is one test's ports.
 type env struct {
 	cs        *fake.Clientset
@@ -306,6 +352,7 @@ type env struct {
 	instances *instances
 	commands  commands
 	starter   *starter
+	status    *executions
 	svc       *termination.Service
 	// blocked maps "namespace/name" to the PodDisruptionBudget refusing
 	// its eviction (HTTP 429).
@@ -321,6 +368,7 @@ func newEnv(t *testing.T, objects ...runtime.Object) *env {
 		instances: &instances{},
 		commands:  commands{},
 		starter:   &starter{},
+		status:    &executions{status: map[string]termination.ExecutionStatus{}},
 		blocked:   map[string]string{},
 	}
 	e.launcher = &launcher{claims: e.claims, statuses: map[string]termination.LaunchStatus{}}
@@ -341,13 +389,35 @@ func newEnv(t *testing.T, objects ...runtime.Object) *env {
 	svc, err := termination.New(termination.Ports{
 		Claims: e.claims, Budgets: e.budgets, Nodes: kubeAPI{kube.NewFromClientset(e.cs)},
 		Pods: kubeAPI{kube.NewFromClientset(e.cs)}, Rules: kubeAPI{}, Volumes: kubeAPI{kube.NewFromClientset(e.cs)}, Launcher: e.launcher,
-		Instances: e.instances, Commands: e.commands, Executions: e.starter,
+		Instances: e.instances, Commands: e.commands, Executions: e.starter, Status: e.status,
 	})
 	if err != nil {
 		t.Fatalf("New() error = %v", err)
 	}
 	e.svc = svc
 	return e
+}
+
+// hold returns st with a long lease (48 h, so tests may jump the clock
+// between steps) and makes the stores show its execution holding what
+// AcquireBudget would have taken: a claim on every stored candidate and a
+// lease of its pool's budget.
+func (e *env) hold(st workflow.DisruptionState) workflow.DisruptionState {
+	st.Settings.LeaseSeconds = int((48 * time.Hour) / time.Second)
+	until := t0.Add(48 * time.Hour)
+	for _, cand := range st.CandidateList() {
+		e.claims.mu.Lock()
+		c, ok := e.claims.m[cand.NodeClaim]
+		e.claims.mu.Unlock()
+		if ok {
+			claimedBy(st.ID, st.Method, until)(&c)
+			e.claims.put(c)
+		}
+	}
+	if st.Budget.Budgeted {
+		e.budgets.grant("general", st.ID, len(st.CandidateList()), until)
+	}
+	return st
 }
 
 // pods returns the names of the pods left on node.

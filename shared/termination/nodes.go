@@ -24,8 +24,25 @@ var disruptedTaint = corev1.Taint{Key: v1.TaintKeyDisrupted, Effect: corev1.Tain
 // without a Node is skipped. A Node that is gone fails the command with
 // workflow.ErrNoLongerEligible, except for the forceful methods, which
 // carry on. It is idempotent.
+//
+// It first renews the execution's claims and leases (a lapsed one fails
+// with workflow.ErrNoLongerEligible) and, for the budgeted methods,
+// re-validates every candidate against the current pods and annotations
+// as Revalidate does, tainting nothing when one is no longer eligible:
+// Karpenter validates a command before it taints (karpenter-spec.md
+// section 6.4), so a do-not-disrupt pod that landed after the decision
+// never sees its node tainted. Revalidate runs again after the taint, for
+// what arrived in between.
 func (s *Service) Taint(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.NodesOutput, error) {
 	out := workflow.NodesOutput{Nodes: []workflow.NodeOutcome{}}
+	if err := s.renew(ctx, st, now); err != nil {
+		return out, err
+	}
+	if workflow.IsBudgetedMethod(st.Method) {
+		if checked, err := s.Revalidate(ctx, st, now); err != nil {
+			return checked, fmt.Errorf("before the taint: %w", err)
+		}
+	}
 	for _, cand := range st.CandidateList() {
 		o := workflow.NodeOutcome{NodeClaim: cand.NodeClaim, Node: cand.Node}
 		if cand.Node == "" {
@@ -188,9 +205,14 @@ func ownedByDaemonSet(p *corev1.Pod) bool {
 // drain's deadline (karpenter-spec.md section 5.2); each Node gets
 // node.kubernetes.io/exclude-from-external-load-balancers=karpenter. A
 // NodeClaim already marked keeps its deadline, so a repeated call changes
-// nothing.
+// nothing. It first renews the execution's claims and leases: a lapsed
+// one fails it with workflow.ErrNoLongerEligible, before anything is
+// marked.
 func (s *Service) BeginTermination(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.NodesOutput, error) {
 	out := workflow.NodesOutput{Nodes: []workflow.NodeOutcome{}}
+	if err := s.renew(ctx, st, now); err != nil {
+		return out, err
+	}
 	for _, cand := range st.CandidateList() {
 		o := workflow.NodeOutcome{NodeClaim: cand.NodeClaim, Node: cand.Node, Outcome: "terminating"}
 		c, err := s.updateClaim(ctx, cand.NodeClaim, func(c *v1.NodeClaim) (bool, error) {

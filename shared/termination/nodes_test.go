@@ -17,7 +17,9 @@ import (
 
 func TestTaint(t *testing.T) {
 	e := newEnv(t, node("node-a"), node("node-b", disrupted))
-	st := state(workflow.MethodUnderutilized, 2, "a", "b")
+	e.claims.put(nodeClaim("a"))
+	e.claims.put(nodeClaim("b"))
+	st := e.hold(state(workflow.MethodUnderutilized, 2, "a", "b"))
 	for range 2 {
 		if _, err := e.svc.Taint(t.Context(), st, t0); err != nil {
 			t.Fatalf("Taint() error = %v", err)
@@ -116,7 +118,7 @@ func TestBeginTermination(t *testing.T) {
 	e := newEnv(t, node("node-a"), node("node-b"))
 	e.claims.put(nodeClaim("a", withTGP(time.Hour)))
 	e.claims.put(nodeClaim("b"))
-	st := state(workflow.MethodDrifted, 2, "a", "b")
+	st := e.hold(state(workflow.MethodDrifted, 2, "a", "b"))
 
 	got, err := e.svc.BeginTermination(t.Context(), st, t0)
 	if err != nil {
@@ -143,5 +145,23 @@ func TestBeginTermination(t *testing.T) {
 	}
 	if n := e.node(t, "node-a"); n.Labels[v1.LabelExcludeFromLoadBalancers] != "karpenter" {
 		t.Errorf("node-a labels = %v, want %s=karpenter", n.Labels, v1.LabelExcludeFromLoadBalancers)
+	}
+}
+
+func TestTaintLeavesANodeAloneWhenADoNotDisruptPodLandedAfterTheDecision(t *testing.T) {
+	e := newEnv(t, node("node-a"), node("node-b"),
+		pod("default", "batch-0", "node-a", doNotDisrupt, scheduledAt(t0.Add(5*time.Second))))
+	e.claims.put(nodeClaim("a"))
+	e.claims.put(nodeClaim("b"))
+	st := e.hold(state(workflow.MethodEmpty, 2, "a", "b"))
+
+	_, err := e.svc.Taint(t.Context(), st, t0.Add(15*time.Second))
+	if workflowName(t, err) != workflow.ErrNoLongerEligible || !strings.Contains(err.Error(), "batch-0") {
+		t.Fatalf("Taint() error = %v, want NoLongerEligible naming the pod", err)
+	}
+	for _, name := range []string{"node-a", "node-b"} {
+		if n := e.node(t, name); len(n.Spec.Taints) != 0 {
+			t.Errorf("%s taints = %v, want none: revalidation comes before the taint", name, n.Spec.Taints)
+		}
 	}
 }

@@ -22,6 +22,9 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrBudgetExhausted: a lease would take a NodePool past its limit.
 	ErrBudgetExhausted = errors.New("disruption budget exhausted")
+	// ErrLeaseLapsed: a renewal found the holder's lease expired or
+	// released; a lapsed lease is never taken again by a renewal.
+	ErrLeaseLapsed = errors.New("budget lease lapsed")
 )
 
 // claimStore is the NodeClaim store (DynamoDB). Update and Delete check
@@ -48,6 +51,11 @@ type budgetStore interface {
 	// matching ErrBudgetExhausted when the unexpired leases of the pool,
 	// this one included, would exceed limit.
 	AcquireBudget(ctx context.Context, nodePool, holder string, nodes, limit int, now time.Time, ttl time.Duration) error
+	// RenewBudget extends holder's unexpired lease of nodePool to now+ttl,
+	// keeping its nodes; it returns an error matching ErrLeaseLapsed when
+	// holder holds no lease unexpired at now (it lapsed or was released),
+	// and never creates one.
+	RenewBudget(ctx context.Context, nodePool, holder string, now time.Time, ttl time.Duration) error
 	// ReleaseBudget ends holder's lease; nil when it holds none.
 	ReleaseBudget(ctx context.Context, nodePool, holder string, now time.Time) error
 	// BudgetHolders returns the pool's unexpired leases: holder -> nodes.
@@ -179,9 +187,34 @@ type executionStarter interface {
 	StartExecution(ctx context.Context, stateMachine, name string, input any) error
 }
 
+// executionStatus reads whether a Step Functions execution still runs
+// (shared/aws/sfnstarter, states:DescribeExecution).
+type executionStatus interface {
+	// ExecutionStatus returns the status of the execution called name of
+	// the state machine that runs method's commands (the interruption
+	// machine for MethodInterrupted, else the disruption machine).
+	ExecutionStatus(ctx context.Context, method, name string) (ExecutionStatus, error)
+}
+
+// ExecutionStatus is what Step Functions says about one execution.
+type ExecutionStatus string
+
+// Execution statuses.
+const (
+	// ExecutionRunning: the execution runs (Step Functions RUNNING or
+	// PENDING_REDRIVE).
+	ExecutionRunning ExecutionStatus = "Running"
+	// ExecutionEnded: it ended (SUCCEEDED, FAILED, TIMED_OUT, ABORTED).
+	ExecutionEnded ExecutionStatus = "Ended"
+	// ExecutionMissing: no execution has that name
+	// (ExecutionDoesNotExist).
+	ExecutionMissing ExecutionStatus = "Missing"
+)
+
 // Ports are the adapters a Service works through. Claims, Nodes, Pods,
 // Rules and Instances are required; Budgets, Launcher, Commands,
-// Executions and Volumes (Drain) are required by the steps that use them.
+// Executions, Volumes (Drain) and Status (ReleaseStale) are required by
+// the steps that use them.
 type Ports struct {
 	Claims     claimStore
 	Budgets    budgetStore
@@ -193,6 +226,7 @@ type Ports struct {
 	Instances  instanceTerminator
 	Commands   commandStore
 	Executions executionStarter
+	Status     executionStatus
 }
 
 // Service runs the steps. It holds no state between calls and is safe for

@@ -22,11 +22,16 @@ import (
 // command is rolled back, as Karpenter fails a command whose replacement
 // is deleted; workflow.ErrLaunchIncomplete when a launch failed otherwise
 // (retry); workflow.ErrInvalidInput when the stored replacements are
-// missing or do not match the state.
+// missing or do not match the state; workflow.ErrNoLongerEligible when the
+// execution's claims or leases lapsed (it renews them first, before
+// launching anything).
 func (s *Service) LaunchReplacements(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.LaunchOutput, error) {
 	out := workflow.LaunchOutput{Replacements: []workflow.ReplacementStatus{}}
 	if len(st.Replacements) == 0 {
 		return out, nil
+	}
+	if err := s.renew(ctx, st, now); err != nil {
+		return out, err
 	}
 	if s.p.Commands == nil || s.p.Launcher == nil {
 		return out, errors.New("launch replacements: no command store or launcher")

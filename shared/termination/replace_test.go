@@ -28,7 +28,7 @@ func withReplacements(st workflow.DisruptionState, cmds commands, names ...strin
 
 func TestLaunchReplacements(t *testing.T) {
 	e := newEnv(t)
-	st := withReplacements(state(workflow.MethodUnderutilized, 1, "a"), e.commands, "general-r1")
+	st := e.hold(withReplacements(state(workflow.MethodUnderutilized, 1, "a"), e.commands, "general-r1"))
 
 	got, err := e.svc.LaunchReplacements(t.Context(), st, t0)
 	if err != nil {
@@ -65,7 +65,7 @@ func TestLaunchReplacementsErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			st := withReplacements(state(workflow.MethodUnderutilized, 1, "a"), e.commands, "general-r1")
+			st := e.hold(withReplacements(state(workflow.MethodUnderutilized, 1, "a"), e.commands, "general-r1"))
 			if tt.status != "" {
 				e.launcher.statuses["general-r1"] = tt.status
 			}
@@ -120,11 +120,11 @@ func TestCheckReplacements(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.claims.put(nodeClaim("a", claimedBy(execID, workflow.MethodUnderutilized, t0.Add(time.Minute))))
+			e.claims.put(nodeClaim("a"))
 			for _, c := range tt.stored {
 				e.claims.put(c)
 			}
-			st := withReplacements(state(workflow.MethodUnderutilized, 1, "a"), e.commands, "general-r1", "general-r2")
+			st := e.hold(withReplacements(state(workflow.MethodUnderutilized, 1, "a"), e.commands, "general-r1", "general-r2"))
 			got, err := e.svc.CheckReplacements(t.Context(), st, tt.now)
 			if err != nil {
 				t.Fatalf("CheckReplacements() error = %v", err)
@@ -139,8 +139,9 @@ func TestCheckReplacements(t *testing.T) {
 			if !got.Deadline.Equal(t0.Add(termination.ReplacementTimeout)) {
 				t.Errorf("Deadline = %s, want %s", got.Deadline, t0.Add(termination.ReplacementTimeout))
 			}
-			if cl := termination.ClaimOf(ptr(e.claims.get(t, "a"))); !cl.Until.Equal(tt.now.Add(termination.LeaseDuration)) {
-				t.Errorf("claim until = %s, want it renewed to %s", cl.Until, tt.now.Add(termination.LeaseDuration))
+			lease := time.Duration(st.Settings.LeaseSeconds) * time.Second
+			if cl := termination.ClaimOf(ptr(e.claims.get(t, "a"))); !cl.Until.Equal(tt.now.Add(lease)) {
+				t.Errorf("claim until = %s, want it renewed to %s", cl.Until, tt.now.Add(lease))
 			}
 		})
 	}
@@ -165,11 +166,11 @@ func TestCheckReplacementsFails(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.claims.put(nodeClaim("a", claimedBy(execID, workflow.MethodUnderutilized, t0.Add(time.Minute))))
+			e.claims.put(nodeClaim("a"))
 			for _, c := range tt.stored {
 				e.claims.put(c)
 			}
-			st := withReplacements(state(workflow.MethodUnderutilized, 1, "a"), e.commands, "general-r1")
+			st := e.hold(withReplacements(state(workflow.MethodUnderutilized, 1, "a"), e.commands, "general-r1"))
 			_, err := e.svc.CheckReplacements(t.Context(), st, tt.now)
 			if got := workflowName(t, err); got != workflow.ErrReplacementFailed {
 				t.Errorf("CheckReplacements() error = %v (%q), want ReplacementFailed", err, got)

@@ -244,7 +244,7 @@ func TestDrainWaitsForVolumeDetachment(t *testing.T) {
 				withTGP(tt.tgp)(&c)
 			}
 			e.claims.put(c)
-			st := state(method, 1, "a")
+			st := e.hold(state(method, 1, "a"))
 			if method == workflow.MethodInterrupted {
 				st.Candidates = nil
 				st.Interruption = &workflow.InterruptionInput{NodeClaim: "a", Node: "node-a", InstanceID: "i-a", Deadline: t0.Add(2 * time.Minute)}
@@ -278,7 +278,7 @@ func TestDrainWaitsForVolumeDetachment(t *testing.T) {
 func TestDrainDoesNotReadVolumesPastTheDeadline(t *testing.T) {
 	e := newEnv(t, node("node-a"), attachment("csi-stuck", "node-a", "pv-stuck"))
 	e.claims.put(nodeClaim("a", claimedBy(execID, workflow.MethodDrifted, t0.Add(48*time.Hour)), withTGP(time.Minute)))
-	st := state(workflow.MethodDrifted, 1, "a")
+	st := e.hold(state(workflow.MethodDrifted, 1, "a"))
 	if _, err := e.svc.BeginTermination(t.Context(), st, t0); err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,11 @@ type Config struct {
 	KubernetesVersion string
 	// StateMachineARN is the disruption state machine.
 	StateMachineARN string
+	// InterruptionStateMachineARN is the interruption state machine
+	// (optional): the stale-lease sweep asks Step Functions whether an
+	// interruption execution still runs before handing its nodes back;
+	// without it, an interruption's lapsed claims are kept.
+	InterruptionStateMachineARN string
 	// CAData is the cluster CA bundle (base64 PEM, optional): Karpenter
 	// hashes it into the EC2NodeClass static-drift hash.
 	CAData string
@@ -99,21 +104,23 @@ type Config struct {
 }
 
 // LoadConfig reads CLUSTER_NAME, TABLE_NAME, AWS_REGION,
-// KUBERNETES_VERSION and STATE_MACHINE_ARN (required), CLUSTER_CA_DATA,
+// KUBERNETES_VERSION and STATE_MACHINE_ARN (required),
+// INTERRUPTION_STATE_MACHINE_ARN, CLUSTER_CA_DATA,
 // CLUSTER_ENDPOINT, SPOT_PRICE_RATIO, FEATURE_GATES and LOG_LEVEL,
 // reporting every problem at once.
 func LoadConfig(getenv func(string) string) (Config, error) {
 	e := lambdakit.NewEnv(getenv)
 	c := Config{
-		Cluster:           e.String("CLUSTER_NAME"),
-		Table:             e.String("TABLE_NAME"),
-		Region:            e.String("AWS_REGION"),
-		KubernetesVersion: e.String("KUBERNETES_VERSION"),
-		StateMachineARN:   e.String("STATE_MACHINE_ARN"),
-		CAData:            e.StringOr("CLUSTER_CA_DATA", ""),
-		Endpoint:          e.StringOr("CLUSTER_ENDPOINT", ""),
-		SpotPriceRatio:    e.Float("SPOT_PRICE_RATIO", 0.35, 0, 1),
-		LogLevel:          e.Level("LOG_LEVEL"),
+		Cluster:                     e.String("CLUSTER_NAME"),
+		Table:                       e.String("TABLE_NAME"),
+		Region:                      e.String("AWS_REGION"),
+		KubernetesVersion:           e.String("KUBERNETES_VERSION"),
+		StateMachineARN:             e.String("STATE_MACHINE_ARN"),
+		InterruptionStateMachineARN: e.StringOr("INTERRUPTION_STATE_MACHINE_ARN", ""),
+		CAData:                      e.StringOr("CLUSTER_CA_DATA", ""),
+		Endpoint:                    e.StringOr("CLUSTER_ENDPOINT", ""),
+		SpotPriceRatio:              e.Float("SPOT_PRICE_RATIO", 0.35, 0, 1),
+		LogLevel:                    e.Level("LOG_LEVEL"),
 	}
 	err := e.Err()
 	gates, gerr := ParseFeatureGates(getenv("FEATURE_GATES"))
@@ -231,7 +238,12 @@ type Clients struct {
 	DynamoDB ddbstore.API
 	EC2      EC2API
 	SSM      nodeclass.SSMAPI
-	SFN      sfnstarter.API
+	// SFN starts executions and, for the stale-lease sweep, describes
+	// them (*sfn.Client).
+	SFN interface {
+		sfnstarter.API
+		sfnstarter.DescribeAPI
+	}
 	// Kube is the cluster's API (*kube.Client); nil when Endpoint is not
 	// configured.
 	Kube disrupttask.KubeAPI
@@ -258,7 +270,8 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	}
 	if c.Kube != nil {
 		k := disrupttask.Kube{Client: c.Kube}
-		svc, err := termination.New(termination.Ports{Claims: disrupttask.Claims{Store: store}, Nodes: k, Pods: k, Rules: k, Instances: fl})
+		svc, err := termination.New(termination.Ports{Claims: disrupttask.Claims{Store: store}, Nodes: k, Pods: k, Rules: k, Instances: fl,
+			Status: disrupttask.Executions{API: c.SFN, Disruption: cfg.StateMachineARN, Interruption: cfg.InterruptionStateMachineARN}})
 		if err != nil {
 			return nil, fmt.Errorf("disruption: %w", err)
 		}
@@ -487,10 +500,11 @@ func (h *Handler) input(ctx context.Context, now time.Time, snap ddbstore.Snapsh
 		return disruption.Input{}, nil, fmt.Errorf("list unavailable offerings: %w", err)
 	}
 	state := adapters.ClusterStateOf(snap)
+	inFlight := termination.InFlight(claims, now)
 	in := disruption.Input{
 		Now: now, NodePools: cfg.NodePools, NodeClaims: claims, Nodes: state.Nodes, Pods: state.Pods, DaemonSets: state.DaemonSets,
 		PodDisruptionBudgets: pdbs(snap.PodDisruptionBudgets), InstanceTypes: map[string][]*catalog.InstanceType{},
-		InFlight: termination.InFlight(claims, now), FeatureGates: h.cfg.FeatureGates,
+		InFlight: inFlight, HeldReplacements: termination.HeldReplacements(claims, inFlight), FeatureGates: h.cfg.FeatureGates,
 		Options: disruption.Options{ClusterCABundle: h.cfg.CAData},
 	}
 	var warnings []string

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -482,5 +483,40 @@ func TestHandleRecordsEachResolvedNodeClassStatusOnce(t *testing.T) {
 	}
 	if len(again) != 1 || !again[0].ChangedAt.Time.Equal(t0) {
 		t.Errorf("after an unchanged resolution: %+v; want ChangedAt still %v", again, t0)
+	}
+}
+
+func TestHandleLeavesTheReplacementOfACommandInFlightAlone(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	const running = "drift-general-b-0123456789"
+	b := v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-b", Labels: map[string]string{v1.LabelNodePool: "general"},
+		Annotations: map[string]string{termination.AnnotationClaimHolder: running, termination.AnnotationClaimMethod: "Drifted",
+			termination.AnnotationClaimUntil: t0.Add(time.Minute).Format(time.RFC3339)}}}
+	if _, err := e.store.PutNodeClaim(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.store.GetNodeClaim(t.Context(), "general-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Annotations = map[string]string{termination.AnnotationReplacementFor: running}
+	if _, err := e.store.UpdateNodeClaim(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.handler(t, t0).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Started) != 0 {
+		t.Errorf("Started = %+v, want nothing: the empty node is the replacement of %s, still in flight", out.Started, running)
+	}
+	// Once the command ended (its claims lapsed), the node is free.
+	out, err = e.handler(t, t0.Add(2*time.Minute)).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(out.Started, func(s handler.Started) bool { return slices.Contains(s.Candidates, "general-a") }) {
+		t.Errorf("Started = %+v, want the empty node taken once its command ended", out.Started)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/termination"
+	"github.com/nodewright/nodewright/shared/workflow"
 )
 
 // The adapters below fit the AWS and Kubernetes packages to the ports
@@ -43,6 +44,8 @@ func storeErr(err error) error {
 		return &portError{err: err, kind: termination.ErrConflict}
 	case errors.Is(err, ddbstore.ErrBudgetExhausted):
 		return &portError{err: err, kind: termination.ErrBudgetExhausted}
+	case errors.Is(err, ddbstore.ErrLeaseLapsed):
+		return &portError{err: err, kind: termination.ErrLeaseLapsed}
 	}
 	return err
 }
@@ -92,6 +95,11 @@ type Budgets struct{ Store *ddbstore.Store }
 // AcquireBudget leases nodes of nodePool's budget to holder.
 func (b Budgets) AcquireBudget(ctx context.Context, nodePool, holder string, nodes, limit int, now time.Time, ttl time.Duration) error {
 	return storeErr(b.Store.AcquireBudget(ctx, ddbstore.BudgetRequest{NodePool: nodePool, Execution: holder, Nodes: nodes, Limit: limit}, now, ttl))
+}
+
+// RenewBudget extends holder's unexpired lease.
+func (b Budgets) RenewBudget(ctx context.Context, nodePool, holder string, now time.Time, ttl time.Duration) error {
+	return storeErr(b.Store.RenewBudget(ctx, nodePool, holder, now, ttl))
 }
 
 // ReleaseBudget ends holder's lease.
@@ -241,4 +249,40 @@ func (s Starter) StartExecution(ctx context.Context, stateMachine, name string, 
 	}
 	_, err = st.Start(ctx, name, input)
 	return err
+}
+
+// Executions is termination's execution-status port over Step Functions
+// DescribeExecution: an interruption's execution runs on Interruption, any
+// other method's on Disruption. A method whose machine is not configured
+// (Interruption empty) is an error, so nothing is handed back blindly.
+type Executions struct {
+	API          sfnstarter.DescribeAPI
+	Disruption   string
+	Interruption string
+}
+
+// ExecutionStatus returns the status of execution name of method's machine.
+func (x Executions) ExecutionStatus(ctx context.Context, method, name string) (termination.ExecutionStatus, error) {
+	machine := x.Disruption
+	if method == workflow.MethodInterrupted {
+		machine = x.Interruption
+	}
+	if machine == "" {
+		return "", fmt.Errorf("execution %s: no state machine configured for method %s", name, method)
+	}
+	st, err := sfnstarter.New(nil, machine)
+	if err != nil {
+		return "", err
+	}
+	status, err := st.Status(ctx, x.API, name)
+	if err != nil {
+		return "", err
+	}
+	switch status {
+	case sfnstarter.StatusRunning:
+		return termination.ExecutionRunning, nil
+	case sfnstarter.StatusMissing:
+		return termination.ExecutionMissing, nil
+	}
+	return termination.ExecutionEnded, nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
 	"github.com/nodewright/nodewright/shared/provisioning"
@@ -99,6 +101,28 @@ type Launcher struct {
 	// Cluster holds what user data needs (name, endpoint, CA, service
 	// CIDR, DNS).
 	Cluster nodeclass.Cluster
+	// Requests keeps each CreateFleet request by ClientToken, so a retry
+	// sends the first one again (fleet.Request.Requests); nil: none kept.
+	Requests fleet.RequestLog
+}
+
+// FleetRequestTTL is how long a CreateFleet request stays stored for its
+// retries: far longer than a NodeClaim stays unlaunched before garbage
+// collection removes it.
+const FleetRequestTTL = 24 * time.Hour
+
+// FleetRequests is fleet.RequestLog over ddbstore payloads, keyed
+// "fleet-request/<ClientToken>": the first request stored under a token is
+// kept (ddbstore.Store.PutPayloadOnce).
+type FleetRequests struct {
+	Store *ddbstore.Store
+	Now   func() time.Time
+}
+
+// RecordRequest stores body under token unless one is stored, and returns
+// the stored one.
+func (r FleetRequests) RecordRequest(ctx context.Context, token string, body []byte) ([]byte, error) {
+	return r.Store.PutPayloadOnce(ctx, "fleet-request/"+token, body, r.Now(), FleetRequestTTL)
 }
 
 // Launch launches req.NodeClaim. An insufficient-capacity outcome is a
@@ -126,7 +150,7 @@ func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (p
 	})
 	res, err := l.Fleet.Launch(ctx, fleet.Request{
 		ClusterName: l.Cluster.Name, NodeClaim: &claim, NodeClass: &class,
-		InstanceTypes: req.InstanceTypes, Subnets: subnets, Templates: templates,
+		InstanceTypes: req.InstanceTypes, Subnets: subnets, Templates: templates, Requests: l.Requests,
 	})
 	var ice *fleet.InsufficientCapacityError
 	if errors.As(err, &ice) {

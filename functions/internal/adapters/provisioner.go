@@ -30,7 +30,8 @@ type ProvisionerConfig struct {
 // disrupttask Lambda for replacements) run it: NodeClaims, configuration,
 // cluster state, offerings, batches and unavailable subnets in store,
 // EC2NodeClasses resolved and launch templates ensured by resolver,
-// launches through CreateFleet (fl). now is the clock of the adapters
+// launches through CreateFleet (fl), each request kept in store under its
+// ClientToken (FleetRequests) so a retry replays it. now is the clock of the adapters
 // that stamp records. Errors are NewProvisioner's (a missing port).
 func NewProvisioner(store *ddbstore.Store, resolver *nodeclass.Resolver, fl *fleet.Client, cfg ProvisionerConfig, now func() time.Time) (*provisioning.Provisioner, error) {
 	return provisioning.NewProvisioner(provisioning.ProvisionerPorts{
@@ -40,7 +41,7 @@ func NewProvisioner(store *ddbstore.Store, resolver *nodeclass.Resolver, fl *fle
 		Cluster:   Cluster{Store: store, Now: now},
 		Offerings: Offerings{Store: store},
 		Batches:   Batches{Store: store, Now: now},
-		Launcher:  Launcher{Fleet: fl, Templates: resolver, Cluster: cfg.Cluster},
+		Launcher:  Launcher{Fleet: fl, Templates: resolver, Cluster: cfg.Cluster, Requests: FleetRequests{Store: store, Now: now}},
 		Subnets:   Subnets{Store: store},
 	}, cfg.Options)
 }

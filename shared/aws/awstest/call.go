@@ -14,6 +14,7 @@
 package awstest
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/aws/smithy-go"
@@ -32,6 +33,33 @@ type Call[In, Out any] struct {
 	mu     sync.Mutex
 	inputs []*In
 	queue  []response[Out]
+	lose   int
+}
+
+// ErrAnswerLost is what a call whose answer was lost returns: the SDK's
+// view of a connection reset after the request reached AWS (the Lambda
+// was killed, or the network dropped the response).
+var ErrAnswerLost = errors.New("awstest: connection reset after the request was sent: answer lost")
+
+// LoseAnswers makes the next n calls that reach the double's default
+// behaviour carry it out (the instance launches, the token is recorded)
+// and then return ErrAnswerLost instead of the answer. Operations that
+// support it say so.
+func (c *Call[In, Out]) LoseAnswers(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lose = n
+}
+
+// answerLost reports whether this call's answer is to be lost, counting it.
+func (c *Call[In, Out]) answerLost() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lose <= 0 {
+		return false
+	}
+	c.lose--
+	return true
 }
 
 type response[Out any] struct {

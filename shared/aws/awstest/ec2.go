@@ -189,7 +189,8 @@ func (e *EC2) unsupported(format string, args ...any) error {
 // InvalidLaunchTemplateName.NotFoundException for an unknown template, and
 // launches in the first other one. A repeated ClientToken returns the first
 // response when the request is identical and IdempotentParameterMismatch
-// otherwise.
+// otherwise. It supports On.CreateFleet.LoseAnswers: the launch happens,
+// the answer does not arrive.
 func (e *EC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
 	if out, err, ok := e.On.CreateFleet.record(in); ok {
 		return out, err
@@ -283,6 +284,9 @@ func (e *EC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func
 	}
 	if token != "" {
 		e.fleets[token] = fleetRecord{in: in, out: out}
+	}
+	if e.On.CreateFleet.answerLost() {
+		return nil, ErrAnswerLost
 	}
 	return out, nil
 }

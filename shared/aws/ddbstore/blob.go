@@ -38,6 +38,13 @@ const (
 // there. It returns ErrItemTooLarge when the compressed bytes need more
 // than MaxBlobChunks chunks.
 func (s *Store) putBlob(ctx context.Context, pk, kind string, raw []byte, until time.Time) error {
+	return s.writeBlob(ctx, pk, kind, raw, until, time.Time{})
+}
+
+// writeBlob is putBlob; with a non-zero absentAt, the head is written only
+// if pk holds no blob unexpired at absentAt, else the error is DynamoDB's
+// ConditionalCheckFailedException (isConditionFailed).
+func (s *Store) writeBlob(ctx context.Context, pk, kind string, raw []byte, until, absentAt time.Time) error {
 	z, err := gzipBytes(raw)
 	if err != nil {
 		return err
@@ -76,7 +83,13 @@ func (s *Store) putBlob(ctx context.Context, pk, kind string, raw []byte, until 
 		}
 		head[attrChunks] = num(int64(n))
 	}
-	if _, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: head}); err != nil {
+	in := &dynamodb.PutItemInput{TableName: &s.table, Item: head}
+	if !absentAt.IsZero() {
+		in.ConditionExpression = strPtr("attribute_not_exists(#pk) OR #until <= :now")
+		in.ExpressionAttributeNames = map[string]string{"#pk": attrPK, "#until": attrUntilMs}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":now": num(absentAt.UnixMilli())}
+	}
+	if _, err := s.api.PutItem(ctx, in); err != nil {
 		return err
 	}
 	return nil

@@ -1,6 +1,7 @@
 package ddbstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -199,4 +200,26 @@ type countingAPI struct {
 func (c *countingAPI) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	c.puts++
 	return c.API.PutItem(ctx, in, opts...)
+}
+
+func TestPutPayloadOnceKeepsTheFirstPayloadUntilItExpires(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t, testCluster)
+	ctx := context.Background()
+	first, second := []byte(`{"request":1}`), []byte(`{"request":2}`)
+	got, err := s.PutPayloadOnce(ctx, "fleet-request/tok", first, t0, time.Hour)
+	if err != nil || !bytes.Equal(got, first) {
+		t.Fatalf("PutPayloadOnce(first) = %s, %v; want the first payload stored", got, err)
+	}
+	got, err = s.PutPayloadOnce(ctx, "fleet-request/tok", second, t0.Add(time.Minute), time.Hour)
+	if err != nil || !bytes.Equal(got, first) {
+		t.Fatalf("PutPayloadOnce(second) = %s, %v; want the first payload back", got, err)
+	}
+	if stored, err := s.GetPayload(ctx, "fleet-request/tok", t0.Add(time.Minute)); err != nil || !bytes.Equal(stored, first) {
+		t.Errorf("GetPayload() = %s, %v; want the first payload kept", stored, err)
+	}
+	got, err = s.PutPayloadOnce(ctx, "fleet-request/tok", second, t0.Add(time.Hour), time.Hour)
+	if err != nil || !bytes.Equal(got, second) {
+		t.Errorf("PutPayloadOnce(after expiry) = %s, %v; want the second payload stored", got, err)
+	}
 }

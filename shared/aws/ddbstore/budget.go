@@ -30,6 +30,10 @@ const (
 // budget leases past the limit.
 var ErrBudgetExhausted = errors.New("disruption budget exhausted")
 
+// ErrLeaseLapsed: RenewBudget found no unexpired lease of the execution
+// (it expired or was released), so there is nothing to renew.
+var ErrLeaseLapsed = errors.New("budget lease lapsed")
+
 // BudgetRequest asks for part of a NodePool's disruption budget for one
 // execution (one disruption command).
 type BudgetRequest struct {
@@ -72,14 +76,7 @@ func (s *Store) AcquireBudget(ctx context.Context, req BudgetRequest, now time.T
 		return fmt.Errorf("acquire budget: %w", err)
 	}
 	until := now.Add(ttl).UnixMilli()
-	var version int64
-	for range budgetAttempts {
-		var leases map[string]BudgetLease
-		var err error
-		version, leases, err = s.readBudget(ctx, req.NodePool)
-		if err != nil {
-			return fmt.Errorf("acquire budget of nodepool %s: %w", req.NodePool, err)
-		}
+	return s.updateBudget(ctx, req.NodePool, "acquire budget", func(leases map[string]BudgetLease) (bool, error) {
 		pruneBudget(leases, now)
 		used := 0
 		for exec, l := range leases {
@@ -88,20 +85,38 @@ func (s *Store) AcquireBudget(ctx context.Context, req BudgetRequest, now time.T
 			}
 		}
 		if used+req.Nodes > req.Limit {
-			return fmt.Errorf("acquire budget of nodepool %s for %s: %d of %d nodes leased, %d requested: %w",
+			return false, fmt.Errorf("acquire budget of nodepool %s for %s: %d of %d nodes leased, %d requested: %w",
 				req.NodePool, req.Execution, used, req.Limit, req.Nodes, ErrBudgetExhausted)
 		}
 		leases[req.Execution] = BudgetLease{Execution: req.Execution, Nodes: req.Nodes, Until: time.UnixMilli(until).UTC()}
-		err = s.writeBudget(ctx, req.NodePool, version, leases)
-		if isConditionFailed(err) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("acquire budget of nodepool %s: %w", req.NodePool, err)
-		}
-		return nil
+		return true, nil
+	})
+}
+
+// RenewBudget extends execution's lease on nodePool's budget to now+ttl,
+// keeping its nodes. It returns ErrLeaseLapsed when the execution holds no
+// lease unexpired at now: a lease that lapsed may already have been
+// counted as free room by another acquirer, so it is never taken back by a
+// renewal (only a new AcquireBudget, checked against the limit, may lease
+// again). The write is conditional on the item's version, as in
+// AcquireBudget.
+func (s *Store) RenewBudget(ctx context.Context, nodePool, execution string, now time.Time, ttl time.Duration) error {
+	if err := checkKeyPart("nodepool name", nodePool); err != nil {
+		return fmt.Errorf("renew budget: %w", err)
 	}
-	return fmt.Errorf("acquire budget of nodepool %s: %w", req.NodePool, &ConflictError{Kind: kindBudget, Name: req.NodePool, Version: version})
+	if ttl <= 0 {
+		return fmt.Errorf("renew budget of nodepool %s: ttl %v: must be positive: %w", nodePool, ttl, ErrInvalid)
+	}
+	return s.updateBudget(ctx, nodePool, "renew budget", func(leases map[string]BudgetLease) (bool, error) {
+		pruneBudget(leases, now)
+		l, ok := leases[execution]
+		if !ok {
+			return false, fmt.Errorf("renew budget of nodepool %s for %s: no unexpired lease: %w", nodePool, execution, ErrLeaseLapsed)
+		}
+		l.Until = time.UnixMilli(now.Add(ttl).UnixMilli()).UTC()
+		leases[execution] = l
+		return true, nil
+	})
 }
 
 // ReleaseBudget ends execution's lease on nodePool's budget. It is
@@ -111,32 +126,48 @@ func (s *Store) ReleaseBudget(ctx context.Context, nodePool, execution string, n
 	if err := checkKeyPart("nodepool name", nodePool); err != nil {
 		return fmt.Errorf("release budget: %w", err)
 	}
-	var version int64
-	for range budgetAttempts {
-		var leases map[string]BudgetLease
-		var err error
-		version, leases, err = s.readBudget(ctx, nodePool)
-		if err != nil {
-			return fmt.Errorf("release budget of nodepool %s: %w", nodePool, err)
-		}
+	return s.updateBudget(ctx, nodePool, "release budget", func(leases map[string]BudgetLease) (bool, error) {
 		if _, ok := leases[execution]; !ok {
-			return nil
+			return false, nil
 		}
 		delete(leases, execution)
 		pruneBudget(leases, now)
 		// The item stays, even when empty: deleting it would restart its
 		// version at 1 and let a writer holding a stale read of an older
 		// incarnation pass the version condition (ABA).
+		return true, nil
+	})
+}
+
+// updateBudget reads nodePool's leases, applies mutate and, when it
+// reports a change, writes them back on the condition that the item's
+// version did not move, re-reading after every lost race (at most
+// budgetAttempts times, then a *ConflictError, safe to retry). Every lost
+// attempt means another caller's write succeeded, so the system as a whole
+// always makes progress. An error from mutate is returned as is.
+func (s *Store) updateBudget(ctx context.Context, nodePool, op string, mutate func(map[string]BudgetLease) (bool, error)) error {
+	var version int64
+	for range budgetAttempts {
+		var leases map[string]BudgetLease
+		var err error
+		version, leases, err = s.readBudget(ctx, nodePool)
+		if err != nil {
+			return fmt.Errorf("%s of nodepool %s: %w", op, nodePool, err)
+		}
+		changed, err := mutate(leases)
+		if err != nil || !changed {
+			return err
+		}
 		err = s.writeBudget(ctx, nodePool, version, leases)
 		if isConditionFailed(err) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("release budget of nodepool %s: %w", nodePool, err)
+			return fmt.Errorf("%s of nodepool %s: %w", op, nodePool, err)
 		}
 		return nil
 	}
-	return fmt.Errorf("release budget of nodepool %s: %w", nodePool, &ConflictError{Kind: kindBudget, Name: nodePool, Version: version})
+	return fmt.Errorf("%s of nodepool %s: %w", op, nodePool, &ConflictError{Kind: kindBudget, Name: nodePool, Version: version})
 }
 
 // ListBudgetLeases returns nodePool's leases unexpired at now, sorted by

@@ -19,6 +19,7 @@ func TestBudget(t *testing.T) {
 	const ttl = 10 * time.Minute
 	type step struct {
 		release   bool // release instead of acquire
+		renew     bool // renew instead of acquire
 		execution string
 		nodes     int
 		limit     int
@@ -29,6 +30,9 @@ func TestBudget(t *testing.T) {
 		return step{execution: exec, nodes: nodes, limit: limit, at: at, want: want}
 	}
 	release := func(exec string, at time.Time) step { return step{release: true, execution: exec, at: at} }
+	renew := func(exec string, at time.Time, want error) step {
+		return step{renew: true, execution: exec, at: at, want: want}
+	}
 	tests := []struct {
 		name   string
 		steps  []step
@@ -112,6 +116,37 @@ func TestBudget(t *testing.T) {
 			},
 		},
 		{
+			name: "should extend an unexpired lease on renewal, keeping its nodes",
+			steps: []step{
+				acquire("drift-a", 2, 2, t0, nil),
+				renew("drift-a", t0.Add(ttl-time.Second), nil),
+				acquire("drift-b", 1, 2, t0.Add(ttl), ddbstore.ErrBudgetExhausted),
+			},
+			listAt: t0.Add(ttl),
+			want:   []ddbstore.BudgetLease{{Execution: "drift-a", Nodes: 2, Until: t0.Add(2*ttl - time.Second)}},
+		},
+		{
+			name: "should never renew a lease that lapsed while another execution took its room",
+			steps: []step{
+				acquire("slow-drain", 1, 1, t0, nil),
+				acquire("next", 1, 1, t0.Add(ttl), nil),
+				renew("slow-drain", t0.Add(ttl+time.Second), ddbstore.ErrLeaseLapsed),
+			},
+			listAt: t0.Add(ttl + time.Second),
+			want:   []ddbstore.BudgetLease{{Execution: "next", Nodes: 1, Until: t0.Add(2 * ttl)}},
+		},
+		{
+			name: "should never renew a released lease",
+			steps: []step{
+				acquire("drift-a", 1, 1, t0, nil),
+				release("drift-a", t0.Add(time.Second)),
+				renew("drift-a", t0.Add(2*time.Second), ddbstore.ErrLeaseLapsed),
+				renew("never", t0.Add(2*time.Second), ddbstore.ErrLeaseLapsed),
+			},
+			listAt: t0.Add(2 * time.Second),
+			want:   []ddbstore.BudgetLease{},
+		},
+		{
 			name: "should release a lease it does not hold without error",
 			steps: []step{
 				release("never", t0),
@@ -128,9 +163,12 @@ func TestBudget(t *testing.T) {
 			s := e.store(t, testCluster)
 			for i, st := range tt.steps {
 				var err error
-				if st.release {
+				switch {
+				case st.release:
 					err = s.ReleaseBudget(ctx, "default", st.execution, st.at)
-				} else {
+				case st.renew:
+					err = s.RenewBudget(ctx, "default", st.execution, st.at, ttl)
+				default:
 					err = s.AcquireBudget(ctx, ddbstore.BudgetRequest{NodePool: "default", Execution: st.execution, Nodes: st.nodes, Limit: st.limit}, st.at, ttl)
 				}
 				if !errors.Is(err, st.want) {

@@ -46,3 +46,29 @@ func (s *Store) GetPayload(ctx context.Context, key string, now time.Time) ([]by
 	}
 	return data, nil
 }
+
+// PutPayloadOnce stores data under key until now+ttl unless a payload
+// unexpired at now is stored there already, and returns the payload that
+// is stored: data when this call wrote it, else the earlier one, byte for
+// byte (the first writer wins; a conditional write decides races). Keys
+// and ttl are checked as in PutPayload.
+func (s *Store) PutPayloadOnce(ctx context.Context, key string, data []byte, now time.Time, ttl time.Duration) ([]byte, error) {
+	if err := checkKeyPart("payload key", key); err != nil {
+		return nil, fmt.Errorf("put payload once: %w", err)
+	}
+	if ttl <= 0 {
+		return nil, fmt.Errorf("put payload %s once: ttl %v must be positive: %w", key, ttl, ErrInvalid)
+	}
+	err := s.writeBlob(ctx, s.pk(pkPayload, key), kindPayload, data, now.Add(ttl), now)
+	if err == nil {
+		return data, nil
+	}
+	if !isConditionFailed(err) {
+		return nil, fmt.Errorf("put payload %s once: %w", key, err)
+	}
+	stored, err := s.GetPayload(ctx, key, now)
+	if err != nil {
+		return nil, fmt.Errorf("put payload %s once: read the stored one: %w", key, err)
+	}
+	return stored, nil
+}

@@ -3,7 +3,9 @@
 // exactly as Karpenter's AWS provider shapes it (aws:
 // pkg/providers/instance/instance.go, instance/filter/filter.go; karpenter-spec
 // §4 steps 2-9), with one addition: a ClientToken derived from the NodeClaim, so
-// a retried invocation never launches twice. Per-override capacity errors are
+// a retried invocation never launches twice, and (Request.Requests) the
+// request first sent under it replayed by every retry, since EC2 refuses a
+// token reused with other parameters (IdempotentParameterMismatch). Per-override capacity errors are
 // folded into unavailable offerings for the caller to record.
 //
 // The package declares the narrow EC2API it calls; *ec2.Client satisfies it.
@@ -119,6 +121,23 @@ type Request struct {
 	Subnets []Subnet
 	// Templates supplies the launch templates.
 	Templates TemplateSource
+	// Requests, when set, keeps the CreateFleet request sent under each
+	// ClientToken, so that a retry (a redelivered message, a Lambda killed
+	// after EC2 launched) sends that same request again and gets EC2's
+	// first answer back, however the unavailable offerings, subnets or
+	// templates changed since. Without it a retry rebuilds the request,
+	// and EC2 answers a token reused with other parameters with
+	// IdempotentParameterMismatch.
+	Requests RequestLog
+}
+
+// RequestLog stores CreateFleet requests by ClientToken (ddbstore payloads
+// in the Lambdas). The first request stored under a token is kept.
+type RequestLog interface {
+	// RecordRequest stores body under token unless a body is stored there
+	// already, and returns the stored body: body itself when this call
+	// stored it, else the earlier one, byte for byte.
+	RecordRequest(ctx context.Context, token string, body []byte) ([]byte, error)
 }
 
 // Instance is an EC2 instance managed by nodewright.

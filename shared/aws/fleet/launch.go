@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -65,7 +67,11 @@ type Result struct {
 //     once (with RetryClientToken when EC2 had created a fleet); a second
 //     failure is returned;
 //   - the CreateFleet call error, wrapped (e.g. throttling,
-//     IdempotentParameterMismatch when a retry's request differs);
+//     IdempotentParameterMismatch when a retry's request differs, which
+//     req.Requests prevents: with it, the request first sent under the
+//     token is sent again);
+//   - with req.Requests, its error when the request cannot be recorded
+//     (CreateFleet is then not called);
 //   - invalid requests (missing claim, node class, cluster name or
 //     templates; restricted spec.tags; unmeetable minValues).
 func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
@@ -113,7 +119,7 @@ func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
 	if req.NodeClass.Spec.Context != nil && claim.Annotations[v1.AnnotationNodeClaimMinValuesRelaxed] != "true" {
 		in.Context = aws.String(*req.NodeClass.Spec.Context)
 	}
-	res, err = c.createFleet(ctx, res, in, &p, claim.Name)
+	res, err = c.createFleet(ctx, res, in, &p, claim.Name, req.Requests)
 	if !templateVanished(err) {
 		return res, err
 	}
@@ -135,16 +141,50 @@ func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
 		// call created no fleet and reuses the token.
 		retry.ClientToken = aws.String(RetryClientToken(claim))
 	}
-	return c.createFleet(ctx, Result{CapacityType: res.CapacityType, InstanceTypes: res.InstanceTypes}, &retry, &p, claim.Name)
+	return c.createFleet(ctx, Result{CapacityType: res.CapacityType, InstanceTypes: res.InstanceTypes}, &retry, &p, claim.Name, req.Requests)
 }
 
-// createFleet makes the CreateFleet call and folds its response.
-func (c *Client) createFleet(ctx context.Context, res Result, in *ec2.CreateFleetInput, p *plan, claimName string) (Result, error) {
+// createFleet makes the CreateFleet call and folds its response. With a
+// request log, the request first recorded under the ClientToken is sent
+// instead of in (see Request.Requests); the call is not made when the log
+// cannot be read or written.
+func (c *Client) createFleet(ctx context.Context, res Result, in *ec2.CreateFleetInput, p *plan, claimName string, log RequestLog) (Result, error) {
+	if log != nil {
+		replay, err := recordRequest(ctx, log, in)
+		if err != nil {
+			return res, fmt.Errorf("launch nodeclaim %s: %w", claimName, err)
+		}
+		in = replay
+	}
 	out, err := c.api.CreateFleet(ctx, in)
 	if err != nil {
 		return res, fmt.Errorf("launch nodeclaim %s: create fleet: %w", claimName, err)
 	}
 	return fold(res, out, in, p, claimName)
+}
+
+// recordRequest records in under its ClientToken and returns the request
+// to send: in when it is the first under that token, else the stored one.
+func recordRequest(ctx context.Context, log RequestLog, in *ec2.CreateFleetInput) (*ec2.CreateFleetInput, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("record create fleet request: %w", err)
+	}
+	stored, err := log.RecordRequest(ctx, aws.ToString(in.ClientToken), body)
+	if err != nil {
+		return nil, fmt.Errorf("record create fleet request: %w", err)
+	}
+	if bytes.Equal(stored, body) {
+		return in, nil
+	}
+	var first ec2.CreateFleetInput
+	if err := json.Unmarshal(stored, &first); err != nil {
+		return nil, fmt.Errorf("replay create fleet request %s: %w", aws.ToString(in.ClientToken), err)
+	}
+	if aws.ToString(first.ClientToken) != aws.ToString(in.ClientToken) {
+		return nil, fmt.Errorf("replay create fleet request: stored under %s, it carries token %s", aws.ToString(in.ClientToken), aws.ToString(first.ClientToken))
+	}
+	return &first, nil
 }
 
 // templateVanished reports whether err says a launch template named in the

@@ -130,3 +130,50 @@ func checkName(name string) error {
 	}
 	return nil
 }
+
+// DescribeAPI is the Step Functions call Status makes:
+// states:DescribeExecution. *sfn.Client satisfies it.
+type DescribeAPI interface {
+	DescribeExecution(context.Context, *sfn.DescribeExecutionInput, ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error)
+}
+
+var _ DescribeAPI = (*sfn.Client)(nil)
+
+// Status is what DescribeExecution says of one execution.
+type Status string
+
+// Statuses.
+const (
+	// StatusRunning: RUNNING, or PENDING_REDRIVE (a redrive is about to
+	// run it again).
+	StatusRunning Status = "Running"
+	// StatusEnded: SUCCEEDED, FAILED, TIMED_OUT or ABORTED.
+	StatusEnded Status = "Ended"
+	// StatusMissing: ExecutionDoesNotExist (never started, or its history
+	// expired 90 days after it closed).
+	StatusMissing Status = "Missing"
+)
+
+// Status returns the status of the execution called name of this
+// Starter's state machine (DescribeExecution on its derived ARN). It
+// returns an error wrapping ErrInvalid, without calling Step Functions,
+// when name would be refused; other errors are the API's, wrapped.
+func (s *Starter) Status(ctx context.Context, api DescribeAPI, name string) (Status, error) {
+	if err := checkName(name); err != nil {
+		return "", fmt.Errorf("describe execution: %w", err)
+	}
+	arn := s.executionPrefix + name
+	out, err := api.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: &arn})
+	var missing *types.ExecutionDoesNotExist
+	switch {
+	case errors.As(err, &missing):
+		return StatusMissing, nil
+	case err != nil:
+		return "", fmt.Errorf("describe execution %s: %w", name, err)
+	}
+	switch out.Status {
+	case types.ExecutionStatusRunning, types.ExecutionStatusPendingRedrive:
+		return StatusRunning, nil
+	}
+	return StatusEnded, nil
+}

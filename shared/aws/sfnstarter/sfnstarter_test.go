@@ -279,3 +279,65 @@ func TestNewErrors(t *testing.T) {
 		})
 	}
 }
+
+// describer answers DescribeExecution from a map of execution ARNs to
+// statuses, and ExecutionDoesNotExist (as Step Functions does) for others.
+type describer struct {
+	status map[string]types.ExecutionStatus
+	asked  []string
+}
+
+func (d *describer) DescribeExecution(_ context.Context, in *sfn.DescribeExecutionInput, _ ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error) {
+	arn := aws.ToString(in.ExecutionArn)
+	d.asked = append(d.asked, arn)
+	st, ok := d.status[arn]
+	if !ok {
+		return nil, &types.ExecutionDoesNotExist{Message: aws.String("Execution Does Not Exist: '" + arn + "'")}
+	}
+	return &sfn.DescribeExecutionOutput{ExecutionArn: &arn, Status: st}, nil
+}
+
+func TestStatusOfAnExecutionByName(t *testing.T) {
+	const machine = "arn:aws:states:us-east-1:123456789012:stateMachine:nodewright-disruption"
+	const prefix = "arn:aws:states:us-east-1:123456789012:execution:nodewright-disruption:"
+	d := &describer{status: map[string]types.ExecutionStatus{
+		prefix + "drift-a-1": types.ExecutionStatusRunning,
+		prefix + "drift-b-1": types.ExecutionStatusPendingRedrive,
+		prefix + "drift-c-1": types.ExecutionStatusSucceeded,
+		prefix + "drift-d-1": types.ExecutionStatusFailed,
+		prefix + "drift-e-1": types.ExecutionStatusAborted,
+		prefix + "drift-f-1": types.ExecutionStatusTimedOut,
+	}}
+	s, err := sfnstarter.New(nil, machine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]sfnstarter.Status{
+		"drift-a-1": sfnstarter.StatusRunning, "drift-b-1": sfnstarter.StatusRunning,
+		"drift-c-1": sfnstarter.StatusEnded, "drift-d-1": sfnstarter.StatusEnded, "drift-e-1": sfnstarter.StatusEnded,
+		"drift-f-1": sfnstarter.StatusEnded, "drift-g-1": sfnstarter.StatusMissing,
+	}
+	for name, w := range want {
+		got, err := s.Status(context.Background(), d, name)
+		if err != nil || got != w {
+			t.Errorf("Status(%s) = %q, %v; want %q", name, got, err, w)
+		}
+	}
+	if _, err := s.Status(context.Background(), d, "bad name"); !errors.Is(err, sfnstarter.ErrInvalid) {
+		t.Errorf("Status(bad name) error = %v, want ErrInvalid", err)
+	}
+	if len(d.asked) != len(want) {
+		t.Errorf("DescribeExecution called %d times, want %d (none for an invalid name)", len(d.asked), len(want))
+	}
+	d.status = nil
+	failing := &failingDescriber{}
+	if _, err := s.Status(context.Background(), failing, "drift-a-1"); err == nil || errors.Is(err, sfnstarter.ErrInvalid) {
+		t.Errorf("Status() on an API error = %v, want the API's error", err)
+	}
+}
+
+type failingDescriber struct{}
+
+func (failingDescriber) DescribeExecution(context.Context, *sfn.DescribeExecutionInput, ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error) {
+	return nil, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}
+}
