@@ -3,9 +3,12 @@
 // Signature Version 4 for the "execute-api" service, with credentials from a
 // provider (the SDK's default chain resolves EKS Pod Identity and IRSA). POSTs
 // carry the message's idempotency key in the Idempotency-Key header and the
-// body, and are retried with exponential, jittered backoff on 5xx, 429 and
-// network errors, resending the identical body; other 4xx answers are not
-// retried. Bodies are bounded by v1.MaxMessageBytes. The routes and message
+// body, and are retried with exponential, jittered backoff on 5xx, 429, 409
+// (an earlier attempt of the same message is still being applied) and network
+// errors, resending the identical body and waiting at least as long as a
+// Retry-After header asks (up to MaxDelay); other 4xx answers are not
+// retried. With the defaults a 409 is retried for about 50 s, longer than
+// the API holds a message it is applying (30 s). Bodies are bounded by v1.MaxMessageBytes. The routes and message
 // shapes are those of shared/apis/v1 (podbatch.go).
 package intake
 
@@ -141,8 +144,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// StatusError is an answer outside 2xx: a 4xx other than 429 at once, or a
-// 5xx or 429 once the attempts are spent.
+// StatusError is an answer outside 2xx: a 4xx other than 409 and 429 at
+// once, or a 5xx, 409 or 429 once the attempts are spent.
 type StatusError struct {
 	Route      string
 	StatusCode int
@@ -155,9 +158,16 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s answered %d: %s", e.Route, e.StatusCode, e.Response.Message)
 }
 
-// Retryable reports whether the status is worth retrying (429 and 5xx).
+// Retryable reports whether the status is worth retrying (409, 429 and
+// 5xx): the message may still be accepted later.
 func (e *StatusError) Retryable() bool {
-	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
+	return retryableStatus(e.StatusCode)
+}
+
+// retryableStatus: 409 is the API's answer to a message an earlier attempt
+// is still applying (v1 contract), 429 and 5xx are transient.
+func retryableStatus(status int) bool {
+	return status == http.StatusConflict || status == http.StatusTooManyRequests || status >= 500
 }
 
 // PostPodBatch sends b and returns the API's answer (State Queued for a new
@@ -256,7 +266,7 @@ func (c *Client) do(ctx context.Context, method, route, idempotencyKey string, b
 			return nil
 		}
 		lastErr = err
-		retryable := status == 0 || status == http.StatusTooManyRequests || status >= 500
+		retryable := status == 0 || retryableStatus(status)
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s %s: %w", method, route, ctx.Err())
 		}

@@ -292,6 +292,15 @@ func TestPostRetries(t *testing.T) {
 			},
 			wantSleeps: []time.Duration{3 * time.Second},
 		},
+		{
+			name: "should retry a 409 for a message still being applied, waiting as long as Retry-After asks up to the longest delay",
+			script: []response{
+				{status: http.StatusConflict, retryAfter: "30", body: `{"message":"PodBatch pb-1 is being applied by another request; retry after 30 s"}`},
+				{status: http.StatusConflict, retryAfter: "2", body: `{"message":"PodBatch pb-1 is being applied by another request; retry after 2 s"}`},
+				{status: http.StatusAccepted, body: queued},
+			},
+			wantSleeps: []time.Duration{10 * time.Second, 2 * time.Second},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

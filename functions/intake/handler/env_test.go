@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,6 +45,40 @@ type env struct {
 	store  *ddbstore.Store
 	queue  *queue.Queue
 	sender *flakySender
+	faults *faultyDDB
+	clock  *clock
+}
+
+// clock is the handler's clock, t0 until a test advances it.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
+
+// faultyDDB passes calls to DynamoDB, failing the next FailDeletes
+// DeleteItem calls as a connection lost on the way (or a Lambda killed
+// before the call) would.
+type faultyDDB struct {
+	ddbstore.API
+	mu          sync.Mutex
+	FailDeletes int
+}
+
+func (f *faultyDDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	f.mu.Lock()
+	fail := f.FailDeletes > 0
+	if fail {
+		f.FailDeletes--
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, errors.New("DeleteItem: connection reset")
+	}
+	return f.API.DeleteItem(ctx, in, opts...)
 }
 
 // flakySender passes messages to the real queue, failing the next Fail
@@ -54,6 +89,11 @@ type flakySender struct {
 	q        *queue.Queue
 	Fail     int
 	TooLarge bool
+	// Block, when set, holds every send until it is closed (an apply in
+	// flight).
+	Block chan struct{}
+	// Sending, when set, is told when a send starts to block.
+	Sending chan struct{}
 	sent     int
 }
 
@@ -63,6 +103,15 @@ func (f *flakySender) Send(ctx context.Context, m queue.Message) error {
 	if f.Fail > 0 {
 		f.Fail--
 		return fmt.Errorf("send message %s: connection reset", m.DeduplicationID)
+	}
+	if f.Block != nil {
+		block, sending := f.Block, f.Sending
+		f.mu.Unlock()
+		if sending != nil {
+			sending <- struct{}{}
+		}
+		<-block
+		f.mu.Lock()
 	}
 	if f.TooLarge && m.PayloadRef == "" {
 		return fmt.Errorf("send message %s: %w", m.DeduplicationID, queue.ErrTooLarge)
@@ -96,17 +145,19 @@ func newEnv(t *testing.T) *env {
 		t.Fatalf("CreateQueue() error = %v", err)
 	}
 	e.url = aws.ToString(out.QueueUrl)
-	if e.store, err = ddbstore.New(e.ddb, e.table, cluster); err != nil {
+	e.faults = &faultyDDB{API: e.ddb}
+	e.clock = &clock{now: t0}
+	if e.store, err = ddbstore.New(e.faults, e.table, cluster); err != nil {
 		t.Fatal(err)
 	}
 	if e.queue, err = queue.New(e.sqs, e.url); err != nil {
 		t.Fatal(err)
 	}
 	e.sender = &flakySender{q: e.queue}
-	cfgH := handler.Config{Cluster: cluster, Table: e.table, QueueURL: e.url, IdempotencyTTL: time.Hour, PayloadTTL: 96 * time.Hour}
+	cfgH := handler.Config{Cluster: cluster, Table: e.table, QueueURL: e.url, IdempotencyTTL: time.Hour, ApplyLease: 30 * time.Second, PayloadTTL: 96 * time.Hour}
 	e.h, err = handler.New(cfgH, handler.Deps{
 		Store: e.store, Queue: e.sender, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return t0 },
+		Now: e.clock.Now,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadConfig() error = %v", err)
 	}
-	want := handler.Config{Cluster: "prod", Table: "nw", QueueURL: "https://sqs/q.fifo", IdempotencyTTL: 2 * time.Hour, PayloadTTL: 96 * time.Hour}
+	want := handler.Config{Cluster: "prod", Table: "nw", QueueURL: "https://sqs/q.fifo", IdempotencyTTL: 2 * time.Hour, ApplyLease: 30 * time.Second, PayloadTTL: 96 * time.Hour}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig() mismatch (-want +got):\n%s", diff)
 	}
@@ -139,6 +139,69 @@ func TestPostPodBatchDuplicates(t *testing.T) {
 			t.Errorf("stored payload = %s, want the request body", payload)
 		}
 	})
+}
+
+// TestPostAcknowledgesOnlyWhatWasApplied injects the interleavings of issue
+// 13 item 3: a retry that arrives while the first request is still applying,
+// and a retry after an invocation that died mid-apply without releasing its
+// claim. Neither retry may be answered as a duplicate before the apply is
+// recorded: each is told to retry (409, Retry-After) and is applied once.
+func TestPostAcknowledgesOnlyWhatWasApplied(t *testing.T) {
+	routes := []struct {
+		route, id, body, kind string
+	}{
+		{v1.RoutePodBatches, "b1", okBatch("b1"), v1.KindPodBatch},
+		{v1.RouteRegistrations, "r1", registrations("r1"), v1.KindNodeRegistrations},
+	}
+	for _, r := range routes {
+		t.Run("should tell a retry of a "+r.kind+" still being applied to retry, then answer it as a duplicate", func(t *testing.T) {
+			e := newEnv(t)
+			e.sender.Block, e.sender.Sending = make(chan struct{}), make(chan struct{})
+			first := make(chan events.APIGatewayProxyResponse)
+			go func() {
+				resp, _ := e.h.Handle(context.Background(), post(r.route, r.id, r.body))
+				first <- resp
+			}()
+			<-e.sender.Sending
+			var busy v1.ErrorResponse
+			resp := e.do(t, post(r.route, r.id, r.body), http.StatusConflict, &busy)
+			if resp.Headers["Retry-After"] != "30" || !strings.Contains(busy.Message, "being applied") {
+				t.Errorf("in-flight repeat answered Retry-After %q, %q; want 30 s and the reason", resp.Headers["Retry-After"], busy.Message)
+			}
+			close(e.sender.Block)
+			if resp := <-first; resp.StatusCode != http.StatusAccepted || strings.Contains(resp.Body, `"duplicate":true`) {
+				t.Errorf("first request answered %d %s, want 202 and not a duplicate", resp.StatusCode, resp.Body)
+			}
+			resp = e.do(t, post(r.route, r.id, r.body), http.StatusAccepted, nil)
+			if !strings.Contains(resp.Body, `"duplicate":true`) {
+				t.Errorf("repeat after the apply answered %s, want a duplicate", resp.Body)
+			}
+			if n := len(e.received(t)); n != 1 {
+				t.Errorf("queued %d messages, want 1", n)
+			}
+		})
+		t.Run("should make retries of a "+r.kind+" whose apply died unreleased wait for the claim to lapse, then apply it", func(t *testing.T) {
+			e := newEnv(t)
+			e.sender.Fail, e.faults.FailDeletes = 1, 1 // the apply fails, and so does the release
+			e.do(t, post(r.route, r.id, r.body), http.StatusInternalServerError, nil)
+			e.clock.Advance(10 * time.Second)
+			resp := e.do(t, post(r.route, r.id, r.body), http.StatusConflict, nil)
+			if resp.Headers["Retry-After"] != "20" {
+				t.Errorf("Retry-After = %q, want the 20 s left of the dead request's claim", resp.Headers["Retry-After"])
+			}
+			if n := len(e.received(t)); n != 0 {
+				t.Fatalf("queued %d messages before the retry applied, want 0", n)
+			}
+			e.clock.Advance(20 * time.Second)
+			resp = e.do(t, post(r.route, r.id, r.body), http.StatusAccepted, nil)
+			if strings.Contains(resp.Body, `"duplicate":true`) {
+				t.Errorf("retry after the claim lapsed answered %s, want a first acceptance", resp.Body)
+			}
+			if n := len(e.received(t)); n != 1 {
+				t.Errorf("queued %d messages, want 1", n)
+			}
+		})
+	}
 }
 
 // TestRejections covers issue 4's malformed batches and the contract's

@@ -19,7 +19,11 @@ package v1
 // fault (HTTPStatus maps decode errors to codes); nothing of it is stored. A
 // POST repeating an ID the API has already accepted is answered as the
 // first one was (Duplicate set) and changes nothing, so a sender may retry any
-// POST with the same body until it gets an answer.
+// POST with the same body until it gets an answer. A POST repeating an ID
+// whose first request is still being applied (or died mid-apply, until its
+// claim lapses about 30 s later) is answered 409 Conflict with Retry-After
+// (seconds) and changes nothing; the sender retries the same body after that
+// delay. A 2xx is only ever given once the message is applied.
 //
 // Versioning. Every message names APIVersion and its kind. Within v1,
 // changes are additive only: a new optional field, never a removed, renamed or
