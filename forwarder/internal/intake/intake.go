@@ -30,6 +30,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
@@ -206,13 +207,46 @@ func (c *Client) PostSnapshot(ctx context.Context, s *v1.ClusterSnapshot) (v1.Re
 	return out, err
 }
 
-// NodeClaims returns every NodeClaim the API holds for the cluster.
+// PageLimit is how many items the client asks for per page of a paged list
+// (v1 contract, Paging); the API answers fewer when they would not fit.
+const PageLimit = 500
+
+// maxPages bounds one listing (PageLimit x maxPages items), in case an API
+// never stops handing out tokens.
+const maxPages = 1000
+
+// NodeClaims returns every NodeClaim the API holds for the cluster, sorted
+// by name, following the API's pages; a NodeClaim that exists for the whole
+// listing is returned exactly once.
 func (c *Client) NodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
-	var out v1.NodeClaimList
-	if err := c.do(ctx, http.MethodGet, v1.RouteNodeClaims, "", nil, &out); err != nil {
-		return nil, err
+	return listAll(ctx, c, v1.RouteNodeClaims, func(l *v1.NodeClaimList) ([]v1.NodeClaim, string) { return l.Items, l.Continue })
+}
+
+// listAll GETs route page by page (limit PageLimit, then each answer's
+// continue token) and returns the items of every page.
+func listAll[L any, T any](ctx context.Context, c *Client, route string, items func(*L) ([]T, string)) ([]T, error) {
+	var all []T
+	token := ""
+	for range maxPages {
+		q := url.Values{v1.QueryLimit: {strconv.Itoa(PageLimit)}}
+		if token != "" {
+			q.Set(v1.QueryContinue, token)
+		}
+		var page L
+		if err := c.do(ctx, http.MethodGet, route+"?"+q.Encode(), "", nil, &page); err != nil {
+			return nil, err
+		}
+		got, next := items(&page)
+		all = append(all, got...)
+		if next == "" {
+			return all, nil
+		}
+		if next == token {
+			return nil, fmt.Errorf("GET %s: the API answered the same continue token twice", route)
+		}
+		token = next
 	}
-	return out.Items, nil
+	return nil, fmt.Errorf("GET %s: more than %d pages", route, maxPages)
 }
 
 // Events returns the newest unexpired event records the API holds for the
@@ -224,11 +258,16 @@ func (c *Client) Events(ctx context.Context) (v1.EventList, error) {
 }
 
 // NodeClasses returns what the API last resolved for each EC2NodeClass
-// (GET v1.RouteNodeClasses); see v1.NodeClassStatusList.
+// (GET v1.RouteNodeClasses, every page); see v1.NodeClassStatusList.
 func (c *Client) NodeClasses(ctx context.Context) (v1.NodeClassStatusList, error) {
-	var out v1.NodeClassStatusList
-	err := c.do(ctx, http.MethodGet, v1.RouteNodeClasses, "", nil, &out)
-	return out, err
+	items, err := listAll(ctx, c, v1.RouteNodeClasses, func(l *v1.NodeClassStatusList) ([]v1.NodeClassStatus, string) { return l.Items, l.Continue })
+	if err != nil {
+		return v1.NodeClassStatusList{}, err
+	}
+	if items == nil {
+		items = []v1.NodeClassStatus{}
+	}
+	return v1.NodeClassStatusList{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindNodeClassStatuses}, Items: items}, nil
 }
 
 // Encode returns the JSON body of msg, or an error wrapping
@@ -301,7 +340,9 @@ func (c *Client) backoff(attempt int) time.Duration {
 // decoded 2xx answer.
 func (c *Client) attempt(ctx context.Context, method, route, idempotencyKey string, body []byte, payloadHash string, out any) (int, time.Duration, error) {
 	u := *c.base
-	u.Path += route
+	path, query, _ := strings.Cut(route, "?")
+	u.Path += path
+	u.RawQuery = query
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return -1, 0, fmt.Errorf("build %s request: %w", route, err)

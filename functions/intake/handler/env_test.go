@@ -23,6 +23,7 @@ import (
 	"github.com/sivchari/kumo"
 
 	"github.com/nodewright/nodewright/functions/intake/handler"
+	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/queue"
 )
@@ -61,11 +62,17 @@ func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.n
 
 // faultyDDB passes calls to DynamoDB, failing the next FailDeletes
 // DeleteItem calls as a connection lost on the way (or a Lambda killed
-// before the call) would.
+// before the call) would, and cutting Query answers at 1 MB as DynamoDB
+// does (kumo does not).
 type faultyDDB struct {
 	ddbstore.API
+	pages       *awstest.DynamoDBPages
 	mu          sync.Mutex
 	FailDeletes int
+}
+
+func (f *faultyDDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return f.pages.Query(ctx, in, opts...)
 }
 
 func (f *faultyDDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
@@ -94,7 +101,7 @@ type flakySender struct {
 	Block chan struct{}
 	// Sending, when set, is told when a send starts to block.
 	Sending chan struct{}
-	sent     int
+	sent    int
 }
 
 func (f *flakySender) Send(ctx context.Context, m queue.Message) error {
@@ -145,7 +152,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatalf("CreateQueue() error = %v", err)
 	}
 	e.url = aws.ToString(out.QueueUrl)
-	e.faults = &faultyDDB{API: e.ddb}
+	e.faults = &faultyDDB{API: e.ddb, pages: &awstest.DynamoDBPages{Next: e.ddb, Keys: []string{"pk", "sk"}}}
 	e.clock = &clock{now: t0}
 	if e.store, err = ddbstore.New(e.faults, e.table, cluster); err != nil {
 		t.Fatal(err)

@@ -7,10 +7,10 @@
 //	POST /v1/config           validate, dedupe, store the NodePools and EC2NodeClasses as one versioned item -> 202 Receipt
 //	POST /v1/registrations    validate, dedupe, enqueue on the same FIFO group as the batches -> 202 Receipt
 //	POST /v1/snapshots        validate, dedupe, store the part; the snapshot becomes current when complete -> 202 Receipt
-//	GET  /v1/nodeclaims       every NodeClaim of the cluster -> 200 NodeClaimList
+//	GET  /v1/nodeclaims       every NodeClaim of the cluster, paged with ?limit= -> 200 NodeClaimList
 //	GET  /v1/events           the newest unexpired event records (ddbstore.ListEvents), at most
 //	                          v1.MaxEventsPerList and 4 MiB of them, oldest first -> 200 EventList
-//	GET  /v1/nodeclasses      what the Lambdas last resolved for each EC2NodeClass, by name -> 200 NodeClassStatusList
+//	GET  /v1/nodeclasses      what the Lambdas last resolved for each EC2NodeClass, by name, paged -> 200 NodeClassStatusList
 //
 // A body over v1.MaxMessageBytes is refused with 413 before it is decoded.
 // A malformed or invalid message (truncated JSON, wrong types, unknown
@@ -114,6 +114,8 @@ type store interface {
 	PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, now time.Time) (ddbstore.SnapshotPartResult, error)
 	PutPayload(ctx context.Context, key string, data []byte, now time.Time, ttl time.Duration) error
 	ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
+	ListNodeClaimsPage(ctx context.Context, after string, limit int) ([]v1.NodeClaim, bool, error)
+	ListNodeClassStatusesPage(ctx context.Context, after string, limit int) ([]v1.NodeClassStatus, bool, error)
 	ListEvents(ctx context.Context, now time.Time) ([]ddbstore.Event, error)
 	ListNodeClassStatuses(ctx context.Context) ([]v1.NodeClassStatus, error)
 }
@@ -202,11 +204,11 @@ func (h *Handler) route(ctx context.Context, req events.APIGatewayProxyRequest) 
 	case path == v1.RouteSnapshots:
 		routes = []route{{http.MethodPost, func() events.APIGatewayProxyResponse { return h.postSnapshot(ctx, req) }}}
 	case path == v1.RouteNodeClaims:
-		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClaims(ctx) }}}
+		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClaims(ctx, req) }}}
 	case path == v1.RouteEvents:
 		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getEvents(ctx) }}}
 	case path == v1.RouteNodeClasses:
-		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClasses(ctx) }}}
+		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClasses(ctx, req) }}}
 	default:
 		return errorResponse(http.StatusNotFound, v1.ErrorResponse{Message: fmt.Sprintf("no route %s", req.Path)})
 	}
@@ -528,41 +530,128 @@ func (h *Handler) receipt(kind, id string, acc accepted) events.APIGatewayProxyR
 	return jsonResponse(http.StatusAccepted, r)
 }
 
-func (h *Handler) getNodeClaims(ctx context.Context) events.APIGatewayProxyResponse {
-	claims, err := h.deps.Store.ListNodeClaims(ctx)
+// getNodeClaims answers the cluster's NodeClaims, a page at a time when the
+// request asks for pages (v1 contract, Paging).
+func (h *Handler) getNodeClaims(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	claims, cont, err := listPage(ctx, req, v1.KindNodeClaim, h.deps.Store.ListNodeClaims, h.deps.Store.ListNodeClaimsPage,
+		func(c v1.NodeClaim) string { return c.Name })
 	if err != nil {
-		return h.failed(ctx, "list nodeclaims", err)
-	}
-	if claims == nil {
-		claims = []v1.NodeClaim{}
+		return h.pageFailed(ctx, "list nodeclaims", err)
 	}
 	list := v1.NodeClaimList{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1.Group + "/v1", Kind: v1.KindNodeClaim + "List"},
+		ListMeta: metav1.ListMeta{Continue: cont},
 		Items:    claims,
 	}
-	resp := jsonResponse(http.StatusOK, list)
-	if len(resp.Body) > maxResponseBytes {
-		return h.failed(ctx, "list nodeclaims", fmt.Errorf("%d nodeclaims encode to %d bytes, more than a Lambda response carries (%d)", len(claims), len(resp.Body), maxResponseBytes))
-	}
-	return resp
+	return jsonResponse(http.StatusOK, list)
 }
 
 // getNodeClasses answers every recorded EC2NodeClass resolution (see
-// v1.NodeClassStatusList).
-func (h *Handler) getNodeClasses(ctx context.Context) events.APIGatewayProxyResponse {
-	recs, err := h.deps.Store.ListNodeClassStatuses(ctx)
+// v1.NodeClassStatusList), a page at a time when asked.
+func (h *Handler) getNodeClasses(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	recs, cont, err := listPage(ctx, req, v1.KindNodeClassStatuses, h.deps.Store.ListNodeClassStatuses, h.deps.Store.ListNodeClassStatusesPage,
+		func(r v1.NodeClassStatus) string { return r.Name })
 	if err != nil {
-		return h.failed(ctx, "list nodeclass status", err)
+		return h.pageFailed(ctx, "list nodeclass status", err)
 	}
-	list := v1.NodeClassStatusList{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindNodeClassStatuses}, Items: recs}
-	if list.Items == nil {
-		list.Items = []v1.NodeClassStatus{}
+	list := v1.NodeClassStatusList{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindNodeClassStatuses},
+		ListMeta: metav1.ListMeta{Continue: cont},
+		Items:    recs,
 	}
-	resp := jsonResponse(http.StatusOK, list)
-	if len(resp.Body) > maxResponseBytes {
-		return h.failed(ctx, "list nodeclass status", fmt.Errorf("%d node classes encode to %d bytes, more than a Lambda response carries (%d)", len(recs), len(resp.Body), maxResponseBytes))
+	return jsonResponse(http.StatusOK, list)
+}
+
+// listEnvelope is room left in a list answer for everything but its items
+// (apiVersion, kind, the continue token, brackets).
+const listEnvelope = 4 << 10
+
+// listPage reads the items of a paged list route (v1 contract, Paging):
+// every item (all) when the request names no limit, else the page after the
+// request's continue token (page), cut further so that the items encode to
+// at most maxResponseBytes. It returns the items (never nil), the next
+// page's token ("" for the last page), and a *v1.ValidationError for a bad
+// limit or token, or an error when everything does not fit one answer.
+func listPage[T any](ctx context.Context, req events.APIGatewayProxyRequest, kind string, all func(context.Context) ([]T, error),
+	page func(context.Context, string, int) ([]T, bool, error), name func(T) string) ([]T, string, error) {
+	limit, after, err := pageRequest(req, kind)
+	if err != nil {
+		return nil, "", err
 	}
-	return resp
+	var (
+		items []T
+		more  bool
+	)
+	if limit == 0 {
+		items, err = all(ctx)
+	} else {
+		items, more, err = page(ctx, after, limit)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	size := listEnvelope
+	for i, it := range items {
+		data, err := json.Marshal(it)
+		if err != nil {
+			return nil, "", fmt.Errorf("encode %s: %w", name(it), err)
+		}
+		size += len(data) + 1
+		if size <= maxResponseBytes {
+			continue
+		}
+		if limit == 0 || i == 0 {
+			return nil, "", fmt.Errorf("%d items encode to more than a Lambda response carries (%d bytes); ask for pages (%s)", len(items), maxResponseBytes, v1.QueryLimit)
+		}
+		items, more = items[:i], true
+		break
+	}
+	if items == nil {
+		items = []T{}
+	}
+	if !more || len(items) == 0 {
+		return items, "", nil
+	}
+	return items, base64.RawURLEncoding.EncodeToString([]byte(name(items[len(items)-1]))), nil
+}
+
+// pageRequest reads a paged GET's limit (0 when absent: no paging) and the
+// name its continue token resumes after.
+func pageRequest(req events.APIGatewayProxyRequest, kind string) (int, string, error) {
+	var fields []v1.FieldError
+	limit := 0
+	if raw, ok := req.QueryStringParameters[v1.QueryLimit]; ok {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > v1.MaxListLimit {
+			fields = append(fields, v1.FieldError{Path: "query " + v1.QueryLimit, Message: fmt.Sprintf("must be a whole number from 1 to %d, got %q", v1.MaxListLimit, raw)})
+		}
+		limit = n
+	}
+	var after string
+	if tok := req.QueryStringParameters[v1.QueryContinue]; tok != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(tok)
+		switch {
+		case err != nil || len(raw) == 0:
+			fields = append(fields, v1.FieldError{Path: "query " + v1.QueryContinue, Message: "not a token this API gave"})
+		case limit == 0:
+			fields = append(fields, v1.FieldError{Path: "query " + v1.QueryContinue, Message: "requires " + v1.QueryLimit})
+		}
+		after = string(raw)
+	}
+	if len(fields) > 0 {
+		return 0, "", &v1.ValidationError{Kind: kind + "List", Fields: fields}
+	}
+	return limit, after, nil
+}
+
+// pageFailed answers a listPage error: 400 for a bad request, else the
+// API's own failure.
+func (h *Handler) pageFailed(ctx context.Context, what string, err error) events.APIGatewayProxyResponse {
+	var invalid *v1.ValidationError
+	if errors.As(err, &invalid) {
+		return rejected(err)
+	}
+	return h.failed(ctx, what, err)
 }
 
 // getEvents answers the newest unexpired event records (see v1.EventList):

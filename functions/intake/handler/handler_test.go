@@ -377,6 +377,96 @@ func TestGetNodeClaims(t *testing.T) {
 	}
 }
 
+// TestGetNodeClaimsPages lists more NodeClaims than one answer carries:
+// 500 claims of about 9 KB encode to 4.6 MB, past the 4 MiB a Lambda
+// answer holds, and past DynamoDB's 1 MB Query pages.
+func TestGetNodeClaimsPages(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	var want []string
+	for i := range 500 {
+		name := fmt.Sprintf("default-%03d", i)
+		want = append(want, name)
+		c := v1.NodeClaim{TypeMeta: metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: v1.KindNodeClaim},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"example.com/padding": strings.Repeat("x", 9000)}}}
+		if _, err := e.store.PutNodeClaim(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("should answer every NodeClaim exactly once across pages that each fit a Lambda answer", func(t *testing.T) {
+		var got []string
+		pages := 0
+		token := ""
+		for ; pages < 20; pages++ {
+			req := get(v1.RouteNodeClaims)
+			req.QueryStringParameters = map[string]string{v1.QueryLimit: "1000"}
+			if token != "" {
+				req.QueryStringParameters[v1.QueryContinue] = token
+			}
+			var page v1.NodeClaimList
+			resp := e.do(t, req, http.StatusOK, &page)
+			if len(resp.Body) > 4<<20 {
+				t.Errorf("page %d is %d bytes, more than 4 MiB", pages, len(resp.Body))
+			}
+			for _, c := range page.Items {
+				got = append(got, c.Name)
+			}
+			if token = page.Continue; token == "" {
+				break
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("paged nodeclaims mismatch (-want +got):\n%s", diff)
+		}
+		if pages < 1 {
+			t.Errorf("answered in %d pages, want at least 2", pages+1)
+		}
+	})
+	t.Run("should keep a page within its limit", func(t *testing.T) {
+		req := get(v1.RouteNodeClaims)
+		req.QueryStringParameters = map[string]string{v1.QueryLimit: "7"}
+		var page v1.NodeClaimList
+		e.do(t, req, http.StatusOK, &page)
+		if len(page.Items) != 7 || page.Continue == "" {
+			t.Errorf("page of limit 7 = %d items, continue %q; want 7 and a token", len(page.Items), page.Continue)
+		}
+	})
+	t.Run("should fail a list too large for one answer when no page is asked for", func(t *testing.T) {
+		var failed v1.ErrorResponse
+		e.do(t, get(v1.RouteNodeClaims), http.StatusInternalServerError, &failed)
+		if !strings.Contains(failed.Message, "ask for pages") {
+			t.Errorf("message = %q, want it to point at paging", failed.Message)
+		}
+	})
+}
+
+func TestGetListPageRejections(t *testing.T) {
+	tests := []struct {
+		name      string
+		route     string
+		query     map[string]string
+		wantField string
+	}{
+		{name: "should refuse a limit of zero", route: v1.RouteNodeClaims, query: map[string]string{v1.QueryLimit: "0"}, wantField: "query limit"},
+		{name: "should refuse a limit above the maximum", route: v1.RouteNodeClasses, query: map[string]string{v1.QueryLimit: "1001"}, wantField: "query limit"},
+		{name: "should refuse a limit that is not a number", route: v1.RouteNodeClaims, query: map[string]string{v1.QueryLimit: "ten"}, wantField: "query limit"},
+		{name: "should refuse a token it never gave", route: v1.RouteNodeClaims, query: map[string]string{v1.QueryLimit: "10", v1.QueryContinue: "%%%"}, wantField: "query continue"},
+		{name: "should refuse a token without a limit", route: v1.RouteNodeClasses, query: map[string]string{v1.QueryContinue: "YQ"}, wantField: "query continue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			req := get(tt.route)
+			req.QueryStringParameters = tt.query
+			var got v1.ErrorResponse
+			e.do(t, req, http.StatusBadRequest, &got)
+			if len(got.Fields) != 1 || got.Fields[0].Path != tt.wantField {
+				t.Errorf("fields = %+v, want one at %q", got.Fields, tt.wantField)
+			}
+		})
+	}
+}
+
 func TestGetNodeClasses(t *testing.T) {
 	e := newEnv(t)
 	var empty v1.NodeClassStatusList

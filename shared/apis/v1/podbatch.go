@@ -11,9 +11,18 @@ package v1
 //	POST RouteConfig               ClusterConfig     -> 202 Receipt
 //	POST RouteRegistrations        NodeRegistrations -> 202 Receipt
 //	POST RouteSnapshots            ClusterSnapshot   -> 202 Receipt
-//	GET  RouteNodeClaims                             -> 200 NodeClaimList (every NodeClaim the API holds for the cluster)
+//	GET  RouteNodeClaims                             -> 200 NodeClaimList (every NodeClaim the API holds for the cluster; paged, see below)
 //	GET  RouteEvents                                 -> 200 EventList (the newest unexpired event records, at most MaxEventsPerList)
-//	GET  RouteNodeClasses                            -> 200 NodeClassStatusList (what the API last resolved for each EC2NodeClass)
+//	GET  RouteNodeClasses                            -> 200 NodeClassStatusList (what the API last resolved for each EC2NodeClass; paged)
+//
+// Paging, as the Kubernetes API pages lists. A GET of RouteNodeClaims or
+// RouteNodeClasses with the query parameter QueryLimit (1..MaxListLimit)
+// answers at most that many items, fewer when their encoding would pass
+// MaxMessageBytes, sorted by name, and sets metadata.continue when more may
+// follow; the next page is asked with the same limit and QueryContinue set to
+// that token, until an answer has no token. An item that exists for the whole
+// listing is on exactly one page. Without QueryLimit the answer holds every
+// item, or is a 500 when they do not fit one answer.
 //
 // A rejected request gets a 4xx and an ErrorResponse naming the field paths at
 // fault (HTTPStatus maps decode errors to codes); nothing of it is stored. A
@@ -83,6 +92,14 @@ const (
 	RouteNodeClaims    = "/v1/nodeclaims"
 	RouteEvents        = "/v1/events"
 	RouteNodeClasses   = "/v1/nodeclasses"
+)
+
+// Query parameters of the paged GET routes (see Paging above).
+const (
+	QueryLimit    = "limit"
+	QueryContinue = "continue"
+	// MaxListLimit bounds QueryLimit.
+	MaxListLimit = 1000
 )
 
 // HeaderIdempotencyKey carries a message's ID on every POST; it must equal
@@ -598,6 +615,8 @@ type EventRecord struct {
 // node-class controller does (aws: pkg/controllers/nodeclass).
 type NodeClassStatusList struct {
 	metav1.TypeMeta `json:",inline"`
+	// ListMeta.Continue is set when a paged answer has more (see Paging).
+	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodeClassStatus `json:"items"`
 }
 
