@@ -515,7 +515,7 @@ func (h *Handler) postSnapshot(ctx context.Context, req events.APIGatewayProxyRe
 		return err
 	})
 	if err != nil {
-		return h.failed(ctx, "store snapshot part "+s.ID, err)
+		return h.refusedOrFailed(ctx, "store snapshot part "+s.ID, err)
 	}
 	return h.receipt(v1.KindClusterSnapshot, s.ID, acc)
 }
@@ -536,7 +536,7 @@ func (h *Handler) getNodeClaims(ctx context.Context, req events.APIGatewayProxyR
 	claims, cont, err := listPage(ctx, req, v1.KindNodeClaim, h.deps.Store.ListNodeClaims, h.deps.Store.ListNodeClaimsPage,
 		func(c v1.NodeClaim) string { return c.Name })
 	if err != nil {
-		return h.pageFailed(ctx, "list nodeclaims", err)
+		return h.refusedOrFailed(ctx, "list nodeclaims", err)
 	}
 	list := v1.NodeClaimList{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1.Group + "/v1", Kind: v1.KindNodeClaim + "List"},
@@ -552,7 +552,7 @@ func (h *Handler) getNodeClasses(ctx context.Context, req events.APIGatewayProxy
 	recs, cont, err := listPage(ctx, req, v1.KindNodeClassStatuses, h.deps.Store.ListNodeClassStatuses, h.deps.Store.ListNodeClassStatusesPage,
 		func(r v1.NodeClassStatus) string { return r.Name })
 	if err != nil {
-		return h.pageFailed(ctx, "list nodeclass status", err)
+		return h.refusedOrFailed(ctx, "list nodeclass status", err)
 	}
 	list := v1.NodeClassStatusList{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindNodeClassStatuses},
@@ -644,9 +644,10 @@ func pageRequest(req events.APIGatewayProxyRequest, kind string) (int, string, e
 	return limit, after, nil
 }
 
-// pageFailed answers a listPage error: 400 for a bad request, else the
-// API's own failure.
-func (h *Handler) pageFailed(ctx context.Context, what string, err error) events.APIGatewayProxyResponse {
+// refusedOrFailed answers an error met after decoding: 400 with the field
+// paths for a request found invalid then (a bad page token, a snapshot part
+// that disagrees with its siblings), else the API's own failure.
+func (h *Handler) refusedOrFailed(ctx context.Context, what string, err error) events.APIGatewayProxyResponse {
 	var invalid *v1.ValidationError
 	if errors.As(err, &invalid) {
 		return rejected(err)

@@ -352,6 +352,22 @@ func TestPostSnapshots(t *testing.T) {
 	}
 }
 
+func TestPostSnapshotPartsThatDisagreeAreRefused(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, post(v1.RouteSnapshots, "p0", snapshot("p0", "snap", 0, 3)), http.StatusAccepted, nil)
+	var refused v1.ErrorResponse
+	e.do(t, post(v1.RouteSnapshots, "p1", snapshot("p1", "snap", 1, 2)), http.StatusBadRequest, &refused)
+	if len(refused.Fields) != 1 || refused.Fields[0].Path != "parts" {
+		t.Errorf("fields = %+v, want one at parts", refused.Fields)
+	}
+	if _, err := e.store.CurrentSnapshot(context.Background(), t0); err == nil {
+		t.Error("CurrentSnapshot() error = nil, want no current snapshot: two of three parts arrived")
+	}
+	// The refusal is final for that body, and released the ID: a corrected
+	// part under the same ID is applied.
+	e.do(t, post(v1.RouteSnapshots, "p1", snapshot("p1", "snap", 1, 3)), http.StatusAccepted, nil)
+}
+
 func TestGetNodeClaims(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

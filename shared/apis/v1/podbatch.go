@@ -854,9 +854,13 @@ func (r *NodeRegistrations) Validate() error {
 }
 
 // Validate checks a ClusterSnapshot part: envelope, snapshotID, 0 <= part <
-// parts <= MaxSnapshotParts, the per-part bounds, distinct node names,
-// distinct pod UIDs, each pod's summary and that every pod names its node,
-// and named PDBs and DaemonSets.
+// parts <= MaxSnapshotParts, the per-part bounds, distinct node names and no
+// negative node capacity or allocatable, distinct pod UIDs, each pod's
+// summary and that every pod names its node, named PDBs whose counts
+// (disruptionsAllowed and the healthy/expected counts, as policy/v1 status
+// holds them) are not negative, and named DaemonSets. That the parts of one
+// snapshot agree (one part count, no node in two parts) is checked where
+// they meet (ddbstore.PutSnapshotPart).
 func (s *ClusterSnapshot) Validate() error {
 	var errs fieldErrors
 	validateEnvelope(&errs, s.TypeMeta, KindClusterSnapshot, s.ID, s.Cluster, s.CreatedAt)
@@ -876,6 +880,8 @@ func (s *ClusterSnapshot) Validate() error {
 	names := make([]string, len(s.Nodes))
 	for i, n := range s.Nodes {
 		names[i] = n.Name
+		validateResources(&errs, child(index("nodes", i), "capacity"), n.Capacity)
+		validateResources(&errs, child(index("nodes", i), "allocatable"), n.Allocatable)
 	}
 	validateNames(&errs, "nodes", "name", names)
 	seen := map[types.UID]int{}
@@ -895,7 +901,16 @@ func (s *ClusterSnapshot) Validate() error {
 		seen[p.UID] = i
 	}
 	for i, pdb := range s.PodDisruptionBudgets {
-		validateNamespacedName(&errs, index("podDisruptionBudgets", i), pdb.Namespace, pdb.Name)
+		path := index("podDisruptionBudgets", i)
+		validateNamespacedName(&errs, path, pdb.Namespace, pdb.Name)
+		for _, c := range []struct {
+			field string
+			n     int32
+		}{{"disruptionsAllowed", pdb.DisruptionsAllowed}, {"currentHealthy", pdb.CurrentHealthy}, {"desiredHealthy", pdb.DesiredHealthy}, {"expectedPods", pdb.ExpectedPods}} {
+			if c.n < 0 {
+				errs.add(child(path, c.field), "must not be negative, got %d", c.n)
+			}
+		}
 	}
 	for i, ds := range s.DaemonSets {
 		path := index("daemonSets", i)
