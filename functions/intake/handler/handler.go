@@ -442,7 +442,8 @@ func (h *Handler) postConfig(ctx context.Context, req events.APIGatewayProxyRequ
 	}
 	h.logWarnings(ctx, v1.KindClusterConfig, c.ID, warnings)
 	acc, err := h.accept(ctx, req, ddbstore.ScopeConfig, c.ID, func(ctx context.Context) error {
-		return h.putConfig(ctx, ddbstore.Config{NodePools: c.NodePools, NodeClasses: c.EC2NodeClasses})
+		return h.putConfig(ctx, ddbstore.Config{NodePools: c.NodePools, NodeClasses: c.EC2NodeClasses,
+			CreatedAt: c.CreatedAt.Time, Generation: c.Generation})
 	})
 	if err != nil {
 		return h.failed(ctx, "store config "+c.ID, err)
@@ -452,7 +453,10 @@ func (h *Handler) postConfig(ctx context.Context, req events.APIGatewayProxyRequ
 
 // putConfig replaces the stored configuration, re-reading its version when
 // another writer got there first. The configuration is one item, so it is
-// replaced whole or not at all.
+// replaced whole or not at all. A configuration older than the stored one
+// is done without writing: the contract keeps the newest
+// (v1.ClusterConfig.CreatedAt), so a delayed retry of an old config never
+// brings back a NodePool deleted since.
 func (h *Handler) putConfig(ctx context.Context, cfg ddbstore.Config) error {
 	for range configAttempts {
 		var version int64
@@ -464,6 +468,10 @@ func (h *Handler) putConfig(ctx context.Context, cfg ddbstore.Config) error {
 			return err
 		}
 		_, err = h.deps.Store.PutConfig(ctx, cfg, version)
+		if errors.Is(err, ddbstore.ErrSuperseded) {
+			h.deps.Log.InfoContext(ctx, "config older than the stored one; kept the stored one", "reason", err)
+			return nil
+		}
 		var conflict *ddbstore.ConflictError
 		if errors.As(err, &conflict) {
 			continue

@@ -321,6 +321,32 @@ func TestPostConfig(t *testing.T) {
 	}
 }
 
+// TestPostConfigKeepsTheNewest: a config read before a NodePool was deleted
+// but arriving after the config without it (a slow retry) is acknowledged
+// and discarded, so the deleted NodePool never comes back.
+func TestPostConfigKeepsTheNewest(t *testing.T) {
+	e := newEnv(t)
+	older := strings.Replace(config("c1", "a", "gone"), createdAt, `"createdAt":"2030-01-02T03:04:00Z","generation":1`, 1)
+	newer := strings.Replace(config("c2", "a"), createdAt, `"createdAt":"2030-01-02T03:04:01Z","generation":2`, 1)
+	e.do(t, post(v1.RouteConfig, "c2", newer), http.StatusAccepted, nil)
+	var got v1.Receipt
+	e.do(t, post(v1.RouteConfig, "c1", older), http.StatusAccepted, &got)
+	if got.Duplicate {
+		t.Error("older config answered as a duplicate, want a first acceptance (it was judged, and kept out)")
+	}
+	snap, err := e.store.GetConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, np := range snap.NodePools {
+		names = append(names, np.Name)
+	}
+	if diff := cmp.Diff([]string{"a"}, names); diff != "" {
+		t.Errorf("stored NodePools mismatch, the deleted one came back (-want +got):\n%s", diff)
+	}
+}
+
 func TestPostRegistrations(t *testing.T) {
 	e := newEnv(t)
 	var got v1.Receipt

@@ -441,8 +441,14 @@ type ClusterConfig struct {
 	ID      string `json:"id"`
 	Cluster string `json:"cluster"`
 	// CreatedAt is when the forwarder read the objects; the API keeps the
-	// newest config it has received.
+	// newest config it has received, by CreatedAt (millisecond precision)
+	// and then Generation: a config older than the stored one is
+	// acknowledged and discarded, so a delayed retry never brings back a
+	// NodePool deleted since.
 	CreatedAt metav1.Time `json:"createdAt"`
+	// Generation orders configs with the same CreatedAt: the forwarder
+	// numbers the configs it builds 1, 2, ... Optional (0).
+	Generation int64 `json:"generation,omitempty"`
 	// NodePools and EC2NodeClasses have distinct, non-empty names; at most
 	// MaxConfigObjects each.
 	NodePools      []NodePool     `json:"nodePools"`
@@ -802,6 +808,9 @@ func (b *PodBatch) Validate() error {
 func (c *ClusterConfig) Validate() error {
 	var errs fieldErrors
 	validateEnvelope(&errs, c.TypeMeta, KindClusterConfig, c.ID, c.Cluster, c.CreatedAt)
+	if c.Generation < 0 {
+		errs.add("generation", "must not be negative, got %d", c.Generation)
+	}
 	if len(c.NodePools) > MaxConfigObjects {
 		errs.add("nodePools", "lists %d NodePools, at most %d are allowed", len(c.NodePools), MaxConfigObjects)
 	}
