@@ -83,11 +83,160 @@ func Unmarshal(data []byte, v any) (strays []Stray, err error) {
 // locate walks data alongside t to find the innermost field whose value does
 // not decode, so the error can name it. whole is the error of decoding the
 // entire value and is returned when no narrower field can be blamed.
+//
+// A type error carries the byte offset the decoder had reached, so the
+// value at fault is found by following that offset down the document and
+// only that value is decoded again: the error path costs about what a valid
+// document of the same size does. Errors without an offset (a custom
+// unmarshaler's, such as a malformed quantity) take the walk, which decodes
+// each level's members in turn.
 func locate(data []byte, t reflect.Type, path string, whole error) *FieldError {
+	if off, ok := errorOffset(whole); ok {
+		sub, st, sp := narrow(data, t, path, off)
+		if fe := walk(sub, st, sp); fe != nil {
+			return fe
+		}
+	}
 	if fe := walk(data, t, path); fe != nil {
 		return fe
 	}
 	return &FieldError{Path: path, Err: describe(whole, t)}
+}
+
+// errorOffset returns the Offset of a decoder type error: sigs.k8s.io/json
+// returns its fork of encoding/json's UnmarshalTypeError, an internal type,
+// so the field is read by reflection. The offset is just past the value at
+// fault for a scalar, just past its opening bracket for an object or list.
+func errorOffset(err error) (int, bool) {
+	v := reflect.ValueOf(err)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct ||
+		!strings.HasSuffix(v.Elem().Type().Name(), "UnmarshalTypeError") {
+		return 0, false
+	}
+	f := v.Elem().FieldByName("Offset")
+	if !f.IsValid() || f.Kind() != reflect.Int64 {
+		return 0, false
+	}
+	return int(f.Int()), true
+}
+
+// narrow follows offset off down data (valid JSON decoded as t at path) to
+// the innermost value that contains it and that t's fields name, and returns
+// that value, its type and its path. It allocates only the keys it reads.
+func narrow(data []byte, t reflect.Type, path string, off int) ([]byte, reflect.Type, string) {
+	start, end := 0, len(data)
+	for {
+		if isLeaf(t) {
+			return data[start:end], t, path
+		}
+		base := t
+		for base.Kind() == reflect.Pointer {
+			base = base.Elem()
+		}
+		i := skipSpace(data, start)
+		if i >= end {
+			return data[start:end], t, path
+		}
+		var (
+			childT    reflect.Type
+			childPath string
+			cs, ce    int
+			found     bool
+		)
+		switch {
+		case data[i] == '{' && (base.Kind() == reflect.Struct || base.Kind() == reflect.Map):
+			var fields map[string]reflect.Type
+			if base.Kind() == reflect.Struct {
+				fields = jsonFields(base)
+			}
+			for i = skipSpace(data, i+1); i < end && data[i] == '"' && !found; {
+				ke := skipValue(data, i)
+				vs := skipSpace(data, skipSpace(data, ke)+1) // past ':'
+				ve := skipValue(data, vs)
+				if vs < off && off <= ve {
+					var key string
+					if json.Unmarshal(data[i:ke], &key) != nil {
+						return data[start:end], t, path
+					}
+					if base.Kind() == reflect.Map {
+						childT, childPath = base.Elem(), path+"["+key+"]"
+					} else if ft, ok := fields[key]; ok {
+						childT, childPath = ft, join(path, key)
+					} else {
+						return data[start:end], t, path
+					}
+					cs, ce, found = vs, ve, true
+				}
+				i = skipSpace(data, ve)
+				if i < end && data[i] == ',' {
+					i = skipSpace(data, i+1)
+				}
+			}
+		case data[i] == '[' && (base.Kind() == reflect.Slice || base.Kind() == reflect.Array):
+			for n, j := 0, skipSpace(data, i+1); j < end && data[j] != ']' && !found; n++ {
+				ve := skipValue(data, j)
+				if j < off && off <= ve {
+					childT, childPath = base.Elem(), fmt.Sprintf("%s[%d]", path, n)
+					cs, ce, found = j, ve, true
+				}
+				j = skipSpace(data, ve)
+				if j < end && data[j] == ',' {
+					j = skipSpace(data, j+1)
+				}
+			}
+		}
+		if !found {
+			return data[start:end], t, path
+		}
+		start, end, t, path = cs, ce, childT, childPath
+	}
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end (exclusive) of the JSON value starting at i in
+// valid JSON.
+func skipValue(data []byte, i int) int {
+	if i >= len(data) {
+		return i
+	}
+	switch data[i] {
+	case '"':
+		for j := i + 1; j < len(data); j++ {
+			switch data[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return len(data)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				j = skipValue(data, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(data)
+	}
+	j := i
+	for j < len(data) && !strings.ContainsRune(",}] \t\n\r", rune(data[j])) {
+		j++
+	}
+	return j
 }
 
 func walk(data []byte, t reflect.Type, path string) *FieldError {
