@@ -216,6 +216,9 @@ type deployment struct {
 	table   awsdynamodb.Table
 	// tableIndexes are the table's index names.
 	tableIndexes []string
+	// tableAccess is, per function name, the partition keys its role is
+	// limited to (schema.json's access).
+	tableAccess map[string]tableAccess
 	queues       map[string]*queuePair
 	functions    map[string]*builtFunction
 	machines     map[string]*builtStateMachine
@@ -264,6 +267,7 @@ func New(scope constructs.Construct, id string, props Props) (*Nodewright, error
 	}
 	d.cluster = newClusterInfo(d)
 	d.table = newTable(d, schema)
+	d.tableAccess = schema.Access
 	for _, ix := range schema.Indexes {
 		d.tableIndexes = append(d.tableIndexes, ix.Name)
 	}

@@ -326,6 +326,37 @@ func TestDefaultDeployment(t *testing.T) {
 		}
 	})
 
+	t.Run("should limit the intake role to the partition keys it uses, so it cannot touch NodeClaims, leases or budgets", func(t *testing.T) {
+		type grant struct{ Actions, Resources, Keys string }
+		var got []grant
+		for _, st := range c.identityStatements() {
+			if !strings.Contains(st.owner, "NodewrightIntakeRole") {
+				continue
+			}
+			for _, a := range st.actions {
+				if strings.HasPrefix(a, "dynamodb:") {
+					got = append(got, grant{strings.Join(st.actions, ","), strings.Join(st.resources, ","), render(st.conditions["ForAllValues:StringLike"]["dynamodb:LeadingKeys"])})
+					break
+				}
+			}
+		}
+		cl := props.Cluster.Name + "#"
+		own := cl + "IDEMPOTENCY#batch#*," + cl + "IDEMPOTENCY#config#*," + cl + "IDEMPOTENCY#registrations#*," + cl + "IDEMPOTENCY#snapshot#*," +
+			cl + "PAYLOAD#*," + cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*"
+		want := []grant{
+			{"dynamodb:GetItem,dynamodb:Query", "<NodewrightTable7364F2F2.Arn>", cl + "BATCH#*," + cl + "NODECLAIM," + cl + "EVENT," + cl + "NODECLASSSTATUS," + own},
+			{"dynamodb:PutItem,dynamodb:DeleteItem", "<NodewrightTable7364F2F2.Arn>", own},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("intake role's DynamoDB statements mismatch (-want +got):\n%s", diff)
+		}
+		for _, g := range got {
+			if strings.Contains(g.Keys, "NODECLAIM") && strings.Contains(g.Actions, "PutItem") || strings.Contains(g.Keys, "BUDGET") || strings.Contains(g.Keys, "LEASE") {
+				t.Errorf("intake may %s %s", g.Actions, g.Keys)
+			}
+		}
+	})
+
 	t.Run("should let a state machine invoke exactly the functions and table its placeholders name", func(t *testing.T) {
 		var got []string
 		for _, st := range c.identityStatements() {

@@ -347,6 +347,62 @@ func TestPostConfigKeepsTheNewest(t *testing.T) {
 	}
 }
 
+// TestTouchesOnlyTheKeysItsRoleAllows runs every route, failure paths
+// included, and checks each DynamoDB call against the partition keys
+// ddbstore.Schema grants the intake (which the CDK app turns into the
+// intake role's dynamodb:LeadingKeys conditions): IAM and the store cannot
+// disagree unnoticed.
+func TestTouchesOnlyTheKeysItsRoleAllows(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.store.PutNodeClaim(ctx, v1.NodeClaim{TypeMeta: metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: v1.KindNodeClaim}, ObjectMeta: metav1.ObjectMeta{Name: "default-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.faults.touched = nil
+	e.do(t, post(v1.RoutePodBatches, "b1", okBatch("b1")), http.StatusAccepted, nil)
+	e.do(t, post(v1.RoutePodBatches, "b1", okBatch("b1")), http.StatusAccepted, nil)
+	e.do(t, get(v1.RoutePodBatches+"/b1"), http.StatusOK, nil)
+	e.sender.TooLarge = true
+	e.do(t, post(v1.RouteRegistrations, "r1", registrations("r1")), http.StatusAccepted, nil)
+	e.sender.TooLarge, e.sender.Fail = false, 1
+	e.do(t, post(v1.RouteRegistrations, "r2", registrations("r2")), http.StatusInternalServerError, nil)
+	e.do(t, post(v1.RouteConfig, "c1", config("c1", "a")), http.StatusAccepted, nil)
+	e.do(t, post(v1.RouteSnapshots, "p0", snapshot("p0", "snap", 0, 2)), http.StatusAccepted, nil)
+	e.do(t, post(v1.RouteSnapshots, "p1", snapshot("p1", "snap", 1, 2)), http.StatusAccepted, nil)
+	e.do(t, get(v1.RouteNodeClaims), http.StatusOK, nil)
+	paged := get(v1.RouteNodeClaims)
+	paged.QueryStringParameters = map[string]string{v1.QueryLimit: "10"}
+	e.do(t, paged, http.StatusOK, nil)
+	e.do(t, get(v1.RouteEvents), http.StatusOK, nil)
+	e.do(t, get(v1.RouteNodeClasses), http.StatusOK, nil)
+
+	access := ddbstore.Schema().Access["intake"]
+	allowed := func(patterns []string, pk string) bool {
+		rest, ok := strings.CutPrefix(pk, cluster+"#")
+		if !ok {
+			return false
+		}
+		for _, p := range patterns {
+			if prefix, wild := strings.CutSuffix(p, "*"); (wild && strings.HasPrefix(rest, prefix)) || rest == p {
+				return true
+			}
+		}
+		return false
+	}
+	seen := map[string]bool{}
+	for _, tc := range e.faults.touched {
+		write := tc.op == "PutItem" || tc.op == "DeleteItem"
+		ok := allowed(access.Write, tc.pk) || (!write && allowed(access.Read, tc.pk))
+		if !ok && !seen[tc.op+tc.pk] {
+			t.Errorf("%s %s: not in the intake's access (ddbstore.Schema): its role would be denied", tc.op, tc.pk)
+		}
+		seen[tc.op+tc.pk] = true
+	}
+	if len(e.faults.touched) < 20 {
+		t.Errorf("recorded %d calls, want the routes' calls recorded", len(e.faults.touched))
+	}
+}
+
 func TestPostRegistrations(t *testing.T) {
 	e := newEnv(t)
 	var got v1.Receipt

@@ -33,6 +33,20 @@ type TableSchema struct {
 	TTLAttribute string        `json:"ttlAttribute"`
 	BillingMode  string        `json:"billingMode"`
 	Indexes      []IndexSchema `json:"globalSecondaryIndexes"`
+	// Access is, per component (the Lambda's name), the partition keys it
+	// touches; the CDK app scopes that component's DynamoDB actions to them
+	// with dynamodb:LeadingKeys conditions. A component not listed is
+	// scoped to its cluster's keys only.
+	Access map[string]Access `json:"access"`
+}
+
+// Access lists the partition keys one component reads (GetItem, Query) and
+// writes (PutItem, DeleteItem; GetItem and Query too, as conditional writes
+// re-read). Each entry is a pattern of the key after "<cluster>#": exact, or
+// ending in "*" for any rest (IAM StringLike). It queries no index.
+type Access struct {
+	Read  []string `json:"read"`
+	Write []string `json:"write"`
 }
 
 // IndexSchema is one global secondary index. Every key attribute is a
@@ -58,7 +72,23 @@ func Schema() TableSchema {
 			{Name: IndexByInstance, PartitionKey: attrInstanceKey, Projection: string(types.ProjectionTypeKeysOnly)},
 			{Name: IndexByNodePool, PartitionKey: attrNodePoolKey, SortKey: attrSK, Projection: string(types.ProjectionTypeAll)},
 		},
+		Access: map[string]Access{"intake": intakeAccess()},
 	}
+}
+
+// intakeAccess is what the internet-facing intake Lambda touches
+// (docs/dynamodb.md, "Who reads and writes what"): it writes only its
+// idempotency keys, claim-checked payloads, the config item and snapshot
+// parts, and reads batch results, NodeClaims, event records and node-class
+// resolutions; it can neither write a NodeClaim nor touch a lease or budget.
+func intakeAccess() Access {
+	var keys []string
+	for _, scope := range []string{ScopeBatch, ScopeConfig, ScopeRegistrations, ScopeSnapshot} {
+		keys = append(keys, pkIdempotency+"#"+scope+"#*")
+	}
+	write := append(keys, pkPayload+"#*", pkConfig, pkSnapshot, pkSnapshot+"#*")
+	read := []string{pkBatch + "#*", pkNodeClaim, pkEvent, pkNodeClassStatus}
+	return Access{Read: read, Write: write}
 }
 
 // TableDefinition returns the CreateTable request for a table called name,
