@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +14,10 @@ import (
 // bigBatch is a PodBatch body of about size bytes (pods with requests and a
 // label, as the forwarder sends them); with bad set, the last pod's
 // container name is a number instead of a string: one wrongly typed leaf.
-func bigBatch(size int, bad bool) []byte {
+func bigBatch(size int, bad bool) []byte { return bigBatchWith(size, bad, `17`) }
+
+// bigBatchWith is bigBatch whose bad pod's container name is badName.
+func bigBatchWith(size int, bad bool, badName string) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"apiVersion":"nodewright.dev/v1","kind":"PodBatch","id":"pb-1","cluster":"prod","createdAt":"2030-01-02T03:04:05Z","pods":[`)
 	pod := func(i int, name string) string {
@@ -29,12 +33,18 @@ func bigBatch(size int, bad bool) []byte {
 	}
 	b.WriteByte(',')
 	if bad {
-		b.WriteString(pod(999999, `17`))
+		b.WriteString(pod(999999, badName))
 	} else {
 		b.WriteString(pod(999999, `"app"`))
 	}
 	b.WriteString(`]}`)
 	return b.Bytes()
+}
+
+// malformedQuantity gives the last pod of body a pod overhead of "lots" CPU.
+func malformedQuantity(body []byte) []byte {
+	i := bytes.LastIndex(body, []byte(`"spec":{`)) + len(`"spec":{`)
+	return slices.Concat(body[:i], []byte(`"overhead":{"cpu":"lots"},`), body[i:])
 }
 
 // BenchmarkDecodePodBatch compares a valid 4 MiB body (more pods than a
@@ -44,9 +54,15 @@ func bigBatch(size int, bad bool) []byte {
 func BenchmarkDecodePodBatch(b *testing.B) {
 	for _, tt := range []struct {
 		name string
-		bad  bool
-	}{{"valid", false}, {"one wrongly typed leaf", true}} {
-		body := bigBatch(v1.MaxMessageBytes-1024, tt.bad)
+		body []byte
+	}{
+		{"valid", bigBatch(v1.MaxMessageBytes-1024, false)},
+		{"one wrongly typed leaf", bigBatch(v1.MaxMessageBytes-1024, true)},
+		// A malformed quantity is a custom unmarshaler's error, which has no
+		// offset: it takes the level-by-level walk.
+		{"one malformed quantity", malformedQuantity(bigBatch(v1.MaxMessageBytes-1024, false))},
+	} {
+		body := tt.body
 		b.Run(tt.name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
