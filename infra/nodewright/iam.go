@@ -240,9 +240,12 @@ func grantTableItems(d *deployment, grantee awsiam.IGrantable) {
 // (schema.json's access, from ddbstore.Schema): GetItem and Query of the
 // keys it reads or writes, PutItem and DeleteItem of the keys it writes,
 // each conditioned on dynamodb:LeadingKeys (ForAllValues:StringLike, so a
-// request naming any other key is denied), on the table only (no index).
-// The intake, the internet-facing function, is so kept from NodeClaims,
-// leases and budgets.
+// request naming any other key is denied), on the table; and Query of each
+// index it names, on that index only, conditioned on its cluster's keys
+// ("<cluster>#*": an index's partition key is "<cluster>#<instance id>" or
+// "<cluster>#<nodepool>", so LeadingKeys can narrow it no further). The
+// intake, the internet-facing function, is so kept from NodeClaims, leases
+// and budgets, and the interruption functions from NodeClaim writes.
 func ownKeyStatements(d *deployment, a tableAccess) []awsiam.PolicyStatement {
 	keys := func(patterns ...[]string) map[string]any {
 		var out []string
@@ -254,10 +257,18 @@ func ownKeyStatements(d *deployment, a tableAccess) []awsiam.PolicyStatement {
 		return map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": out}}
 	}
 	table := []*string{d.table.TableArn()}
-	return []awsiam.PolicyStatement{
+	out := []awsiam.PolicyStatement{
 		statement("TableReadOwnKeys", []string{"dynamodb:GetItem", "dynamodb:Query"}, table, keys(a.Read, a.Write)),
 		statement("TableWriteOwnKeys", []string{"dynamodb:PutItem", "dynamodb:DeleteItem"}, table, keys(a.Write)),
 	}
+	if len(a.Indexes) > 0 {
+		var indexes []*string
+		for _, ix := range a.Indexes {
+			indexes = append(indexes, jsii.String(*d.table.TableArn()+"/index/"+ix))
+		}
+		out = append(out, statement("IndexQueryOwnCluster", []string{"dynamodb:Query"}, indexes, keys([]string{"*"})))
+	}
+	return out
 }
 
 // nodeRole is the role nodes run with and its instance profile.

@@ -219,12 +219,12 @@ type deployment struct {
 	// tableAccess is, per function name, the partition keys its role is
 	// limited to (schema.json's access).
 	tableAccess map[string]tableAccess
-	queues       map[string]*queuePair
-	functions    map[string]*builtFunction
-	machines     map[string]*builtStateMachine
-	nodeRole     nodeRole
-	forwarder    awsiam.Role
-	api          awsapigateway.RestApi
+	queues      map[string]*queuePair
+	functions   map[string]*builtFunction
+	machines    map[string]*builtStateMachine
+	nodeRole    nodeRole
+	forwarder   awsiam.Role
+	api         awsapigateway.RestApi
 	// scheduleDLQ holds undeliverable schedule invocations (events.go);
 	// nil without schedules.
 	scheduleDLQ awssqs.Queue

@@ -27,6 +27,8 @@ type tableSchema struct {
 type tableAccess struct {
 	Read  []string `json:"read"`
 	Write []string `json:"write"`
+	// Indexes are the indexes it queries.
+	Indexes []string `json:"indexes"`
 }
 
 type indexSchema struct {

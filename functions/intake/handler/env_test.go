@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/sivchari/kumo"
@@ -48,7 +47,9 @@ type env struct {
 	queue  *queue.Queue
 	sender *flakySender
 	faults *faultyDDB
-	clock  *clock
+	// calls records every DynamoDB call the store makes (through faults).
+	calls *awstest.DynamoDBRecorder
+	clock *clock
 }
 
 // clock is the handler's clock, t0 until a test advances it.
@@ -70,36 +71,10 @@ type faultyDDB struct {
 	pages       *awstest.DynamoDBPages
 	mu          sync.Mutex
 	FailDeletes int
-	// touched records each call's operation and partition key.
-	touched []touch
-}
-
-// touch is one DynamoDB call: its operation and the partition key it names.
-type touch struct{ op, pk string }
-
-func (f *faultyDDB) record(op string, pk ddbtypes.AttributeValue) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if s, ok := pk.(*ddbtypes.AttributeValueMemberS); ok {
-		f.touched = append(f.touched, touch{op, s.Value})
-	} else {
-		f.touched = append(f.touched, touch{op, "(no partition key)"})
-	}
 }
 
 func (f *faultyDDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	f.record("Query", in.ExpressionAttributeValues[":pk"])
 	return f.pages.Query(ctx, in, opts...)
-}
-
-func (f *faultyDDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	f.record("GetItem", in.Key["pk"])
-	return f.API.GetItem(ctx, in, opts...)
-}
-
-func (f *faultyDDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	f.record("PutItem", in.Item["pk"])
-	return f.API.PutItem(ctx, in, opts...)
 }
 
 func (f *faultyDDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
@@ -109,7 +84,6 @@ func (f *faultyDDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput
 		f.FailDeletes--
 	}
 	f.mu.Unlock()
-	f.record("DeleteItem", in.Key["pk"])
 	if fail {
 		return nil, errors.New("DeleteItem: connection reset")
 	}
@@ -182,7 +156,8 @@ func newEnv(t *testing.T) *env {
 	e.url = aws.ToString(out.QueueUrl)
 	e.faults = &faultyDDB{API: e.ddb, pages: &awstest.DynamoDBPages{Next: e.ddb, Keys: []string{"pk", "sk"}}}
 	e.clock = &clock{now: t0}
-	if e.store, err = ddbstore.New(e.faults, e.table, cluster); err != nil {
+	e.calls = &awstest.DynamoDBRecorder{Next: e.faults, PartitionKey: "pk"}
+	if e.store, err = ddbstore.New(e.calls, e.table, cluster); err != nil {
 		t.Fatal(err)
 	}
 	if e.queue, err = queue.New(e.sqs, e.url); err != nil {

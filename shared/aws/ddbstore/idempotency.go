@@ -24,6 +24,9 @@ const (
 	// ScopeInterruption dedupes EventBridge interruption events, keyed by
 	// the event id.
 	ScopeInterruption = "interruption"
+	// ScopeInstanceStatus dedupes the instance-status poll's occurrences,
+	// keyed by interruption.StatusDecision.Key.
+	ScopeInstanceStatus = "instance-status"
 )
 
 // ClaimIdempotencyKey records key in scope until now+ttl with a conditional

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -43,10 +45,43 @@ type TableSchema struct {
 // Access lists the partition keys one component reads (GetItem, Query) and
 // writes (PutItem, DeleteItem; GetItem and Query too, as conditional writes
 // re-read). Each entry is a pattern of the key after "<cluster>#": exact, or
-// ending in "*" for any rest (IAM StringLike). It queries no index.
+// ending in "*" for any rest (IAM StringLike). Indexes names the indexes it
+// queries: LeadingKeys of an index query is the index's partition key
+// ("<cluster>#<instance id>", "<cluster>#<nodepool>"), so an index grant is
+// "<cluster>#*", the narrowest pattern that key allows.
 type Access struct {
-	Read  []string `json:"read"`
-	Write []string `json:"write"`
+	Read    []string `json:"read"`
+	Write   []string `json:"write"`
+	Indexes []string `json:"indexes,omitempty"`
+}
+
+// Allows reports whether a call of op (GetItem, Query, PutItem or
+// DeleteItem) on index ("" for the table) naming partition key pk is within
+// a for cluster: the check IAM makes of the role the CDK app builds from a,
+// for tests that run a component against a recording client.
+func (a Access) Allows(cluster, op, index, pk string) bool {
+	rest, ok := strings.CutPrefix(pk, cluster+"#")
+	if !ok {
+		return false
+	}
+	if index != "" {
+		return op == "Query" && slices.Contains(a.Indexes, index)
+	}
+	match := func(patterns []string) bool {
+		for _, p := range patterns {
+			if prefix, wild := strings.CutSuffix(p, "*"); (wild && strings.HasPrefix(rest, prefix)) || rest == p {
+				return true
+			}
+		}
+		return false
+	}
+	switch op {
+	case "GetItem", "Query":
+		return match(a.Read) || match(a.Write)
+	case "PutItem", "DeleteItem":
+		return match(a.Write)
+	}
+	return false
 }
 
 // IndexSchema is one global secondary index. Every key attribute is a
@@ -72,7 +107,11 @@ func Schema() TableSchema {
 			{Name: IndexByInstance, PartitionKey: attrInstanceKey, Projection: string(types.ProjectionTypeKeysOnly)},
 			{Name: IndexByNodePool, PartitionKey: attrNodePoolKey, SortKey: attrSK, Projection: string(types.ProjectionTypeAll)},
 		},
-		Access: map[string]Access{"intake": intakeAccess()},
+		Access: map[string]Access{
+			"intake":         intakeAccess(),
+			"interruption":   interruptionAccess(),
+			"instancestatus": instanceStatusAccess(),
+		},
 	}
 }
 
@@ -89,6 +128,28 @@ func intakeAccess() Access {
 	write := append(keys, pkPayload+"#*", pkConfig, pkSnapshot, pkSnapshot+"#*")
 	read := []string{pkBatch + "#*", pkNodeClaim, pkEvent, pkNodeClassStatus}
 	return Access{Read: read, Write: write}
+}
+
+// interruptionAccess is what the interruption Lambda (the EventBridge queue's
+// consumer) touches: it finds the NodeClaim of an instance (the byInstance
+// index, then the claim), and writes only its idempotency keys, unavailable
+// offerings and event records; it can neither write a NodeClaim nor touch a
+// lease or budget.
+func interruptionAccess() Access {
+	return Access{
+		Read:    []string{pkNodeClaim},
+		Write:   []string{pkIdempotency + "#" + ScopeInterruption + "#*", pkOffering, pkEvent},
+		Indexes: []string{IndexByInstance},
+	}
+}
+
+// instanceStatusAccess is what the instance-status poll touches: it lists
+// NodeClaims and writes only its idempotency keys and event records.
+func instanceStatusAccess() Access {
+	return Access{
+		Read:  []string{pkNodeClaim},
+		Write: []string{pkIdempotency + "#" + ScopeInstanceStatus + "#*", pkEvent},
+	}
 }
 
 // TableDefinition returns the CreateTable request for a table called name,
