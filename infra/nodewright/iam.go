@@ -191,6 +191,12 @@ func applyGrants(d *deployment, f *builtFunction) {
 	for _, g := range f.spec.grants {
 		switch g {
 		case grantTable:
+			if access, ok := d.tableAccess[f.spec.name]; ok {
+				for _, st := range ownKeyStatements(d, access) {
+					f.role.AddToPrincipalPolicy(st)
+				}
+				continue
+			}
 			grantTableItems(d, f.role)
 		case grantSendProvisioning:
 			d.queues[queueProvisioning].queue.GrantSendMessages(f.role)
@@ -228,6 +234,41 @@ func grantTableItems(d *deployment, grantee awsiam.IGrantable) {
 		Actions:      jsii.Strings(tableItemActions...),
 		ResourceArns: tableARNs(d),
 	})
+}
+
+// ownKeyStatements limit a role to the partition keys its function uses
+// (schema.json's access, from ddbstore.Schema): GetItem and Query of the
+// keys it reads or writes, PutItem and DeleteItem of the keys it writes,
+// each conditioned on dynamodb:LeadingKeys (ForAllValues:StringLike, so a
+// request naming any other key is denied), on the table; and Query of each
+// index it names, on that index only, conditioned on its cluster's keys
+// ("<cluster>#*": an index's partition key is "<cluster>#<instance id>" or
+// "<cluster>#<nodepool>", so LeadingKeys can narrow it no further). The
+// intake, the internet-facing function, is so kept from NodeClaims, leases
+// and budgets, and the interruption functions from NodeClaim writes.
+func ownKeyStatements(d *deployment, a tableAccess) []awsiam.PolicyStatement {
+	keys := func(patterns ...[]string) map[string]any {
+		var out []string
+		for _, ps := range patterns {
+			for _, p := range ps {
+				out = append(out, d.props.Cluster.Name+"#"+p)
+			}
+		}
+		return map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": out}}
+	}
+	table := []*string{d.table.TableArn()}
+	out := []awsiam.PolicyStatement{
+		statement("TableReadOwnKeys", []string{"dynamodb:GetItem", "dynamodb:Query"}, table, keys(a.Read, a.Write)),
+		statement("TableWriteOwnKeys", []string{"dynamodb:PutItem", "dynamodb:DeleteItem"}, table, keys(a.Write)),
+	}
+	if len(a.Indexes) > 0 {
+		var indexes []*string
+		for _, ix := range a.Indexes {
+			indexes = append(indexes, jsii.String(*d.table.TableArn()+"/index/"+ix))
+		}
+		out = append(out, statement("IndexQueryOwnCluster", []string{"dynamodb:Query"}, indexes, keys([]string{"*"})))
+	}
+	return out
 }
 
 // nodeRole is the role nodes run with and its instance profile.

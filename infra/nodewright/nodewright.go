@@ -216,12 +216,15 @@ type deployment struct {
 	table   awsdynamodb.Table
 	// tableIndexes are the table's index names.
 	tableIndexes []string
-	queues       map[string]*queuePair
-	functions    map[string]*builtFunction
-	machines     map[string]*builtStateMachine
-	nodeRole     nodeRole
-	forwarder    awsiam.Role
-	api          awsapigateway.RestApi
+	// tableAccess is, per function name, the partition keys its role is
+	// limited to (schema.json's access).
+	tableAccess map[string]tableAccess
+	queues      map[string]*queuePair
+	functions   map[string]*builtFunction
+	machines    map[string]*builtStateMachine
+	nodeRole    nodeRole
+	forwarder   awsiam.Role
+	api         awsapigateway.RestApi
 	// scheduleDLQ holds undeliverable schedule invocations (events.go);
 	// nil without schedules.
 	scheduleDLQ awssqs.Queue
@@ -264,6 +267,7 @@ func New(scope constructs.Construct, id string, props Props) (*Nodewright, error
 	}
 	d.cluster = newClusterInfo(d)
 	d.table = newTable(d, schema)
+	d.tableAccess = schema.Access
 	for _, ix := range schema.Indexes {
 		d.tableIndexes = append(d.tableIndexes, ix.Name)
 	}

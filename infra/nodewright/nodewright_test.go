@@ -326,6 +326,70 @@ func TestDefaultDeployment(t *testing.T) {
 		}
 	})
 
+	type tableGrant struct{ Actions, Resources, Keys string }
+	tableGrants := func(role string) []tableGrant {
+		var got []tableGrant
+		for _, st := range c.identityStatements() {
+			if !strings.Contains(st.owner, "Nodewright"+role+"Role") {
+				continue
+			}
+			for _, a := range st.actions {
+				if strings.HasPrefix(a, "dynamodb:") {
+					got = append(got, tableGrant{strings.Join(st.actions, ","), strings.Join(st.resources, ","), render(st.conditions["ForAllValues:StringLike"]["dynamodb:LeadingKeys"])})
+					break
+				}
+			}
+		}
+		return got
+	}
+	cl := props.Cluster.Name + "#"
+	table := "<NodewrightTable7364F2F2.Arn>"
+
+	t.Run("should limit the intake role to the partition keys it uses, so it cannot touch NodeClaims, leases or budgets", func(t *testing.T) {
+		got := tableGrants("Intake")
+		own := cl + "IDEMPOTENCY#batch#*," + cl + "IDEMPOTENCY#config#*," + cl + "IDEMPOTENCY#registrations#*," + cl + "IDEMPOTENCY#snapshot#*," +
+			cl + "PAYLOAD#*," + cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*"
+		want := []tableGrant{
+			{"dynamodb:GetItem,dynamodb:Query", table, cl + "BATCH#*," + cl + "NODECLAIM," + cl + "EVENT," + cl + "NODECLASSSTATUS," + own},
+			{"dynamodb:PutItem,dynamodb:DeleteItem", table, own},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("intake role's DynamoDB statements mismatch (-want +got):\n%s", diff)
+		}
+		for _, g := range got {
+			if strings.Contains(g.Keys, "NODECLAIM") && strings.Contains(g.Actions, "PutItem") || strings.Contains(g.Keys, "BUDGET") || strings.Contains(g.Keys, "LEASE") {
+				t.Errorf("intake may %s %s", g.Actions, g.Keys)
+			}
+		}
+	})
+
+	t.Run("should limit the interruption roles to the partition keys they use, so they cannot write NodeClaims, leases or budgets", func(t *testing.T) {
+		for _, tc := range []struct {
+			role string
+			want []tableGrant
+		}{
+			{"Interruption", []tableGrant{
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "NODECLAIM," + cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT"},
+				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
+			}},
+			{"Instancestatus", []tableGrant{
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "NODECLAIM," + cl + "IDEMPOTENCY#instance-status#*," + cl + "EVENT"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#instance-status#*," + cl + "EVENT"},
+			}},
+		} {
+			got := tableGrants(tc.role)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s role's DynamoDB statements mismatch (-want +got):\n%s", tc.role, diff)
+			}
+			for _, g := range got {
+				if strings.Contains(g.Keys, "NODECLAIM") && strings.Contains(g.Actions, "PutItem") || strings.Contains(g.Keys, "BUDGET") || strings.Contains(g.Keys, "LEASE") {
+					t.Errorf("%s may %s %s", tc.role, g.Actions, g.Keys)
+				}
+			}
+		}
+	})
+
 	t.Run("should let a state machine invoke exactly the functions and table its placeholders name", func(t *testing.T) {
 		var got []string
 		for _, st := range c.identityStatements() {

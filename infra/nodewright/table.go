@@ -19,6 +19,16 @@ type tableSchema struct {
 	TTLAttribute string        `json:"ttlAttribute"`
 	BillingMode  string        `json:"billingMode"`
 	Indexes      []indexSchema `json:"globalSecondaryIndexes"`
+	// Access is, per function name, the partition-key patterns (after
+	// "<cluster>#") it reads and writes (ddbstore.Access).
+	Access map[string]tableAccess `json:"access"`
+}
+
+type tableAccess struct {
+	Read  []string `json:"read"`
+	Write []string `json:"write"`
+	// Indexes are the indexes it queries.
+	Indexes []string `json:"indexes"`
 }
 
 type indexSchema struct {

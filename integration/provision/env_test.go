@@ -253,12 +253,13 @@ func (g *apiGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := events.APIGatewayProxyRequest{
-		Resource:          "/{proxy+}",
-		Path:              strings.TrimPrefix(r.URL.Path, stage),
-		HTTPMethod:        r.Method,
-		Headers:           map[string]string{},
-		MultiValueHeaders: map[string][]string{},
-		Body:              string(body),
+		Resource:              "/{proxy+}",
+		Path:                  strings.TrimPrefix(r.URL.Path, stage),
+		HTTPMethod:            r.Method,
+		Headers:               map[string]string{},
+		MultiValueHeaders:     map[string][]string{},
+		Body:                  string(body),
+		QueryStringParameters: map[string]string{}, MultiValueQueryStringParameters: map[string][]string{},
 		RequestContext: events.APIGatewayProxyRequestContext{
 			Stage:     strings.TrimPrefix(stage, "/"),
 			RequestID: fmt.Sprintf("req-%d", g.seq.Add(1)),
@@ -268,6 +269,10 @@ func (g *apiGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range r.Header {
 		req.Headers[k] = vs[0]
 		req.MultiValueHeaders[k] = vs
+	}
+	for k, vs := range r.URL.Query() {
+		req.QueryStringParameters[k] = vs[0]
+		req.MultiValueQueryStringParameters[k] = vs
 	}
 	ctx := lambdacontext.NewContext(r.Context(), &lambdacontext.LambdaContext{AwsRequestID: req.RequestContext.RequestID})
 	resp, err := g.intake.Handle(ctx, req)

@@ -328,7 +328,9 @@ func (s LaunchStatus) done() bool { return s != LaunchFailed }
 //     the reason.
 //  4. It stores the outcome and returns it.
 //
-// Errors: ErrInvalidInput (nil batch, empty ID, another cluster) and port or
+// Errors: ErrInvalidInput (nil batch, empty ID, another cluster, and every
+// input the solver refuses: scheduling.ErrInvalidInput, say a stored
+// snapshot node with negative allocatable) and port or
 // solver failures before the plan is stored, with nothing launched; after
 // it, an error wrapping ErrLaunchIncomplete together with a complete Result
 // when a launch must be retried or the outcome could not be stored.
@@ -460,6 +462,11 @@ func (p *Provisioner) solve(ctx context.Context, batch *v1.PodBatch, st *launchS
 		Options:       p.opts.Scheduling,
 	}
 	plan, err := scheduling.Solve(ctx, in)
+	if errors.Is(err, scheduling.ErrInvalidInput) {
+		// Input that cannot be solved now cannot be solved on redelivery:
+		// the caller treats the batch as poison rather than retrying it.
+		return v1.PodBatchResult{}, fmt.Errorf("solve: %w: %w", ErrInvalidInput, err)
+	}
 	if err != nil {
 		return v1.PodBatchResult{}, fmt.Errorf("solve: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/requirements"
+	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
 // onDemandM5 allows m5.large and m5.xlarge on-demand.
@@ -507,6 +508,28 @@ func TestProvisionErrors(t *testing.T) {
 				t.Errorf("a rejected batch wrote %d nodeclaims, %d batch results and launched %d", len(e.store.creates), len(e.store.batches), len(e.ec2.requests))
 			}
 		})
+	}
+}
+
+// TestProvisionTreatsSolverInvalidInputAsInvalid: a cluster state the solver
+// refuses (here one node listed twice, as a snapshot whose parts both list
+// it, stored before intake checked parts against each other, merges) fails
+// every redelivery the same way, so Provision reports ErrInvalidInput and its
+// caller drops the batch at once instead of retrying it at the head of the
+// cluster's FIFO group.
+func TestProvisionTreatsSolverInvalidInputAsInvalid(t *testing.T) {
+	e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
+	node := corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "twice", Labels: map[string]string{corev1.LabelHostname: "twice"}},
+		Status:     corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("110")}},
+	}
+	e.cluster.state.Nodes = []corev1.Node{node, node}
+	_, err := e.provisioner(t).Provision(t.Context(), podBatch("batch-1", podSummary("a", "1")), t0)
+	if !errors.Is(err, provisioning.ErrInvalidInput) || !errors.Is(err, scheduling.ErrInvalidInput) {
+		t.Fatalf("Provision() error = %v, want provisioning.ErrInvalidInput wrapping the solver's", err)
+	}
+	if len(e.store.creates) != 0 || len(e.ec2.requests) != 0 {
+		t.Errorf("wrote %d nodeclaims and launched %d, want none", len(e.store.creates), len(e.ec2.requests))
 	}
 }
 

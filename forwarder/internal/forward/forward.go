@@ -440,6 +440,7 @@ func (f *Forwarder) every(ctx context.Context, interval time.Duration, fn func()
 
 func (f *Forwarder) configLoop(ctx context.Context, config *batcher.Batcher[string]) {
 	var lastHash string
+	var generation int64
 	for {
 		w, err := config.Next(ctx)
 		if err != nil {
@@ -466,6 +467,8 @@ func (f *Forwarder) configLoop(ctx context.Context, config *batcher.Batcher[stri
 		if hash == lastHash {
 			continue
 		}
+		generation++
+		cfg.Generation = generation
 		if _, err := f.api.PostConfig(ctx, &cfg); err != nil {
 			if ctx.Err() != nil {
 				return

@@ -483,6 +483,8 @@ func TestConfigRegistrationsAndSnapshots(t *testing.T) {
 		h.api.mu.Lock()
 		if len(h.api.configs) != 2 || *h.api.configs[1].NodePools[0].Spec.Weight != 50 {
 			t.Errorf("configs after a weight change: %d", len(h.api.configs))
+		} else if g0, g1 := h.api.configs[0].Generation, h.api.configs[1].Generation; g0 != 1 || g1 != 2 {
+			t.Errorf("config generations = %d, %d; want 1, 2 (the API orders configs of one instant by them)", g0, g1)
 		}
 		if len(h.api.regs) != 2 || len(h.api.regs[1].Nodes) != 1 || h.api.regs[1].Nodes[0].Name != "n2" {
 			t.Errorf("registrations after n2 joined: %+v", h.api.regs)

@@ -3,9 +3,12 @@
 // Signature Version 4 for the "execute-api" service, with credentials from a
 // provider (the SDK's default chain resolves EKS Pod Identity and IRSA). POSTs
 // carry the message's idempotency key in the Idempotency-Key header and the
-// body, and are retried with exponential, jittered backoff on 5xx, 429 and
-// network errors, resending the identical body; other 4xx answers are not
-// retried. Bodies are bounded by v1.MaxMessageBytes. The routes and message
+// body, and are retried with exponential, jittered backoff on 5xx, 429, 409
+// (an earlier attempt of the same message is still being applied) and network
+// errors, resending the identical body and waiting at least as long as a
+// Retry-After header asks (up to MaxDelay); other 4xx answers are not
+// retried. With the defaults a 409 is retried for about 50 s, longer than
+// the API holds a message it is applying (30 s). Bodies are bounded by v1.MaxMessageBytes. The routes and message
 // shapes are those of shared/apis/v1 (podbatch.go).
 package intake
 
@@ -27,6 +30,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
@@ -141,8 +145,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// StatusError is an answer outside 2xx: a 4xx other than 429 at once, or a
-// 5xx or 429 once the attempts are spent.
+// StatusError is an answer outside 2xx: a 4xx other than 409 and 429 at
+// once, or a 5xx, 409 or 429 once the attempts are spent.
 type StatusError struct {
 	Route      string
 	StatusCode int
@@ -155,9 +159,16 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s answered %d: %s", e.Route, e.StatusCode, e.Response.Message)
 }
 
-// Retryable reports whether the status is worth retrying (429 and 5xx).
+// Retryable reports whether the status is worth retrying (409, 429 and
+// 5xx): the message may still be accepted later.
 func (e *StatusError) Retryable() bool {
-	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
+	return retryableStatus(e.StatusCode)
+}
+
+// retryableStatus: 409 is the API's answer to a message an earlier attempt
+// is still applying (v1 contract), 429 and 5xx are transient.
+func retryableStatus(status int) bool {
+	return status == http.StatusConflict || status == http.StatusTooManyRequests || status >= 500
 }
 
 // PostPodBatch sends b and returns the API's answer (State Queued for a new
@@ -196,13 +207,46 @@ func (c *Client) PostSnapshot(ctx context.Context, s *v1.ClusterSnapshot) (v1.Re
 	return out, err
 }
 
-// NodeClaims returns every NodeClaim the API holds for the cluster.
+// PageLimit is how many items the client asks for per page of a paged list
+// (v1 contract, Paging); the API answers fewer when they would not fit.
+const PageLimit = 500
+
+// maxPages bounds one listing (PageLimit x maxPages items), in case an API
+// never stops handing out tokens.
+const maxPages = 1000
+
+// NodeClaims returns every NodeClaim the API holds for the cluster, sorted
+// by name, following the API's pages; a NodeClaim that exists for the whole
+// listing is returned exactly once.
 func (c *Client) NodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
-	var out v1.NodeClaimList
-	if err := c.do(ctx, http.MethodGet, v1.RouteNodeClaims, "", nil, &out); err != nil {
-		return nil, err
+	return listAll(ctx, c, v1.RouteNodeClaims, func(l *v1.NodeClaimList) ([]v1.NodeClaim, string) { return l.Items, l.Continue })
+}
+
+// listAll GETs route page by page (limit PageLimit, then each answer's
+// continue token) and returns the items of every page.
+func listAll[L any, T any](ctx context.Context, c *Client, route string, items func(*L) ([]T, string)) ([]T, error) {
+	var all []T
+	token := ""
+	for range maxPages {
+		q := url.Values{v1.QueryLimit: {strconv.Itoa(PageLimit)}}
+		if token != "" {
+			q.Set(v1.QueryContinue, token)
+		}
+		var page L
+		if err := c.do(ctx, http.MethodGet, route+"?"+q.Encode(), "", nil, &page); err != nil {
+			return nil, err
+		}
+		got, next := items(&page)
+		all = append(all, got...)
+		if next == "" {
+			return all, nil
+		}
+		if next == token {
+			return nil, fmt.Errorf("GET %s: the API answered the same continue token twice", route)
+		}
+		token = next
 	}
-	return out.Items, nil
+	return nil, fmt.Errorf("GET %s: more than %d pages", route, maxPages)
 }
 
 // Events returns the newest unexpired event records the API holds for the
@@ -214,11 +258,16 @@ func (c *Client) Events(ctx context.Context) (v1.EventList, error) {
 }
 
 // NodeClasses returns what the API last resolved for each EC2NodeClass
-// (GET v1.RouteNodeClasses); see v1.NodeClassStatusList.
+// (GET v1.RouteNodeClasses, every page); see v1.NodeClassStatusList.
 func (c *Client) NodeClasses(ctx context.Context) (v1.NodeClassStatusList, error) {
-	var out v1.NodeClassStatusList
-	err := c.do(ctx, http.MethodGet, v1.RouteNodeClasses, "", nil, &out)
-	return out, err
+	items, err := listAll(ctx, c, v1.RouteNodeClasses, func(l *v1.NodeClassStatusList) ([]v1.NodeClassStatus, string) { return l.Items, l.Continue })
+	if err != nil {
+		return v1.NodeClassStatusList{}, err
+	}
+	if items == nil {
+		items = []v1.NodeClassStatus{}
+	}
+	return v1.NodeClassStatusList{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindNodeClassStatuses}, Items: items}, nil
 }
 
 // Encode returns the JSON body of msg, or an error wrapping
@@ -256,7 +305,7 @@ func (c *Client) do(ctx context.Context, method, route, idempotencyKey string, b
 			return nil
 		}
 		lastErr = err
-		retryable := status == 0 || status == http.StatusTooManyRequests || status >= 500
+		retryable := status == 0 || retryableStatus(status)
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s %s: %w", method, route, ctx.Err())
 		}
@@ -291,7 +340,9 @@ func (c *Client) backoff(attempt int) time.Duration {
 // decoded 2xx answer.
 func (c *Client) attempt(ctx context.Context, method, route, idempotencyKey string, body []byte, payloadHash string, out any) (int, time.Duration, error) {
 	u := *c.base
-	u.Path += route
+	path, query, _ := strings.Cut(route, "?")
+	u.Path += path
+	u.RawQuery = query
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return -1, 0, fmt.Errorf("build %s request: %w", route, err)

@@ -60,19 +60,19 @@ func batch() *v1.PodBatch {
 // received is one request as the test server saw it, with the verdict of an
 // independent SigV4 check.
 type received struct {
-	Method, Path, IdempotencyKey string
-	Body                         []byte
-	SignedHeaders                []string
-	Scope                        string
-	SignatureValid               bool
-	SignatureProblem             string
+	Method, Path, Query, IdempotencyKey string
+	Body                                []byte
+	SignedHeaders                       []string
+	Scope                               string
+	SignatureValid                      bool
+	SignatureProblem                    string
 }
 
 // verifySigV4 recomputes the SigV4 signature of r from the secret key,
 // following the published algorithm (canonical request, string to sign,
 // derived key), without the SDK's signer.
 func verifySigV4(r *http.Request, body []byte) received {
-	got := received{Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get(v1.HeaderIdempotencyKey), Body: body}
+	got := received{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, IdempotencyKey: r.Header.Get(v1.HeaderIdempotencyKey), Body: body}
 	auth := r.Header.Get("Authorization")
 	rest, ok := strings.CutPrefix(auth, "AWS4-HMAC-SHA256 ")
 	if !ok {
@@ -292,6 +292,15 @@ func TestPostRetries(t *testing.T) {
 			},
 			wantSleeps: []time.Duration{3 * time.Second},
 		},
+		{
+			name: "should retry a 409 for a message still being applied, waiting as long as Retry-After asks up to the longest delay",
+			script: []response{
+				{status: http.StatusConflict, retryAfter: "30", body: `{"message":"PodBatch pb-1 is being applied by another request; retry after 30 s"}`},
+				{status: http.StatusConflict, retryAfter: "2", body: `{"message":"PodBatch pb-1 is being applied by another request; retry after 2 s"}`},
+				{status: http.StatusAccepted, body: queued},
+			},
+			wantSleeps: []time.Duration{10 * time.Second, 2 * time.Second},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -460,6 +469,51 @@ func TestGets(t *testing.T) {
 	r := srv.seen()[0]
 	if r.Method != http.MethodGet || r.Path != "/prod/v1/nodeclaims" || !r.SignatureValid || r.IdempotencyKey != "" {
 		t.Errorf("request = %+v", r)
+	}
+}
+
+func TestNodeClaimsFollowsPages(t *testing.T) {
+	claim := func(name string) string {
+		return `{"metadata":{"name":"` + name + `"},"spec":{"requirements":[],"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"}}}`
+	}
+	srv := newServer(t,
+		response{status: http.StatusOK, body: `{"kind":"NodeClaimList","metadata":{"continue":"ZGVmYXVsdC1i"},"items":[` + claim("default-a") + `,` + claim("default-b") + `]}`},
+		response{status: http.StatusOK, body: `{"kind":"NodeClaimList","metadata":{"continue":"ZGVmYXVsdC1j"},"items":[` + claim("default-c") + `]}`},
+		response{status: http.StatusOK, body: `{"kind":"NodeClaimList","items":[]}`},
+	)
+	var sleeps []time.Duration
+	claims, err := newClient(t, srv.URL, &sleeps).NodeClaims(t.Context())
+	if err != nil {
+		t.Fatalf("NodeClaims() error = %v", err)
+	}
+	var names []string
+	for _, c := range claims {
+		names = append(names, c.Name)
+	}
+	if diff := cmp.Diff([]string{"default-a", "default-b", "default-c"}, names); diff != "" {
+		t.Errorf("NodeClaims() names mismatch (-want +got):\n%s", diff)
+	}
+	var queries []string
+	for _, r := range srv.seen() {
+		queries = append(queries, r.Query)
+		if !r.SignatureValid {
+			t.Errorf("request %s?%s: %s", r.Path, r.Query, r.SignatureProblem)
+		}
+	}
+	want := []string{"limit=500", "continue=ZGVmYXVsdC1i&limit=500", "continue=ZGVmYXVsdC1j&limit=500"}
+	if diff := cmp.Diff(want, queries); diff != "" {
+		t.Errorf("page queries mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestNodeClaimsStopsOnARepeatedToken(t *testing.T) {
+	srv := newServer(t, response{status: http.StatusOK, body: `{"kind":"NodeClaimList","metadata":{"continue":"YQ"},"items":[]}`})
+	var sleeps []time.Duration
+	if _, err := newClient(t, srv.URL, &sleeps).NodeClaims(t.Context()); err == nil || !strings.Contains(err.Error(), "same continue token") {
+		t.Errorf("NodeClaims() error = %v, want the repeated token named", err)
+	}
+	if n := len(srv.seen()); n != 2 {
+		t.Errorf("requests = %d, want 2", n)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/sivchari/kumo"
 
+	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
 	"github.com/nodewright/nodewright/shared/interruption"
@@ -46,7 +47,8 @@ func TestHandleWithRealAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateStateMachine() error = %v", err)
 	}
-	st, err := ddbstore.New(ddb, table, "test")
+	calls := &awstest.DynamoDBRecorder{Next: ddb, PartitionKey: "pk"}
+	st, err := ddbstore.New(calls, table, "test")
 	if err != nil {
 		t.Fatalf("ddbstore.New() error = %v", err)
 	}
@@ -70,6 +72,7 @@ func TestHandleWithRealAdapters(t *testing.T) {
 		status(instA, instanceImpaired(clock.Add(-4*time.Minute))),
 		status(instC, scheduled("instance-event-0d59937288b749b32", ec2types.EventCodeSystemMaintenance, notBefore)),
 	)
+	calls.Reset()
 	h := newHandler(t, st, ec, starter)
 
 	for i := range 2 {
@@ -78,6 +81,13 @@ func TestHandleWithRealAdapters(t *testing.T) {
 		if _, err := h.Handle(ctx, nil); err != nil {
 			t.Fatalf("poll %d: Handle() error = %v", i+1, err)
 		}
+	}
+
+	// Every call is within the role the CDK app builds from the schema's
+	// access (dynamodb:LeadingKeys): IAM and the store cannot disagree.
+	access := ddbstore.Schema().Access["instancestatus"]
+	for _, c := range calls.Denied(func(c awstest.DynamoDBCall) bool { return access.Allows("test", c.Op, c.Index, c.PartitionKey) }) {
+		t.Errorf("%s %s %s: not in the instancestatus function's access (ddbstore.Schema): its role would be denied", c.Op, c.Index, c.PartitionKey)
 	}
 
 	list, err := sf.ListExecutions(ctx, &sfn.ListExecutionsInput{StateMachineArn: sm.StateMachineArn})

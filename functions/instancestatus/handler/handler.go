@@ -112,7 +112,7 @@ var (
 
 // IdempotencyScope is the ddbstore idempotency scope of the occurrences the
 // poll handled, keyed by interruption.StatusDecision.Key.
-const IdempotencyScope = "instance-status"
+const IdempotencyScope = ddbstore.ScopeInstanceStatus
 
 // MaxInstanceIDsPerCall is how many instance IDs one DescribeInstanceStatus
 // call names (EC2 accepts at most 100).

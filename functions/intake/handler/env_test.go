@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/sivchari/kumo"
 
 	"github.com/nodewright/nodewright/functions/intake/handler"
+	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/queue"
 )
@@ -44,6 +46,48 @@ type env struct {
 	store  *ddbstore.Store
 	queue  *queue.Queue
 	sender *flakySender
+	faults *faultyDDB
+	// calls records every DynamoDB call the store makes (through faults).
+	calls *awstest.DynamoDBRecorder
+	clock *clock
+}
+
+// clock is the handler's clock, t0 until a test advances it.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
+
+// faultyDDB passes calls to DynamoDB, failing the next FailDeletes
+// DeleteItem calls as a connection lost on the way (or a Lambda killed
+// before the call) would, and cutting Query answers at 1 MB as DynamoDB
+// does (kumo does not).
+type faultyDDB struct {
+	ddbstore.API
+	pages       *awstest.DynamoDBPages
+	mu          sync.Mutex
+	FailDeletes int
+}
+
+func (f *faultyDDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return f.pages.Query(ctx, in, opts...)
+}
+
+func (f *faultyDDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	f.mu.Lock()
+	fail := f.FailDeletes > 0
+	if fail {
+		f.FailDeletes--
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, errors.New("DeleteItem: connection reset")
+	}
+	return f.API.DeleteItem(ctx, in, opts...)
 }
 
 // flakySender passes messages to the real queue, failing the next Fail
@@ -54,7 +98,12 @@ type flakySender struct {
 	q        *queue.Queue
 	Fail     int
 	TooLarge bool
-	sent     int
+	// Block, when set, holds every send until it is closed (an apply in
+	// flight).
+	Block chan struct{}
+	// Sending, when set, is told when a send starts to block.
+	Sending chan struct{}
+	sent    int
 }
 
 func (f *flakySender) Send(ctx context.Context, m queue.Message) error {
@@ -63,6 +112,15 @@ func (f *flakySender) Send(ctx context.Context, m queue.Message) error {
 	if f.Fail > 0 {
 		f.Fail--
 		return fmt.Errorf("send message %s: connection reset", m.DeduplicationID)
+	}
+	if f.Block != nil {
+		block, sending := f.Block, f.Sending
+		f.mu.Unlock()
+		if sending != nil {
+			sending <- struct{}{}
+		}
+		<-block
+		f.mu.Lock()
 	}
 	if f.TooLarge && m.PayloadRef == "" {
 		return fmt.Errorf("send message %s: %w", m.DeduplicationID, queue.ErrTooLarge)
@@ -96,17 +154,20 @@ func newEnv(t *testing.T) *env {
 		t.Fatalf("CreateQueue() error = %v", err)
 	}
 	e.url = aws.ToString(out.QueueUrl)
-	if e.store, err = ddbstore.New(e.ddb, e.table, cluster); err != nil {
+	e.faults = &faultyDDB{API: e.ddb, pages: &awstest.DynamoDBPages{Next: e.ddb, Keys: []string{"pk", "sk"}}}
+	e.clock = &clock{now: t0}
+	e.calls = &awstest.DynamoDBRecorder{Next: e.faults, PartitionKey: "pk"}
+	if e.store, err = ddbstore.New(e.calls, e.table, cluster); err != nil {
 		t.Fatal(err)
 	}
 	if e.queue, err = queue.New(e.sqs, e.url); err != nil {
 		t.Fatal(err)
 	}
 	e.sender = &flakySender{q: e.queue}
-	cfgH := handler.Config{Cluster: cluster, Table: e.table, QueueURL: e.url, IdempotencyTTL: time.Hour, PayloadTTL: 96 * time.Hour}
+	cfgH := handler.Config{Cluster: cluster, Table: e.table, QueueURL: e.url, IdempotencyTTL: time.Hour, ApplyLease: 30 * time.Second, PayloadTTL: 96 * time.Hour}
 	e.h, err = handler.New(cfgH, handler.Deps{
 		Store: e.store, Queue: e.sender, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return t0 },
+		Now: e.clock.Now,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,21 +7,24 @@
 //	POST /v1/config           validate, dedupe, store the NodePools and EC2NodeClasses as one versioned item -> 202 Receipt
 //	POST /v1/registrations    validate, dedupe, enqueue on the same FIFO group as the batches -> 202 Receipt
 //	POST /v1/snapshots        validate, dedupe, store the part; the snapshot becomes current when complete -> 202 Receipt
-//	GET  /v1/nodeclaims       every NodeClaim of the cluster -> 200 NodeClaimList
+//	GET  /v1/nodeclaims       every NodeClaim of the cluster, paged with ?limit= -> 200 NodeClaimList
 //	GET  /v1/events           the newest unexpired event records (ddbstore.ListEvents), at most
 //	                          v1.MaxEventsPerList and 4 MiB of them, oldest first -> 200 EventList
-//	GET  /v1/nodeclasses      what the Lambdas last resolved for each EC2NodeClass, by name -> 200 NodeClassStatusList
+//	GET  /v1/nodeclasses      what the Lambdas last resolved for each EC2NodeClass, by name, paged -> 200 NodeClassStatusList
 //
 // A body over v1.MaxMessageBytes is refused with 413 before it is decoded.
 // A malformed or invalid message (truncated JSON, wrong types, unknown
 // kind, missing fields, another cluster's, an Idempotency-Key header that
 // differs from the body's id) gets a 4xx ErrorResponse naming the field
 // paths at fault, and nothing is stored or enqueued. Every POST is
-// idempotent by message ID: the first accepted request claims the ID
-// (a DynamoDB conditional write) before acting; a repeat is answered as the
-// first one was, with Duplicate set, and changes nothing; if acting fails,
-// the claim is released so the sender's retry is not dropped, and the
-// answer is a 5xx the sender retries. Registrations share the pod batches'
+// idempotent by message ID: the first accepted request takes the ID's
+// pending claim (a DynamoDB conditional write) before acting and records it
+// as done only after the effect; a repeat of a done ID is answered as the
+// first one was, with Duplicate set, and changes nothing; a repeat while the
+// claim is pending (the first request still applying, or killed mid-apply
+// until its claim lapses) gets 409 with Retry-After and changes nothing; if
+// acting fails, the claim is abandoned so the sender's retry is applied, and
+// the answer is a 5xx the sender retries. Registrations share the pod batches'
 // message group (the cluster name), so every NodeClaim write stays with the
 // single provisioner invocation of the cluster. A message's SQS
 // deduplication ID is its kind and ID ("PodBatch-<id>"), so a pod batch and
@@ -35,13 +38,16 @@ package handler
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,6 +73,11 @@ type Config struct {
 	// IdempotencyTTL is how long a message ID is remembered: longer than
 	// the forwarder retries one message (about a minute). Default 1 h.
 	IdempotencyTTL time.Duration
+	// ApplyLease is how long one request holds a message ID while applying
+	// it; a repeat meanwhile is told to retry. It must exceed the Lambda's
+	// timeout (25 s), so a live apply is never taken over; a claim left by an
+	// invocation killed mid-apply lapses after it. Default 30 s.
+	ApplyLease time.Duration
 	// PayloadTTL keeps claim-checked payloads; it must exceed the queue's
 	// message retention. Default 4 days (SQS's default retention).
 	PayloadTTL time.Duration
@@ -75,8 +86,8 @@ type Config struct {
 }
 
 // LoadConfig reads the configuration: CLUSTER_NAME, TABLE_NAME and
-// QUEUE_URL (required), IDEMPOTENCY_TTL and PAYLOAD_TTL (Go durations) and
-// LOG_LEVEL. It reports every problem at once.
+// QUEUE_URL (required), IDEMPOTENCY_TTL, APPLY_LEASE and PAYLOAD_TTL (Go
+// durations) and LOG_LEVEL. It reports every problem at once.
 func LoadConfig(getenv func(string) string) (Config, error) {
 	e := lambdakit.NewEnv(getenv)
 	c := Config{
@@ -84,6 +95,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Table:          e.String("TABLE_NAME"),
 		QueueURL:       e.String("QUEUE_URL"),
 		IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", time.Hour, time.Minute),
+		ApplyLease:     e.Duration("APPLY_LEASE", 30*time.Second, time.Second),
 		PayloadTTL:     e.Duration("PAYLOAD_TTL", 96*time.Hour, time.Hour),
 		LogLevel:       e.Level("LOG_LEVEL"),
 	}
@@ -92,8 +104,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 
 // store is what the intake reads and writes in DynamoDB (*ddbstore.Store).
 type store interface {
-	ClaimIdempotencyKey(ctx context.Context, scope, key string, now time.Time, ttl time.Duration) (bool, error)
-	ReleaseIdempotencyKey(ctx context.Context, scope, key string) error
+	BeginApply(ctx context.Context, scope, key, holder string, now time.Time, pendingFor time.Duration) (ddbstore.KeyClaim, error)
+	CompleteApply(ctx context.Context, scope, key, holder string, now time.Time, ttl time.Duration) error
+	AbandonApply(ctx context.Context, scope, key, holder string) error
 	HasIdempotencyKey(ctx context.Context, scope, key string, now time.Time) (bool, error)
 	BatchResult(ctx context.Context, batchID string, now time.Time) (v1.PodBatchResult, bool, error)
 	GetConfig(ctx context.Context) (ddbstore.ConfigSnapshot, error)
@@ -101,6 +114,8 @@ type store interface {
 	PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, now time.Time) (ddbstore.SnapshotPartResult, error)
 	PutPayload(ctx context.Context, key string, data []byte, now time.Time, ttl time.Duration) error
 	ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
+	ListNodeClaimsPage(ctx context.Context, after string, limit int) ([]v1.NodeClaim, bool, error)
+	ListNodeClassStatusesPage(ctx context.Context, after string, limit int) ([]v1.NodeClassStatus, bool, error)
 	ListEvents(ctx context.Context, now time.Time) ([]ddbstore.Event, error)
 	ListNodeClassStatuses(ctx context.Context) ([]v1.NodeClassStatus, error)
 }
@@ -136,8 +151,8 @@ func New(cfg Config, deps Deps) (*Handler, error) {
 	switch {
 	case cfg.Cluster == "":
 		return nil, errors.New("intake: cluster: required")
-	case cfg.IdempotencyTTL <= 0 || cfg.PayloadTTL <= 0:
-		return nil, errors.New("intake: IdempotencyTTL and PayloadTTL must be positive")
+	case cfg.IdempotencyTTL <= 0 || cfg.PayloadTTL <= 0 || cfg.ApplyLease <= 0:
+		return nil, errors.New("intake: IdempotencyTTL, ApplyLease and PayloadTTL must be positive")
 	case deps.Store == nil || deps.Queue == nil || deps.Log == nil || deps.Now == nil:
 		return nil, errors.New("intake: Store, Queue, Log and Now are required")
 	}
@@ -189,11 +204,11 @@ func (h *Handler) route(ctx context.Context, req events.APIGatewayProxyRequest) 
 	case path == v1.RouteSnapshots:
 		routes = []route{{http.MethodPost, func() events.APIGatewayProxyResponse { return h.postSnapshot(ctx, req) }}}
 	case path == v1.RouteNodeClaims:
-		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClaims(ctx) }}}
+		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClaims(ctx, req) }}}
 	case path == v1.RouteEvents:
 		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getEvents(ctx) }}}
 	case path == v1.RouteNodeClasses:
-		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClasses(ctx) }}}
+		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClasses(ctx, req) }}}
 	default:
 		return errorResponse(http.StatusNotFound, v1.ErrorResponse{Message: fmt.Sprintf("no route %s", req.Path)})
 	}
@@ -268,27 +283,68 @@ func header(req events.APIGatewayProxyRequest, name string) string {
 	return ""
 }
 
-// accept runs apply once per (scope, id): it claims the ID, applies, and
-// releases the claim if applying fails, so the message is either applied
-// and remembered or neither. It reports whether the ID was seen before
-// (nothing is applied then).
-func (h *Handler) accept(ctx context.Context, scope, id string, apply func(context.Context) error) (bool, error) {
-	seen, err := h.deps.Store.ClaimIdempotencyKey(ctx, scope, id, h.deps.Now(), h.cfg.IdempotencyTTL)
-	if err != nil {
-		return false, err
+// accepted is how accept ended when it did not fail.
+type accepted struct {
+	// duplicate: the ID was applied before; nothing was applied now.
+	duplicate bool
+	// retryAt is set when another request holds the ID's pending claim
+	// (its apply is in flight, or it died mid-apply): nothing was applied,
+	// and the sender must retry after this time.
+	retryAt time.Time
+}
+
+// accept runs apply once per (scope, id), acknowledging only what was
+// applied: it takes the ID's pending claim (ddbstore.BeginApply, held by
+// this request for ApplyLease), applies, and records the ID as done
+// (CompleteApply) only after the effect. If applying fails it abandons the
+// claim so the retry applies at once; if this invocation dies mid-apply the
+// claim lapses after ApplyLease. A repeat while the claim stands is told to
+// retry (retryAt), never answered as a duplicate. Every apply is itself
+// idempotent (SQS deduplication IDs, content-hashed config, part markers),
+// so an apply taken over after a lapse cannot apply twice.
+func (h *Handler) accept(ctx context.Context, req events.APIGatewayProxyRequest, scope, id string, apply func(context.Context) error) (accepted, error) {
+	holder := req.RequestContext.RequestID
+	if holder == "" {
+		holder = rand.Text()
 	}
-	if seen {
-		return true, nil
+	claim, err := h.deps.Store.BeginApply(ctx, scope, id, holder, h.deps.Now(), h.cfg.ApplyLease)
+	if err != nil {
+		return accepted{}, err
+	}
+	switch claim.State {
+	case ddbstore.KeyDone:
+		return accepted{duplicate: true}, nil
+	case ddbstore.KeyPending:
+		return accepted{retryAt: claim.Until}, nil
 	}
 	if err := apply(ctx); err != nil {
-		// Release even if the request's context is done: a claim left
-		// behind would turn the sender's retry into a duplicate.
-		if rerr := h.deps.Store.ReleaseIdempotencyKey(context.WithoutCancel(ctx), scope, id); rerr != nil {
-			return false, errors.Join(err, fmt.Errorf("release idempotency key: %w", rerr))
+		// Abandon even if the request's context is done: a claim left
+		// behind makes the sender wait for it to lapse.
+		if rerr := h.deps.Store.AbandonApply(context.WithoutCancel(ctx), scope, id, holder); rerr != nil {
+			return accepted{}, errors.Join(err, fmt.Errorf("abandon idempotency key: %w", rerr))
 		}
-		return false, err
+		return accepted{}, err
 	}
-	return false, nil
+	// Recorded even if the request's context is done: the effect happened.
+	if err := h.deps.Store.CompleteApply(context.WithoutCancel(ctx), scope, id, holder, h.deps.Now(), h.cfg.IdempotencyTTL); err != nil {
+		// The claim stays pending and lapses; the retry re-applies, which
+		// the apply's own idempotency absorbs.
+		return accepted{}, fmt.Errorf("record applied: %w", err)
+	}
+	return accepted{}, nil
+}
+
+// inFlight answers a repeat of a message whose apply another request holds:
+// 409 Conflict with Retry-After (whole seconds, at least 1), as the IETF
+// Idempotency-Key header draft answers a request retried while the original
+// is still being processed.
+func (h *Handler) inFlight(kind, id string, retryAt time.Time) events.APIGatewayProxyResponse {
+	secs := max(1, int(math.Ceil(retryAt.Sub(h.deps.Now()).Seconds())))
+	resp := errorResponse(http.StatusConflict, v1.ErrorResponse{
+		Message: fmt.Sprintf("%s %s is being applied by another request; retry after %d s", kind, id, secs),
+	})
+	resp.Headers["Retry-After"] = strconv.Itoa(secs)
+	return resp
 }
 
 // enqueue sends a message to the cluster's message group, as a claim check
@@ -322,12 +378,15 @@ func (h *Handler) postPodBatch(ctx context.Context, req events.APIGatewayProxyRe
 		return rejected(err)
 	}
 	h.logWarnings(ctx, v1.KindPodBatch, b.ID, warnings)
-	dup, err := h.accept(ctx, ddbstore.ScopeBatch, b.ID, h.enqueue(v1.KindPodBatch, b.ID, data))
+	acc, err := h.accept(ctx, req, ddbstore.ScopeBatch, b.ID, h.enqueue(v1.KindPodBatch, b.ID, data))
 	if err != nil {
 		return h.failed(ctx, "accept pod batch "+b.ID, err)
 	}
+	if !acc.retryAt.IsZero() {
+		return h.inFlight(v1.KindPodBatch, b.ID, acc.retryAt)
+	}
 	answer := queued(b.ID)
-	if dup {
+	if acc.duplicate {
 		if stored, found, err := h.deps.Store.BatchResult(ctx, b.ID, h.deps.Now()); err != nil {
 			return h.failed(ctx, "read batch "+b.ID, err)
 		} else if found {
@@ -382,18 +441,22 @@ func (h *Handler) postConfig(ctx context.Context, req events.APIGatewayProxyRequ
 		return rejected(err)
 	}
 	h.logWarnings(ctx, v1.KindClusterConfig, c.ID, warnings)
-	dup, err := h.accept(ctx, ddbstore.ScopeConfig, c.ID, func(ctx context.Context) error {
-		return h.putConfig(ctx, ddbstore.Config{NodePools: c.NodePools, NodeClasses: c.EC2NodeClasses})
+	acc, err := h.accept(ctx, req, ddbstore.ScopeConfig, c.ID, func(ctx context.Context) error {
+		return h.putConfig(ctx, ddbstore.Config{NodePools: c.NodePools, NodeClasses: c.EC2NodeClasses,
+			CreatedAt: c.CreatedAt.Time, Generation: c.Generation})
 	})
 	if err != nil {
 		return h.failed(ctx, "store config "+c.ID, err)
 	}
-	return jsonResponse(http.StatusAccepted, receipt(c.ID, dup))
+	return h.receipt(v1.KindClusterConfig, c.ID, acc)
 }
 
 // putConfig replaces the stored configuration, re-reading its version when
 // another writer got there first. The configuration is one item, so it is
-// replaced whole or not at all.
+// replaced whole or not at all. A configuration older than the stored one
+// is done without writing: the contract keeps the newest
+// (v1.ClusterConfig.CreatedAt), so a delayed retry of an old config never
+// brings back a NodePool deleted since.
 func (h *Handler) putConfig(ctx context.Context, cfg ddbstore.Config) error {
 	for range configAttempts {
 		var version int64
@@ -405,6 +468,10 @@ func (h *Handler) putConfig(ctx context.Context, cfg ddbstore.Config) error {
 			return err
 		}
 		_, err = h.deps.Store.PutConfig(ctx, cfg, version)
+		if errors.Is(err, ddbstore.ErrSuperseded) {
+			h.deps.Log.InfoContext(ctx, "config older than the stored one; kept the stored one", "reason", err)
+			return nil
+		}
 		var conflict *ddbstore.ConflictError
 		if errors.As(err, &conflict) {
 			continue
@@ -427,11 +494,11 @@ func (h *Handler) postRegistrations(ctx context.Context, req events.APIGatewayPr
 		return rejected(err)
 	}
 	h.logWarnings(ctx, v1.KindNodeRegistrations, r.ID, warnings)
-	dup, err := h.accept(ctx, ddbstore.ScopeRegistrations, r.ID, h.enqueue(v1.KindNodeRegistrations, r.ID, data))
+	acc, err := h.accept(ctx, req, ddbstore.ScopeRegistrations, r.ID, h.enqueue(v1.KindNodeRegistrations, r.ID, data))
 	if err != nil {
 		return h.failed(ctx, "accept registrations "+r.ID, err)
 	}
-	return jsonResponse(http.StatusAccepted, receipt(r.ID, dup))
+	return h.receipt(v1.KindNodeRegistrations, r.ID, acc)
 }
 
 func (h *Handler) postSnapshot(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
@@ -447,7 +514,7 @@ func (h *Handler) postSnapshot(ctx context.Context, req events.APIGatewayProxyRe
 		return rejected(err)
 	}
 	h.logWarnings(ctx, v1.KindClusterSnapshot, s.ID, warnings)
-	dup, err := h.accept(ctx, ddbstore.ScopeSnapshot, s.ID, func(ctx context.Context) error {
+	acc, err := h.accept(ctx, req, ddbstore.ScopeSnapshot, s.ID, func(ctx context.Context) error {
 		res, err := h.deps.Store.PutSnapshotPart(ctx, s, h.deps.Now())
 		if err == nil {
 			h.deps.Log.DebugContext(ctx, "snapshot part stored", "snapshot", s.SnapshotID, "part", s.Part,
@@ -456,50 +523,144 @@ func (h *Handler) postSnapshot(ctx context.Context, req events.APIGatewayProxyRe
 		return err
 	})
 	if err != nil {
-		return h.failed(ctx, "store snapshot part "+s.ID, err)
+		return h.refusedOrFailed(ctx, "store snapshot part "+s.ID, err)
 	}
-	return jsonResponse(http.StatusAccepted, receipt(s.ID, dup))
+	return h.receipt(v1.KindClusterSnapshot, s.ID, acc)
 }
 
-func receipt(id string, dup bool) v1.Receipt {
-	return v1.Receipt{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindReceipt}, ID: id, Duplicate: dup}
+// receipt answers an accepted message: 202 Receipt, or 409 while another
+// request applies it.
+func (h *Handler) receipt(kind, id string, acc accepted) events.APIGatewayProxyResponse {
+	if !acc.retryAt.IsZero() {
+		return h.inFlight(kind, id, acc.retryAt)
+	}
+	r := v1.Receipt{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindReceipt}, ID: id, Duplicate: acc.duplicate}
+	return jsonResponse(http.StatusAccepted, r)
 }
 
-func (h *Handler) getNodeClaims(ctx context.Context) events.APIGatewayProxyResponse {
-	claims, err := h.deps.Store.ListNodeClaims(ctx)
+// getNodeClaims answers the cluster's NodeClaims, a page at a time when the
+// request asks for pages (v1 contract, Paging).
+func (h *Handler) getNodeClaims(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	claims, cont, err := listPage(ctx, req, v1.KindNodeClaim, h.deps.Store.ListNodeClaims, h.deps.Store.ListNodeClaimsPage,
+		func(c v1.NodeClaim) string { return c.Name })
 	if err != nil {
-		return h.failed(ctx, "list nodeclaims", err)
-	}
-	if claims == nil {
-		claims = []v1.NodeClaim{}
+		return h.refusedOrFailed(ctx, "list nodeclaims", err)
 	}
 	list := v1.NodeClaimList{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1.Group + "/v1", Kind: v1.KindNodeClaim + "List"},
+		ListMeta: metav1.ListMeta{Continue: cont},
 		Items:    claims,
 	}
-	resp := jsonResponse(http.StatusOK, list)
-	if len(resp.Body) > maxResponseBytes {
-		return h.failed(ctx, "list nodeclaims", fmt.Errorf("%d nodeclaims encode to %d bytes, more than a Lambda response carries (%d)", len(claims), len(resp.Body), maxResponseBytes))
-	}
-	return resp
+	return jsonResponse(http.StatusOK, list)
 }
 
 // getNodeClasses answers every recorded EC2NodeClass resolution (see
-// v1.NodeClassStatusList).
-func (h *Handler) getNodeClasses(ctx context.Context) events.APIGatewayProxyResponse {
-	recs, err := h.deps.Store.ListNodeClassStatuses(ctx)
+// v1.NodeClassStatusList), a page at a time when asked.
+func (h *Handler) getNodeClasses(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	recs, cont, err := listPage(ctx, req, v1.KindNodeClassStatuses, h.deps.Store.ListNodeClassStatuses, h.deps.Store.ListNodeClassStatusesPage,
+		func(r v1.NodeClassStatus) string { return r.Name })
 	if err != nil {
-		return h.failed(ctx, "list nodeclass status", err)
+		return h.refusedOrFailed(ctx, "list nodeclass status", err)
 	}
-	list := v1.NodeClassStatusList{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindNodeClassStatuses}, Items: recs}
-	if list.Items == nil {
-		list.Items = []v1.NodeClassStatus{}
+	list := v1.NodeClassStatusList{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindNodeClassStatuses},
+		ListMeta: metav1.ListMeta{Continue: cont},
+		Items:    recs,
 	}
-	resp := jsonResponse(http.StatusOK, list)
-	if len(resp.Body) > maxResponseBytes {
-		return h.failed(ctx, "list nodeclass status", fmt.Errorf("%d node classes encode to %d bytes, more than a Lambda response carries (%d)", len(recs), len(resp.Body), maxResponseBytes))
+	return jsonResponse(http.StatusOK, list)
+}
+
+// listEnvelope is room left in a list answer for everything but its items
+// (apiVersion, kind, the continue token, brackets).
+const listEnvelope = 4 << 10
+
+// listPage reads the items of a paged list route (v1 contract, Paging):
+// every item (all) when the request names no limit, else the page after the
+// request's continue token (page), cut further so that the items encode to
+// at most maxResponseBytes. It returns the items (never nil), the next
+// page's token ("" for the last page), and a *v1.ValidationError for a bad
+// limit or token, or an error when everything does not fit one answer.
+func listPage[T any](ctx context.Context, req events.APIGatewayProxyRequest, kind string, all func(context.Context) ([]T, error),
+	page func(context.Context, string, int) ([]T, bool, error), name func(T) string) ([]T, string, error) {
+	limit, after, err := pageRequest(req, kind)
+	if err != nil {
+		return nil, "", err
 	}
-	return resp
+	var (
+		items []T
+		more  bool
+	)
+	if limit == 0 {
+		items, err = all(ctx)
+	} else {
+		items, more, err = page(ctx, after, limit)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	size := listEnvelope
+	for i, it := range items {
+		data, err := json.Marshal(it)
+		if err != nil {
+			return nil, "", fmt.Errorf("encode %s: %w", name(it), err)
+		}
+		size += len(data) + 1
+		if size <= maxResponseBytes {
+			continue
+		}
+		if limit == 0 || i == 0 {
+			return nil, "", fmt.Errorf("%d items encode to more than a Lambda response carries (%d bytes); ask for pages (%s)", len(items), maxResponseBytes, v1.QueryLimit)
+		}
+		items, more = items[:i], true
+		break
+	}
+	if items == nil {
+		items = []T{}
+	}
+	if !more || len(items) == 0 {
+		return items, "", nil
+	}
+	return items, base64.RawURLEncoding.EncodeToString([]byte(name(items[len(items)-1]))), nil
+}
+
+// pageRequest reads a paged GET's limit (0 when absent: no paging) and the
+// name its continue token resumes after.
+func pageRequest(req events.APIGatewayProxyRequest, kind string) (int, string, error) {
+	var fields []v1.FieldError
+	limit := 0
+	if raw, ok := req.QueryStringParameters[v1.QueryLimit]; ok {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > v1.MaxListLimit {
+			fields = append(fields, v1.FieldError{Path: "query " + v1.QueryLimit, Message: fmt.Sprintf("must be a whole number from 1 to %d, got %q", v1.MaxListLimit, raw)})
+		}
+		limit = n
+	}
+	var after string
+	if tok := req.QueryStringParameters[v1.QueryContinue]; tok != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(tok)
+		switch {
+		case err != nil || len(raw) == 0:
+			fields = append(fields, v1.FieldError{Path: "query " + v1.QueryContinue, Message: "not a token this API gave"})
+		case limit == 0:
+			fields = append(fields, v1.FieldError{Path: "query " + v1.QueryContinue, Message: "requires " + v1.QueryLimit})
+		}
+		after = string(raw)
+	}
+	if len(fields) > 0 {
+		return 0, "", &v1.ValidationError{Kind: kind + "List", Fields: fields}
+	}
+	return limit, after, nil
+}
+
+// refusedOrFailed answers an error met after decoding: 400 with the field
+// paths for a request found invalid then (a bad page token, a snapshot part
+// that disagrees with its siblings), else the API's own failure.
+func (h *Handler) refusedOrFailed(ctx context.Context, what string, err error) events.APIGatewayProxyResponse {
+	var invalid *v1.ValidationError
+	if errors.As(err, &invalid) {
+		return rejected(err)
+	}
+	return h.failed(ctx, what, err)
 }
 
 // getEvents answers the newest unexpired event records (see v1.EventList):

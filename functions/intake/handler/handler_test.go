@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodewright/nodewright/functions/intake/handler"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/queue"
 )
@@ -32,7 +33,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadConfig() error = %v", err)
 	}
-	want := handler.Config{Cluster: "prod", Table: "nw", QueueURL: "https://sqs/q.fifo", IdempotencyTTL: 2 * time.Hour, PayloadTTL: 96 * time.Hour}
+	want := handler.Config{Cluster: "prod", Table: "nw", QueueURL: "https://sqs/q.fifo", IdempotencyTTL: 2 * time.Hour, ApplyLease: 30 * time.Second, PayloadTTL: 96 * time.Hour}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig() mismatch (-want +got):\n%s", diff)
 	}
@@ -139,6 +140,69 @@ func TestPostPodBatchDuplicates(t *testing.T) {
 			t.Errorf("stored payload = %s, want the request body", payload)
 		}
 	})
+}
+
+// TestPostAcknowledgesOnlyWhatWasApplied injects the interleavings of issue
+// 13 item 3: a retry that arrives while the first request is still applying,
+// and a retry after an invocation that died mid-apply without releasing its
+// claim. Neither retry may be answered as a duplicate before the apply is
+// recorded: each is told to retry (409, Retry-After) and is applied once.
+func TestPostAcknowledgesOnlyWhatWasApplied(t *testing.T) {
+	routes := []struct {
+		route, id, body, kind string
+	}{
+		{v1.RoutePodBatches, "b1", okBatch("b1"), v1.KindPodBatch},
+		{v1.RouteRegistrations, "r1", registrations("r1"), v1.KindNodeRegistrations},
+	}
+	for _, r := range routes {
+		t.Run("should tell a retry of a "+r.kind+" still being applied to retry, then answer it as a duplicate", func(t *testing.T) {
+			e := newEnv(t)
+			e.sender.Block, e.sender.Sending = make(chan struct{}), make(chan struct{})
+			first := make(chan events.APIGatewayProxyResponse)
+			go func() {
+				resp, _ := e.h.Handle(context.Background(), post(r.route, r.id, r.body))
+				first <- resp
+			}()
+			<-e.sender.Sending
+			var busy v1.ErrorResponse
+			resp := e.do(t, post(r.route, r.id, r.body), http.StatusConflict, &busy)
+			if resp.Headers["Retry-After"] != "30" || !strings.Contains(busy.Message, "being applied") {
+				t.Errorf("in-flight repeat answered Retry-After %q, %q; want 30 s and the reason", resp.Headers["Retry-After"], busy.Message)
+			}
+			close(e.sender.Block)
+			if resp := <-first; resp.StatusCode != http.StatusAccepted || strings.Contains(resp.Body, `"duplicate":true`) {
+				t.Errorf("first request answered %d %s, want 202 and not a duplicate", resp.StatusCode, resp.Body)
+			}
+			resp = e.do(t, post(r.route, r.id, r.body), http.StatusAccepted, nil)
+			if !strings.Contains(resp.Body, `"duplicate":true`) {
+				t.Errorf("repeat after the apply answered %s, want a duplicate", resp.Body)
+			}
+			if n := len(e.received(t)); n != 1 {
+				t.Errorf("queued %d messages, want 1", n)
+			}
+		})
+		t.Run("should make retries of a "+r.kind+" whose apply died unreleased wait for the claim to lapse, then apply it", func(t *testing.T) {
+			e := newEnv(t)
+			e.sender.Fail, e.faults.FailDeletes = 1, 1 // the apply fails, and so does the release
+			e.do(t, post(r.route, r.id, r.body), http.StatusInternalServerError, nil)
+			e.clock.Advance(10 * time.Second)
+			resp := e.do(t, post(r.route, r.id, r.body), http.StatusConflict, nil)
+			if resp.Headers["Retry-After"] != "20" {
+				t.Errorf("Retry-After = %q, want the 20 s left of the dead request's claim", resp.Headers["Retry-After"])
+			}
+			if n := len(e.received(t)); n != 0 {
+				t.Fatalf("queued %d messages before the retry applied, want 0", n)
+			}
+			e.clock.Advance(20 * time.Second)
+			resp = e.do(t, post(r.route, r.id, r.body), http.StatusAccepted, nil)
+			if strings.Contains(resp.Body, `"duplicate":true`) {
+				t.Errorf("retry after the claim lapsed answered %s, want a first acceptance", resp.Body)
+			}
+			if n := len(e.received(t)); n != 1 {
+				t.Errorf("queued %d messages, want 1", n)
+			}
+		})
+	}
 }
 
 // TestRejections covers issue 4's malformed batches and the contract's
@@ -258,6 +322,70 @@ func TestPostConfig(t *testing.T) {
 	}
 }
 
+// TestPostConfigKeepsTheNewest: a config read before a NodePool was deleted
+// but arriving after the config without it (a slow retry) is acknowledged
+// and discarded, so the deleted NodePool never comes back.
+func TestPostConfigKeepsTheNewest(t *testing.T) {
+	e := newEnv(t)
+	older := strings.Replace(config("c1", "a", "gone"), createdAt, `"createdAt":"2030-01-02T03:04:00Z","generation":1`, 1)
+	newer := strings.Replace(config("c2", "a"), createdAt, `"createdAt":"2030-01-02T03:04:01Z","generation":2`, 1)
+	e.do(t, post(v1.RouteConfig, "c2", newer), http.StatusAccepted, nil)
+	var got v1.Receipt
+	e.do(t, post(v1.RouteConfig, "c1", older), http.StatusAccepted, &got)
+	if got.Duplicate {
+		t.Error("older config answered as a duplicate, want a first acceptance (it was judged, and kept out)")
+	}
+	snap, err := e.store.GetConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, np := range snap.NodePools {
+		names = append(names, np.Name)
+	}
+	if diff := cmp.Diff([]string{"a"}, names); diff != "" {
+		t.Errorf("stored NodePools mismatch, the deleted one came back (-want +got):\n%s", diff)
+	}
+}
+
+// TestTouchesOnlyTheKeysItsRoleAllows runs every route, failure paths
+// included, and checks each DynamoDB call against the partition keys
+// ddbstore.Schema grants the intake (which the CDK app turns into the
+// intake role's dynamodb:LeadingKeys conditions): IAM and the store cannot
+// disagree unnoticed.
+func TestTouchesOnlyTheKeysItsRoleAllows(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.store.PutNodeClaim(ctx, v1.NodeClaim{TypeMeta: metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: v1.KindNodeClaim}, ObjectMeta: metav1.ObjectMeta{Name: "default-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.calls.Reset()
+	e.do(t, post(v1.RoutePodBatches, "b1", okBatch("b1")), http.StatusAccepted, nil)
+	e.do(t, post(v1.RoutePodBatches, "b1", okBatch("b1")), http.StatusAccepted, nil)
+	e.do(t, get(v1.RoutePodBatches+"/b1"), http.StatusOK, nil)
+	e.sender.TooLarge = true
+	e.do(t, post(v1.RouteRegistrations, "r1", registrations("r1")), http.StatusAccepted, nil)
+	e.sender.TooLarge, e.sender.Fail = false, 1
+	e.do(t, post(v1.RouteRegistrations, "r2", registrations("r2")), http.StatusInternalServerError, nil)
+	e.do(t, post(v1.RouteConfig, "c1", config("c1", "a")), http.StatusAccepted, nil)
+	e.do(t, post(v1.RouteSnapshots, "p0", snapshot("p0", "snap", 0, 2)), http.StatusAccepted, nil)
+	e.do(t, post(v1.RouteSnapshots, "p1", snapshot("p1", "snap", 1, 2)), http.StatusAccepted, nil)
+	e.do(t, get(v1.RouteNodeClaims), http.StatusOK, nil)
+	paged := get(v1.RouteNodeClaims)
+	paged.QueryStringParameters = map[string]string{v1.QueryLimit: "10"}
+	e.do(t, paged, http.StatusOK, nil)
+	e.do(t, get(v1.RouteEvents), http.StatusOK, nil)
+	e.do(t, get(v1.RouteNodeClasses), http.StatusOK, nil)
+
+	access := ddbstore.Schema().Access["intake"]
+	for _, c := range e.calls.Denied(func(c awstest.DynamoDBCall) bool { return access.Allows(cluster, c.Op, c.Index, c.PartitionKey) }) {
+		t.Errorf("%s %s %s: not in the intake's access (ddbstore.Schema): its role would be denied", c.Op, c.Index, c.PartitionKey)
+	}
+	if n := len(e.calls.Calls()); n < 20 {
+		t.Errorf("recorded %d calls, want the routes' calls recorded", n)
+	}
+}
+
 func TestPostRegistrations(t *testing.T) {
 	e := newEnv(t)
 	var got v1.Receipt
@@ -289,6 +417,22 @@ func TestPostSnapshots(t *testing.T) {
 	}
 }
 
+func TestPostSnapshotPartsThatDisagreeAreRefused(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, post(v1.RouteSnapshots, "p0", snapshot("p0", "snap", 0, 3)), http.StatusAccepted, nil)
+	var refused v1.ErrorResponse
+	e.do(t, post(v1.RouteSnapshots, "p1", snapshot("p1", "snap", 1, 2)), http.StatusBadRequest, &refused)
+	if len(refused.Fields) != 1 || refused.Fields[0].Path != "parts" {
+		t.Errorf("fields = %+v, want one at parts", refused.Fields)
+	}
+	if _, err := e.store.CurrentSnapshot(context.Background(), t0); err == nil {
+		t.Error("CurrentSnapshot() error = nil, want no current snapshot: two of three parts arrived")
+	}
+	// The refusal is final for that body, and released the ID: a corrected
+	// part under the same ID is applied.
+	e.do(t, post(v1.RouteSnapshots, "p1", snapshot("p1", "snap", 1, 3)), http.StatusAccepted, nil)
+}
+
 func TestGetNodeClaims(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -311,6 +455,96 @@ func TestGetNodeClaims(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"default-a@1", "default-b@1"}, names); diff != "" {
 		t.Errorf("listed nodeclaims mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestGetNodeClaimsPages lists more NodeClaims than one answer carries:
+// 500 claims of about 9 KB encode to 4.6 MB, past the 4 MiB a Lambda
+// answer holds, and past DynamoDB's 1 MB Query pages.
+func TestGetNodeClaimsPages(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	var want []string
+	for i := range 500 {
+		name := fmt.Sprintf("default-%03d", i)
+		want = append(want, name)
+		c := v1.NodeClaim{TypeMeta: metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: v1.KindNodeClaim},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"example.com/padding": strings.Repeat("x", 9000)}}}
+		if _, err := e.store.PutNodeClaim(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("should answer every NodeClaim exactly once across pages that each fit a Lambda answer", func(t *testing.T) {
+		var got []string
+		pages := 0
+		token := ""
+		for ; pages < 20; pages++ {
+			req := get(v1.RouteNodeClaims)
+			req.QueryStringParameters = map[string]string{v1.QueryLimit: "1000"}
+			if token != "" {
+				req.QueryStringParameters[v1.QueryContinue] = token
+			}
+			var page v1.NodeClaimList
+			resp := e.do(t, req, http.StatusOK, &page)
+			if len(resp.Body) > 4<<20 {
+				t.Errorf("page %d is %d bytes, more than 4 MiB", pages, len(resp.Body))
+			}
+			for _, c := range page.Items {
+				got = append(got, c.Name)
+			}
+			if token = page.Continue; token == "" {
+				break
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("paged nodeclaims mismatch (-want +got):\n%s", diff)
+		}
+		if pages < 1 {
+			t.Errorf("answered in %d pages, want at least 2", pages+1)
+		}
+	})
+	t.Run("should keep a page within its limit", func(t *testing.T) {
+		req := get(v1.RouteNodeClaims)
+		req.QueryStringParameters = map[string]string{v1.QueryLimit: "7"}
+		var page v1.NodeClaimList
+		e.do(t, req, http.StatusOK, &page)
+		if len(page.Items) != 7 || page.Continue == "" {
+			t.Errorf("page of limit 7 = %d items, continue %q; want 7 and a token", len(page.Items), page.Continue)
+		}
+	})
+	t.Run("should fail a list too large for one answer when no page is asked for", func(t *testing.T) {
+		var failed v1.ErrorResponse
+		e.do(t, get(v1.RouteNodeClaims), http.StatusInternalServerError, &failed)
+		if !strings.Contains(failed.Message, "ask for pages") {
+			t.Errorf("message = %q, want it to point at paging", failed.Message)
+		}
+	})
+}
+
+func TestGetListPageRejections(t *testing.T) {
+	tests := []struct {
+		name      string
+		route     string
+		query     map[string]string
+		wantField string
+	}{
+		{name: "should refuse a limit of zero", route: v1.RouteNodeClaims, query: map[string]string{v1.QueryLimit: "0"}, wantField: "query limit"},
+		{name: "should refuse a limit above the maximum", route: v1.RouteNodeClasses, query: map[string]string{v1.QueryLimit: "1001"}, wantField: "query limit"},
+		{name: "should refuse a limit that is not a number", route: v1.RouteNodeClaims, query: map[string]string{v1.QueryLimit: "ten"}, wantField: "query limit"},
+		{name: "should refuse a token it never gave", route: v1.RouteNodeClaims, query: map[string]string{v1.QueryLimit: "10", v1.QueryContinue: "%%%"}, wantField: "query continue"},
+		{name: "should refuse a token without a limit", route: v1.RouteNodeClasses, query: map[string]string{v1.QueryContinue: "YQ"}, wantField: "query continue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			req := get(tt.route)
+			req.QueryStringParameters = tt.query
+			var got v1.ErrorResponse
+			e.do(t, req, http.StatusBadRequest, &got)
+			if len(got.Fields) != 1 || got.Fields[0].Path != tt.wantField {
+				t.Errorf("fields = %+v, want one at %q", got.Fields, tt.wantField)
+			}
+		})
 	}
 }
 

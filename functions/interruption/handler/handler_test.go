@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
 	"github.com/nodewright/nodewright/shared/interruption"
@@ -871,7 +872,8 @@ func TestHandleWithRealAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateStateMachine() error = %v", err)
 	}
-	st, err := ddbstore.New(ddb, table, "test")
+	calls := &awstest.DynamoDBRecorder{Next: ddb, PartitionKey: "pk"}
+	st, err := ddbstore.New(calls, table, "test")
 	if err != nil {
 		t.Fatalf("ddbstore.New() error = %v", err)
 	}
@@ -883,6 +885,7 @@ func TestHandleWithRealAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PutNodeClaim() error = %v", err)
 	}
+	calls.Reset()
 	h := newHandler(t, st, starter)
 	// kumo's TTL reaper deletes items whose expiresAt is before the wall
 	// clock; a clock ahead of it keeps the reaper away.
@@ -897,6 +900,13 @@ func TestHandleWithRealAdapters(t *testing.T) {
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("delivery %d: Handle() = %v, %v; want no failures", i+1, resp.BatchItemFailures, err)
 		}
+	}
+
+	// Every call is within the role the CDK app builds from the schema's
+	// access (dynamodb:LeadingKeys): IAM and the store cannot disagree.
+	access := ddbstore.Schema().Access["interruption"]
+	for _, c := range calls.Denied(func(c awstest.DynamoDBCall) bool { return access.Allows("test", c.Op, c.Index, c.PartitionKey) }) {
+		t.Errorf("%s %s %s: not in the interruption function's access (ddbstore.Schema): its role would be denied", c.Op, c.Index, c.PartitionKey)
 	}
 
 	list, err := sf.ListExecutions(ctx, &sfn.ListExecutionsInput{StateMachineArn: sm.StateMachineArn})

@@ -83,11 +83,193 @@ func Unmarshal(data []byte, v any) (strays []Stray, err error) {
 // locate walks data alongside t to find the innermost field whose value does
 // not decode, so the error can name it. whole is the error of decoding the
 // entire value and is returned when no narrower field can be blamed.
+//
+// A type error carries the byte offset the decoder had reached, so the
+// value at fault is found by following that offset down the document and
+// only that value is decoded again: the error path costs about what a valid
+// document of the same size does. An error without an offset (a custom
+// unmarshaler's, such as a malformed quantity) is found by decoding only
+// the self-decoding values, in document order. The level-by-level walk,
+// which decodes each level's members in turn, is the fallback.
 func locate(data []byte, t reflect.Type, path string, whole error) *FieldError {
+	if off, ok := errorOffset(whole); ok {
+		sub, st, sp := narrow(data, t, path, off)
+		if fe := walk(sub, st, sp); fe != nil {
+			return fe
+		}
+	} else if sub, st, sp := firstBadLeaf(data, t, path); sub != nil {
+		if fe := walk(sub, st, sp); fe != nil {
+			return fe
+		}
+	}
 	if fe := walk(data, t, path); fe != nil {
 		return fe
 	}
 	return &FieldError{Path: path, Err: describe(whole, t)}
+}
+
+// errorOffset returns the Offset of a decoder type error: sigs.k8s.io/json
+// returns its fork of encoding/json's UnmarshalTypeError, an internal type,
+// so the field is read by reflection. The offset is just past the value at
+// fault for a scalar, just past its opening bracket for an object or list.
+func errorOffset(err error) (int, bool) {
+	v := reflect.ValueOf(err)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct ||
+		!strings.HasSuffix(v.Elem().Type().Name(), "UnmarshalTypeError") {
+		return 0, false
+	}
+	f := v.Elem().FieldByName("Offset")
+	if !f.IsValid() || f.Kind() != reflect.Int64 {
+		return 0, false
+	}
+	return int(f.Int()), true
+}
+
+// narrow follows offset off down data (valid JSON decoded as t at path) to
+// the innermost value that contains it and that t's fields name, and returns
+// that value, its type and its path. It allocates only the keys it reads.
+func narrow(data []byte, t reflect.Type, path string, off int) ([]byte, reflect.Type, string) {
+	for {
+		var (
+			next     []byte
+			nextT    reflect.Type
+			nextPath string
+			nextAt   int
+		)
+		members(data, t, path, func(v []byte, vs int, mt reflect.Type, mp string) bool {
+			if vs < off && off <= vs+len(v) {
+				next, nextT, nextPath, nextAt = v, mt, mp, vs
+				return true
+			}
+			return false
+		})
+		if next == nil {
+			return data, t, path
+		}
+		off -= nextAt
+		data, t, path = next, nextT, nextPath
+	}
+}
+
+// firstBadLeaf returns the first value in document order, among those t's
+// fields name, whose type decodes itself (a quantity, a time, an
+// int-or-string) and refuses its bytes, with its type and path; nil when
+// none does. It decodes only those values, one at a time.
+func firstBadLeaf(data []byte, t reflect.Type, path string) ([]byte, reflect.Type, string) {
+	if isLeaf(t) {
+		if hasUnmarshaler(t) && kjson.UnmarshalCaseSensitivePreserveInts(data, reflect.New(t).Interface()) != nil {
+			return data, t, path
+		}
+		return nil, nil, ""
+	}
+	var bad []byte
+	var badT reflect.Type
+	var badPath string
+	members(data, t, path, func(v []byte, _ int, mt reflect.Type, mp string) bool {
+		bad, badT, badPath = firstBadLeaf(v, mt, mp)
+		return bad != nil
+	})
+	return bad, badT, badPath
+}
+
+// members calls visit with each member of the object or list data (valid
+// JSON, decoded as the struct, map, slice or array t) that t's fields name:
+// its value, the value's offset in data, its type and its path, in document
+// order, until visit returns true. Keys are decoded only for the members
+// visited.
+func members(data []byte, t reflect.Type, path string, visit func(v []byte, at int, mt reflect.Type, mp string) bool) {
+	base := t
+	for base.Kind() == reflect.Pointer {
+		base = base.Elem()
+	}
+	i := skipSpace(data, 0)
+	if i >= len(data) {
+		return
+	}
+	switch {
+	case data[i] == '{' && (base.Kind() == reflect.Struct || base.Kind() == reflect.Map):
+		var fields map[string]reflect.Type
+		if base.Kind() == reflect.Struct {
+			fields = jsonFields(base)
+		}
+		for i = skipSpace(data, i+1); i < len(data) && data[i] == '"'; {
+			ke := skipValue(data, i)
+			vs := skipSpace(data, skipSpace(data, ke)+1) // past ':'
+			ve := skipValue(data, vs)
+			var key string
+			if json.Unmarshal(data[i:ke], &key) == nil {
+				if base.Kind() == reflect.Map {
+					if visit(data[vs:ve], vs, base.Elem(), path+"["+key+"]") {
+						return
+					}
+				} else if ft, ok := fields[key]; ok && visit(data[vs:ve], vs, ft, join(path, key)) {
+					return
+				}
+			}
+			i = skipSpace(data, ve)
+			if i < len(data) && data[i] == ',' {
+				i = skipSpace(data, i+1)
+			}
+		}
+	case data[i] == '[' && (base.Kind() == reflect.Slice || base.Kind() == reflect.Array):
+		for n, j := 0, skipSpace(data, i+1); j < len(data) && data[j] != ']'; n++ {
+			ve := skipValue(data, j)
+			if visit(data[j:ve], j, base.Elem(), fmt.Sprintf("%s[%d]", path, n)) {
+				return
+			}
+			j = skipSpace(data, ve)
+			if j < len(data) && data[j] == ',' {
+				j = skipSpace(data, j+1)
+			}
+		}
+	}
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end (exclusive) of the JSON value starting at i in
+// valid JSON.
+func skipValue(data []byte, i int) int {
+	if i >= len(data) {
+		return i
+	}
+	switch data[i] {
+	case '"':
+		for j := i + 1; j < len(data); j++ {
+			switch data[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return len(data)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				j = skipValue(data, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(data)
+	}
+	j := i
+	for j < len(data) && !strings.ContainsRune(",}] \t\n\r", rune(data[j])) {
+		j++
+	}
+	return j
 }
 
 func walk(data []byte, t reflect.Type, path string) *FieldError {

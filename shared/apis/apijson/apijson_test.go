@@ -65,6 +65,9 @@ func TestUnmarshalErrors(t *testing.T) {
 		{name: "should locate a bad quantity", give: `{"size":"big"}`, wantPath: "size", wantMsg: `expected a quantity such as "500m", "4" or "16Gi"`},
 		{name: "should report a list given for an object", give: `{"items":[[]]}`, wantPath: "items[0]", wantMsg: "expected an object, got array"},
 		{name: "should report a bool given as a string", give: `{"flag":"yes"}`, wantPath: "flag", wantMsg: "expected true or false, got string"},
+		{name: "should locate a wrong type after strings holding brackets, quotes and escapes", give: "{ \"name\" : \"a}]\\\"[{\" ,\n \"items\" : [ {\"n\":1} ,\t{\"n\" : true } ] }", wantPath: "items[1].n", wantMsg: "expected an integer, got bool"},
+		{name: "should locate a wrong type in the second map of maps", give: `{"items":[{"n":1},{"n":2}],"byKey":{"x":{"a":"1"},"y":{"z":2}}}`, wantPath: "byKey[y][z]", wantMsg: "expected a string, got number"},
+		{name: "should locate the value at fault when a key appears twice", give: `{"items":[{"n":1}],"items":[{"n":1},{"n":{}}]}`, wantPath: "items[1].n", wantMsg: "expected an integer, got object"},
 		{name: "should report a malformed document", give: `{"name":`, wantPath: "", wantMsg: "not valid JSON: unexpected end of JSON input"},
 	}
 	for _, tt := range tests {

@@ -11,15 +11,28 @@ package v1
 //	POST RouteConfig               ClusterConfig     -> 202 Receipt
 //	POST RouteRegistrations        NodeRegistrations -> 202 Receipt
 //	POST RouteSnapshots            ClusterSnapshot   -> 202 Receipt
-//	GET  RouteNodeClaims                             -> 200 NodeClaimList (every NodeClaim the API holds for the cluster)
+//	GET  RouteNodeClaims                             -> 200 NodeClaimList (every NodeClaim the API holds for the cluster; paged, see below)
 //	GET  RouteEvents                                 -> 200 EventList (the newest unexpired event records, at most MaxEventsPerList)
-//	GET  RouteNodeClasses                            -> 200 NodeClassStatusList (what the API last resolved for each EC2NodeClass)
+//	GET  RouteNodeClasses                            -> 200 NodeClassStatusList (what the API last resolved for each EC2NodeClass; paged)
+//
+// Paging, as the Kubernetes API pages lists. A GET of RouteNodeClaims or
+// RouteNodeClasses with the query parameter QueryLimit (1..MaxListLimit)
+// answers at most that many items, fewer when their encoding would pass
+// MaxMessageBytes, sorted by name, and sets metadata.continue when more may
+// follow; the next page is asked with the same limit and QueryContinue set to
+// that token, until an answer has no token. An item that exists for the whole
+// listing is on exactly one page. Without QueryLimit the answer holds every
+// item, or is a 500 when they do not fit one answer.
 //
 // A rejected request gets a 4xx and an ErrorResponse naming the field paths at
 // fault (HTTPStatus maps decode errors to codes); nothing of it is stored. A
 // POST repeating an ID the API has already accepted is answered as the
 // first one was (Duplicate set) and changes nothing, so a sender may retry any
-// POST with the same body until it gets an answer.
+// POST with the same body until it gets an answer. A POST repeating an ID
+// whose first request is still being applied (or died mid-apply, until its
+// claim lapses about 30 s later) is answered 409 Conflict with Retry-After
+// (seconds) and changes nothing; the sender retries the same body after that
+// delay. A 2xx is only ever given once the message is applied.
 //
 // Versioning. Every message names APIVersion and its kind. Within v1,
 // changes are additive only: a new optional field, never a removed, renamed or
@@ -79,6 +92,14 @@ const (
 	RouteNodeClaims    = "/v1/nodeclaims"
 	RouteEvents        = "/v1/events"
 	RouteNodeClasses   = "/v1/nodeclasses"
+)
+
+// Query parameters of the paged GET routes (see Paging above).
+const (
+	QueryLimit    = "limit"
+	QueryContinue = "continue"
+	// MaxListLimit bounds QueryLimit.
+	MaxListLimit = 1000
 )
 
 // HeaderIdempotencyKey carries a message's ID on every POST; it must equal
@@ -420,8 +441,14 @@ type ClusterConfig struct {
 	ID      string `json:"id"`
 	Cluster string `json:"cluster"`
 	// CreatedAt is when the forwarder read the objects; the API keeps the
-	// newest config it has received.
+	// newest config it has received, by CreatedAt (millisecond precision)
+	// and then Generation: a config older than the stored one is
+	// acknowledged and discarded, so a delayed retry never brings back a
+	// NodePool deleted since.
 	CreatedAt metav1.Time `json:"createdAt"`
+	// Generation orders configs with the same CreatedAt: the forwarder
+	// numbers the configs it builds 1, 2, ... Optional (0).
+	Generation int64 `json:"generation,omitempty"`
 	// NodePools and EC2NodeClasses have distinct, non-empty names; at most
 	// MaxConfigObjects each.
 	NodePools      []NodePool     `json:"nodePools"`
@@ -594,6 +621,8 @@ type EventRecord struct {
 // node-class controller does (aws: pkg/controllers/nodeclass).
 type NodeClassStatusList struct {
 	metav1.TypeMeta `json:",inline"`
+	// ListMeta.Continue is set when a paged answer has more (see Paging).
+	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodeClassStatus `json:"items"`
 }
 
@@ -779,6 +808,9 @@ func (b *PodBatch) Validate() error {
 func (c *ClusterConfig) Validate() error {
 	var errs fieldErrors
 	validateEnvelope(&errs, c.TypeMeta, KindClusterConfig, c.ID, c.Cluster, c.CreatedAt)
+	if c.Generation < 0 {
+		errs.add("generation", "must not be negative, got %d", c.Generation)
+	}
 	if len(c.NodePools) > MaxConfigObjects {
 		errs.add("nodePools", "lists %d NodePools, at most %d are allowed", len(c.NodePools), MaxConfigObjects)
 	}
@@ -831,9 +863,13 @@ func (r *NodeRegistrations) Validate() error {
 }
 
 // Validate checks a ClusterSnapshot part: envelope, snapshotID, 0 <= part <
-// parts <= MaxSnapshotParts, the per-part bounds, distinct node names,
-// distinct pod UIDs, each pod's summary and that every pod names its node,
-// and named PDBs and DaemonSets.
+// parts <= MaxSnapshotParts, the per-part bounds, distinct node names and no
+// negative node capacity or allocatable, distinct pod UIDs, each pod's
+// summary and that every pod names its node, named PDBs whose counts
+// (disruptionsAllowed and the healthy/expected counts, as policy/v1 status
+// holds them) are not negative, and named DaemonSets. That the parts of one
+// snapshot agree (one part count, no node in two parts) is checked where
+// they meet (ddbstore.PutSnapshotPart).
 func (s *ClusterSnapshot) Validate() error {
 	var errs fieldErrors
 	validateEnvelope(&errs, s.TypeMeta, KindClusterSnapshot, s.ID, s.Cluster, s.CreatedAt)
@@ -853,6 +889,8 @@ func (s *ClusterSnapshot) Validate() error {
 	names := make([]string, len(s.Nodes))
 	for i, n := range s.Nodes {
 		names[i] = n.Name
+		validateResources(&errs, child(index("nodes", i), "capacity"), n.Capacity)
+		validateResources(&errs, child(index("nodes", i), "allocatable"), n.Allocatable)
 	}
 	validateNames(&errs, "nodes", "name", names)
 	seen := map[types.UID]int{}
@@ -872,7 +910,16 @@ func (s *ClusterSnapshot) Validate() error {
 		seen[p.UID] = i
 	}
 	for i, pdb := range s.PodDisruptionBudgets {
-		validateNamespacedName(&errs, index("podDisruptionBudgets", i), pdb.Namespace, pdb.Name)
+		path := index("podDisruptionBudgets", i)
+		validateNamespacedName(&errs, path, pdb.Namespace, pdb.Name)
+		for _, c := range []struct {
+			field string
+			n     int32
+		}{{"disruptionsAllowed", pdb.DisruptionsAllowed}, {"currentHealthy", pdb.CurrentHealthy}, {"desiredHealthy", pdb.DesiredHealthy}, {"expectedPods", pdb.ExpectedPods}} {
+			if c.n < 0 {
+				errs.add(child(path, c.field), "must not be negative, got %d", c.n)
+			}
+		}
 	}
 	for i, ds := range s.DaemonSets {
 		path := index("daemonSets", i)

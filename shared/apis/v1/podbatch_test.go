@@ -531,6 +531,23 @@ func TestValidateOtherMessagesErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "snapshot node with negative allocatable and a PDB with negative counts",
+			give: &v1.ClusterSnapshot{
+				TypeMeta: envelope(v1.KindClusterSnapshot), ID: "cs-1-0", Cluster: "prod", CreatedAt: wireNow,
+				SnapshotID: "cs-1", Part: 0, Parts: 1,
+				Nodes: []v1.NodeSummary{{Name: "n1", CreationTimestamp: wireNow,
+					Capacity:    corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Gi")},
+					Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-2"), corev1.ResourcePods: resource.MustParse("110")}}},
+				PodDisruptionBudgets: []v1.PDBSummary{{Name: "pdb", Namespace: "ns", DisruptionsAllowed: -1, ExpectedPods: -3}},
+			},
+			want: []v1.ErrorField{
+				{Path: "nodes[0].capacity[memory]", Message: "must not be negative, got -1Gi"},
+				{Path: "nodes[0].allocatable[cpu]", Message: "must not be negative, got -2"},
+				{Path: "podDisruptionBudgets[0].disruptionsAllowed", Message: "must not be negative, got -1"},
+				{Path: "podDisruptionBudgets[0].expectedPods", Message: "must not be negative, got -3"},
+			},
+		},
+		{
 			name: "snapshot without parts",
 			give: &v1.ClusterSnapshot{TypeMeta: envelope(v1.KindClusterSnapshot), ID: "cs-1-0", Cluster: "prod", CreatedAt: wireNow, SnapshotID: "cs-1"},
 			want: []v1.ErrorField{

@@ -7,7 +7,8 @@
 // filters, TerminateInstances fails on unknown IDs), and whose every call can
 // be scripted (On.<Operation>.Err, .Output, Push) and inspected
 // (On.<Operation>.Inputs()). A request the double does not support (an
-// unknown filter name, say) fails the test.
+// unknown filter name, say) fails the test. DynamoDBPages makes a DynamoDB
+// stand-in page its Query answers at 1 MB, as DynamoDB does.
 //
 // Imported only by _test.go files and integration/. It holds no captured
 // fixtures: its data is whatever each test adds.

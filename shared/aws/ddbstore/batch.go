@@ -72,8 +72,9 @@ func (s *Store) BatchResult(ctx context.Context, batchID string, now time.Time) 
 	return r, true, nil
 }
 
-// HasIdempotencyKey reports whether key was claimed in scope and has not
-// expired at now, without claiming it. The intake API uses it to tell a
+// HasIdempotencyKey reports whether key was claimed in scope (and, for a
+// BeginApply claim, its apply completed) and has not expired at now, without
+// claiming it. The intake API uses it to tell a
 // batch it accepted but has not solved yet from one it never saw.
 func (s *Store) HasIdempotencyKey(ctx context.Context, scope, key string, now time.Time) (bool, error) {
 	pk, err := s.idempotencyPK(scope, key)
@@ -91,5 +92,5 @@ func (s *Store) HasIdempotencyKey(ctx context.Context, scope, key string, now ti
 	if err != nil {
 		return false, fmt.Errorf("read idempotency key %s/%s: %w", scope, key, err)
 	}
-	return until > now.UnixMilli(), nil
+	return until > now.UnixMilli() && getString(item, attrState) != statePending, nil
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -31,6 +32,31 @@ const (
 type Config struct {
 	NodePools   []v1.NodePool     `json:"nodePools"`
 	NodeClasses []v1.EC2NodeClass `json:"nodeClasses"`
+	// CreatedAt (millisecond precision) and then Generation order configs:
+	// PutConfig keeps the newest (v1.ClusterConfig's "newest kept"). They
+	// are stored beside the body, not in its hash.
+	CreatedAt  time.Time `json:"-"`
+	Generation int64     `json:"-"`
+}
+
+// ErrSuperseded is wrapped by PutConfig when the stored configuration is
+// newer than the one offered, which is then not written.
+var ErrSuperseded = errors.New("superseded by a newer configuration")
+
+// older reports whether a is ordered before b (CreatedAt in milliseconds,
+// then Generation). Configs of the same order replace each other in
+// arrival order.
+func older(a, b Config) bool {
+	aMs, bMs := unixMilli(a.CreatedAt), unixMilli(b.CreatedAt)
+	return aMs < bMs || (aMs == bMs && a.Generation < b.Generation)
+}
+
+// unixMilli is t in Unix milliseconds, 0 for the zero time (unordered).
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // ConfigSnapshot is a stored Config with its version.
@@ -63,11 +89,14 @@ func (s *Store) GetConfig(ctx context.Context) (ConfigSnapshot, error) {
 // snapshot exists yet (create-only). Objects are stored sorted by name;
 // names must be non-empty and unique per kind (else ErrInvalid).
 //
-// PutConfig is idempotent: if the stored snapshot already has cfg's content
-// it returns that snapshot without writing, whatever expectedVersion is.
-// Otherwise it returns a *ConflictError if the stored version is not
-// expectedVersion, ErrItemTooLarge if the compressed snapshot exceeds
-// MaxBodyBytes, and the new snapshot on success.
+// PutConfig keeps the newest configuration: it writes only if cfg is not
+// older (CreatedAt, then Generation) than the stored one, checked in the
+// conditional write, and otherwise returns the stored snapshot with an error
+// wrapping ErrSuperseded. A repeat of the stored content is not rewritten
+// (idempotent) unless it is newer, which advances the stored order. It returns a *ConflictError if the stored version
+// is not expectedVersion, ErrItemTooLarge if the compressed snapshot exceeds
+// MaxBodyBytes, and the new snapshot on success. A cfg without CreatedAt is
+// unordered: it replaces whatever is stored (tools seeding a table).
 func (s *Store) PutConfig(ctx context.Context, cfg Config, expectedVersion int64) (ConfigSnapshot, error) {
 	if expectedVersion < 0 {
 		return ConfigSnapshot{}, fmt.Errorf("put config: expected version %d: %w", expectedVersion, ErrInvalid)
@@ -79,10 +108,14 @@ func (s *Store) PutConfig(ctx context.Context, cfg Config, expectedVersion int64
 	sum := sha256.Sum256(raw)
 	hash := hex.EncodeToString(sum[:])
 
+	ordered, createdMs := !cfg.CreatedAt.IsZero(), unixMilli(cfg.CreatedAt)
 	current, err := s.GetConfig(ctx)
 	switch {
-	case err == nil && current.Hash == hash:
+	case err == nil && current.Hash == hash && !older(current.Config, cfg):
 		return current, nil
+	case err == nil && ordered && older(cfg, current.Config):
+		return current, fmt.Errorf("put config: stored configuration of %s (generation %d) is newer than this one of %s (generation %d): %w",
+			current.CreatedAt.Format(time.RFC3339Nano), current.Generation, cfg.CreatedAt.Format(time.RFC3339Nano), cfg.Generation, ErrSuperseded)
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return ConfigSnapshot{}, fmt.Errorf("put config: %w", err)
 	}
@@ -97,29 +130,46 @@ func (s *Store) PutConfig(ctx context.Context, cfg Config, expectedVersion int64
 	in := &dynamodb.PutItemInput{
 		TableName: &s.table,
 		Item: map[string]types.AttributeValue{
-			attrPK:         str(s.pk(pkConfig)),
-			attrSK:         str(skConfig),
-			attrKind:       str(kindConfig),
-			attrVersion:    num(expectedVersion + 1),
-			attrHash:       str(hash),
-			attrBody:       &types.AttributeValueMemberB{Value: body},
-			attrPoolCount:  num(int64(len(cfg.NodePools))),
-			attrClassCount: num(int64(len(cfg.NodeClasses))),
+			attrPK:          str(s.pk(pkConfig)),
+			attrSK:          str(skConfig),
+			attrKind:        str(kindConfig),
+			attrVersion:     num(expectedVersion + 1),
+			attrHash:        str(hash),
+			attrBody:        &types.AttributeValueMemberB{Value: body},
+			attrPoolCount:   num(int64(len(cfg.NodePools))),
+			attrClassCount:  num(int64(len(cfg.NodeClasses))),
+			attrCreatedAtMs: num(createdMs),
+			attrGeneration:  num(cfg.Generation),
 		},
 	}
-	if expectedVersion == 0 {
+	switch {
+	case expectedVersion == 0:
 		in.ConditionExpression = strPtr("attribute_not_exists(#pk)")
 		in.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
-	} else {
+	case !ordered:
 		in.ConditionExpression = strPtr("#ver = :expected")
 		in.ExpressionAttributeNames = map[string]string{"#ver": attrVersion}
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{":expected": num(expectedVersion)}
+	default:
+		// The order is checked in the write itself, so a writer holding an
+		// older configuration can never replace a newer one, whatever it read.
+		in.ConditionExpression = strPtr("#ver = :expected AND (attribute_not_exists(#created) OR #created < :created OR " +
+			"(#created = :created AND (attribute_not_exists(#gen) OR #gen <= :gen)))")
+		in.ExpressionAttributeNames = map[string]string{"#ver": attrVersion, "#created": attrCreatedAtMs, "#gen": attrGeneration}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{
+			":expected": num(expectedVersion), ":created": num(createdMs), ":gen": num(cfg.Generation),
+		}
 	}
 	_, err = s.api.PutItem(ctx, in)
 	if isConditionFailed(err) {
-		// A concurrent writer may have stored the same content.
-		if now, gerr := s.GetConfig(ctx); gerr == nil && now.Hash == hash {
+		// A concurrent writer may have stored the same content, or a newer
+		// configuration.
+		now, gerr := s.GetConfig(ctx)
+		switch {
+		case gerr == nil && now.Hash == hash:
 			return now, nil
+		case gerr == nil && ordered && older(cfg, now.Config):
+			return now, fmt.Errorf("put config: a configuration at least as new was stored meanwhile: %w", ErrSuperseded)
 		}
 		return ConfigSnapshot{}, fmt.Errorf("put config: %w", &ConflictError{Kind: kindConfig, Version: expectedVersion})
 	}
@@ -128,6 +178,8 @@ func (s *Store) PutConfig(ctx context.Context, cfg Config, expectedVersion int64
 	}
 	return ConfigSnapshot{Config: cfg, Version: expectedVersion + 1, Hash: hash}, nil
 }
+
+const attrGeneration = "generation"
 
 // canonicalConfig sorts copies of cfg's slices by name, checks names, and
 // returns the canonical JSON.
@@ -183,6 +235,10 @@ func decodeConfig(item map[string]types.AttributeValue) (ConfigSnapshot, error) 
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return ConfigSnapshot{}, fmt.Errorf("decode config: %w", err)
 	}
+	if ms, err := getInt(item, attrCreatedAtMs); err == nil && ms != 0 {
+		cfg.CreatedAt = time.UnixMilli(ms).UTC()
+	}
+	cfg.Generation, _ = getInt(item, attrGeneration)
 	return ConfigSnapshot{Config: cfg, Version: version, Hash: getString(item, attrHash)}, nil
 }
 

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -171,4 +173,115 @@ func TestGetConfigErrors(t *testing.T) {
 	if _, err := s.GetConfig(context.Background()); !errors.Is(err, ddbstore.ErrNotFound) {
 		t.Errorf("GetConfig() on an empty table error = %v, want ErrNotFound", err)
 	}
+}
+
+// TestPutConfigKeepsTheNewest: the wire contract keeps the newest config
+// (v1.ClusterConfig.CreatedAt, then Generation), so an older config arriving
+// late, even with the current version in hand, never replaces a newer one.
+func TestPutConfigKeepsTheNewest(t *testing.T) {
+	ctx := context.Background()
+	withPool := ddbstore.Config{NodePools: []v1.NodePool{nodePool("a"), nodePool("gone")}, CreatedAt: t0, Generation: 1}
+	without := ddbstore.Config{NodePools: []v1.NodePool{nodePool("a")}, CreatedAt: t0.Add(time.Second), Generation: 2}
+	pools := func(c ddbstore.ConfigSnapshot) []string {
+		var out []string
+		for _, np := range c.NodePools {
+			out = append(out, np.Name)
+		}
+		return out
+	}
+	t.Run("should not let an older config bring back a NodePool deleted since", func(t *testing.T) {
+		s := newEnv(t).store(t, testCluster)
+		if _, err := s.PutConfig(ctx, without, 0); err != nil {
+			t.Fatal(err)
+		}
+		cur, err := s.PutConfig(ctx, withPool, 1)
+		if !errors.Is(err, ddbstore.ErrSuperseded) {
+			t.Fatalf("PutConfig(older) error = %v, want ErrSuperseded", err)
+		}
+		got, err := s.GetConfig(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"a"}, pools(got)); diff != "" || got.Version != 1 || cur.Version != 1 {
+			t.Errorf("stored config version %d pools %v after the older put, want version 1 and [a]", got.Version, pools(got))
+		}
+		if !got.CreatedAt.Equal(without.CreatedAt) || got.Generation != 2 {
+			t.Errorf("stored order = %v/%d, want %v/2", got.CreatedAt, got.Generation, without.CreatedAt)
+		}
+	})
+	t.Run("should order configs of the same millisecond by generation", func(t *testing.T) {
+		s := newEnv(t).store(t, testCluster)
+		later := withPool
+		later.Generation = 5
+		if _, err := s.PutConfig(ctx, later, 0); err != nil {
+			t.Fatal(err)
+		}
+		earlier := ddbstore.Config{NodePools: []v1.NodePool{nodePool("a")}, CreatedAt: t0, Generation: 4}
+		if _, err := s.PutConfig(ctx, earlier, 1); !errors.Is(err, ddbstore.ErrSuperseded) {
+			t.Errorf("PutConfig(generation 4 after 5) error = %v, want ErrSuperseded", err)
+		}
+		newest := earlier
+		newest.Generation = 6
+		if got, err := s.PutConfig(ctx, newest, 1); err != nil || got.Version != 2 {
+			t.Errorf("PutConfig(generation 6) = version %d, %v; want version 2", got.Version, err)
+		}
+	})
+	t.Run("should refuse an older config in the conditional write even when its writer read before the newer one landed", func(t *testing.T) {
+		e := newEnv(t)
+		s := e.store(t, testCluster)
+		if _, err := s.PutConfig(ctx, ddbstore.Config{NodePools: []v1.NodePool{nodePool("x")}, CreatedAt: t0.Add(-time.Minute)}, 0); err != nil {
+			t.Fatal(err)
+		}
+		// The older writer's read happens, then the newer config lands at
+		// version 2, then the older writer's conditional write runs with
+		// the version of the newer one (as a retry after a conflict does).
+		slow := e.storeWith(t, &readThenRace{API: e.client, race: func() {
+			if _, err := s.PutConfig(ctx, without, 1); err != nil {
+				t.Errorf("PutConfig(newer) error = %v", err)
+			}
+		}}, testCluster)
+		if _, err := slow.PutConfig(ctx, withPool, 2); !errors.Is(err, ddbstore.ErrSuperseded) {
+			t.Fatalf("PutConfig(older, racing) error = %v, want ErrSuperseded", err)
+		}
+		got, err := s.GetConfig(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"a"}, pools(got)); diff != "" {
+			t.Errorf("stored pools mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("should advance the stored order when a newer config repeats the content", func(t *testing.T) {
+		s := newEnv(t).store(t, testCluster)
+		if _, err := s.PutConfig(ctx, without, 0); err != nil {
+			t.Fatal(err)
+		}
+		repeat := without
+		repeat.CreatedAt = without.CreatedAt.Add(time.Minute)
+		if _, err := s.PutConfig(ctx, repeat, 1); err != nil {
+			t.Fatal(err)
+		}
+		// A config between the two is now older than what is stored.
+		between := withPool
+		between.CreatedAt = without.CreatedAt.Add(30 * time.Second)
+		if _, err := s.PutConfig(ctx, between, 2); !errors.Is(err, ddbstore.ErrSuperseded) {
+			t.Errorf("PutConfig(between) error = %v, want ErrSuperseded", err)
+		}
+	})
+}
+
+// readThenRace runs race once, after the store's first GetItem (its read of
+// the current config) and before its PutItem.
+type readThenRace struct {
+	ddbstore.API
+	race func()
+	done bool
+}
+
+func (r *readThenRace) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if !r.done {
+		r.done = true
+		r.race()
+	}
+	return r.API.PutItem(ctx, in, opts...)
 }

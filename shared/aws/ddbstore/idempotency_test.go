@@ -3,6 +3,7 @@ package ddbstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,13 +17,11 @@ import (
 func TestClaimIdempotencyKey(t *testing.T) {
 	ctx := context.Background()
 	type step struct {
-		op    string // "claim" or "release"
 		scope string
 		key   string
 		at    time.Time
 	}
-	claim := func(scope, key string, at time.Time) step { return step{op: "claim", scope: scope, key: key, at: at} }
-	release := func(scope, key string) step { return step{op: "release", scope: scope, key: key} }
+	claim := func(scope, key string, at time.Time) step { return step{scope: scope, key: key, at: at} }
 	ttl := 10 * time.Minute
 	tests := []struct {
 		name  string
@@ -46,16 +45,6 @@ func TestClaimIdempotencyKey(t *testing.T) {
 			wantSeen: []bool{false, false},
 		},
 		{
-			name:     "should accept a key again after it is released",
-			steps:    []step{claim("batch", "b-1", t0), release("batch", "b-1"), claim("batch", "b-1", t0.Add(time.Second))},
-			wantSeen: []bool{false, false},
-		},
-		{
-			name:     "should release an absent key without error",
-			steps:    []step{release("batch", "never-claimed"), claim("batch", "never-claimed", t0)},
-			wantSeen: []bool{false},
-		},
-		{
 			name:     "should accept keys with separators and long keys",
 			steps:    []step{claim("batch", "a#b/c:d", t0), claim("batch", strings.Repeat("x", 512), t0), claim("batch", "a#b/c:d", t0)},
 			wantSeen: []bool{false, false, true},
@@ -67,18 +56,11 @@ func TestClaimIdempotencyKey(t *testing.T) {
 			s := e.store(t, testCluster)
 			got := []bool{}
 			for _, st := range tt.steps {
-				switch st.op {
-				case "claim":
-					seen, err := s.ClaimIdempotencyKey(ctx, st.scope, st.key, st.at, ttl)
-					if err != nil {
-						t.Fatalf("ClaimIdempotencyKey(%s, %s) error = %v", st.scope, st.key, err)
-					}
-					got = append(got, seen)
-				case "release":
-					if err := s.ReleaseIdempotencyKey(ctx, st.scope, st.key); err != nil {
-						t.Fatalf("ReleaseIdempotencyKey(%s, %s) error = %v", st.scope, st.key, err)
-					}
+				seen, err := s.ClaimIdempotencyKey(ctx, st.scope, st.key, st.at, ttl)
+				if err != nil {
+					t.Fatalf("ClaimIdempotencyKey(%s, %s) error = %v", st.scope, st.key, err)
 				}
+				got = append(got, seen)
 			}
 			if diff := cmp.Diff(tt.wantSeen, got); diff != "" {
 				t.Errorf("seen results mismatch (-want +got):\n%s", diff)
@@ -145,5 +127,131 @@ func TestClaimIdempotencyKeyErrors(t *testing.T) {
 				t.Errorf("ClaimIdempotencyKey() error = %v, want ErrInvalid", err)
 			}
 		})
+	}
+}
+
+func TestBeginApply(t *testing.T) {
+	ctx := context.Background()
+	const pending, ttl = 30 * time.Second, time.Hour
+	type step struct {
+		op     string // "begin", "complete", "abandon"
+		holder string
+		at     time.Time
+	}
+	begin := func(holder string, at time.Time) step { return step{op: "begin", holder: holder, at: at} }
+	complete := func(holder string, at time.Time) step { return step{op: "complete", holder: holder, at: at} }
+	abandon := func(holder string) step { return step{op: "abandon", holder: holder} }
+	tests := []struct {
+		name  string
+		steps []step
+		// want is each begin step's answer, in order.
+		want []ddbstore.KeyClaim
+	}{
+		{
+			name:  "should tell a retry of an apply still in flight to wait until the claim lapses",
+			steps: []step{begin("r1", t0), begin("r2", t0.Add(time.Second))},
+			want:  []ddbstore.KeyClaim{{State: ddbstore.KeyAcquired, Until: t0.Add(pending)}, {State: ddbstore.KeyPending, Until: t0.Add(pending)}},
+		},
+		{
+			name:  "should answer a repeat of a completed apply as done",
+			steps: []step{begin("r1", t0), complete("r1", t0.Add(time.Second)), begin("r2", t0.Add(2*time.Second))},
+			want:  []ddbstore.KeyClaim{{State: ddbstore.KeyAcquired, Until: t0.Add(pending)}, {State: ddbstore.KeyDone, Until: t0.Add(time.Second + ttl)}},
+		},
+		{
+			name:  "should hand the key to a retry once a caller that died mid-apply lets its claim lapse",
+			steps: []step{begin("r1", t0), begin("r2", t0.Add(pending))},
+			want:  []ddbstore.KeyClaim{{State: ddbstore.KeyAcquired, Until: t0.Add(pending)}, {State: ddbstore.KeyAcquired, Until: t0.Add(2 * pending)}},
+		},
+		{
+			name:  "should hand the key to a retry at once after the holder abandons a failed apply",
+			steps: []step{begin("r1", t0), abandon("r1"), begin("r2", t0.Add(time.Second))},
+			want:  []ddbstore.KeyClaim{{State: ddbstore.KeyAcquired, Until: t0.Add(pending)}, {State: ddbstore.KeyAcquired, Until: t0.Add(time.Second + pending)}},
+		},
+		{
+			name: "should not let a caller whose claim was taken over abandon the new holder's claim",
+			steps: []step{begin("r1", t0), begin("r2", t0.Add(pending)), abandon("r1"),
+				begin("r3", t0.Add(pending+time.Second))},
+			want: []ddbstore.KeyClaim{{State: ddbstore.KeyAcquired, Until: t0.Add(pending)}, {State: ddbstore.KeyAcquired, Until: t0.Add(2 * pending)},
+				{State: ddbstore.KeyPending, Until: t0.Add(2 * pending)}},
+		},
+		{
+			name:  "should not abandon a completed key",
+			steps: []step{begin("r1", t0), complete("r1", t0), abandon("r1"), begin("r2", t0.Add(time.Second))},
+			want:  []ddbstore.KeyClaim{{State: ddbstore.KeyAcquired, Until: t0.Add(pending)}, {State: ddbstore.KeyDone, Until: t0.Add(ttl)}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newEnv(t).store(t, testCluster)
+			var got []ddbstore.KeyClaim
+			for _, st := range tt.steps {
+				var err error
+				switch st.op {
+				case "begin":
+					var c ddbstore.KeyClaim
+					c, err = s.BeginApply(ctx, ddbstore.ScopeRegistrations, "r-1", st.holder, st.at, pending)
+					got = append(got, c)
+				case "complete":
+					err = s.CompleteApply(ctx, ddbstore.ScopeRegistrations, "r-1", st.holder, st.at, ttl)
+				case "abandon":
+					err = s.AbandonApply(ctx, ddbstore.ScopeRegistrations, "r-1", st.holder)
+				}
+				if err != nil {
+					t.Fatalf("%s(%s) error = %v", st.op, st.holder, err)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("BeginApply() answers mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBeginApplyConcurrently(t *testing.T) {
+	ctx := context.Background()
+	s := newEnv(t).store(t, testCluster)
+	const callers = 16
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		acquired int
+		errs     []error
+	)
+	for i := range callers {
+		wg.Go(func() {
+			c, err := s.BeginApply(ctx, ddbstore.ScopeBatch, "b-1", fmt.Sprint("req-", i), t0, time.Minute)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if c.State == ddbstore.KeyAcquired {
+				acquired++
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("BeginApply() errors = %v", errs)
+	}
+	if acquired != 1 {
+		t.Errorf("%d of %d concurrent BeginApply calls of one key acquired it, want exactly 1", acquired, callers)
+	}
+}
+
+func TestHasIdempotencyKeyIgnoresPendingApplies(t *testing.T) {
+	ctx := context.Background()
+	s := newEnv(t).store(t, testCluster)
+	if _, err := s.BeginApply(ctx, ddbstore.ScopeBatch, "b-1", "r1", t0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if has, err := s.HasIdempotencyKey(ctx, ddbstore.ScopeBatch, "b-1", t0); err != nil || has {
+		t.Errorf("HasIdempotencyKey() of a pending apply = %v, %v; want false", has, err)
+	}
+	if err := s.CompleteApply(ctx, ddbstore.ScopeBatch, "b-1", "r1", t0, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if has, err := s.HasIdempotencyKey(ctx, ddbstore.ScopeBatch, "b-1", t0); err != nil || !has {
+		t.Errorf("HasIdempotencyKey() of a completed apply = %v, %v; want true", has, err)
 	}
 }

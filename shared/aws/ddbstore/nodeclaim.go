@@ -163,6 +163,25 @@ func (s *Store) ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
 	return claims, nil
 }
 
+// ListNodeClaimsPage returns up to limit NodeClaims sorted by name, those
+// after the name after ("" for the first page), read with strong
+// consistency, and whether more may follow (a last page may come out empty).
+// Paging by name means a NodeClaim that exists for the whole listing is
+// returned exactly once; one created or deleted meanwhile may or may not be.
+// limit must be positive (else ErrInvalid).
+func (s *Store) ListNodeClaimsPage(ctx context.Context, after string, limit int) ([]v1.NodeClaim, bool, error) {
+	pk := s.pk(pkNodeClaim)
+	items, more, err := s.queryPage(ctx, s.partitionQuery(pk), pk, after, limit)
+	if err != nil {
+		return nil, false, fmt.Errorf("list nodeclaims: %w", err)
+	}
+	claims, err := decodeNodeClaims(items)
+	if err != nil {
+		return nil, false, fmt.Errorf("list nodeclaims: %w", err)
+	}
+	return claims, more, nil
+}
+
 // ListNodeClaimsByNodePool returns the NodeClaims labelled
 // karpenter.sh/nodepool=nodePool, sorted by name, through the byNodePool
 // index. Index reads are eventually consistent: a claim written a moment ago

@@ -402,6 +402,68 @@ func TestListNodeClaims(t *testing.T) {
 	}
 }
 
+// TestListNodeClaimsPage lists more NodeClaims than one DynamoDB page holds:
+// 160 claims of about 9 KB make 1.4 MB, past the 1 MB a Query answers with
+// (kumo does not cut answers at 1 MB; awstest.DynamoDBPages does, as
+// DynamoDB does).
+func TestListNodeClaimsPage(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	counting := &pagingAPI{API: e.client}
+	s := e.storeWith(t, dynamoPages(counting), testCluster)
+	var want []string
+	for i := range 160 {
+		name := fmt.Sprintf("default-%03d", i)
+		want = append(want, name)
+		mustPut(t, s, nodeClaim(name, func(c *v1.NodeClaim) {
+			c.Annotations = map[string]string{"example.com/padding": strings.Repeat("x", 9000)}
+		}))
+	}
+	mustPut(t, e.store(t, "other-cluster"), nodeClaim("default-000"))
+
+	t.Run("should follow DynamoDB's 1 MB pages up to the limit", func(t *testing.T) {
+		counting.queries = 0
+		got, more, err := s.ListNodeClaimsPage(ctx, "", 1000)
+		if err != nil {
+			t.Fatalf("ListNodeClaimsPage() error = %v", err)
+		}
+		if diff := cmp.Diff(want, names(got)); diff != "" || more {
+			t.Errorf("ListNodeClaimsPage() more = %v, names mismatch (-want +got):\n%s", more, diff)
+		}
+		if counting.queries < 2 {
+			t.Errorf("made %d queries for 1.4 MB, want at least 2 (DynamoDB answers at most 1 MB a query)", counting.queries)
+		}
+	})
+	t.Run("should return every NodeClaim exactly once across pages, in name order", func(t *testing.T) {
+		var got []string
+		var sizes []int
+		after := ""
+		for range 10 {
+			page, more, err := s.ListNodeClaimsPage(ctx, after, 50)
+			if err != nil {
+				t.Fatalf("ListNodeClaimsPage(%q) error = %v", after, err)
+			}
+			sizes = append(sizes, len(page))
+			got = append(got, names(page)...)
+			if !more {
+				break
+			}
+			after = page[len(page)-1].Name
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("paged names mismatch (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]int{50, 50, 50, 10}, sizes); diff != "" {
+			t.Errorf("page sizes mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("should refuse a limit that is not positive", func(t *testing.T) {
+		if _, _, err := s.ListNodeClaimsPage(ctx, "", 0); !errors.Is(err, ddbstore.ErrInvalid) {
+			t.Errorf("ListNodeClaimsPage(limit 0) error = %v, want ErrInvalid", err)
+		}
+	})
+}
+
 func TestListNodeClaimsByNodePool(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)

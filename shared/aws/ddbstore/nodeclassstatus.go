@@ -86,6 +86,25 @@ func (s *Store) ListNodeClassStatuses(ctx context.Context) ([]v1.NodeClassStatus
 	if err != nil {
 		return nil, fmt.Errorf("list node class status: %w", err)
 	}
+	return decodeNodeClassStatuses(items)
+}
+
+// ListNodeClassStatusesPage returns up to limit resolutions sorted by class
+// name, those after the name after ("" for the first page), and whether
+// more may follow; paged as ListNodeClaimsPage is. limit must be positive.
+func (s *Store) ListNodeClassStatusesPage(ctx context.Context, after string, limit int) ([]v1.NodeClassStatus, bool, error) {
+	pk := s.pk(pkNodeClassStatus)
+	items, more, err := s.queryPage(ctx, s.partitionQuery(pk), pk, after, limit)
+	if err != nil {
+		return nil, false, fmt.Errorf("list node class status: %w", err)
+	}
+	out, err := decodeNodeClassStatuses(items)
+	return out, more, err
+}
+
+// decodeNodeClassStatuses decodes items of the NodeClassStatus partition,
+// sorted by class name (the sort key).
+func decodeNodeClassStatuses(items []map[string]types.AttributeValue) ([]v1.NodeClassStatus, error) {
 	out := []v1.NodeClassStatus{}
 	for _, item := range items {
 		var rec v1.NodeClassStatus

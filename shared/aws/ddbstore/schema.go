@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -33,6 +35,53 @@ type TableSchema struct {
 	TTLAttribute string        `json:"ttlAttribute"`
 	BillingMode  string        `json:"billingMode"`
 	Indexes      []IndexSchema `json:"globalSecondaryIndexes"`
+	// Access is, per component (the Lambda's name), the partition keys it
+	// touches; the CDK app scopes that component's DynamoDB actions to them
+	// with dynamodb:LeadingKeys conditions. A component not listed is
+	// scoped to its cluster's keys only.
+	Access map[string]Access `json:"access"`
+}
+
+// Access lists the partition keys one component reads (GetItem, Query) and
+// writes (PutItem, DeleteItem; GetItem and Query too, as conditional writes
+// re-read). Each entry is a pattern of the key after "<cluster>#": exact, or
+// ending in "*" for any rest (IAM StringLike). Indexes names the indexes it
+// queries: LeadingKeys of an index query is the index's partition key
+// ("<cluster>#<instance id>", "<cluster>#<nodepool>"), so an index grant is
+// "<cluster>#*", the narrowest pattern that key allows.
+type Access struct {
+	Read    []string `json:"read"`
+	Write   []string `json:"write"`
+	Indexes []string `json:"indexes,omitempty"`
+}
+
+// Allows reports whether a call of op (GetItem, Query, PutItem or
+// DeleteItem) on index ("" for the table) naming partition key pk is within
+// a for cluster: the check IAM makes of the role the CDK app builds from a,
+// for tests that run a component against a recording client.
+func (a Access) Allows(cluster, op, index, pk string) bool {
+	rest, ok := strings.CutPrefix(pk, cluster+"#")
+	if !ok {
+		return false
+	}
+	if index != "" {
+		return op == "Query" && slices.Contains(a.Indexes, index)
+	}
+	match := func(patterns []string) bool {
+		for _, p := range patterns {
+			if prefix, wild := strings.CutSuffix(p, "*"); (wild && strings.HasPrefix(rest, prefix)) || rest == p {
+				return true
+			}
+		}
+		return false
+	}
+	switch op {
+	case "GetItem", "Query":
+		return match(a.Read) || match(a.Write)
+	case "PutItem", "DeleteItem":
+		return match(a.Write)
+	}
+	return false
 }
 
 // IndexSchema is one global secondary index. Every key attribute is a
@@ -58,6 +107,48 @@ func Schema() TableSchema {
 			{Name: IndexByInstance, PartitionKey: attrInstanceKey, Projection: string(types.ProjectionTypeKeysOnly)},
 			{Name: IndexByNodePool, PartitionKey: attrNodePoolKey, SortKey: attrSK, Projection: string(types.ProjectionTypeAll)},
 		},
+		Access: map[string]Access{
+			"intake":         intakeAccess(),
+			"interruption":   interruptionAccess(),
+			"instancestatus": instanceStatusAccess(),
+		},
+	}
+}
+
+// intakeAccess is what the internet-facing intake Lambda touches
+// (docs/dynamodb.md, "Who reads and writes what"): it writes only its
+// idempotency keys, claim-checked payloads, the config item and snapshot
+// parts, and reads batch results, NodeClaims, event records and node-class
+// resolutions; it can neither write a NodeClaim nor touch a lease or budget.
+func intakeAccess() Access {
+	var keys []string
+	for _, scope := range []string{ScopeBatch, ScopeConfig, ScopeRegistrations, ScopeSnapshot} {
+		keys = append(keys, pkIdempotency+"#"+scope+"#*")
+	}
+	write := append(keys, pkPayload+"#*", pkConfig, pkSnapshot, pkSnapshot+"#*")
+	read := []string{pkBatch + "#*", pkNodeClaim, pkEvent, pkNodeClassStatus}
+	return Access{Read: read, Write: write}
+}
+
+// interruptionAccess is what the interruption Lambda (the EventBridge queue's
+// consumer) touches: it finds the NodeClaim of an instance (the byInstance
+// index, then the claim), and writes only its idempotency keys, unavailable
+// offerings and event records; it can neither write a NodeClaim nor touch a
+// lease or budget.
+func interruptionAccess() Access {
+	return Access{
+		Read:    []string{pkNodeClaim},
+		Write:   []string{pkIdempotency + "#" + ScopeInterruption + "#*", pkOffering, pkEvent},
+		Indexes: []string{IndexByInstance},
+	}
+}
+
+// instanceStatusAccess is what the instance-status poll touches: it lists
+// NodeClaims and writes only its idempotency keys and event records.
+func instanceStatusAccess() Access {
+	return Access{
+		Read:  []string{pkNodeClaim},
+		Write: []string{pkIdempotency + "#" + ScopeInstanceStatus + "#*", pkEvent},
 	}
 }
 

@@ -2,10 +2,12 @@ package ddbstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -33,6 +35,9 @@ const (
 	attrSnapshotID     = "snapshotID"
 	attrParts          = "parts"
 	attrCreatedAtMs    = "createdAtMs"
+	attrNodeHashes     = "nodeHashes"
+	// nodeHashBytes is the length of one node-name hash in a marker.
+	nodeHashBytes = 8
 	// snapshotPartMargin keeps parts readable a while after the pointer
 	// naming them expires.
 	snapshotPartMargin = 10 * time.Minute
@@ -62,7 +67,11 @@ type SnapshotPartResult struct {
 // (by CreatedAt, then snapshot ID) already is. Storing a part again is
 // harmless. The part is stored as a blob (gzip, chunked), so any part the
 // intake API accepts (up to 4 MiB of JSON) fits. Errors: ErrInvalid for a
-// part whose IDs cannot form keys or whose part numbers are out of range,
+// part whose IDs cannot form keys or whose part numbers are out of range, a
+// *v1.ValidationError (nothing stored) for a part that disagrees with the
+// snapshot's parts already stored (another part count, or a node another
+// part lists), an error (the snapshot not made current) when parts that
+// raced past each other's checks disagree,
 // *ConflictError when the pointer kept changing under concurrent writers,
 // and DynamoDB failures, wrapped.
 func (s *Store) PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, now time.Time) (SnapshotPartResult, error) {
@@ -75,6 +84,14 @@ func (s *Store) PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, n
 	}
 	if part.Parts < 1 || part.Part < 0 || part.Part >= part.Parts {
 		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s part %d of %d: %w", sid, part.Part, part.Parts, ErrInvalid)
+	}
+	markers, err := s.queryPartition(ctx, s.pk(pkSnapshot, sid))
+	if err != nil {
+		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s part %d: list parts: %w", sid, part.Part, err)
+	}
+	hashes := nodeHashes(part.Nodes)
+	if fields := partDisagreements(part, hashes, markers); len(fields) > 0 {
+		return SnapshotPartResult{}, &v1.ValidationError{Kind: v1.KindClusterSnapshot, Name: part.ID, Fields: fields}
 	}
 	raw, err := json.Marshal(part)
 	if err != nil {
@@ -90,17 +107,25 @@ func (s *Store) PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, n
 		attrKind:        str(kindSnapshotMarker),
 		attrParts:       num(int64(part.Parts)),
 		attrCreatedAtMs: num(part.CreatedAt.UnixMilli()),
+		attrNodeHashes:  &types.AttributeValueMemberB{Value: hashes},
 		attrUntilMs:     num(partsUntil.UnixMilli()),
 		attrExpiresAt:   num(ttlSeconds(partsUntil)),
 	}})
 	if err != nil {
 		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s part %d: marker: %w", sid, part.Part, err)
 	}
-	markers, err := s.queryPartition(ctx, s.pk(pkSnapshot, sid))
+	markers, err = s.queryPartition(ctx, s.pk(pkSnapshot, sid))
 	if err != nil {
 		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s part %d: list parts: %w", sid, part.Part, err)
 	}
 	res := SnapshotPartResult{Received: len(markers), Parts: part.Parts}
+	if res.Received >= res.Parts {
+		// Parts that raced past each other's checks are caught here: a
+		// snapshot whose parts disagree never becomes current.
+		if fields := partDisagreements(part, hashes, markers); len(fields) > 0 {
+			return res, fmt.Errorf("put snapshot %s: its parts disagree (%s); it is not made current", sid, fields[0].Message)
+		}
+	}
 	var createdMs int64
 	for _, m := range markers {
 		if c, err := getInt(m, attrCreatedAtMs); err == nil && c > createdMs {
@@ -115,6 +140,52 @@ func (s *Store) PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, n
 		return res, fmt.Errorf("put snapshot %s: %w", sid, err)
 	}
 	return res, nil
+}
+
+// nodeHashes is the first nodeHashBytes of the SHA-256 of each node's name,
+// concatenated: what a part's marker records so that later parts can be
+// checked against it (5,000 nodes take 40 KB).
+func nodeHashes(nodes []v1.NodeSummary) []byte {
+	out := make([]byte, 0, len(nodes)*nodeHashBytes)
+	for _, n := range nodes {
+		sum := sha256.Sum256([]byte(n.Name))
+		out = append(out, sum[:nodeHashBytes]...)
+	}
+	return out
+}
+
+// partDisagreements checks part (whose node hashes are hashes) against the
+// markers of the snapshot's other parts: every part must name the same
+// number of parts, and no node may be in two parts. It returns the fields
+// at fault, empty when the part agrees. A marker of the part's own number is
+// its earlier copy and is skipped.
+func partDisagreements(part *v1.ClusterSnapshot, hashes []byte, markers []map[string]types.AttributeValue) []v1.FieldError {
+	own := fmt.Sprintf("PART#%05d", part.Part)
+	index := make(map[string]int, len(part.Nodes))
+	for i := range part.Nodes {
+		index[string(hashes[i*nodeHashBytes:(i+1)*nodeHashBytes])] = i
+	}
+	var fields []v1.FieldError
+	for _, m := range markers {
+		sk := getString(m, attrSK)
+		if sk == own {
+			continue
+		}
+		other, _ := strconv.Atoi(strings.TrimPrefix(sk, "PART#"))
+		if parts, err := getInt(m, attrParts); err == nil && parts != int64(part.Parts) {
+			fields = append(fields, v1.FieldError{Path: "parts", Message: fmt.Sprintf("%d, but part %d of snapshot %s says %d", part.Parts, other, part.SnapshotID, parts)})
+		}
+		b, _ := m[attrNodeHashes].(*types.AttributeValueMemberB)
+		if b == nil {
+			continue
+		}
+		for off := 0; off+nodeHashBytes <= len(b.Value); off += nodeHashBytes {
+			if i, dup := index[string(b.Value[off:off+nodeHashBytes])]; dup {
+				fields = append(fields, v1.FieldError{Path: fmt.Sprintf("nodes[%d].name", i), Message: fmt.Sprintf("node %q is also in part %d of snapshot %s", part.Nodes[i].Name, other, part.SnapshotID)})
+			}
+		}
+	}
+	return fields
 }
 
 func (s *Store) snapshotPartPK(sid string, part int) string {

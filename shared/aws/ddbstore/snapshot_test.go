@@ -170,3 +170,71 @@ func TestPutSnapshotPartErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotPartsMustAgree: parts of one snapshot that disagree on the
+// number of parts, or list the same node, are refused with the field at
+// fault and store nothing, so an incomplete or self-contradicting snapshot
+// never becomes current.
+func TestSnapshotPartsMustAgree(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name      string
+		first     *v1.ClusterSnapshot
+		second    *v1.ClusterSnapshot
+		wantField v1.FieldError
+	}{
+		{
+			name:      "should refuse a part that names another number of parts",
+			first:     snapshotPart("s1", 0, 3, t0),
+			second:    snapshotPart("s1", 1, 2, t0),
+			wantField: v1.FieldError{Path: "parts", Message: "2, but part 0 of snapshot s1 says 3"},
+		},
+		{
+			name:  "should refuse a part that lists a node another part lists",
+			first: snapshotPart("s1", 0, 2, t0),
+			second: func() *v1.ClusterSnapshot {
+				p := snapshotPart("s1", 1, 2, t0)
+				p.Nodes = append(p.Nodes, v1.NodeSummary{Name: "node-s1-a"})
+				return p
+			}(),
+			wantField: v1.FieldError{Path: "nodes[1].name", Message: `node "node-s1-a" is also in part 0 of snapshot s1`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newEnv(t).store(t, testCluster)
+			if _, err := s.PutSnapshotPart(ctx, tt.first, t0); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.PutSnapshotPart(ctx, tt.second, t0)
+			var invalid *v1.ValidationError
+			if !errors.As(err, &invalid) {
+				t.Fatalf("PutSnapshotPart() error = %v, want a *v1.ValidationError", err)
+			}
+			if diff := cmp.Diff([]v1.FieldError{tt.wantField}, invalid.Fields); diff != "" {
+				t.Errorf("fields mismatch (-want +got):\n%s", diff)
+			}
+			if _, err := s.CurrentSnapshot(ctx, t0); !errors.Is(err, ddbstore.ErrNotFound) {
+				t.Errorf("CurrentSnapshot() error = %v, want ErrNotFound: no snapshot may become current", err)
+			}
+			// The refused part stored nothing: the snapshot completes
+			// with an agreeing part of the same number.
+			good := snapshotPart("s1", 1, tt.first.Parts, t0)
+			res, err := s.PutSnapshotPart(ctx, good, t0)
+			if err != nil {
+				t.Fatalf("PutSnapshotPart(agreeing part) error = %v", err)
+			}
+			if res.Received != 2 {
+				t.Errorf("Received = %d after two agreeing parts, want 2 (the refused part left no marker)", res.Received)
+			}
+		})
+	}
+	t.Run("should store a part again without taking its own copy for another part", func(t *testing.T) {
+		s := newEnv(t).store(t, testCluster)
+		for range 2 {
+			if _, err := s.PutSnapshotPart(ctx, snapshotPart("s1", 0, 2, t0), t0); err != nil {
+				t.Fatalf("PutSnapshotPart() error = %v", err)
+			}
+		}
+	})
+}

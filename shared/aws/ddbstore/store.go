@@ -14,10 +14,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -209,16 +211,52 @@ func (s *Store) queryAll(ctx context.Context, in *dynamodb.QueryInput) ([]map[st
 	}
 }
 
-// queryPartition returns every item of partition pk in sort-key order,
-// read with strong consistency.
-func (s *Store) queryPartition(ctx context.Context, pk string) ([]map[string]types.AttributeValue, error) {
-	return s.queryAll(ctx, &dynamodb.QueryInput{
+// queryPage returns up to limit items of in's query that sort after the
+// sort key after ("" for the first page), following LastEvaluatedKey while
+// DynamoDB's 1 MB pages hold fewer, and whether more items may follow. in
+// must be a query of one base-table partition, pk.
+func (s *Store) queryPage(ctx context.Context, in *dynamodb.QueryInput, pk, after string, limit int) ([]map[string]types.AttributeValue, bool, error) {
+	if limit <= 0 {
+		return nil, false, fmt.Errorf("page limit %d: must be positive: %w", limit, ErrInvalid)
+	}
+	next := *in
+	if after != "" {
+		next.ExclusiveStartKey = itemKey(pk, after)
+	}
+	var items []map[string]types.AttributeValue
+	for {
+		next.Limit = aws.Int32(int32(min(limit-len(items), math.MaxInt32)))
+		out, err := s.api.Query(ctx, &next)
+		if err != nil {
+			return nil, false, err
+		}
+		items = append(items, out.Items...)
+		if len(out.LastEvaluatedKey) == 0 {
+			return items, false, nil
+		}
+		if len(items) >= limit {
+			return items, true, nil
+		}
+		next.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// partitionQuery is a strongly consistent query of every item of partition
+// pk in sort-key order.
+func (s *Store) partitionQuery(pk string) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
 		TableName:                 &s.table,
 		KeyConditionExpression:    strPtr("#pk = :pk"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)},
 		ConsistentRead:            boolPtr(true),
-	})
+	}
+}
+
+// queryPartition returns every item of partition pk in sort-key order,
+// read with strong consistency.
+func (s *Store) queryPartition(ctx context.Context, pk string) ([]map[string]types.AttributeValue, error) {
+	return s.queryAll(ctx, s.partitionQuery(pk))
 }
 
 func (s *Store) getItem(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, error) {

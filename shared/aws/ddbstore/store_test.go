@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/sivchari/kumo"
 
+	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 )
 
@@ -75,8 +76,9 @@ func (e env) storeWith(t *testing.T, api ddbstore.API, cluster string) *ddbstore
 	return s
 }
 
-// pagingAPI forces small Query pages, so that the store must follow
-// LastEvaluatedKey (kumo, like DynamoDB, pages only past 1 MB otherwise).
+// pagingAPI forces small Query pages (limit > 0), so that the store must
+// follow LastEvaluatedKey (kumo, like DynamoDB, pages only past 1 MB
+// otherwise), and counts queries.
 type pagingAPI struct {
 	ddbstore.API
 	limit   int32
@@ -86,8 +88,25 @@ type pagingAPI struct {
 func (p *pagingAPI) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	p.queries++
 	paged := *in
-	paged.Limit = &p.limit
+	if p.limit > 0 {
+		paged.Limit = &p.limit
+	}
 	return p.API.Query(ctx, &paged, opts...)
+}
+
+// pagedAPI is api whose Query answers stop at 1 MB, as DynamoDB's do.
+type pagedAPI struct {
+	ddbstore.API
+	pages *awstest.DynamoDBPages
+}
+
+func dynamoPages(api ddbstore.API) pagedAPI {
+	return pagedAPI{api, &awstest.DynamoDBPages{Next: api, Keys: []string{"pk", "sk"},
+		IndexKeys: map[string][]string{ddbstore.IndexByInstance: {"instanceKey"}, ddbstore.IndexByNodePool: {"nodePoolKey"}}}}
+}
+
+func (p pagedAPI) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return p.pages.Query(ctx, in, opts...)
 }
 
 // failingAPI fails every call with err, as a throttled or unreachable
