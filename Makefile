@@ -19,9 +19,16 @@ build: ## every Lambda as dist/<function>/bootstrap (linux/arm64, CGO off) and t
 cli: ## the nodewright CLI as bin/nodewright
 	$(GO) build -o bin/nodewright ./cmd/nodewright
 
-test: controlplane sfn-deps cdk-tools ## everything CI runs: vet, unit and end-to-end tests (local control plane, local Step Functions), the CDK app's tests and synth
+# The end-to-end tests run the forwarder binary extracted from the image.
+HOST_ARCH := $(shell $(GO) env GOARCH)
+IMAGE_FORWARDER := dist/image/forwarder-linux-$(HOST_ARCH)
+
+test: controlplane sfn-deps cdk-tools image ## everything CI runs: vet, unit and end-to-end tests (local control plane, local Step Functions; the forwarder from the image), the image's and the Helm chart's tests, the CDK app's tests and synth
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 40m ./...
+	cd image && $(GO) run . extract -layout ../dist/image/oci -platform linux/$(HOST_ARCH) -o ../$(IMAGE_FORWARDER)
+	NODEWRIGHT_FORWARDER_BIN=$(CURDIR)/$(IMAGE_FORWARDER) $(GO) test -count=1 -timeout 40m ./...
+	cd image && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd charts && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory synth
 	cd infra && $(CDK_ENV) $(GO) vet ./... && $(CDK_ENV) $(GO) test -count=1 ./...
 
@@ -40,6 +47,37 @@ vet: ## go vet of the root module
 
 fmt: ## gofmt every tracked Go file
 	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: image image-push image-login
+
+# The forwarder's container image (image/, a Go module of its own: go-containerregistry).
+# The version and commit go into the binary (-X) and the image's labels; the
+# commit time is the files' mtime and the created date, so a rebuild of one
+# commit gives the same digest.
+IMAGE_PLATFORMS := linux/amd64 linux/arm64
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+COMMIT_TIME ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+FORWARDER_LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+IMAGE ?=
+REGISTRY ?=
+
+image: ## the forwarder image for linux/amd64 and linux/arm64 as an OCI layout in dist/image/oci (no Docker engine, no base image); prints its digest, also in dist/image/digest
+	@set -e; for p in $(IMAGE_PLATFORMS); do \
+		echo "build dist/forwarder/$${p/\//-}/nodewright-forwarder"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(FORWARDER_LDFLAGS)' \
+			-o dist/forwarder/$${p/\//-}/nodewright-forwarder ./forwarder; \
+	done
+	cd image && $(GO) run . build -o ../dist/image -version $(VERSION) -commit $(COMMIT) -created $(COMMIT_TIME) \
+		$(foreach p,$(IMAGE_PLATFORMS),$(p)=../dist/forwarder/$(subst /,-,$(p))/nodewright-forwarder)
+
+image-push: image ## push the image to IMAGE=<repository> (the stack's ForwarderImageRepositoryUri output) as :<version>, with the Docker config's credentials; prints <repository>@<digest>, also in dist/image/pushed
+	@if [ -z "$(IMAGE)" ]; then echo "image-push: set IMAGE=<repository>, e.g. the ForwarderImageRepositoryUri output of cdk deploy"; exit 2; fi
+	cd image && $(GO) run . push -layout ../dist/image/oci -o ../dist/image/pushed $(IMAGE)
+
+image-login: ## store the password read from stdin for REGISTRY=<host> in the Docker config, as docker login does (aws ecr get-login-password --region <region> | make image-login REGISTRY=<account>.dkr.ecr.<region>.amazonaws.com)
+	@if [ -z "$(REGISTRY)" ]; then echo "image-login: set REGISTRY=<host>, e.g. 111122223333.dkr.ecr.us-east-1.amazonaws.com"; exit 2; fi
+	cd image && $(GO) run . login -u AWS $(REGISTRY)
 
 .PHONY: controlplane integration
 

@@ -106,7 +106,8 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	client, err := intake.New(intake.Options{Endpoint: cfg.Endpoint, Region: cfg.Region, Credentials: creds, OnRetry: m.OnRetry})
+	client, err := intake.New(intake.Options{Endpoint: cfg.Endpoint, Region: cfg.Region, Credentials: creds, OnRetry: m.OnRetry,
+		HTTPClient: refusalReporting(cfg, log, kube)})
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ type config struct {
 	Identity    string        // --pod-name, POD_NAME: this replica's name (lease holder, event reporter)
 	LeaseName   string        // --lease-name, LEASE_NAME (nodewright-forwarder)
 	LeaderElect bool          // --leader-elect, false when DISABLE_LEADER_ELECTION=true
+	Deployment  string        // --deployment-name, DEPLOYMENT_NAME (nodewright-forwarder): the Deployment refusal Events are written on
 	Kubeconfig  string        // --kubeconfig, KUBECONFIG; in-cluster config when empty
 	MetricsAddr string        // --metrics-addr (":" + METRICS_PORT, :8080)
 	HealthAddr  string        // --health-addr (":" + HEALTH_PROBE_PORT, :8081)
@@ -90,6 +91,7 @@ func loadConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.Namespace, "namespace", env("POD_NAMESPACE", ""), "namespace of the leader Lease")
 	fs.StringVar(&c.Identity, "pod-name", env("POD_NAME", ""), "this replica's pod name")
 	fs.StringVar(&c.LeaseName, "lease-name", env("LEASE_NAME", "nodewright-forwarder"), "name of the leader Lease")
+	fs.StringVar(&c.Deployment, "deployment-name", env("DEPLOYMENT_NAME", "nodewright-forwarder"), "the forwarder's Deployment, for Events when the API refuses a request")
 	fs.BoolVar(&c.LeaderElect, "leader-elect", getenv("DISABLE_LEADER_ELECTION") != "true", "elect one leader among replicas")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig file; in-cluster configuration when empty")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", ":"+env("METRICS_PORT", "8080"), "address serving /metrics")

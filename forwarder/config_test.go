@@ -26,7 +26,7 @@ func inCluster() map[string]string {
 func TestLoadConfig(t *testing.T) {
 	defaults := config{
 		Cluster: "prod", Endpoint: "https://abc123.execute-api.eu-west-1.amazonaws.com/prod", Region: "eu-west-1",
-		Namespace: "nodewright", Identity: "nodewright-forwarder-7d9c-x2lqp", LeaseName: "nodewright-forwarder",
+		Namespace: "nodewright", Identity: "nodewright-forwarder-7d9c-x2lqp", LeaseName: "nodewright-forwarder", Deployment: "nodewright-forwarder",
 		LeaderElect: true, MetricsAddr: ":8080", HealthAddr: ":8081", BatchIdle: time.Second, BatchMax: 10 * time.Second,
 		KubeQPS: 200, KubeBurst: 300, LogLevel: slog.LevelInfo,
 	}

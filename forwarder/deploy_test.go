@@ -48,6 +48,7 @@ type manifests struct {
 	lease          *coordinationv1.Lease
 	deployment     *appsv1.Deployment
 	pdb            *policyv1.PodDisruptionBudget
+	service        *corev1.Service
 }
 
 func readManifests(t *testing.T) manifests {
@@ -105,6 +106,9 @@ func readManifests(t *testing.T) manifests {
 			case "PodDisruptionBudget":
 				m.pdb = &policyv1.PodDisruptionBudget{}
 				into = m.pdb
+			case "Service":
+				m.service = &corev1.Service{}
+				into = m.service
 			default:
 				t.Fatalf("%s document %d: unexpected kind %q", res, i, head.Kind)
 			}
@@ -116,7 +120,7 @@ func readManifests(t *testing.T) manifests {
 	for name, obj := range map[string]any{
 		"Namespace": m.namespace, "ServiceAccount": m.serviceAccount, "ClusterRole": m.clusterRole,
 		"ClusterRoleBinding": m.clusterBinding, "Role": m.role, "RoleBinding": m.roleBinding,
-		"Lease": m.lease, "Deployment": m.deployment, "PodDisruptionBudget": m.pdb,
+		"Lease": m.lease, "Deployment": m.deployment, "PodDisruptionBudget": m.pdb, "Service": m.service,
 	} {
 		if obj == nil {
 			t.Fatalf("no %s in the kustomization", name)
@@ -180,10 +184,14 @@ func TestClusterRoleGrantsExactlyWhatTheCodeUses(t *testing.T) {
 			t.Errorf("unexpected rule %+v", r)
 		}
 	}
-	// The leader election test checks that only get and update are used.
+	// The leader election test checks that only get and update are used;
+	// the refusal events read the Deployment (events.Refusals).
 	wantLease := []rbacv1.PolicyRule{{
 		APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
 		ResourceNames: []string{m.lease.Name}, Verbs: []string{"get", "update"},
+	}, {
+		APIGroups: []string{"apps"}, Resources: []string{"deployments"},
+		ResourceNames: []string{m.deployment.Name}, Verbs: []string{"get"},
 	}}
 	if diff := cmp.Diff(wantLease, m.role.Rules); diff != "" {
 		t.Errorf("Role rules mismatch (-want +got):\n%s", diff)
@@ -277,6 +285,16 @@ func TestDeployment(t *testing.T) {
 	}
 	if got := c.ReadinessProbe.HTTPGet; got.Path != "/readyz" || got.Port.String() != "health" {
 		t.Errorf("readiness probe = %+v", got)
+	}
+	if cfg.Deployment != d.Name {
+		t.Errorf("refusal events go to Deployment %q, the manifests' is %q", cfg.Deployment, d.Name)
+	}
+	if m.service.Spec.Ports[0].TargetPort.String() != "metrics" || !labels.SelectorFromSet(m.service.Spec.Selector).Matches(podLabels) {
+		t.Errorf("the metrics Service does not reach the pods' metrics port: %+v", m.service.Spec)
+	}
+	// The image is pinned by digest, never by tag.
+	if len(m.kust.Images) != 1 || m.kust.Images[0]["digest"] == nil || m.kust.Images[0]["newTag"] != nil || c.Image != m.kust.Images[0]["name"] {
+		t.Errorf("images = %v (container image %q), want the container's image replaced by a repository and digest", m.kust.Images, c.Image)
 	}
 	if leader.DefaultLeaseDuration.Seconds() != 15 {
 		t.Errorf("the Deployment's comment promises a 15 s takeover; the lease lasts %s", leader.DefaultLeaseDuration)

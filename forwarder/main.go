@@ -41,13 +41,14 @@ func main() {
 func run(ctx context.Context) error {
 	cfg, err := loadConfig(os.Args[1:], os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintf(os.Stderr, "nodewright-forwarder %s (commit %s)\n%v\n", version, commit, err)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log.Info("starting", "version", version, "commit", commit)
 
 	restCfg, err := kubeConfig(cfg)
 	if err != nil {

@@ -24,11 +24,15 @@ var apiRoutes = []apiRoute{
 	{method: "GET", path: "/v1/podbatches/{id}"},
 	{method: "POST", path: "/v1/config"},
 	{method: "POST", path: "/v1/registrations"},
-	{method: "POST", path: "/v1/snapshots"},
+	snapshotRoute,
 	{method: "GET", path: "/v1/nodeclaims"},
 	{method: "GET", path: "/v1/events"},
 	{method: "GET", path: "/v1/nodeclasses"},
 }
+
+// snapshotRoute receives the forwarder's cluster snapshots, at least every
+// 30 s from a live leader (forwarder/internal/forward SnapshotInterval).
+var snapshotRoute = apiRoute{method: "POST", path: "/v1/snapshots"}
 
 // Stage throttling: the forwarder posts about one pod batch a second at
 // most, plus snapshot parts; these bound a runaway client.
@@ -88,6 +92,17 @@ func newAPI(d *deployment, specs []functionSpec) awsapigateway.RestApi {
 			}),
 			ThrottlingRateLimit:  jsii.Number(apiRateLimit),
 			ThrottlingBurstLimit: jsii.Number(apiBurstLimit),
+			// Per-method metrics for the snapshot route only, which the
+			// forwarder-silent alarm reads (monitoring.go). A method's
+			// settings replace the stage's for it, so the throttling is
+			// repeated.
+			MethodOptions: &map[string]*awsapigateway.MethodDeploymentOptions{
+				snapshotRoute.path + "/" + snapshotRoute.method: {
+					MetricsEnabled:       jsii.Bool(true),
+					ThrottlingRateLimit:  jsii.Number(apiRateLimit),
+					ThrottlingBurstLimit: jsii.Number(apiBurstLimit),
+				},
+			},
 		},
 	})
 	integration := awsapigateway.NewLambdaIntegration(intake.fn, &awsapigateway.LambdaIntegrationOptions{

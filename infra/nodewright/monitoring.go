@@ -14,6 +14,74 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
+// newForwarderAlarms creates the two alarms about the in-cluster forwarder.
+// A live forwarder posts a snapshot every 30 s, so an alarm period without
+// an accepted one means it is dead, not elected, or refused.
+// Both treat missing data as breaching: API Gateway publishes nothing for
+// an API nobody calls, and a forwarder that calls nothing is the failure.
+//   - ForwarderSilentAlarm: fewer than one snapshot accepted (POST
+//     /v1/snapshots answered 2xx: Count minus 4XXError and 5XXError of that
+//     method) in five minutes;
+//   - ApiClientErrorsAlarm: any request answered 4xx (the forwarder's role,
+//     endpoint or cluster name is wrong; the forwarder also writes an Event
+//     on its Deployment).
+func newForwarderAlarms(d *deployment, action awscloudwatch.IAlarmAction) []awscloudwatch.Alarm {
+	method := func(name string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace:  jsii.String("AWS/ApiGateway"),
+			MetricName: jsii.String(name),
+			DimensionsMap: &map[string]*string{
+				"ApiName": d.api.RestApiName(), "Stage": jsii.String(apiStage),
+				"Resource": jsii.String(snapshotRoute.path), "Method": jsii.String(snapshotRoute.method),
+			},
+			Period:    alarmPeriod,
+			Statistic: jsii.String("Sum"),
+		})
+	}
+	accepted := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression:   jsii.String("count - FILL(clientErrors, 0) - FILL(serverErrors, 0)"),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{"count": method("Count"), "clientErrors": method("4XXError"), "serverErrors": method("5XXError")},
+		Label:        jsii.String("snapshots accepted"),
+		Period:       alarmPeriod,
+	})
+	missing := awscloudwatch.TreatMissingData_BREACHING
+	return []awscloudwatch.Alarm{
+		newAlarm(d, action, alarmSpec{id: "ForwarderSilentAlarm",
+			desc:   "the forwarder posted no accepted snapshot for 5 minutes (forwarder down, no leader, or refused: docs/troubleshooting.md)",
+			metric: accepted, threshold: 1, op: awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD, missing: missing}),
+		newAlarm(d, action, alarmSpec{id: "ApiClientErrorsAlarm",
+			desc:      "the intake API refused requests (4xx: the forwarder's IAM role, API endpoint or cluster name; kubectl -n nodewright describe deployment nodewright-forwarder)",
+			metric:    d.api.MetricClientError(&awscloudwatch.MetricOptions{Period: alarmPeriod, Statistic: jsii.String("Sum")}),
+			threshold: 1, op: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD, missing: missing}),
+	}
+}
+
+// alarmSpec is one alarm: one evaluation period of metric against
+// threshold.
+type alarmSpec struct {
+	id, desc  string
+	metric    awscloudwatch.IMetric
+	threshold float64
+	op        awscloudwatch.ComparisonOperator
+	missing   awscloudwatch.TreatMissingData
+}
+
+// newAlarm creates the alarm of spec, notifying action when it is not nil.
+func newAlarm(d *deployment, action awscloudwatch.IAlarmAction, spec alarmSpec) awscloudwatch.Alarm {
+	a := awscloudwatch.NewAlarm(d.scope, jsii.String(spec.id), &awscloudwatch.AlarmProps{
+		AlarmDescription:   jsii.String("nodewright " + d.props.Cluster.Name + ": " + spec.desc),
+		Metric:             spec.metric,
+		Threshold:          jsii.Number(spec.threshold),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: spec.op,
+		TreatMissingData:   spec.missing,
+	})
+	if action != nil {
+		a.AddAlarmAction(action)
+	}
+	return a
+}
+
 // alarmPeriod is the period of every alarm: long enough to smooth single
 // data points, short enough to page within minutes.
 var alarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))
@@ -33,18 +101,8 @@ func newMonitoring(d *deployment) {
 	}
 	var alarms []awscloudwatch.Alarm
 	alarm := func(id, desc string, metric awscloudwatch.IMetric, threshold float64) {
-		a := awscloudwatch.NewAlarm(d.scope, jsii.String(id), &awscloudwatch.AlarmProps{
-			AlarmDescription:   jsii.String("nodewright " + d.props.Cluster.Name + ": " + desc),
-			Metric:             metric,
-			Threshold:          jsii.Number(threshold),
-			EvaluationPeriods:  jsii.Number(1),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-		if action != nil {
-			a.AddAlarmAction(action)
-		}
-		alarms = append(alarms, a)
+		alarms = append(alarms, newAlarm(d, action, alarmSpec{id: id, desc: desc, metric: metric, threshold: threshold,
+			op: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD, missing: awscloudwatch.TreatMissingData_NOT_BREACHING}))
 	}
 	sum := &awscloudwatch.MetricOptions{Period: alarmPeriod, Statistic: jsii.String("Sum")}
 	maximum := &awscloudwatch.MetricOptions{Period: alarmPeriod, Statistic: jsii.String("Maximum")}
@@ -100,6 +158,7 @@ func newMonitoring(d *deployment) {
 	}
 
 	alarm("ApiServerErrorsAlarm", "the intake API answered 5xx", d.api.MetricServerError(sum), 1)
+	alarms = append(alarms, newForwarderAlarms(d, action)...)
 
 	graph := func(title string, left []awscloudwatch.IMetric) awscloudwatch.IWidget {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &left, Width: jsii.Number(8)})

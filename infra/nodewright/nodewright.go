@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecr"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -228,6 +229,8 @@ type deployment struct {
 	// scheduleDLQ holds undeliverable schedule invocations (events.go);
 	// nil without schedules.
 	scheduleDLQ awssqs.Queue
+	// image is the forwarder image's ECR repository (image.go).
+	image awsecr.Repository
 }
 
 // New creates nodewright for props.Cluster inside a new construct id of
@@ -282,6 +285,7 @@ func New(scope constructs.Construct, id string, props Props) (*Nodewright, error
 	}
 	d.forwarder = newForwarderRole(d)
 	d.api = newAPI(d, specs)
+	d.image = newImageRepository(d)
 	grantForwarder(d)
 	newTriggers(d, specs)
 	newInterruptionRules(d)
@@ -320,4 +324,7 @@ func newOutputs(d *deployment) {
 	out("ForwarderRoleArn", "the forwarder's IAM role (Pod Identity association or IRSA annotation)", d.forwarder.RoleArn())
 	out("NodeRoleName", "the nodes' IAM role: EC2NodeClass spec.role", d.nodeRole.name)
 	out("TableName", "the DynamoDB table", d.table.TableName())
+	out("ForwarderImageRepositoryUri", "the forwarder image's ECR repository (make image-push IMAGE=...)", d.image.RepositoryUri())
+	out("ImagePushCommand", "log in to ECR and push the forwarder image built by make image (run from the repository)", imagePushCommand(d, d.image))
+	out("HelmInstallCommand", "install the in-cluster part with every value filled in (run from the repository after the push)", helmInstallCommand(d, d.image.RepositoryUri()))
 }

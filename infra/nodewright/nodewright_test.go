@@ -611,7 +611,7 @@ func TestDefaultDeployment(t *testing.T) {
 		for range 3 { // provisioning, interruption and schedule DLQs
 			want = append(want, "ApproximateNumberOfMessagesVisible")
 		}
-		want = append(want, "ApproximateAgeOfOldestMessage", "5XXError")
+		want = append(want, "ApproximateAgeOfOldestMessage", "5XXError", "4XXError", "expression") // the forwarder's (forwarderops_test.go)
 		for range c.ofType("AWS::StepFunctions::StateMachine") {
 			want = append(want, "expression")
 		}

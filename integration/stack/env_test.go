@@ -27,8 +27,14 @@ import (
 	"github.com/nodewright/nodewright/local/stack"
 )
 
+// forwarderBinEnv names a prebuilt forwarder binary to run instead of
+// building one: `make test` sets it to the linux binary extracted from the
+// image `make image` built (dist/image/forwarder-linux-<arch>), so every
+// scenario here runs the binary users deploy.
+const forwarderBinEnv = "NODEWRIGHT_FORWARDER_BIN"
+
 // forwarder is the forwarder binary, built once per test binary by the
-// first test that needs it.
+// first test that needs it (or forwarderBinEnv's).
 var forwarder struct {
 	once sync.Once
 	bin  string
@@ -37,6 +43,12 @@ var forwarder struct {
 
 func forwarderBin(t testing.TB, root string) string {
 	forwarder.once.Do(func() {
+		if bin := os.Getenv(forwarderBinEnv); bin != "" {
+			if _, forwarder.err = os.Stat(bin); forwarder.err == nil {
+				forwarder.bin = bin
+			}
+			return
+		}
 		dir, err := os.MkdirTemp("", "nodewright-e2e-")
 		if err != nil {
 			forwarder.err = err

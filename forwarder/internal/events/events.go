@@ -129,16 +129,18 @@ func (e *Emitter) Emit(ctx context.Context, result v1.PodBatchResult, pods map[t
 }
 
 func (e *Emitter) event(p v1.PodSummary, kind, reason, message string, now time.Time) *corev1.Event {
-	ts := metav1.NewTime(now)
+	// client-go's recorder names events <object>.<unix nanos in hex>.
+	return newEvent(fmt.Sprintf("%s.%x", p.Name, now.UnixNano()), p.Namespace,
+		corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+		kind, reason, message, metav1.NewTime(now), e.instance)
+}
+
+// newEvent is an Event of the forwarder (Component) about ref, first and
+// last seen at ts, reported by instance.
+func newEvent(name, namespace string, ref corev1.ObjectReference, kind, reason, message string, ts metav1.Time, instance string) *corev1.Event {
 	return &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			// client-go's recorder names events <object>.<unix nanos in hex>.
-			Name:      fmt.Sprintf("%s.%x", p.Name, now.UnixNano()),
-			Namespace: p.Namespace,
-		},
-		InvolvedObject: corev1.ObjectReference{
-			APIVersion: "v1", Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID,
-		},
+		ObjectMeta:          metav1.ObjectMeta{Name: name, Namespace: namespace},
+		InvolvedObject:      ref,
 		Reason:              reason,
 		Message:             message,
 		Type:                kind,
@@ -147,6 +149,6 @@ func (e *Emitter) event(p v1.PodSummary, kind, reason, message string, now time.
 		LastTimestamp:       ts,
 		Count:               1,
 		ReportingController: Component,
-		ReportingInstance:   e.instance,
+		ReportingInstance:   instance,
 	}
 }

@@ -179,22 +179,7 @@ func (r *Relay) event(ctx context.Context, rec v1.EventRecord) (*corev1.Event, e
 	if ts.IsZero() {
 		ts = metav1.NewTime(r.now())
 	}
-	return &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      RecordEventName(rec.ID),
-			Namespace: namespace,
-		},
-		InvolvedObject:      ref,
-		Reason:              rec.Reason,
-		Message:             rec.Message,
-		Type:                rec.Type,
-		Source:              corev1.EventSource{Component: Component},
-		FirstTimestamp:      ts,
-		LastTimestamp:       ts,
-		Count:               1,
-		ReportingController: Component,
-		ReportingInstance:   r.instance,
-	}, nil
+	return newEvent(RecordEventName(rec.ID), namespace, ref, rec.Type, rec.Reason, rec.Message, ts, r.instance), nil
 }
 
 // RecordEventName is the name of the Event written for the record with
