@@ -128,7 +128,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
-	lts, err := provisioning.NewTemplateCollector(adapters.LaunchTemplates{Templates: nodeclass.NewTemplates(c.EC2), Cluster: cfg.Cluster},
+	lts, err := provisioning.NewTemplateCollector(cfg.Cluster, adapters.LaunchTemplates{Templates: nodeclass.NewTemplates(c.EC2), Cluster: cfg.Cluster},
 		adapters.Config{Store: store}, claims, instances)
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)

@@ -69,7 +69,7 @@ func (l LaunchTemplates) ListLaunchTemplates(ctx context.Context) ([]provisionin
 	}
 	out := make([]provisioning.LaunchTemplate, len(list))
 	for i, t := range list {
-		out[i] = provisioning.LaunchTemplate{ID: t.ID, Name: t.Name, NodeClass: t.NodeClass, CreateTime: t.CreateTime}
+		out[i] = provisioning.LaunchTemplate{ID: t.ID, Name: t.Name, NodeClass: t.NodeClass, CreateTime: t.CreateTime, Tags: t.Tags}
 	}
 	return out, nil
 }
