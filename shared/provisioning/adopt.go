@@ -15,14 +15,8 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
-// AnnotationAdoptedFrom marks a NodeClaim record nodewright adopted rather
-// than launched; its value names the launcher ("karpenter"). The record
-// keeps the adopted NodeClaim's name, so its cluster object (the Karpenter
-// NodeClaim) becomes its mirror.
-const AnnotationAdoptedFrom = "nodewright.dev/adopted-from"
-
-// AdoptedFromKarpenter is AnnotationAdoptedFrom's value for Karpenter's
-// NodeClaims.
+// AdoptedFromKarpenter is v1.AnnotationAdoptedFrom's value on the records
+// of Karpenter's NodeClaims.
 const AdoptedFromKarpenter = "karpenter"
 
 // AdoptionRefusalReason says why a foreign NodeClaim is not adopted; each
@@ -91,7 +85,7 @@ type AdoptionInput struct {
 // name, creation time, labels (capacity type, instance type, zone, ...),
 // annotations (the nodepool and ec2nodeclass hashes with their versions,
 // which static drift compares), spec and status (providerID, imageID,
-// nodeName, capacity, allocatable, conditions), plus AnnotationAdoptedFrom
+// nodeName, capacity, allocatable, conditions), plus v1.AnnotationAdoptedFrom
 // and Karpenter's tagging annotations (the instance is already tagged:
 // adoption never retags). Finalizers, owner references, UID and resource
 // version are not carried: the record is nodewright's. Every other foreign
@@ -189,7 +183,7 @@ func adoptedRecord(c *v1.NodeClaim, node string) v1.NodeClaim {
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
-	out.Annotations[AnnotationAdoptedFrom] = AdoptedFromKarpenter
+	out.Annotations[v1.AnnotationAdoptedFrom] = AdoptedFromKarpenter
 	out.Annotations[v1.AnnotationInstanceTagged] = "true"
 	out.Annotations[v1.AnnotationClusterNameTaggedCompatible] = "true"
 	if out.Status.NodeName == "" {
@@ -199,8 +193,8 @@ func adoptedRecord(c *v1.NodeClaim, node string) v1.NodeClaim {
 }
 
 // Adopted reports whether claim is a record nodewright adopted
-// (AnnotationAdoptedFrom) rather than launched.
-func Adopted(claim *v1.NodeClaim) bool { return claim.Annotations[AnnotationAdoptedFrom] != "" }
+// (v1.AnnotationAdoptedFrom) rather than launched.
+func Adopted(claim *v1.NodeClaim) bool { return claim.Annotations[v1.AnnotationAdoptedFrom] != "" }
 
 // AdoptionReport is what the forwarder last reported for adoption: the
 // foreign NodeClaims and Nodes of its current snapshot.

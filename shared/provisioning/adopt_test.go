@@ -68,7 +68,7 @@ func TestPlanAdoption(t *testing.T) {
 		for k, v := range claim.Annotations {
 			want.Annotations[k] = v
 		}
-		want.Annotations[provisioning.AnnotationAdoptedFrom] = provisioning.AdoptedFromKarpenter
+		want.Annotations[v1.AnnotationAdoptedFrom] = provisioning.AdoptedFromKarpenter
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("adopted record mismatch (-want +got):\n%s", diff)
 		}

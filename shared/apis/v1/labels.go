@@ -153,6 +153,12 @@ const (
 // resource.
 const TagKeyOwner = "nodewright.dev/owner"
 
+// AnnotationAdoptedFrom marks a NodeClaim nodewright adopted rather than
+// launched (its value names the launcher, "karpenter"). The record keeps the
+// adopted NodeClaim's name, so the Karpenter NodeClaim object in the cluster
+// becomes its mirror.
+const AnnotationAdoptedFrom = "nodewright.dev/adopted-from"
+
 // OwnedBy reports whether tags carry nodewright's ownership mark for
 // cluster (TagKeyOwner=<cluster>). It is the one test of "nodewright
 // launched this" for an EC2 resource that no NodeClaim record names:
