@@ -87,8 +87,9 @@ type AdoptionInput struct {
 // which static drift compares), spec and status (providerID, imageID,
 // nodeName, capacity, allocatable, conditions), plus v1.AnnotationAdoptedFrom
 // and Karpenter's tagging annotations (the instance is already tagged:
-// adoption never retags). Finalizers, owner references, UID and resource
-// version are not carried: the record is nodewright's. Every other foreign
+// adoption never retags), and its UID (the object stays in the cluster as
+// the record's mirror). Finalizers, owner references and resource version
+// are not carried: the record is nodewright's. Every other foreign
 // NodeClaim is refused with a reason and left alone; with
 // in.KarpenterActive set, all are refused. Adopt and refusals are sorted by
 // name. It reads nothing but in.
@@ -170,6 +171,7 @@ func adoptedRecord(c *v1.NodeClaim, node string) v1.NodeClaim {
 		TypeMeta: metav1.TypeMeta{APIVersion: v1.Group + "/v1", Kind: v1.KindNodeClaim},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              c.Name,
+			UID:               c.UID,
 			CreationTimestamp: c.CreationTimestamp,
 			Labels:            maps.Clone(c.Labels),
 			Annotations:       maps.Clone(c.Annotations),

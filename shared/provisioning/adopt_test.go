@@ -55,14 +55,14 @@ func adoptionInput(t testing.TB, claim v1.NodeClaim) provisioning.AdoptionInput 
 
 func TestPlanAdoption(t *testing.T) {
 	claim := karpenterClaim(t)
-	t.Run("should adopt a registered Karpenter NodeClaim as it is, without finalizers or owner references", func(t *testing.T) {
+	t.Run("should adopt a registered Karpenter NodeClaim as it is, without finalizers, owner references or resource version", func(t *testing.T) {
 		adopt, refused := provisioning.PlanAdoption(adoptionInput(t, claim))
 		if len(refused) != 0 || len(adopt) != 1 {
 			t.Fatalf("PlanAdoption() = %d adopted, refused %+v; want one adopted", len(adopt), refused)
 		}
 		got := adopt[0]
 		want := claim
-		want.UID, want.ResourceVersion, want.Generation = "", "", 0
+		want.ResourceVersion, want.Generation = "", 0
 		want.Finalizers, want.OwnerReferences = nil, nil
 		want.Annotations = map[string]string{}
 		for k, v := range claim.Annotations {
