@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -145,22 +146,26 @@ func launchAsKarpenter(t *testing.T, s *stack.Stack, pool *v1.NodePool, class *v
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
-		node, err := s.Kube.CoreV1().Nodes().Get(ctx, k.node, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		node.Finalizers = append(node.Finalizers, v1.TerminationFinalizer)
-		node.Labels[v1.LabelRegistered] = "true"
-		node.Labels[v1.LabelInitialized] = "true"
-		var taints []corev1.Taint
-		for _, tn := range node.Spec.Taints {
-			if tn.Key != v1.TaintKeyUnregistered {
-				taints = append(taints, tn)
+		// kwok updates the Node too: retry on a conflict, as a controller does.
+		if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			node, err := s.Kube.CoreV1().Nodes().Get(ctx, k.node, metav1.GetOptions{})
+			if err != nil {
+				return err
 			}
-		}
-		node.Spec.Taints = taints
-		if _, err := s.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
+			node.Finalizers = append(node.Finalizers, v1.TerminationFinalizer)
+			node.Labels[v1.LabelRegistered] = "true"
+			node.Labels[v1.LabelInitialized] = "true"
+			var taints []corev1.Taint
+			for _, tn := range node.Spec.Taints {
+				if tn.Key != v1.TaintKeyUnregistered {
+					taints = append(taints, tn)
+				}
+			}
+			node.Spec.Taints = taints
+			_, err = s.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatalf("register Karpenter's node %s: %v", k.node, err)
 		}
 		inst, _ := s.Sim.Instance(k.instance)
 		created := metav1.NewTime(time.Now().Add(-24 * time.Hour))
