@@ -272,8 +272,8 @@ func decodeYAML[T any](t *testing.T, data []byte, decode func([]byte) (*T, []v1.
 }
 
 // TestMigrationFromKarpenter takes over a cluster whose three nodes
-// Karpenter launched (issue: never terminate what nodewright did not
-// launch, adopt Karpenter's nodes). While Karpenter's Lease is renewed
+// Karpenter launched: nodewright never terminates what it did not launch,
+// and adopts Karpenter's nodes. While Karpenter's Lease is renewed
 // nodewright adopts nothing, launches nothing for a pending pod and writes
 // a KarpenterActive Event on the NodePool. Once Karpenter stops, ten
 // minutes of garbage collection (on an advanced clock) terminate nothing
