@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -122,6 +123,7 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 	pods, nodes := podFactory.Core().V1().Pods(), factory.Core().V1().Nodes()
 	pdbs, dss := factory.Policy().V1().PodDisruptionBudgets(), factory.Apps().V1().DaemonSets()
 	nodePools, nodeClasses := dynFactory.ForResource(nodePoolsGVR), dynFactory.ForResource(nodeClassesGVR)
+	nodeClaims := dynFactory.ForResource(mirror.GVR)
 	a := &app{
 		cfg: cfg, log: log, kube: kube, factories: []interface {
 			Start(stopCh <-chan struct{})
@@ -130,6 +132,7 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		synced: []cache.InformerSynced{
 			pods.Informer().HasSynced, nodes.Informer().HasSynced, pdbs.Informer().HasSynced,
 			dss.Informer().HasSynced, nodePools.Informer().HasSynced, nodeClasses.Informer().HasSynced,
+			nodeClaims.Informer().HasSynced,
 		},
 	}
 	a.handler = metrics.Handler(reg, a.ready)
@@ -143,6 +146,7 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		NodePools: nodePools.Lister(), NodeClasses: nodeClasses.Lister(),
 		PodInformer: pods.Informer(), NodeInformer: nodes.Informer(),
 		NodePoolInformer: nodePools.Informer(), NodeClassInformer: nodeClasses.Informer(),
+		NodeClaims: nodeClaims.Lister(), NodeClaimInformer: nodeClaims.Informer(), Leases: leases{kube},
 	}, m.API(client), m.Emitter(events.New(kube.CoreV1(), time.Now, cfg.Identity)), m.Mirror(mirror.New(dyn)),
 		m.Relay(events.NewRelay(kube.CoreV1(), clusterObjects{nodes: nodes.Lister(), dyn: dyn, pods: pods.Lister(), nodePools: nodePools.Lister()}, time.Now, cfg.Identity)))
 	statusWriter, err := status.New(status.Options{Dynamic: dyn, NodePools: nodePools.Lister(), NodeClasses: nodeClasses.Lister(),
@@ -163,6 +167,13 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		return err
 	}
 	return a, nil
+}
+
+// leases reads Leases through the coordination/v1 client.
+type leases struct{ kube kubernetes.Interface }
+
+func (l leases) Lease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error) {
+	return l.kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 // clusterObjects finds the UIDs of the Nodes, NodeClaims, Pods and

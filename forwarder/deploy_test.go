@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodewright/nodewright/forwarder/internal/forward"
 	"github.com/nodewright/nodewright/forwarder/internal/leader"
 )
 
@@ -167,10 +168,11 @@ func TestClusterRoleGrantsExactlyWhatTheCodeUses(t *testing.T) {
 		{"", "nodes", "delete"}, {"", "nodes", "list"}, {"", "nodes", "watch"},
 		{"", "pods", "list"}, {"", "pods", "watch"},
 		{"apps", "daemonsets", "list"}, {"apps", "daemonsets", "watch"},
+		{"coordination.k8s.io", "leases", "get"},
 		{"karpenter.k8s.aws", "ec2nodeclasses", "list"}, {"karpenter.k8s.aws", "ec2nodeclasses", "watch"},
 		{"karpenter.k8s.aws", "ec2nodeclasses/status", "update"},
 		{"karpenter.sh", "nodeclaims", "create"}, {"karpenter.sh", "nodeclaims", "delete"},
-		{"karpenter.sh", "nodeclaims", "list"}, {"karpenter.sh", "nodeclaims", "update"},
+		{"karpenter.sh", "nodeclaims", "list"}, {"karpenter.sh", "nodeclaims", "update"}, {"karpenter.sh", "nodeclaims", "watch"},
 		{"karpenter.sh", "nodeclaims/status", "update"},
 		{"karpenter.sh", "nodepools", "list"}, {"karpenter.sh", "nodepools", "watch"},
 		{"karpenter.sh", "nodepools/status", "update"},
@@ -180,7 +182,9 @@ func TestClusterRoleGrantsExactlyWhatTheCodeUses(t *testing.T) {
 		t.Errorf("ClusterRole permissions mismatch (-want +got):\n%s", diff)
 	}
 	for _, r := range m.clusterRole.Rules {
-		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+		karpenterLease := slices.Equal(r.ResourceNames, []string{forward.KarpenterLeaseName}) && slices.Equal(r.Resources, []string{"leases"}) &&
+			slices.Equal(r.Verbs, []string{"get"})
+		if (len(r.ResourceNames) > 0 && !karpenterLease) || len(r.NonResourceURLs) > 0 {
 			t.Errorf("unexpected rule %+v", r)
 		}
 	}

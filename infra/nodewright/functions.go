@@ -59,8 +59,12 @@ const (
 	// grantListInstances: DescribeInstances, to list the cluster's
 	// instances by tag.
 	grantListInstances
-	// grantTerminate: TerminateInstances on the cluster's instances.
+	// grantTerminate: TerminateInstances on the cluster's instances
+	// (those of NodeClaim records, adopted ones included).
 	grantTerminate
+	// grantTerminateOwned: TerminateInstances only on instances carrying
+	// nodewright's ownership mark (garbage collection).
+	grantTerminateOwned
 	// grantDescribeInstanceStatus: DescribeInstanceStatus, to read the
 	// status checks and scheduled events of the cluster's instances.
 	grantDescribeInstanceStatus
@@ -152,7 +156,7 @@ var functions = []functionSpec{
 		memoryMiB:   512,
 		timeout:     50 * time.Second,
 		env:         []env{envCommon, envKube},
-		grants:      []grant{grantTable, grantListInstances, grantTerminate, grantTagInstances, grantCleanLaunchTemplates},
+		grants:      []grant{grantTable, grantListInstances, grantTerminateOwned, grantTagInstances, grantCleanLaunchTemplates},
 		trigger:     trigger{kind: triggerSchedule, every: time.Minute},
 		kube:        &kubeAccess{group: "nodewright:gc"},
 	},

@@ -18,6 +18,9 @@ const (
 	tagNodeClaim       = "karpenter.sh/nodeclaim"
 	tagName            = "Name"
 	tagOwnedValue      = "owned"
+	// tagOwner is nodewright's ownership mark, <tagOwner>=<cluster name>
+	// (shared/apis/v1 TagKeyOwner), which Karpenter never writes.
+	tagOwner = "nodewright.dev/owner"
 	eksNodeAccessEntry = "EC2_LINUX"
 )
 
@@ -64,12 +67,14 @@ func launchCreatedResources() []*string {
 }
 
 // requestTagged is the condition that a request tags what it creates as
-// the cluster's, in a node pool (karpenter-spec 4.1, third row).
+// the cluster's, in a node pool (karpenter-spec 4.1, third row), and with
+// nodewright's ownership mark: nothing nodewright creates lacks it.
 func requestTagged(cluster string) map[string]any {
 	return map[string]any{
 		"StringEquals": map[string]any{
 			"aws:RequestTag/" + tagClusterPrefix + cluster: tagOwnedValue,
 			"aws:RequestTag/" + tagEKSClusterName:          cluster,
+			"aws:RequestTag/" + tagOwner:                   cluster,
 		},
 		"StringLike": map[string]any{"aws:RequestTag/" + tagNodePool: "*"},
 	}
@@ -82,6 +87,16 @@ func resourceTagged(cluster string) map[string]any {
 		"StringEquals": map[string]any{"aws:ResourceTag/" + tagClusterPrefix + cluster: tagOwnedValue},
 		"StringLike":   map[string]any{"aws:ResourceTag/" + tagNodePool: "*"},
 	}
+}
+
+// resourceOwned is the condition that an existing resource is one
+// nodewright created for the cluster: resourceTagged plus the ownership
+// mark. Karpenter's instances and launch templates carry the cluster's tags
+// but not the mark, so a grant under this condition cannot touch them.
+func resourceOwned(cluster string) map[string]any {
+	return merge(resourceTagged(cluster), map[string]any{
+		"StringEquals": map[string]any{"aws:ResourceTag/" + tagOwner: cluster},
+	})
 }
 
 func inRegion() map[string]any {
@@ -110,7 +125,7 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 		return []awsiam.PolicyStatement{
 			statement("LaunchWithReferencedResources", []string{"ec2:RunInstances", "ec2:CreateFleet"}, launchReferencedResources(), nil),
 			statement("LaunchWithClusterLaunchTemplates", []string{"ec2:RunInstances", "ec2:CreateFleet"},
-				*jsii.Strings(ec2ARN("own", "launch-template")), resourceTagged(cluster)),
+				*jsii.Strings(ec2ARN("own", "launch-template")), resourceOwned(cluster)),
 			statement("CreateClusterTaggedResources", []string{"ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"},
 				launchCreatedResources(), requestTagged(cluster)),
 			statement("TagOnCreation", []string{"ec2:CreateTags"}, launchCreatedResources(), merge(requestTagged(cluster), map[string]any{
@@ -140,15 +155,29 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 			statement("ReadInstanceStatus", []string{"ec2:DescribeInstanceStatus"}, *jsii.Strings("*"), inRegion()),
 		}
 	case grantTerminate:
+		// The drain-and-replace and interruption steps terminate the
+		// instance of one NodeClaim record after draining its Node,
+		// including nodes adopted from Karpenter, which carry only
+		// Karpenter's tags (adoption never retags): Karpenter's own
+		// condition (karpenter-spec 4.1, row 5).
 		return []awsiam.PolicyStatement{
 			statement("TerminateClusterInstances", []string{"ec2:TerminateInstances"}, *jsii.Strings(ec2ARN("own", "instance")), resourceTagged(cluster)),
+		}
+	case grantTerminateOwned:
+		// Garbage collection terminates instances no record may name: only
+		// those carrying nodewright's ownership mark, so that it cannot
+		// terminate an instance Karpenter (or anyone else) launched.
+		return []awsiam.PolicyStatement{
+			statement("TerminateOwnedInstances", []string{"ec2:TerminateInstances"}, *jsii.Strings(ec2ARN("own", "instance")), resourceOwned(cluster)),
 		}
 	case grantTagInstances:
 		// Karpenter's AllowScopedResourceTagging: the cluster's instances,
 		// only the post-registration keys, and eks:eks-cluster-name only
-		// with the cluster's name (karpenter-spec 4.1, 1.5).
+		// with the cluster's name (karpenter-spec 4.1, 1.5); and only
+		// nodewright's own instances (the ownership mark): adopted ones
+		// are never retagged.
 		return []awsiam.PolicyStatement{
-			statement("TagClusterInstances", []string{"ec2:CreateTags"}, *jsii.Strings(ec2ARN("own", "instance")), merge(resourceTagged(cluster), map[string]any{
+			statement("TagClusterInstances", []string{"ec2:CreateTags"}, *jsii.Strings(ec2ARN("own", "instance")), merge(resourceOwned(cluster), map[string]any{
 				"StringEqualsIfExists":      map[string]any{"aws:RequestTag/" + tagEKSClusterName: cluster},
 				"ForAllValues:StringEquals": map[string]any{"aws:TagKeys": []string{tagEKSClusterName, tagNodeClaim, tagName}},
 			})),
@@ -156,7 +185,7 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 	case grantCleanLaunchTemplates:
 		return []awsiam.PolicyStatement{
 			statement("ListLaunchTemplates", []string{"ec2:DescribeLaunchTemplates"}, *jsii.Strings("*"), inRegion()),
-			statement("DeleteClusterLaunchTemplates", []string{"ec2:DeleteLaunchTemplate"}, *jsii.Strings(ec2ARN("own", "launch-template")), resourceTagged(cluster)),
+			statement("DeleteClusterLaunchTemplates", []string{"ec2:DeleteLaunchTemplate"}, *jsii.Strings(ec2ARN("own", "launch-template")), resourceOwned(cluster)),
 		}
 	}
 	return nil

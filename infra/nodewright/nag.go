@@ -110,7 +110,7 @@ func addSuppressions(d *deployment) {
 					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Referenced, appliesTo: []string{findingEC2Reference}})
 			case grantListInstances, grantDescribeInstanceStatus:
 				anyResource = true
-			case grantTerminate, grantTagInstances:
+			case grantTerminate, grantTerminateOwned, grantTagInstances:
 				ec2Created = true
 			case grantCleanLaunchTemplates:
 				anyResource, ec2Created = true, true

@@ -238,8 +238,9 @@ func TestPendingPodsBecomeThePlannedNodeClaimsAndFleets(t *testing.T) {
 		t.Errorf("fleets mismatch (-want +got):\n%s", diff)
 	}
 
-	// The instances carry Karpenter's launch tags and AL2023 user data
-	// with the unregistered taint (karpenter-spec 1.5, 9.2).
+	// The instances carry Karpenter's launch tags, nodewright's ownership
+	// mark and AL2023 user data with the unregistered taint
+	// (karpenter-spec 1.5, 9.2).
 	for _, c := range stored {
 		inst, ok := e.sim.Instance(instanceID(t, c.Status.ProviderID))
 		if !ok {
@@ -248,6 +249,7 @@ func TestPendingPodsBecomeThePlannedNodeClaimsAndFleets(t *testing.T) {
 		wantTags := map[string]string{
 			"kubernetes.io/cluster/" + cluster: "owned", "eks:eks-cluster-name": cluster,
 			"karpenter.sh/nodepool": "default", "karpenter.k8s.aws/ec2nodeclass": "default",
+			"nodewright.dev/owner": cluster,
 		}
 		for k, v := range wantTags {
 			if inst.Tags[k] != v {

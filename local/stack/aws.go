@@ -195,6 +195,13 @@ func runTicker(ctx context.Context, interval time.Duration, gc *gchandler.Handle
 	}
 }
 
+// RunGC runs one garbage-collection pass now, at Options.GCClock, as the
+// ticker does, and returns its output.
+func (s *Stack) RunGC(ctx context.Context) (gchandler.Output, error) {
+	ictx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-gc"})
+	return s.gc.Handle(ictx, json.RawMessage(`{}`))
+}
+
 func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():

@@ -126,6 +126,10 @@ type Options struct {
 	BatchIdle, BatchMax time.Duration
 	// GCInterval is how often the gc handler runs (zero: one minute).
 	GCInterval time.Duration
+	// GCClock is the gc handler's clock (nil: time.Now), so that a test
+	// can run garbage collection minutes ahead (Stack.RunGC) without
+	// waiting for them.
+	GCClock func() time.Time
 	// Disruption wires consolidation, drift and expiry (the disruption
 	// handler on a ticker, the disruption state machine on
 	// aws-local-stepfunctions, the disrupttask handler behind
@@ -200,6 +204,8 @@ type Stack struct {
 	faults faults
 	// lambdas serves disrupttask (startDisruption; KillLambda).
 	lambdas *lambdaserver.Server
+	// gc is the garbage-collection handler the ticker runs (RunGC).
+	gc *gchandler.Handler
 }
 
 // disruptionClients are the clients the disruption functions share with
@@ -448,10 +454,15 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gc config: %w", err)
 	}
-	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Nodes: nodes}, s.log.With("function", "gc"), time.Now)
+	gcClock := opts.GCClock
+	if gcClock == nil {
+		gcClock = time.Now
+	}
+	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Nodes: nodes}, s.log.With("function", "gc"), gcClock)
 	if err != nil {
 		return fmt.Errorf("gc: %w", err)
 	}
+	s.gc = gc
 
 	if opts.Disruption {
 		if s.disruptionWired, err = s.startDisruption(runCtx, env, disruptionClients{ddb: ddb, ec2: ec2Client, ssm: ssmClient, kube: nodes}); err != nil {

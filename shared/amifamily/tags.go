@@ -27,7 +27,8 @@ const (
 // class's spec.tags, overlaid by kubernetes.io/cluster/<cluster>=owned,
 // eks:eks-cluster-name=<cluster>, karpenter.sh/nodepool=<nodePool> and
 // karpenter.k8s.aws/ec2nodeclass=<nodeClass> (aws: pkg/utils/utils.go
-// GetTags; karpenter-spec §1.5). Ours win over a user tag of the same key,
+// GetTags; karpenter-spec §1.5), plus nodewright's ownership mark
+// v1.TagKeyOwner=<cluster>, which Karpenter does not write. Ours win over a user tag of the same key,
 // though ValidateTags rejects such keys beforehand. The result is a new map.
 func LaunchTags(cluster, nodePool, nodeClass string, userTags map[string]string) map[string]string {
 	out := make(map[string]string, len(userTags)+4)
@@ -36,6 +37,7 @@ func LaunchTags(cluster, nodePool, nodeClass string, userTags map[string]string)
 	out[v1.TagKeyEKSClusterName] = cluster
 	out[v1.TagKeyNodePool] = nodePool
 	out[v1.TagKeyEC2NodeClass] = nodeClass
+	out[v1.TagKeyOwner] = cluster
 	return out
 }
 
@@ -56,6 +58,8 @@ const (
 	maxTagKeyLen   = 128
 	maxTagValueLen = 256
 	maxTags        = 50
+	// launchTagCount is how many tags LaunchTags adds to spec.tags.
+	launchTagCount = 5
 )
 
 // ValidateTags checks spec.tags before a launch (karpenter-spec §1.3 and §4
@@ -63,12 +67,12 @@ const (
 // (eks:eks-cluster-name, kubernetes.io/cluster/*, karpenter.sh/nodepool,
 // karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass); and EC2's own
 // rules (no "aws:" prefix, keys up to 128 and values up to 256 characters,
-// at most 46 user tags so that the four launch tags fit EC2's 50). The error
+// at most 45 user tags so that the five launch tags fit EC2's 50). The error
 // names the first offending key as a field path (spec.tags["key"]), in key
 // order.
 func ValidateTags(tags map[string]string) error {
-	if n := len(tags); n > maxTags-4 {
-		return fmt.Errorf("spec.tags: %d tags, at most %d (EC2 allows %d per resource, 4 are nodewright's)", n, maxTags-4, maxTags)
+	if n := len(tags); n > maxTags-launchTagCount {
+		return fmt.Errorf("spec.tags: %d tags, at most %d (EC2 allows %d per resource, %d are nodewright's)", n, maxTags-launchTagCount, maxTags, launchTagCount)
 	}
 	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		switch {
@@ -88,11 +92,13 @@ func ValidateTags(tags map[string]string) error {
 }
 
 // RestrictedTag reports whether key is one nodewright sets itself and users
-// may not (the EC2NodeClass CRD's CEL rules, karpenter-spec §1.3).
+// may not: the EC2NodeClass CRD's CEL rules (karpenter-spec §1.3), and the
+// nodewright.dev domain of the ownership mark (v1.TagKeyOwner), so that no
+// spec.tags can forge or hide it.
 func RestrictedTag(key string) bool {
 	switch key {
 	case v1.TagKeyEKSClusterName, v1.TagKeyNodePool, v1.TagKeyNodeClaim, v1.TagKeyEC2NodeClass:
 		return true
 	}
-	return strings.HasPrefix(key, "kubernetes.io/cluster")
+	return strings.HasPrefix(key, "kubernetes.io/cluster") || strings.HasPrefix(key, "nodewright.dev/")
 }

@@ -16,25 +16,28 @@ func TestLaunchTags(t *testing.T) {
 		userTags map[string]string
 		want     map[string]string
 	}{
-		{name: "should tag with the cluster, nodepool and nodeclass", want: map[string]string{
+		{name: "should tag with the cluster, nodepool, nodeclass and nodewright's ownership mark", want: map[string]string{
 			"kubernetes.io/cluster/prod":     "owned",
 			"eks:eks-cluster-name":           "prod",
 			"karpenter.sh/nodepool":          "default",
 			"karpenter.k8s.aws/ec2nodeclass": "gpu",
+			"nodewright.dev/owner":           "prod",
 		}},
 		{name: "should add the node class's spec.tags", userTags: map[string]string{"team": "ml", "cost-center": "42"}, want: map[string]string{
 			"kubernetes.io/cluster/prod":     "owned",
 			"eks:eks-cluster-name":           "prod",
 			"karpenter.sh/nodepool":          "default",
 			"karpenter.k8s.aws/ec2nodeclass": "gpu",
+			"nodewright.dev/owner":           "prod",
 			"team":                           "ml",
 			"cost-center":                    "42",
 		}},
-		{name: "should not let spec.tags override nodewright's tags", userTags: map[string]string{"karpenter.sh/nodepool": "other"}, want: map[string]string{
+		{name: "should not let spec.tags override nodewright's tags", userTags: map[string]string{"karpenter.sh/nodepool": "other", "nodewright.dev/owner": "someone-else"}, want: map[string]string{
 			"kubernetes.io/cluster/prod":     "owned",
 			"eks:eks-cluster-name":           "prod",
 			"karpenter.sh/nodepool":          "default",
 			"karpenter.k8s.aws/ec2nodeclass": "gpu",
+			"nodewright.dev/owner":           "prod",
 		}},
 	}
 	for _, tt := range tests {
@@ -65,7 +68,7 @@ func TestValidateTags(t *testing.T) {
 
 func TestValidateTagsErrors(t *testing.T) {
 	many := map[string]string{}
-	for i := range 47 {
+	for i := range 46 {
 		many[fmt.Sprintf("k%d", i)] = "v"
 	}
 	tests := []struct {
@@ -79,10 +82,11 @@ func TestValidateTagsErrors(t *testing.T) {
 		{name: "karpenter.sh/nodepool is restricted", give: map[string]string{"karpenter.sh/nodepool": "x"}, wantMsg: "restricted"},
 		{name: "karpenter.sh/nodeclaim is restricted", give: map[string]string{"karpenter.sh/nodeclaim": "x"}, wantMsg: "restricted"},
 		{name: "karpenter.k8s.aws/ec2nodeclass is restricted", give: map[string]string{"karpenter.k8s.aws/ec2nodeclass": "x"}, wantMsg: "restricted"},
+		{name: "nodewright's ownership mark is restricted", give: map[string]string{"nodewright.dev/owner": "prod"}, wantMsg: `spec.tags["nodewright.dev/owner"]: restricted`},
 		{name: "aws: prefix is reserved", give: map[string]string{"aws:cloudformation:stack-name": "x"}, wantMsg: "reserved by AWS"},
 		{name: "key too long", give: map[string]string{strings.Repeat("k", 129): "x"}, wantMsg: "key longer"},
 		{name: "value too long", give: map[string]string{"k": strings.Repeat("v", 257)}, wantMsg: "value longer"},
-		{name: "too many tags", give: many, wantMsg: "at most 46"},
+		{name: "too many tags", give: many, wantMsg: "at most 45"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

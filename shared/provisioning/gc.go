@@ -28,8 +28,8 @@ const (
 	// CleanupInstanceGone: a registered NodeClaim's instance no longer
 	// exists and its Node is not Ready.
 	CleanupInstanceGone CleanupReason = "garbage_collected"
-	// CleanupLeakedInstance: an instance with the cluster's launch tags
-	// that no NodeClaim accounts for.
+	// CleanupLeakedInstance: an instance carrying nodewright's ownership
+	// mark for the cluster that no NodeClaim accounts for.
 	CleanupLeakedInstance CleanupReason = "leaked_instance"
 )
 
@@ -55,9 +55,12 @@ type Cleanup struct {
 // GCInput is everything garbage collection decides on.
 type GCInput struct {
 	Now time.Time
-	// Cluster is the EKS cluster name: only instances tagged
-	// eks:eks-cluster-name=<Cluster> with karpenter.sh/nodepool and
-	// karpenter.k8s.aws/ec2nodeclass tag keys are ever terminated.
+	// Cluster is the EKS cluster name. An instance no NodeClaim names is
+	// terminated only when it carries nodewright's ownership mark
+	// (v1.OwnedBy: nodewright.dev/owner=<Cluster>) besides the cluster's
+	// launch tags (eks:eks-cluster-name=<Cluster>, karpenter.sh/nodepool,
+	// karpenter.k8s.aws/ec2nodeclass); an instance Karpenter launched
+	// carries the same launch tags but never the mark.
 	Cluster    string
 	NodeClaims []v1.NodeClaim
 	Nodes      []corev1.Node
@@ -76,10 +79,17 @@ type GCInput struct {
 //   - a Registered NodeClaim whose instance is absent or terminated and
 //     whose Node is missing or not Ready (a Ready Node means the kubelet
 //     still runs), with the Node;
-//   - an instance with the cluster's launch tags, not shutting down or
-//     terminated, launched more than LeakedInstanceGrace ago, that no
-//     NodeClaim's providerID names and whose karpenter.sh/nodeclaim tag (if
-//     any) names no NodeClaim still launching, with its Node.
+//   - an instance with the cluster's launch tags and nodewright's
+//     ownership mark, not shutting down or terminated, launched more than
+//     LeakedInstanceGrace ago, that no NodeClaim's providerID names and
+//     whose karpenter.sh/nodeclaim tag (if any) names no NodeClaim still
+//     launching, with its Node.
+//
+// Anything else is not nodewright's and is left alone, whatever tags it
+// carries: an instance without the mark (one Karpenter launched, say) and
+// its Node are never planned, and Karpenter's own leaked-instance rule
+// (cluster tags only) is deliberately not followed, since Karpenter's
+// instances carry those tags too.
 //
 // NodeClaims being deleted are left to their deletion. The result is
 // sorted by reason, then NodeClaim, then instance. It reads nothing but in.
@@ -151,7 +161,7 @@ func PlanGarbageCollection(in GCInput) []Cleanup {
 		switch {
 		case owned[inst.ID], inst.State == stateShuttingDown, inst.State == stateTerminated:
 			continue
-		case !carriesClusterTags(inst, in.Cluster):
+		case !carriesClusterTags(inst, in.Cluster), !v1.OwnedBy(inst.Tags, in.Cluster):
 			continue
 		case launching[inst.Tags[v1.TagKeyNodeClaim]]:
 			// Launched for a NodeClaim whose status is being written.

@@ -56,14 +56,35 @@ func gcNode(name, providerID string, ready bool) corev1.Node {
 	}
 }
 
-// gcInstance is a running instance with the cluster's launch tags,
-// launched at launched.
+// gcInstance is a running instance nodewright launched (the cluster's
+// launch tags and its ownership mark), launched at launched.
 func gcInstance(id string, launched time.Time) provisioning.Instance {
 	return provisioning.Instance{
 		ID: id, Zone: "us-east-1a", State: "running", LaunchTime: launched,
 		Tags: map[string]string{
 			v1.TagKeyEKSClusterName: testCluster, v1.TagKeyClusterPrefix + testCluster: "owned",
-			v1.TagKeyNodePool: "default", v1.TagKeyEC2NodeClass: "default",
+			v1.TagKeyNodePool: "default", v1.TagKeyEC2NodeClass: "default", v1.TagKeyOwner: testCluster,
+		},
+	}
+}
+
+// karpenterInstance is a running instance Karpenter launched for the
+// cluster, with the tags Karpenter's launch and post-registration tagging
+// give it (aws: pkg/utils/utils.go GetTags, pkg/controllers/nodeclaim/
+// tagging; EC2's aws:ec2launchtemplate:* tags) and no nodewright mark.
+func karpenterInstance(id string, launched time.Time) provisioning.Instance {
+	return provisioning.Instance{
+		ID: id, Zone: "us-east-1a", State: "running", LaunchTime: launched,
+		Tags: map[string]string{
+			v1.TagKeyClusterPrefix + testCluster: "owned",
+			v1.TagKeyEKSClusterName:              testCluster,
+			v1.TagKeyNodePool:                    "default",
+			v1.TagKeyEC2NodeClass:                "default",
+			v1.TagKeyNodeClaim:                   "default-x7k2p",
+			v1.TagKeyName:                        "ip-10-0-1-17.ec2.internal",
+			"aws:ec2launchtemplate:id":           "lt-0a1b2c3d4e5f60718",
+			"aws:ec2launchtemplate:version":      "1",
+			"aws:ec2:fleet-id":                   "fleet-5b9d2e8a-1c3f-4a6e-9d7b-2f8c1e4a6b3d",
 		},
 	}
 }
@@ -164,6 +185,35 @@ func TestPlanGarbageCollection(t *testing.T) {
 					return i
 				}(),
 			}},
+		},
+		{
+			name: "should never terminate a day-old instance Karpenter launched (no ownership mark), nor delete its Node",
+			now:  t0.Add(24 * time.Hour),
+			input: provisioning.GCInput{
+				Nodes: []corev1.Node{
+					gcNode("ip-10-0-1-17.ec2.internal", "aws:///us-east-1a/i-karpenter-ready", true),
+					gcNode("ip-10-0-1-18.ec2.internal", "aws:///us-east-1a/i-karpenter-notready", false),
+				},
+				Instances: []provisioning.Instance{karpenterInstance("i-karpenter-ready", t0), karpenterInstance("i-karpenter-notready", t0)},
+			},
+		},
+		{
+			name: "should never terminate an instance whose ownership mark names another cluster",
+			now:  t0.Add(time.Hour),
+			input: provisioning.GCInput{Instances: []provisioning.Instance{func() provisioning.Instance {
+				i := gcInstance("i-other-owner", t0)
+				i.Tags[v1.TagKeyOwner] = "other"
+				return i
+			}()}},
+		},
+		{
+			name: "should terminate a leaked instance of nodewright's next to Karpenter's, and only it",
+			now:  t0.Add(time.Hour),
+			input: provisioning.GCInput{
+				Nodes:     []corev1.Node{gcNode("node-k", "aws:///us-east-1a/i-k", true), gcNode("node-leak", "aws:///us-east-1a/i-leak", true)},
+				Instances: []provisioning.Instance{karpenterInstance("i-k", t0), gcInstance("i-leak", t0)},
+			},
+			want: []provisioning.Cleanup{{Reason: provisioning.CleanupLeakedInstance, InstanceID: "i-leak", Node: "node-leak"}},
 		},
 		{
 			name: "should leave instances that are shutting down or terminated",
@@ -303,8 +353,8 @@ func TestCollectGarbage(t *testing.T) {
 	notRegistered := gcClaim("b", true, false)
 	s.put(notLaunched)
 	s.put(notRegistered)
-	ec2 := &gcEC2{instances: []provisioning.Instance{gcInstance("i-b", t0), gcInstance("i-leak", t0)}}
-	k := &kube{nodes: []corev1.Node{gcNode("node-leak", "aws:///us-east-1a/i-leak", true)}}
+	ec2 := &gcEC2{instances: []provisioning.Instance{gcInstance("i-b", t0), gcInstance("i-leak", t0), karpenterInstance("i-karpenter", t0)}}
+	k := &kube{nodes: []corev1.Node{gcNode("node-leak", "aws:///us-east-1a/i-leak", true), gcNode("node-karpenter", "aws:///us-east-1a/i-karpenter", true)}}
 	c, err := provisioning.NewCollector(testCluster, s, ec2, k)
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,9 @@ type LaunchTemplate struct {
 	NodeClass string `json:"nodeClass,omitempty"`
 	// CreateTime is when EC2 created it.
 	CreateTime time.Time `json:"createTime"`
+	// Tags are its tags; only a template carrying nodewright's ownership
+	// mark (v1.OwnedBy) is ever deleted.
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // TemplateCleanupReason says why a launch template is deleted.
@@ -60,8 +63,11 @@ type TemplateCleanup struct {
 // TemplateGCInput is everything launch-template collection decides on.
 type TemplateGCInput struct {
 	Now time.Time
-	// Templates are the cluster's launch templates (those nodewright
-	// created, found by the cluster tags).
+	// Cluster is the EKS cluster name: a template is deleted only when it
+	// carries nodewright's ownership mark for it (v1.OwnedBy).
+	Cluster string
+	// Templates are the cluster's launch templates (found by the cluster
+	// tags; a template without the ownership mark is left alone).
 	Templates []LaunchTemplate
 	// NodeClasses are the names of the EC2NodeClasses in the synced
 	// configuration.
@@ -75,7 +81,9 @@ type TemplateGCInput struct {
 }
 
 // PlanLaunchTemplateCleanup decides which launch templates to delete
-// (karpenter-spec section 4 step 6, 5.4, 11.3 item 15):
+// (karpenter-spec section 4 step 6, 5.4, 11.3 item 15), among those
+// carrying nodewright's ownership mark for in.Cluster (any other template,
+// Karpenter's say, is never deleted):
 //   - every template of an EC2NodeClass no longer in the configuration;
 //   - a template created LaunchTemplateUnusedTTL or more ago that no
 //     instance launched less than LaunchTemplateUnusedTTL ago carries as its
@@ -111,6 +119,7 @@ func PlanLaunchTemplateCleanup(in TemplateGCInput) []TemplateCleanup {
 	var out []TemplateCleanup
 	for _, t := range in.Templates {
 		switch {
+		case !v1.OwnedBy(t.Tags, in.Cluster):
 		case t.NodeClass != "" && !classes[t.NodeClass]:
 			out = append(out, TemplateCleanup{LaunchTemplate: t, Reason: TemplateNodeClassDeleted})
 		case in.Now.Sub(t.CreateTime) < LaunchTemplateUnusedTTL, recentlyUsed[t.ID], inFlight[t.NodeClass]:
@@ -135,16 +144,19 @@ type templateStore interface {
 // TemplateCollector deletes the cluster's unused launch templates. It holds
 // no state and is safe for concurrent use.
 type TemplateCollector struct {
+	cluster   string
 	templates templateStore
 	config    configSource
 	claims    gcClaimStore
 	instances instanceProvider
 }
 
-// NewTemplateCollector returns a TemplateCollector, or an error naming a
-// missing argument.
-func NewTemplateCollector(templates templateStore, config configSource, claims gcClaimStore, instances instanceProvider) (*TemplateCollector, error) {
+// NewTemplateCollector returns a TemplateCollector for cluster, or an error
+// naming a missing argument.
+func NewTemplateCollector(cluster string, templates templateStore, config configSource, claims gcClaimStore, instances instanceProvider) (*TemplateCollector, error) {
 	switch {
+	case cluster == "":
+		return nil, fmt.Errorf("template collector: cluster: %w", errMissing)
 	case templates == nil:
 		return nil, fmt.Errorf("template collector: templates: %w", errMissing)
 	case config == nil:
@@ -154,7 +166,7 @@ func NewTemplateCollector(templates templateStore, config configSource, claims g
 	case instances == nil:
 		return nil, fmt.Errorf("template collector: instances: %w", errMissing)
 	}
-	return &TemplateCollector{templates: templates, config: config, claims: claims, instances: instances}, nil
+	return &TemplateCollector{cluster: cluster, templates: templates, config: config, claims: claims, instances: instances}, nil
 }
 
 // TemplateCleanupResult is one executed TemplateCleanup.
@@ -194,7 +206,7 @@ func (c *TemplateCollector) CollectLaunchTemplates(ctx context.Context, now time
 	for i, nc := range classes {
 		names[i] = nc.Name
 	}
-	plan := PlanLaunchTemplateCleanup(TemplateGCInput{Now: now, Templates: templates, NodeClasses: names, NodeClaims: claims, Instances: instances})
+	plan := PlanLaunchTemplateCleanup(TemplateGCInput{Now: now, Cluster: c.cluster, Templates: templates, NodeClasses: names, NodeClaims: claims, Instances: instances})
 	results := make([]TemplateCleanupResult, len(plan))
 	var errs []error
 	for i, cl := range plan {

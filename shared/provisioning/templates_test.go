@@ -16,9 +16,14 @@ import (
 
 func TestPlanLaunchTemplateCleanup(t *testing.T) {
 	ttl := provisioning.LaunchTemplateUnusedTTL
-	old := provisioning.LaunchTemplate{ID: "lt-old", Name: "nodewright/old", NodeClass: "default", CreateTime: t0.Add(-time.Hour)}
-	young := provisioning.LaunchTemplate{ID: "lt-young", Name: "nodewright/young", NodeClass: "default", CreateTime: t0.Add(-ttl + time.Second)}
-	orphan := provisioning.LaunchTemplate{ID: "lt-gpu", Name: "nodewright/gpu", NodeClass: "gpu", CreateTime: t0.Add(-time.Second)}
+	marked := map[string]string{v1.TagKeyOwner: testCluster}
+	old := provisioning.LaunchTemplate{ID: "lt-old", Name: "nodewright/old", NodeClass: "default", CreateTime: t0.Add(-time.Hour), Tags: marked}
+	young := provisioning.LaunchTemplate{ID: "lt-young", Name: "nodewright/young", NodeClass: "default", CreateTime: t0.Add(-ttl + time.Second), Tags: marked}
+	orphan := provisioning.LaunchTemplate{ID: "lt-gpu", Name: "nodewright/gpu", NodeClass: "gpu", CreateTime: t0.Add(-time.Second), Tags: marked}
+	unmarked := func(lt provisioning.LaunchTemplate, tags map[string]string) provisioning.LaunchTemplate {
+		lt.ID, lt.Name, lt.Tags = lt.ID+"-unmarked", lt.Name+"-unmarked", tags
+		return lt
+	}
 	launchedFrom := func(lt string, ago time.Duration) provisioning.Instance {
 		inst := provisioning.Instance{ID: "i-1", Tags: map[string]string{"aws:ec2launchtemplate:id": lt}}
 		if ago >= 0 {
@@ -88,11 +93,19 @@ func TestPlanLaunchTemplateCleanup(t *testing.T) {
 			instances: []provisioning.Instance{launchedFrom("lt-old", time.Minute), launchedFrom("lt-gpu", time.Second)},
 			want:      []string{"nodeclass_deleted nodewright/gpu"},
 		},
+		{
+			name: "should never delete a template without nodewright's ownership mark for the cluster, unused or orphaned",
+			templates: []provisioning.LaunchTemplate{
+				unmarked(old, nil), unmarked(orphan, map[string]string{v1.TagKeyNodePool: "default"}),
+				unmarked(old, map[string]string{v1.TagKeyOwner: "other-cluster"}),
+			},
+			classes: []string{"default"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := provisioning.PlanLaunchTemplateCleanup(provisioning.TemplateGCInput{
-				Now: t0, Templates: tt.templates, NodeClasses: tt.classes, NodeClaims: tt.claims, Instances: tt.instances,
+				Now: t0, Cluster: testCluster, Templates: tt.templates, NodeClasses: tt.classes, NodeClaims: tt.claims, Instances: tt.instances,
 			})
 			var summary []string
 			for _, c := range got {
@@ -136,9 +149,9 @@ func (e *templateEC2) DeleteLaunchTemplate(_ context.Context, id string) error {
 
 func TestCollectLaunchTemplates(t *testing.T) {
 	lts := []provisioning.LaunchTemplate{
-		{ID: "lt-1", Name: "nodewright/a", NodeClass: "default", CreateTime: t0.Add(-time.Hour)},
-		{ID: "lt-2", Name: "nodewright/b", NodeClass: "default", CreateTime: t0.Add(-time.Hour)},
-		{ID: "lt-3", Name: "nodewright/c", NodeClass: "default", CreateTime: t0},
+		{ID: "lt-1", Name: "nodewright/a", NodeClass: "default", CreateTime: t0.Add(-time.Hour), Tags: map[string]string{v1.TagKeyOwner: testCluster}},
+		{ID: "lt-2", Name: "nodewright/b", NodeClass: "default", CreateTime: t0.Add(-time.Hour), Tags: map[string]string{v1.TagKeyOwner: testCluster}},
+		{ID: "lt-3", Name: "nodewright/c", NodeClass: "default", CreateTime: t0, Tags: map[string]string{v1.TagKeyOwner: testCluster}},
 	}
 	tests := []struct {
 		name        string
@@ -169,7 +182,7 @@ func TestCollectLaunchTemplates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(nil, []v1.EC2NodeClass{nodeClass(t)})
-			c, err := provisioning.NewTemplateCollector(tt.ec2, e.config, e.store, tt.instances)
+			c, err := provisioning.NewTemplateCollector(testCluster, tt.ec2, e.config, e.store, tt.instances)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,8 @@
 //   - the cluster config (NodePools and EC2NodeClasses) on every change;
 //   - node registrations as nodes join and change;
 //   - the cluster snapshot (Nodes, bound pods, PodDisruptionBudgets,
-//     DaemonSets) when it changed, on the cadence described below;
+//     DaemonSets, and the NodeClaims nodewright did not write, which the
+//     API adopts) when it changed, on the cadence described below;
 //   - it keeps the NodeClaim mirrors equal to the API's NodeClaims;
 //   - and, right after each mirror sync (so that an event about a NodeClaim
 //     finds its mirror), it writes the API's event records (GET /v1/events)
@@ -48,6 +49,18 @@
 //
 // A failed post is logged and retried by the next trigger; only the end of
 // leadership stops the loop.
+//
+// # Karpenter still running
+//
+// While Karpenter's controller is active (karpenter.go: its leader Lease
+// renewed, or one of its NodeClaims changed, recently) the loop posts no
+// pod batches (the pending pods are Karpenter's to handle: two autoscalers
+// must never fight), sends no NodeClaims for adoption (the snapshot says why
+// in KarpenterActive instead), logs a warning when that starts and every 5
+// minutes after, and writes a KarpenterActive Warning Event on every
+// NodePool once per episode. Everything else (config, registrations,
+// snapshots, mirrors) goes on, so that nodewright takes over as soon as
+// Karpenter stops.
 package forward
 
 import (
@@ -138,6 +151,15 @@ type Sources struct {
 	NodeInformer      Informer
 	NodePoolInformer  Informer
 	NodeClassInformer Informer
+
+	// NodeClaims and NodeClaimInformer are the cluster's karpenter.sh/v1
+	// NodeClaims (mirrors and Karpenter's); Leases reads Karpenter's
+	// leader Lease. Without NodeClaims no NodeClaim is reported for
+	// adoption and Karpenter's activity is judged by its Lease alone;
+	// without Leases, by its NodeClaims alone.
+	NodeClaims        ObjectLister
+	NodeClaimInformer Informer
+	Leases            LeaseReader
 }
 
 // Options configure the loop; zero durations take the defaults named.
@@ -172,6 +194,9 @@ type Options struct {
 	ResultPoll time.Duration
 	// ResultTimeout gives up polling a batch this long after posting: 2 min.
 	ResultTimeout time.Duration
+	// KarpenterNamespaces are where Karpenter's Lease is looked for:
+	// DefaultKarpenterNamespaces.
+	KarpenterNamespaces []string
 	// Clock defaults to batcher.SystemClock.
 	Clock batcher.Clock
 	// Logger defaults to slog.Default().
@@ -191,6 +216,8 @@ type Forwarder struct {
 	// podEvents outlives a leadership term, so a replica that leads again
 	// keeps the pod events it saw.
 	podEvents *podEvents
+	// karpenter tells whether Karpenter's controller still runs.
+	karpenter *karpenterWatch
 }
 
 // New returns a Forwarder; opts' zero fields take their defaults.
@@ -221,7 +248,34 @@ func New(opts Options, src Sources, api API, events Emitter, m Mirror, relay Rel
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Forwarder{opts: opts, src: src, api: api, events: events, mirror: m, relay: relay, log: log, podEvents: newPodEvents(opts.Clock)}
+	if len(opts.KarpenterNamespaces) == 0 {
+		opts.KarpenterNamespaces = DefaultKarpenterNamespaces
+	}
+	f := &Forwarder{opts: opts, src: src, api: api, events: events, mirror: m, relay: relay, log: log, podEvents: newPodEvents(opts.Clock)}
+	if src.Leases != nil || src.NodeClaims != nil {
+		f.karpenter = &karpenterWatch{leases: src.Leases, namespaces: opts.KarpenterNamespaces}
+		if src.Leases == nil {
+			f.karpenter.namespaces = nil
+		}
+	}
+	return f
+}
+
+// karpenterActive returns why Karpenter's controller is believed to run
+// (empty when it is not) and since when, logging a warning at the start of
+// each episode and every 5 minutes during it.
+func (f *Forwarder) karpenterActive(ctx context.Context) (string, time.Time) {
+	if f.karpenter == nil {
+		return "", time.Time{}
+	}
+	now := f.opts.Clock.Now()
+	reason := f.karpenter.active(ctx, now)
+	since, log := f.karpenter.episode(reason, now)
+	if log {
+		f.log.Warn("Karpenter's controller is active: nodewright adopts no node and posts no pod batches until it stops; stop it (kubectl -n <namespace> scale deployment karpenter --replicas=0)",
+			"reason", reason, "since", since)
+	}
+	return reason, since
 }
 
 // Run posts until ctx is done, then removes its event handlers and returns
@@ -250,7 +304,11 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		{f.src.NodeInformer, snapshotChange(nodeSummary, changes.note)},
 		{f.src.PodInformer, snapshotChange(podSummary, changes.note)},
 		{f.src.PodInformer, f.podEvents.handler()},
+		{f.src.NodeClaimInformer, f.karpenterHandler()},
 	} {
+		if h.inf == nil || h.h == nil {
+			continue
+		}
 		if err := handlers.add(h.inf, h.h); err != nil {
 			return err
 		}
@@ -298,6 +356,10 @@ func (f *Forwarder) podLoop(ctx context.Context, pods *batcher.Batcher[string], 
 		w, err := pods.Next(ctx)
 		if err != nil {
 			return
+		}
+		if reason, _ := f.karpenterActive(ctx); reason != "" {
+			f.log.Info("pod batch not posted: Karpenter's controller is active", "reason", reason, "triggers", len(w.Keys))
+			continue
 		}
 		list, err := pending.Collect(f.src.Pods, f.src.Nodes)
 		if err != nil {
@@ -490,7 +552,8 @@ func (f *Forwarder) snapshotLoop(ctx context.Context, changes *changeSignal) {
 	for {
 		now := f.opts.Clock.Now()
 		changes.take()
-		parts, hash, err := f.snapshot(now)
+		active, _ := f.karpenterActive(ctx)
+		parts, hash, err := f.snapshot(now, active)
 		switch {
 		case err != nil:
 			f.log.Error("build snapshot", "err", err)
@@ -543,7 +606,10 @@ func (f *Forwarder) waitForSnapshot(ctx context.Context, changes *changeSignal, 
 	}
 }
 
-func (f *Forwarder) snapshot(now time.Time) ([]v1.ClusterSnapshot, string, error) {
+// snapshot builds the snapshot's parts and its content hash. The first
+// part carries the foreign NodeClaims, or, when karpenterActive is not
+// empty, none and the reason.
+func (f *Forwarder) snapshot(now time.Time, karpenterActive string) ([]v1.ClusterSnapshot, string, error) {
 	nodes, err := f.src.Nodes.List(labels.Everything())
 	if err != nil {
 		return nil, "", err
@@ -564,7 +630,35 @@ func (f *Forwarder) snapshot(now time.Time) ([]v1.ClusterSnapshot, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	return parts, withPodEvents(hash, f.podEvents.stamp(parts)), nil
+	hash = withPodEvents(hash, f.podEvents.stamp(parts))
+	if f.src.NodeClaims == nil {
+		return parts, hash, nil
+	}
+	if karpenterActive != "" {
+		parts[0].KarpenterActive = karpenterActive
+		return parts, hash + "/karpenter-active", nil
+	}
+	claims, err := foreignNodeClaims(f.src.NodeClaims)
+	if err != nil {
+		return nil, "", fmt.Errorf("list nodeclaims: %w", err)
+	}
+	if len(claims) > v1.MaxNodesPerMessage {
+		claims = claims[:v1.MaxNodesPerMessage]
+	}
+	parts[0].ForeignNodeClaims = claims
+	for _, c := range claims {
+		hash += "/" + c.Name + "@" + c.ResourceVersion
+	}
+	return parts, hash, nil
+}
+
+// karpenterHandler notes changes of Karpenter's NodeClaims (nil without a
+// NodeClaim informer).
+func (f *Forwarder) karpenterHandler() cache.ResourceEventHandler {
+	if f.karpenter == nil || f.src.NodeClaimInformer == nil {
+		return nil
+	}
+	return f.karpenter.handler(f.opts.Clock.Now)
 }
 
 func (f *Forwarder) mirrorLoop(ctx context.Context, now <-chan struct{}) {
@@ -606,6 +700,13 @@ func (f *Forwarder) relayEvents(ctx context.Context) {
 	}
 	if list.Omitted > 0 {
 		f.log.Warn("the API left out older event records", "listed", len(list.Items), "omitted", list.Omitted)
+	}
+	if reason, since := f.karpenterActive(ctx); reason != "" {
+		recs, err := karpenterRecords(f.src.NodePools, reason, since)
+		if err != nil {
+			f.log.Error("list nodepools for the KarpenterActive events", "err", err)
+		}
+		list.Items = append(list.Items, recs...)
 	}
 	n, err := f.relay.Relay(ctx, list.Items)
 	if err != nil && ctx.Err() == nil {

@@ -3,9 +3,18 @@
 // shows them. The API is the source of truth; the mirrors are for reading.
 //
 // A mirror carries the label LabelMirror=true. Objects without it (a real
-// Karpenter's NodeClaims, say) are never updated or deleted. Mirrors carry no
-// finalizers and no owner references, so neither deleting a NodePool nor the
-// garbage collector can fight the mirror.
+// Karpenter's NodeClaims, say) are never updated or deleted, with one
+// exception: the Karpenter NodeClaim of a node nodewright adopted (the
+// API's claim of that name is annotated v1.AnnotationAdoptedFrom)
+// becomes that claim's mirror. Sync takes it over in place, adding
+// LabelMirror and the claim's labels, annotations and status and keeping its
+// finalizers, so that `kubectl get nodeclaims` lists the node once and
+// under the name Karpenter gave it. Mirrors Sync creates carry no finalizers
+// and no owner references, so neither deleting a NodePool nor the garbage
+// collector can fight the mirror; before deleting any mirror Sync removes
+// Karpenter's karpenter.sh/termination finalizer from it (an adopted one
+// still carries it, and Karpenter's controller, which would remove it, is
+// stopped), so a terminated node's NodeClaim is gone with its claim.
 //
 // A mirror deleted by someone else (`kubectl delete nodeclaim X`: with no
 // finalizer it is gone at once) is a request to remove the node, as
@@ -126,6 +135,10 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 			kept[c.Name] = true
 			res.Created++
 		case !contains(cur.Object["spec"], desired.Object["spec"]):
+			if err := m.release(ctx, cur); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			if err := api.Delete(ctx, c.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr(cur.GetUID())}}); err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("replace nodeclaim mirror %s: %w", c.Name, err))
 				continue
@@ -152,6 +165,10 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 		if want[name] {
 			continue
 		}
+		if err := m.release(ctx, have[name]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		err := api.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr(have[name].GetUID())}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete nodeclaim mirror %s: %w", name, err))
@@ -163,9 +180,48 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 	return res, errors.Join(errs...)
 }
 
+// release removes Karpenter's termination finalizer from a mirror about
+// to be deleted; a mirror without it is left as it is.
+func (m *Mirror) release(ctx context.Context, cur *unstructured.Unstructured) error {
+	fins := cur.GetFinalizers()
+	if !slices.Contains(fins, v1.TerminationFinalizer) {
+		return nil
+	}
+	next := cur.DeepCopy()
+	next.SetFinalizers(slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == v1.TerminationFinalizer }))
+	if _, err := m.client.Resource(GVR).Update(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer %s from nodeclaim mirror %s: %w", v1.TerminationFinalizer, cur.GetName(), err)
+	}
+	return nil
+}
+
+// adopt takes over the Karpenter NodeClaim named like desired, an adopted
+// claim: it gains desired's labels (LabelMirror among them), annotations
+// and status, and keeps its finalizers. The object is found by a list
+// filtered to its name (the forwarder may list NodeClaims, not get them).
+func (m *Mirror) adopt(ctx context.Context, desired *unstructured.Unstructured) error {
+	api := m.client.Resource(GVR)
+	list, err := api.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + desired.GetName()})
+	if err != nil {
+		return fmt.Errorf("adopt nodeclaim %s: %w", desired.GetName(), err)
+	}
+	for i := range list.Items {
+		if cur := &list.Items[i]; cur.GetName() == desired.GetName() {
+			if _, err := m.update(ctx, cur, desired); err != nil {
+				return fmt.Errorf("adopt nodeclaim %s: %w", desired.GetName(), err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("adopt nodeclaim %s: %w", desired.GetName(), apierrors.NewNotFound(GVR.GroupResource(), desired.GetName()))
+}
+
 func (m *Mirror) create(ctx context.Context, desired *unstructured.Unstructured) error {
 	api := m.client.Resource(GVR)
 	created, err := api.Create(ctx, desired, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) && desired.GetAnnotations()[v1.AnnotationAdoptedFrom] != "" {
+		return m.adopt(ctx, desired)
+	}
 	if apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create nodeclaim mirror %s: a NodeClaim of that name exists without label %s=true; left alone", desired.GetName(), LabelMirror)
 	}

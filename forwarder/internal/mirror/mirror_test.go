@@ -376,3 +376,39 @@ func TestSyncDeletesNoNodeForItsOwnReplaceOrAFreshStart(t *testing.T) {
 		t.Errorf("node-a: %v, want it kept", err)
 	}
 }
+
+func TestSyncTakesOverTheKarpenterNodeClaimOfAnAdoptedNode(t *testing.T) {
+	adopted := claim("default-x7k2p", launched("aws:///us-east-1a/i-0a1b2c3d4e5f60718"), func(c *v1.NodeClaim) {
+		c.Annotations = map[string]string{v1.AnnotationAdoptedFrom: "karpenter"}
+	})
+	karpenters := object(t, adopted, false)
+	karpenters.SetAnnotations(nil)
+	karpenters.SetFinalizers([]string{v1.TerminationFinalizer})
+	client := newClient(karpenters)
+	m := mirror.New(client)
+	if _, err := m.Sync(t.Context(), []v1.NodeClaim{adopted}); err != nil {
+		t.Fatalf("Sync() error = %v", err)
+	}
+	got := cluster(t, client)
+	if len(got) != 1 {
+		t.Fatalf("cluster holds %d NodeClaims, want the adopted node's one: %v", len(got), got)
+	}
+	want := state{Labels: mirrorLabels("default"), ProviderID: adopted.Status.ProviderID, Finalizers: []string{v1.TerminationFinalizer}, Types: []string{"m7g.large"}}
+	if diff := cmp.Diff(want, got["default-x7k2p"]); diff != "" {
+		t.Errorf("adopted NodeClaim mismatch (-want +got):\n%s", diff)
+	}
+
+	// The node is terminated and its claim deleted: the NodeClaim goes,
+	// its termination finalizer removed first.
+	if _, err := m.Sync(t.Context(), nil); err != nil {
+		t.Fatalf("Sync() error = %v", err)
+	}
+	if got := cluster(t, client); len(got) != 0 {
+		t.Errorf("cluster holds %v after the claim was deleted, want nothing", got)
+	}
+	// create (refused: the name is taken), the takeover's update, then the
+	// finalizer's removal and the delete.
+	if diff := cmp.Diff([]string{"create default-x7k2p", "update default-x7k2p", "update default-x7k2p", "delete default-x7k2p"}, verbs(client)); diff != "" {
+		t.Errorf("writes mismatch (-want +got):\n%s", diff)
+	}
+}

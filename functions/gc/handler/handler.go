@@ -7,6 +7,15 @@
 // 30 seconds; a registered NodeClaim whose instance is gone is deleted with
 // its Node.
 //
+// Each run first adopts the NodeClaims Karpenter launched that the
+// forwarder reported (provisioning.Adopter: records them in DynamoDB as
+// nodewright's, changing nothing in the cluster or EC2) and records a
+// Warning event for each one it refuses (its NodePool or EC2NodeClass
+// missing, no registered Node or instance; not when Karpenter still runs,
+// which the forwarder reports itself on every NodePool), so that the same
+// run's collection counts them as NodeClaims. Garbage collection never
+// terminates an instance without nodewright's ownership mark.
+//
 // Each run then retries post-registration tagging (provisioning.Tagger:
 // the instances of registered NodeClaims not yet recorded as tagged) and
 // deletes the cluster's launch templates unused for
@@ -95,6 +104,17 @@ type tagger interface {
 	TagAll(ctx context.Context) ([]provisioning.TagResult, error)
 }
 
+// adopter adopts Karpenter's NodeClaims (*provisioning.Adopter).
+type adopter interface {
+	Adopt(ctx context.Context, now time.Time) (provisioning.AdoptionResult, error)
+}
+
+// eventRecorder records the Kubernetes Events the forwarder relays
+// (*ddbstore.Store).
+type eventRecorder interface {
+	PutEvent(ctx context.Context, e ddbstore.Event, now time.Time, ttl time.Duration) error
+}
+
 // templateCollector deletes unused launch templates
 // (*provisioning.TemplateCollector).
 type templateCollector interface {
@@ -103,6 +123,8 @@ type templateCollector interface {
 
 // Handler runs garbage collection. It holds no state between invocations.
 type Handler struct {
+	adopter   adopter
+	events    eventRecorder
 	collector collector
 	tagger    tagger
 	templates templateCollector
@@ -128,8 +150,12 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
-	lts, err := provisioning.NewTemplateCollector(adapters.LaunchTemplates{Templates: nodeclass.NewTemplates(c.EC2), Cluster: cfg.Cluster},
+	lts, err := provisioning.NewTemplateCollector(cfg.Cluster, adapters.LaunchTemplates{Templates: nodeclass.NewTemplates(c.EC2), Cluster: cfg.Cluster},
 		adapters.Config{Store: store}, claims, instances)
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	ad, err := provisioning.NewAdopter(cfg.Cluster, adapters.Adoption{Store: store, Now: now}, claims, adapters.Config{Store: store}, instances)
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
@@ -138,7 +164,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		return nil, err
 	}
 	h.tagger, h.templates = tg, lts
-	return h, nil
+	return h.WithAdoption(ad, store), nil
 }
 
 // NewWithCollector returns a Handler over a collector, without tagging and
@@ -158,8 +184,18 @@ func (h *Handler) WithHousekeeping(t tagger, lt templateCollector) *Handler {
 	return &out
 }
 
+// WithAdoption returns h also adopting with a before each collection and
+// recording its refusals as events through ev.
+func (h *Handler) WithAdoption(a adopter, ev eventRecorder) *Handler {
+	out := *h
+	out.adopter, out.events = a, ev
+	return &out
+}
+
 // Output summarizes one run.
 type Output struct {
+	// Adoption is what adoption did before the collection.
+	Adoption provisioning.AdoptionResult `json:"adoption,omitzero"`
 	// Cleanups are the executed decisions, in the collector's order.
 	Cleanups []Cleanup `json:"cleanups"`
 	// Tagged are the NodeClaims whose instance tagging was retried.
@@ -192,8 +228,12 @@ type Cleanup struct {
 // executed cleanups and, when a list or a cleanup failed, a workflow error
 // (see lambdakit.AsWorkflowError) with everything done so far in Output.
 func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error) {
-	results, err := h.collector.CollectGarbage(ctx, h.now())
 	out := Output{Cleanups: []Cleanup{}}
+	var errs []error
+	if h.adopter != nil {
+		out.Adoption, errs = h.adopt(ctx)
+	}
+	results, err := h.collector.CollectGarbage(ctx, h.now())
 	for _, r := range results {
 		c := Cleanup{Cleanup: r.Cleanup, Skipped: r.Skipped}
 		level := slog.LevelInfo
@@ -205,7 +245,7 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error)
 		h.log.Log(ctx, level, "garbage collected", "reason", r.Reason, "nodeclaim", r.NodeClaim,
 			"instance", r.InstanceID, "node", r.Node, "skipped", r.Skipped, "err", c.Error)
 	}
-	errs := []error{err}
+	errs = append(errs, err)
 	if h.tagger != nil {
 		tagged, terr := h.tagger.TagAll(ctx)
 		for _, r := range tagged {
@@ -238,4 +278,31 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error)
 	}
 	h.log.InfoContext(ctx, "garbage collection done", "cleanups", len(out.Cleanups), "tagged", len(out.Tagged), "launchTemplates", len(out.LaunchTemplates))
 	return out, nil
+}
+
+// adopt runs adoption and records an event for each refusal but
+// AdoptionKarpenterActive (the forwarder reports that on every NodePool).
+// The event's ID is derived from the NodeClaim and the reason, so a refusal
+// repeated every run is one record.
+func (h *Handler) adopt(ctx context.Context) (provisioning.AdoptionResult, []error) {
+	now := h.now()
+	res, err := h.adopter.Adopt(ctx, now)
+	errs := []error{err}
+	for _, name := range res.Adopted {
+		h.log.InfoContext(ctx, "nodeclaim adopted", "nodeclaim", name, "from", provisioning.AdoptedFromKarpenter)
+	}
+	for _, r := range res.Refused {
+		h.log.InfoContext(ctx, "nodeclaim not adopted", "nodeclaim", r.NodeClaim, "reason", r.Reason, "message", r.Message)
+		if r.Reason == provisioning.AdoptionKarpenterActive || h.events == nil {
+			continue
+		}
+		e := ddbstore.Event{
+			ID: "adoption-" + r.NodeClaim + "-" + string(r.Reason), Time: now, Type: "Warning",
+			Reason: string(r.Reason), Message: r.Message, NodeClaim: r.NodeClaim, Node: r.Node,
+		}
+		if err := h.events.PutEvent(ctx, e, now, ddbstore.EventTTL); err != nil {
+			errs = append(errs, fmt.Errorf("record adoption refusal of %s: %w", r.NodeClaim, err))
+		}
+	}
+	return res, errs
 }

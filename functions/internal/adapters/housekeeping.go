@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
@@ -69,7 +70,7 @@ func (l LaunchTemplates) ListLaunchTemplates(ctx context.Context) ([]provisionin
 	}
 	out := make([]provisioning.LaunchTemplate, len(list))
 	for i, t := range list {
-		out[i] = provisioning.LaunchTemplate{ID: t.ID, Name: t.Name, NodeClass: t.NodeClass, CreateTime: t.CreateTime}
+		out[i] = provisioning.LaunchTemplate{ID: t.ID, Name: t.Name, NodeClass: t.NodeClass, CreateTime: t.CreateTime, Tags: t.Tags}
 	}
 	return out, nil
 }
@@ -78,4 +79,26 @@ func (l LaunchTemplates) ListLaunchTemplates(ctx context.Context) ([]provisionin
 // not an error.
 func (l LaunchTemplates) DeleteLaunchTemplate(ctx context.Context, id string) error {
 	return l.Templates.Delete(ctx, id)
+}
+
+// Adoption is provisioning's adoption source: the foreign NodeClaims and
+// Nodes of the forwarder's current snapshot. Without a current snapshot the
+// report is empty (nothing is adopted).
+type Adoption struct {
+	Store *ddbstore.Store
+	Now   func() time.Time
+}
+
+// AdoptionReport reads the current snapshot.
+func (a Adoption) AdoptionReport(ctx context.Context) (provisioning.AdoptionReport, error) {
+	snap, err := a.Store.CurrentSnapshot(ctx, a.Now())
+	if errors.Is(err, ddbstore.ErrNotFound) {
+		return provisioning.AdoptionReport{}, nil
+	}
+	if err != nil {
+		return provisioning.AdoptionReport{}, fmt.Errorf("read cluster snapshot: %w", err)
+	}
+	return provisioning.AdoptionReport{
+		Foreign: snap.ForeignNodeClaims, KarpenterActive: snap.KarpenterActive, Nodes: ClusterStateOf(snap).Nodes,
+	}, nil
 }

@@ -143,6 +143,30 @@ const (
 	TagKeyName           = "Name"
 )
 
+// TagKeyOwner is nodewright's ownership mark: every instance and launch
+// template nodewright creates carries TagKeyOwner=<cluster name>, written in
+// the create call itself (CreateFleet and CreateLaunchTemplate
+// TagSpecifications) and required there by the IAM conditions of the
+// stack. Karpenter never writes a key in the nodewright.dev domain, so the
+// mark tells nodewright's resources from Karpenter's, which carry the same
+// cluster, NodePool and EC2NodeClass tags. It is never added to an existing
+// resource.
+const TagKeyOwner = "nodewright.dev/owner"
+
+// AnnotationAdoptedFrom marks a NodeClaim nodewright adopted rather than
+// launched (its value names the launcher, "karpenter"). The record keeps the
+// adopted NodeClaim's name, so the Karpenter NodeClaim object in the cluster
+// becomes its mirror.
+const AnnotationAdoptedFrom = "nodewright.dev/adopted-from"
+
+// OwnedBy reports whether tags carry nodewright's ownership mark for
+// cluster (TagKeyOwner=<cluster>). It is the one test of "nodewright
+// launched this" for an EC2 resource that no NodeClaim record names:
+// garbage collection removes nothing else. An empty cluster owns nothing.
+func OwnedBy(tags map[string]string, cluster string) bool {
+	return cluster != "" && tags[TagKeyOwner] == cluster
+}
+
 // Finalizers.
 const (
 	TerminationFinalizer             = "karpenter.sh/termination"

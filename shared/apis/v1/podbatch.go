@@ -500,6 +500,18 @@ type ClusterSnapshot struct {
 	Pods                 []PodSummary       `json:"pods,omitempty"`
 	PodDisruptionBudgets []PDBSummary       `json:"podDisruptionBudgets,omitempty"`
 	DaemonSets           []DaemonSetSummary `json:"daemonSets,omitempty"`
+	// ForeignNodeClaims are the karpenter.sh/v1 NodeClaims in the cluster
+	// that nodewright did not write (no nodewright.dev/mirror label):
+	// Karpenter's, the candidates for adoption (metadata without
+	// managedFields, spec and status). The forwarder leaves them out while
+	// Karpenter's controller is active (KarpenterActive). At most
+	// MaxNodesPerMessage per part, distinct names.
+	ForeignNodeClaims []NodeClaim `json:"foreignNodeClaims,omitempty"`
+	// KarpenterActive, when set, says why the forwarder believes
+	// Karpenter's controller still runs in the cluster (its leader lease
+	// was renewed, or one of its NodeClaims changed, recently); nothing is
+	// adopted then.
+	KarpenterActive string `json:"karpenterActive,omitempty"`
 }
 
 // PDBSummary is the part of a policy/v1 PodDisruptionBudget that decides
@@ -886,6 +898,14 @@ func (s *ClusterSnapshot) Validate() error {
 	if len(s.Pods) > MaxPodsPerSnapshotPart {
 		errs.add("pods", "lists %d pods, at most %d are allowed per part", len(s.Pods), MaxPodsPerSnapshotPart)
 	}
+	if len(s.ForeignNodeClaims) > MaxNodesPerMessage {
+		errs.add("foreignNodeClaims", "lists %d NodeClaims, at most %d are allowed per part", len(s.ForeignNodeClaims), MaxNodesPerMessage)
+	}
+	claimNames := make([]string, len(s.ForeignNodeClaims))
+	for i, c := range s.ForeignNodeClaims {
+		claimNames[i] = c.Name
+	}
+	validateNames(&errs, "foreignNodeClaims", "metadata.name", claimNames)
 	names := make([]string, len(s.Nodes))
 	for i, n := range s.Nodes {
 		names[i] = n.Name

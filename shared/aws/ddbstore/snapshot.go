@@ -257,6 +257,12 @@ type Snapshot struct {
 	Pods                 []v1.PodSummary
 	PodDisruptionBudgets []v1.PDBSummary
 	DaemonSets           []v1.DaemonSetSummary
+	// ForeignNodeClaims are the cluster's NodeClaims nodewright did not
+	// write (v1.ClusterSnapshot.ForeignNodeClaims), of every part.
+	ForeignNodeClaims []v1.NodeClaim
+	// KarpenterActive is the first part's non-empty
+	// v1.ClusterSnapshot.KarpenterActive: Karpenter still runs.
+	KarpenterActive string
 }
 
 // CurrentSnapshot returns the current snapshot with its parts merged in
@@ -298,6 +304,10 @@ func (s *Store) CurrentSnapshot(ctx context.Context, now time.Time) (Snapshot, e
 		snap.Pods = append(snap.Pods, p.Pods...)
 		snap.PodDisruptionBudgets = append(snap.PodDisruptionBudgets, p.PodDisruptionBudgets...)
 		snap.DaemonSets = append(snap.DaemonSets, p.DaemonSets...)
+		snap.ForeignNodeClaims = append(snap.ForeignNodeClaims, p.ForeignNodeClaims...)
+		if snap.KarpenterActive == "" {
+			snap.KarpenterActive = p.KarpenterActive
+		}
 	}
 	return snap, nil
 }

@@ -43,6 +43,8 @@ type TemplateInfo struct {
 	NodeClass string
 	// CreateTime is when EC2 created it.
 	CreateTime time.Time
+	// Tags are all its tags.
+	Tags map[string]string
 }
 
 // List returns the cluster's launch templates: named NamePrefix..., tagged
@@ -71,12 +73,11 @@ func (t *Templates) List(ctx context.Context, cluster string) ([]TemplateInfo, e
 			if !strings.HasPrefix(name, NamePrefix) {
 				continue
 			}
-			info := TemplateInfo{ID: aws.ToString(lt.LaunchTemplateId), Name: name, CreateTime: aws.ToTime(lt.CreateTime)}
+			info := TemplateInfo{ID: aws.ToString(lt.LaunchTemplateId), Name: name, CreateTime: aws.ToTime(lt.CreateTime), Tags: map[string]string{}}
 			for _, tag := range lt.Tags {
-				if aws.ToString(tag.Key) == v1.TagKeyEC2NodeClass {
-					info.NodeClass = aws.ToString(tag.Value)
-				}
+				info.Tags[aws.ToString(tag.Key)] = aws.ToString(tag.Value)
 			}
+			info.NodeClass = info.Tags[v1.TagKeyEC2NodeClass]
 			out = append(out, info)
 		}
 		if aws.ToString(page.NextToken) == "" {

@@ -60,8 +60,8 @@ func TestTemplatesList(t *testing.T) {
 		t.Fatalf("List() error = %v", err)
 	}
 	want := []nodeclass.TemplateInfo{
-		{ID: "lt-1", Name: "nodewright/aaa", NodeClass: "default", CreateTime: created},
-		{ID: "lt-3", Name: "nodewright/ccc", NodeClass: "gpu", CreateTime: created},
+		{ID: "lt-1", Name: "nodewright/aaa", NodeClass: "default", CreateTime: created, Tags: map[string]string{"karpenter.k8s.aws/ec2nodeclass": "default", "team": "x"}},
+		{ID: "lt-3", Name: "nodewright/ccc", NodeClass: "gpu", CreateTime: created, Tags: map[string]string{"karpenter.k8s.aws/ec2nodeclass": "gpu", "team": "x"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("List() mismatch, want every page and only nodewright's templates (-want +got):\n%s", diff)

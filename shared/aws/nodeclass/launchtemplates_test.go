@@ -87,6 +87,7 @@ var wantTags = []ec2types.Tag{
 	{Key: aws.String("karpenter.k8s.aws/ec2nodeclass"), Value: aws.String("default")},
 	{Key: aws.String("karpenter.sh/nodepool"), Value: aws.String("default")},
 	{Key: aws.String("kubernetes.io/cluster/prod"), Value: aws.String("owned")},
+	{Key: aws.String("nodewright.dev/owner"), Value: aws.String("prod")},
 	{Key: aws.String("team"), Value: aws.String("platform")},
 }
 
