@@ -10,12 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	"github.com/nodewright/nodewright/local/ec2sim"
 	"github.com/nodewright/nodewright/local/stack"
@@ -250,16 +247,7 @@ func TestImpairedInstanceIsDrainedForcefullyAndItsPodRunsElsewhere(t *testing.T)
 	// A budget that refuses every eviction: only a forceful drain (a
 	// termination deadline of now) deletes the pod, as the Spot NodePool
 	// sets no terminationGracePeriod.
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-		},
-	}
-	if _, err := s.Kube.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	refuseEvictions(t, s, "web")
 	impairedAt := time.Now()
 	health, err := s.ImpairInstance(ctx, node.Name, ec2sim.CheckSystem)
 	if err != nil {

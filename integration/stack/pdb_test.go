@@ -44,16 +44,7 @@ func TestPDBBlocksDrainUntilTerminationGracePeriod(t *testing.T) {
 	if _, err := s.Kube.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: "default"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}},
-		},
-	}
-	if _, err := s.Kube.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	refuseEvictions(t, s, "guarded")
 	eventually(t, s, 3*time.Minute, "the guarded pod Running on its node", func(ctx context.Context, st stack.Status) bool {
 		return st.RunningPods == 1 && st.PendingPods == 0 && st.ReadyNodes == 1
 	})
@@ -137,6 +128,24 @@ func TestPDBBlocksDrainUntilTerminationGracePeriod(t *testing.T) {
 	}
 	if nodeGoneAt.After(termDeadline.Add(30 * time.Second)) {
 		t.Errorf("node %s removed %s after the termination deadline", node.Name, nodeGoneAt.Sub(termDeadline))
+	}
+}
+
+// refuseEvictions creates a PodDisruptionBudget allowing no disruption
+// (maxUnavailable 0) of the pods labelled app=<app>: every eviction of
+// them is refused (429) until a terminationGracePeriod or a forceful drain
+// deletes them.
+func refuseEvictions(t testing.TB, s *stack.Stack, app string) {
+	t.Helper()
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+		},
+	}
+	if _, err := s.Kube.PolicyV1().PodDisruptionBudgets("default").Create(t.Context(), pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

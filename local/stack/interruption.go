@@ -368,6 +368,20 @@ func (s *Stack) EventRecords(ctx context.Context) ([]ddbstore.Event, error) {
 	return l, nil
 }
 
+// BudgetLeases returns nodePool's disruption budget leases unexpired now
+// (ddbstore.Store.ListBudgetLeases): the executions holding part of its
+// budget and how many nodes each.
+func (s *Stack) BudgetLeases(ctx context.Context, nodePool string) ([]ddbstore.BudgetLease, error) {
+	if s.store == nil {
+		return nil, errors.New("budget leases: the stack's store is not running")
+	}
+	l, err := s.store.ListBudgetLeases(ctx, nodePool, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("stack: %w", err)
+	}
+	return l, nil
+}
+
 // instanceOf finds the simulator instance named by a Node name (private
 // DNS name), an instance ID or a providerID (aws:///<zone>/<id>).
 func (s *Stack) instanceOf(name string) (ec2sim.Instance, error) {

@@ -130,6 +130,11 @@ type Options struct {
 	// can run garbage collection minutes ahead (Stack.RunGC) without
 	// waiting for them.
 	GCClock func() time.Time
+	// BudgetLease is how long a disruption execution's budget lease and
+	// claims last unrenewed, and so when the stale-lease sweep looks at
+	// them (the disruption handler's BUDGET_LEASE; zero: the production
+	// 15 minutes). A few seconds lets a test outlast a lease.
+	BudgetLease time.Duration
 	// Disruption wires consolidation, drift and expiry (the disruption
 	// handler on a ticker, the disruption state machine on
 	// aws-local-stepfunctions, the disrupttask handler behind
@@ -418,6 +423,9 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 		"KUBERNETES_VERSION": opts.KubernetesVersion, "CLUSTER_ENDPOINT": s.Server,
 		"CLUSTER_CA_DATA": base64.StdEncoding.EncodeToString(s.restCfg.CAData),
 		"SERVICE_CIDR":    "10.96.0.0/12", "CLUSTER_DNS": "10.96.0.10",
+	}
+	if opts.BudgetLease > 0 {
+		env["BUDGET_LEASE"] = opts.BudgetLease.String()
 	}
 	getenv := func(k string) string { return env[k] }
 	store, err := ddbstore.New(ddb, table, opts.ClusterName)

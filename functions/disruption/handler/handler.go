@@ -97,6 +97,11 @@ type Config struct {
 	Endpoint string
 	// SpotPriceRatio prices spot offerings until spot prices are read.
 	SpotPriceRatio float64
+	// BudgetLease is how long the budget lease and the claims of a started
+	// execution last unrenewed (its Settings.LeaseSeconds, whole seconds),
+	// and so how long after a lapse the stale-lease sweep looks at its
+	// nodes; termination.LeaseDuration by default.
+	BudgetLease time.Duration
 	// FeatureGates are Karpenter's, from FEATURE_GATES
 	// ("SpotToSpotConsolidation=true").
 	FeatureGates disruption.FeatureGates
@@ -106,7 +111,8 @@ type Config struct {
 // LoadConfig reads CLUSTER_NAME, TABLE_NAME, AWS_REGION,
 // KUBERNETES_VERSION and STATE_MACHINE_ARN (required),
 // INTERRUPTION_STATE_MACHINE_ARN, CLUSTER_CA_DATA,
-// CLUSTER_ENDPOINT, SPOT_PRICE_RATIO, FEATURE_GATES and LOG_LEVEL,
+// CLUSTER_ENDPOINT, SPOT_PRICE_RATIO, BUDGET_LEASE (a Go duration of at
+// least a second), FEATURE_GATES and LOG_LEVEL,
 // reporting every problem at once.
 func LoadConfig(getenv func(string) string) (Config, error) {
 	e := lambdakit.NewEnv(getenv)
@@ -120,6 +126,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		CAData:                      e.StringOr("CLUSTER_CA_DATA", ""),
 		Endpoint:                    e.StringOr("CLUSTER_ENDPOINT", ""),
 		SpotPriceRatio:              e.Float("SPOT_PRICE_RATIO", 0.35, 0, 1),
+		BudgetLease:                 e.Duration("BUDGET_LEASE", termination.LeaseDuration, time.Second),
 		LogLevel:                    e.Level("LOG_LEVEL"),
 	}
 	err := e.Err()
@@ -403,6 +410,9 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 // start stores a command's replacements and starts its execution.
 func (h *Handler) start(ctx context.Context, cmd disruption.Command, budgets []disruption.BudgetStatus, now time.Time) (Started, error) {
 	ex := termination.Prepare(cmd, budgets, now)
+	if lease := int(h.cfg.BudgetLease / time.Second); lease > 0 {
+		ex.Input.Settings.LeaseSeconds = lease
+	}
 	s := Started{Execution: ex.Name, Method: ex.Input.Method, NodePool: ex.Input.NodePool, Candidates: []string{}}
 	for _, c := range ex.Input.Candidates {
 		s.Candidates = append(s.Candidates, c.NodeClaim)

@@ -263,6 +263,28 @@ func TestHandleStartsAnExecutionPerCommand(t *testing.T) {
 	}
 }
 
+func TestHandleStartsExecutionsWithTheConfiguredBudgetLease(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	st, err := sfnstarter.New(e.sfn, e.arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35, BudgetLease: 20 * time.Second},
+		handler.Deps{Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Handle(t.Context(), nil)
+	if err != nil || len(out.Started) != 1 {
+		t.Fatalf("Handle() = %+v, %v; want one command", out.Started, err)
+	}
+	if got := e.executions(t)[out.Started[0].Execution].Settings.LeaseSeconds; got != 20 {
+		t.Errorf("execution input leaseSeconds = %d, want 20 (BudgetLease)", got)
+	}
+}
+
 func TestHandleStartsARacingDecisionOnce(t *testing.T) {
 	e := newEnv(t)
 	e.seed(t)
@@ -330,9 +352,18 @@ func TestLoadConfig(t *testing.T) {
 	env := map[string]string{"CLUSTER_NAME": "c", "TABLE_NAME": "t", "AWS_REGION": "us-east-1", "KUBERNETES_VERSION": "1.33",
 		"STATE_MACHINE_ARN": "arn:aws:states:us-east-1:000000000000:stateMachine:x", "FEATURE_GATES": "SpotToSpotConsolidation=true"}
 	got, err := handler.LoadConfig(func(k string) string { return env[k] })
-	if err != nil || !got.FeatureGates.SpotToSpotConsolidation || got.SpotPriceRatio != 0.35 {
+	if err != nil || !got.FeatureGates.SpotToSpotConsolidation || got.SpotPriceRatio != 0.35 || got.BudgetLease != termination.LeaseDuration {
 		t.Errorf("LoadConfig() = %+v, %v", got, err)
 	}
+	env["BUDGET_LEASE"] = "20s"
+	if got, err := handler.LoadConfig(func(k string) string { return env[k] }); err != nil || got.BudgetLease != 20*time.Second {
+		t.Errorf("LoadConfig(BUDGET_LEASE=20s) = %+v, %v; want a 20s lease", got, err)
+	}
+	env["BUDGET_LEASE"] = "500ms"
+	if _, err := handler.LoadConfig(func(k string) string { return env[k] }); err == nil {
+		t.Error("LoadConfig(BUDGET_LEASE=500ms) error = nil, want below the one-second minimum")
+	}
+	delete(env, "BUDGET_LEASE")
 	if _, err := handler.LoadConfig(func(string) string { return "" }); err == nil {
 		t.Error("LoadConfig(empty) error = nil, want the missing settings")
 	}
