@@ -111,6 +111,8 @@ func Schema() TableSchema {
 			"intake":         intakeAccess(),
 			"interruption":   interruptionAccess(),
 			"instancestatus": instanceStatusAccess(),
+			"provisioner":    provisionerAccess(),
+			"gc":             gcAccess(),
 		},
 	}
 }
@@ -150,6 +152,26 @@ func instanceStatusAccess() Access {
 		Read:  []string{pkNodeClaim},
 		Write: []string{pkIdempotency + "#" + ScopeInstanceStatus + "#*", pkEvent},
 	}
+}
+
+// provisionerAccess is what the provisioner Lambda touches: it reads the
+// config, the current snapshot and claim-checked payloads, and writes
+// NodeClaims (finding one by instance through the byInstance index when a
+// node registers), batch results, unavailable offerings and subnets, and
+// node-class resolutions; it touches no lease, budget or idempotency key.
+func provisionerAccess() Access {
+	return Access{
+		Read:    []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkPayload + "#*"},
+		Write:   []string{pkNodeClaim, pkBatch + "#*", pkOffering, pkSubnet, pkNodeClassStatus},
+		Indexes: []string{IndexByInstance},
+	}
+}
+
+// gcAccess is what garbage collection touches: it reads the config (the
+// node classes whose launch templates are in use) and reads, updates and
+// deletes NodeClaims; nothing else.
+func gcAccess() Access {
+	return Access{Read: []string{pkConfig}, Write: []string{pkNodeClaim}}
 }
 
 // TableDefinition returns the CreateTable request for a table called name,
