@@ -363,7 +363,7 @@ func TestDefaultDeployment(t *testing.T) {
 		}
 	})
 
-	t.Run("should limit the provisioner, gc and interruption roles to the partition keys they use, so none can touch a lease or budget", func(t *testing.T) {
+	t.Run("should limit the provisioner, gc, disruption and interruption roles to the partition keys they use, so none can touch a lease or budget", func(t *testing.T) {
 		for _, tc := range []struct {
 			role string
 			want []tableGrant
@@ -379,6 +379,11 @@ func TestDefaultDeployment(t *testing.T) {
 			{"Gc", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "NODECLAIM"},
 				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM"},
+			}, true},
+			{"Disruption", []tableGrant{
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "OFFERING," +
+					cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS"},
 			}, true},
 			{"Interruption", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "NODECLAIM," + cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT"},

@@ -113,6 +113,7 @@ func Schema() TableSchema {
 			"instancestatus": instanceStatusAccess(),
 			"provisioner":    provisionerAccess(),
 			"gc":             gcAccess(),
+			"disruption":     disruptionAccess(),
 		},
 	}
 }
@@ -172,6 +173,19 @@ func provisionerAccess() Access {
 // deletes NodeClaims; nothing else.
 func gcAccess() Access {
 	return Access{Read: []string{pkConfig}, Write: []string{pkNodeClaim}}
+}
+
+// disruptionAccess is what the scheduled disruption evaluation touches: it
+// reads the config, the current snapshot and unavailable offerings, and
+// writes the commands' replacements (claim-checked payloads), event records
+// and node-class resolutions, and NodeClaims only to release the claims of
+// executions whose lease lapsed (termination.Service.ReleaseStale). Budgets
+// are the state machines' (disrupttask's): it touches no lease or budget.
+func disruptionAccess() Access {
+	return Access{
+		Read:  []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkOffering},
+		Write: []string{pkNodeClaim, pkPayload + "#*", pkEvent, pkNodeClassStatus},
+	}
 }
 
 // TableDefinition returns the CreateTable request for a table called name,
