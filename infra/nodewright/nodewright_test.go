@@ -363,27 +363,44 @@ func TestDefaultDeployment(t *testing.T) {
 		}
 	})
 
-	t.Run("should limit the interruption roles to the partition keys they use, so they cannot write NodeClaims, leases or budgets", func(t *testing.T) {
+	t.Run("should limit the provisioner, gc, disruption and interruption roles to the partition keys they use, so none can touch a lease or budget", func(t *testing.T) {
 		for _, tc := range []struct {
 			role string
 			want []tableGrant
+			// claims is whether the role may write NodeClaims.
+			claims bool
 		}{
+			{"Provisioner", []tableGrant{
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "PAYLOAD#*," +
+					cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS"},
+				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
+			}, true},
+			{"Gc", []tableGrant{
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "NODECLAIM"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM"},
+			}, true},
+			{"Disruption", []tableGrant{
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "OFFERING," +
+					cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS"},
+			}, true},
 			{"Interruption", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "NODECLAIM," + cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT"},
 				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT"},
 				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
-			}},
+			}, false},
 			{"Instancestatus", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "NODECLAIM," + cl + "IDEMPOTENCY#instance-status#*," + cl + "EVENT"},
 				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#instance-status#*," + cl + "EVENT"},
-			}},
+			}, false},
 		} {
 			got := tableGrants(tc.role)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s role's DynamoDB statements mismatch (-want +got):\n%s", tc.role, diff)
 			}
 			for _, g := range got {
-				if strings.Contains(g.Keys, "NODECLAIM") && strings.Contains(g.Actions, "PutItem") || strings.Contains(g.Keys, "BUDGET") || strings.Contains(g.Keys, "LEASE") {
+				if !tc.claims && strings.Contains(g.Keys, "NODECLAIM") && strings.Contains(g.Actions, "PutItem") || strings.Contains(g.Keys, "BUDGET") || strings.Contains(g.Keys, "LEASE") {
 					t.Errorf("%s may %s %s", tc.role, g.Actions, g.Keys)
 				}
 			}

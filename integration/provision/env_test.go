@@ -32,8 +32,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,6 +60,7 @@ import (
 	provisionerhandler "github.com/nodewright/nodewright/functions/provisioner/handler"
 	"github.com/nodewright/nodewright/local/ec2sim"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/queue"
 	"github.com/nodewright/nodewright/shared/kube"
@@ -98,6 +101,8 @@ type env struct {
 	intake      *intakehandler.Handler
 	provisioner *provisionerhandler.Handler
 	gc          *gchandler.Handler
+	// calls records each function's DynamoDB calls, by function name.
+	calls map[string]*awstest.DynamoDBRecorder
 	// ec2API is what the provisioner calls: ec2, possibly wrapped.
 	ec2API *flakyEC2
 	log    *bytes.Buffer
@@ -172,7 +177,14 @@ func newEnv(t testing.TB) *env {
 	e.kube = fake.NewClientset()
 	nodes := kube.NewFromClientset(e.kube)
 
-	// The three functions, wired as their mains wire them.
+	// The three functions, wired as their mains wire them, each through
+	// its own recorder: at the end every call must be within the access
+	// ddbstore.Schema gives that function (its role's dynamodb:LeadingKeys).
+	e.calls = map[string]*awstest.DynamoDBRecorder{}
+	for _, fn := range []string{"intake", "provisioner", "gc"} {
+		e.calls[fn] = &awstest.DynamoDBRecorder{Next: e.ddb, PartitionKey: "pk"}
+	}
+	t.Cleanup(func() { e.checkAccess(t) })
 	env := map[string]string{
 		"CLUSTER_NAME": cluster, "TABLE_NAME": e.table, "QUEUE_URL": e.url, "AWS_REGION": region,
 		"KUBERNETES_VERSION": "1.33", "CLUSTER_ENDPOINT": "https://e2e-cluster.example", "CLUSTER_CA_DATA": caData,
@@ -183,7 +195,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := ddbstore.New(e.ddb, e.table, cluster)
+	store, err := ddbstore.New(e.calls["intake"], e.table, cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +210,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.provisioner, err = provisionerhandler.New(pcfg, provisionerhandler.Clients{DynamoDB: e.ddb, EC2: e.ec2API, SSM: ssmClient, Nodes: nodes},
+	e.provisioner, err = provisionerhandler.New(pcfg, provisionerhandler.Clients{DynamoDB: e.calls["provisioner"], EC2: e.ec2API, SSM: ssmClient, Nodes: nodes},
 		log.With("function", "provisioner"), e.clock.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +219,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.gc, err = gchandler.New(gcfg, gchandler.Clients{DynamoDB: e.ddb, EC2: e.ec2, Nodes: nodes}, log.With("function", "gc"), e.clock.Now); err != nil {
+	if e.gc, err = gchandler.New(gcfg, gchandler.Clients{DynamoDB: e.calls["gc"], EC2: e.ec2, Nodes: nodes}, log.With("function", "gc"), e.clock.Now); err != nil {
 		t.Fatal(err)
 	}
 
@@ -216,6 +228,19 @@ func newEnv(t testing.TB) *env {
 	t.Cleanup(apiSrv.Close)
 	e.api = &apiClient{base: apiSrv.URL + stage, now: e.clock.Now}
 	return e
+}
+
+// checkAccess reports each DynamoDB call a function made that its role, as
+// the CDK app builds it from ddbstore.Schema().Access, would deny.
+func (e *env) checkAccess(t testing.TB) {
+	t.Helper()
+	schema := ddbstore.Schema()
+	for _, fn := range slices.Sorted(maps.Keys(e.calls)) {
+		access := schema.Access[fn]
+		for _, c := range e.calls[fn].Denied(func(c awstest.DynamoDBCall) bool { return access.Allows(cluster, c.Op, c.Index, c.PartitionKey) }) {
+			t.Errorf("%s: %s %s %s: not in its access (ddbstore.Schema): its role would be denied", fn, c.Op, c.Index, c.PartitionKey)
+		}
+	}
 }
 
 // syncWriter serializes writes from concurrent launches.

@@ -21,14 +21,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/functions/disruption/handler"
+	disrupttask "github.com/nodewright/nodewright/functions/disrupttask/handler"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
 	"github.com/nodewright/nodewright/shared/disruption"
+	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/workflow"
@@ -43,9 +47,14 @@ const testCluster = "test-cluster"
 // env is DynamoDB and Step Functions on one in-process kumo, through the
 // real store and starter.
 type env struct {
-	store *ddbstore.Store
-	sfn   *sfn.Client
-	arn   string
+	// store is the tests' own (seeding, checking); the handler reads and
+	// writes through handlerStore, whose calls are recorded in calls and
+	// checked against the disruption role's access when the test ends.
+	store        *ddbstore.Store
+	handlerStore *ddbstore.Store
+	calls        *awstest.DynamoDBRecorder
+	sfn          *sfn.Client
+	arn          string
 }
 
 func newEnv(t *testing.T) env {
@@ -66,6 +75,19 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	calls := &awstest.DynamoDBRecorder{Next: ddb, PartitionKey: "pk"}
+	handlerStore, err := ddbstore.New(calls, name, testCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Every call is within the role the CDK app builds from the
+		// schema's access (dynamodb:LeadingKeys).
+		access := ddbstore.Schema().Access["disruption"]
+		for _, c := range calls.Denied(func(c awstest.DynamoDBCall) bool { return access.Allows(testCluster, c.Op, c.Index, c.PartitionKey) }) {
+			t.Errorf("%s %s %s: not in the disruption function's access (ddbstore.Schema): its role would be denied", c.Op, c.Index, c.PartitionKey)
+		}
+	})
 	client := sfn.NewFromConfig(cfg, func(o *sfn.Options) { o.BaseEndpoint = aws.String(srv.URL) })
 	out, err := client.CreateStateMachine(context.Background(), &sfn.CreateStateMachineInput{
 		Name: aws.String(name), RoleArn: aws.String("arn:aws:iam::000000000000:role/test"), Type: sfntypes.StateMachineTypeStandard,
@@ -74,7 +96,7 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{store: store, sfn: client, arn: aws.ToString(out.StateMachineArn)}
+	return env{store: store, handlerStore: handlerStore, calls: calls, sfn: client, arn: aws.ToString(out.StateMachineArn)}
 }
 
 func (e env) handler(t *testing.T, now time.Time) *handler.Handler {
@@ -82,14 +104,19 @@ func (e env) handler(t *testing.T, now time.Time) *handler.Handler {
 	return e.handlerWith(t, now, nil)
 }
 
-func (e env) handlerWith(t *testing.T, now time.Time, stale *fakeStale) *handler.Handler {
+// staleReleaser is handler.Deps.Stale.
+type staleReleaser interface {
+	ReleaseStale(ctx context.Context, now time.Time) ([]termination.StaleRelease, error)
+}
+
+func (e env) handlerWith(t *testing.T, now time.Time, stale staleReleaser) *handler.Handler {
 	t.Helper()
 	st, err := sfnstarter.New(e.sfn, e.arn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	deps := handler.Deps{
-		Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
+		Store: e.handlerStore, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now },
 	}
 	if stale != nil {
@@ -399,6 +426,54 @@ func TestHandleReleasesStaleClaimsFirst(t *testing.T) {
 	}
 	if !stale.at.Equal(t0) || len(out.Released) != 1 || out.Released[0].NodeClaim != "general-z" {
 		t.Errorf("Released = %+v (ran at %s), want the stale release at %s", out.Released, stale.at, t0)
+	}
+}
+
+// TestHandleReleasesStaleClaimsThroughTheStore runs the stale release as
+// the Lambda wires it (termination over the store, the cluster and EC2):
+// a claim whose holder's lease lapsed is given back, one on a terminating
+// instance deleted, each through the handler's recorded store.
+func TestHandleReleasesStaleClaimsThroughTheStore(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	ctx := t.Context()
+	kc := fake.NewClientset()
+	for _, name := range []string{"general-b", "general-c"} {
+		claim := v1.NodeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+				termination.AnnotationClaimHolder: "drift-" + name + "-1", termination.AnnotationClaimMethod: "drift",
+				termination.AnnotationClaimUntil: t0.Add(-time.Hour).UTC().Format(time.RFC3339),
+			}},
+			Status: v1.NodeClaimStatus{NodeName: "node-" + name, ProviderID: "aws:///us-east-1a/i-0" + name[len(name)-1:]},
+		}
+		if name == "general-c" {
+			claim.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeInstanceTerminating, Status: metav1.ConditionTrue, Reason: "Terminating", LastTransitionTime: metav1.NewTime(t0)}}
+		}
+		if _, err := e.store.PutNodeClaim(ctx, claim); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kc.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := disrupttask.Kube{Client: kube.NewFromClientset(kc)}
+	svc, err := termination.New(termination.Ports{Claims: disrupttask.Claims{Store: e.handlerStore}, Nodes: k, Pods: k, Rules: k, Instances: fleet.New(awstest.NewEC2(t))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.handlerWith(t, t0, svc).Handle(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range out.Released {
+		got[r.NodeClaim] = r.Outcome + r.Error
+	}
+	if diff := cmp.Diff(map[string]string{"general-b": "given back", "general-c": "deleted"}, got); diff != "" {
+		t.Errorf("Released mismatch (-want +got):\n%s", diff)
+	}
+	if len(e.calls.Calls()) == 0 {
+		t.Error("no DynamoDB call recorded")
 	}
 }
 

@@ -111,6 +111,9 @@ func Schema() TableSchema {
 			"intake":         intakeAccess(),
 			"interruption":   interruptionAccess(),
 			"instancestatus": instanceStatusAccess(),
+			"provisioner":    provisionerAccess(),
+			"gc":             gcAccess(),
+			"disruption":     disruptionAccess(),
 		},
 	}
 }
@@ -149,6 +152,39 @@ func instanceStatusAccess() Access {
 	return Access{
 		Read:  []string{pkNodeClaim},
 		Write: []string{pkIdempotency + "#" + ScopeInstanceStatus + "#*", pkEvent},
+	}
+}
+
+// provisionerAccess is what the provisioner Lambda touches: it reads the
+// config, the current snapshot and claim-checked payloads, and writes
+// NodeClaims (finding one by instance through the byInstance index when a
+// node registers), batch results, unavailable offerings and subnets, and
+// node-class resolutions; it touches no lease, budget or idempotency key.
+func provisionerAccess() Access {
+	return Access{
+		Read:    []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkPayload + "#*"},
+		Write:   []string{pkNodeClaim, pkBatch + "#*", pkOffering, pkSubnet, pkNodeClassStatus},
+		Indexes: []string{IndexByInstance},
+	}
+}
+
+// gcAccess is what garbage collection touches: it reads the config (the
+// node classes whose launch templates are in use) and reads, updates and
+// deletes NodeClaims; nothing else.
+func gcAccess() Access {
+	return Access{Read: []string{pkConfig}, Write: []string{pkNodeClaim}}
+}
+
+// disruptionAccess is what the scheduled disruption evaluation touches: it
+// reads the config, the current snapshot and unavailable offerings, and
+// writes the commands' replacements (claim-checked payloads), event records
+// and node-class resolutions, and NodeClaims only to release the claims of
+// executions whose lease lapsed (termination.Service.ReleaseStale). Budgets
+// are the state machines' (disrupttask's): it touches no lease or budget.
+func disruptionAccess() Access {
+	return Access{
+		Read:  []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkOffering},
+		Write: []string{pkNodeClaim, pkPayload + "#*", pkEvent, pkNodeClassStatus},
 	}
 }
 

@@ -115,3 +115,31 @@ func TestDocsDescribeSchema(t *testing.T) {
 		}
 	}
 }
+
+func TestAccessAllows(t *testing.T) {
+	a := ddbstore.Access{Read: []string{"CONFIG"}, Write: []string{"NODECLAIM", "BATCH#*"}, Indexes: []string{ddbstore.IndexByInstance}}
+	tests := []struct {
+		name          string
+		op, index, pk string
+		want          bool
+	}{
+		{name: "should allow reading a read key", op: "GetItem", pk: "c#CONFIG", want: true},
+		{name: "should deny writing a read key", op: "PutItem", pk: "c#CONFIG"},
+		{name: "should allow reading a write key", op: "Query", pk: "c#NODECLAIM", want: true},
+		{name: "should allow deleting under a wildcard", op: "DeleteItem", pk: "c#BATCH#b1", want: true},
+		{name: "should deny a key that only shares an exact key's prefix", op: "GetItem", pk: "c#CONFIG#x"},
+		{name: "should deny another cluster's key", op: "GetItem", pk: "d#CONFIG"},
+		{name: "should deny a key naming no cluster", op: "GetItem", pk: "CONFIG"},
+		{name: "should allow querying a listed index for the cluster", op: "Query", index: ddbstore.IndexByInstance, pk: "c#i-0123", want: true},
+		{name: "should deny querying an index not listed", op: "Query", index: ddbstore.IndexByNodePool, pk: "c#default"},
+		{name: "should deny an index query for another cluster", op: "Query", index: ddbstore.IndexByInstance, pk: "d#i-0123"},
+		{name: "should deny an unknown operation", op: "UpdateItem", pk: "c#NODECLAIM"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := a.Allows("c", tt.op, tt.index, tt.pk); got != tt.want {
+				t.Errorf("Allows(c, %s, %q, %s) = %v, want %v", tt.op, tt.index, tt.pk, got, tt.want)
+			}
+		})
+	}
+}
