@@ -373,11 +373,11 @@ func TestDefaultDeployment(t *testing.T) {
 			{"Provisioner", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "PAYLOAD#*," +
 					cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "PAYLOAD#*"},
 				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
 			}, true},
 			{"Gc", []tableGrant{
-				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "NODECLAIM"},
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "NODECLAIM"},
 				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM"},
 			}, true},
 			{"Disruption", []tableGrant{

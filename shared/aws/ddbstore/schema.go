@@ -158,21 +158,24 @@ func instanceStatusAccess() Access {
 // provisionerAccess is what the provisioner Lambda touches: it reads the
 // config, the current snapshot and claim-checked payloads, and writes
 // NodeClaims (finding one by instance through the byInstance index when a
-// node registers), batch results, unavailable offerings and subnets, and
-// node-class resolutions; it touches no lease, budget or idempotency key.
+// node registers), batch results, unavailable offerings and subnets,
+// node-class resolutions, and the CreateFleet request stored under its
+// ClientToken before the call (payload fleet-request/<token>, replayed by a
+// retry); it touches no lease, budget or idempotency key.
 func provisionerAccess() Access {
 	return Access{
 		Read:    []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkPayload + "#*"},
-		Write:   []string{pkNodeClaim, pkBatch + "#*", pkOffering, pkSubnet, pkNodeClassStatus},
+		Write:   []string{pkNodeClaim, pkBatch + "#*", pkOffering, pkSubnet, pkNodeClassStatus, pkPayload + "#*"},
 		Indexes: []string{IndexByInstance},
 	}
 }
 
 // gcAccess is what garbage collection touches: it reads the config (the
-// node classes whose launch templates are in use) and reads, updates and
-// deletes NodeClaims; nothing else.
+// node classes whose launch templates are in use) and the current snapshot
+// (the Karpenter NodeClaims it adopts), and reads, creates (adoption),
+// updates and deletes NodeClaims; nothing else.
 func gcAccess() Access {
-	return Access{Read: []string{pkConfig}, Write: []string{pkNodeClaim}}
+	return Access{Read: []string{pkConfig, pkSnapshot, pkSnapshot + "#*"}, Write: []string{pkNodeClaim}}
 }
 
 // disruptionAccess is what the scheduled disruption evaluation touches: it
