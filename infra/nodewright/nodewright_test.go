@@ -377,8 +377,8 @@ func TestDefaultDeployment(t *testing.T) {
 				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
 			}, true},
 			{"Gc", []tableGrant{
-				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "NODECLAIM"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM"},
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "NODECLAIM," + cl + "EVENT"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "EVENT"},
 			}, true},
 			{"Disruption", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "OFFERING," +

@@ -172,10 +172,11 @@ func provisionerAccess() Access {
 
 // gcAccess is what garbage collection touches: it reads the config (the
 // node classes whose launch templates are in use) and the current snapshot
-// (the Karpenter NodeClaims it adopts), and reads, creates (adoption),
-// updates and deletes NodeClaims; nothing else.
+// (the Karpenter NodeClaims it adopts), reads, creates (adoption), updates
+// and deletes NodeClaims, and records an event for each adoption it refuses;
+// nothing else.
 func gcAccess() Access {
-	return Access{Read: []string{pkConfig, pkSnapshot, pkSnapshot + "#*"}, Write: []string{pkNodeClaim}}
+	return Access{Read: []string{pkConfig, pkSnapshot, pkSnapshot + "#*"}, Write: []string{pkNodeClaim, pkEvent}}
 }
 
 // disruptionAccess is what the scheduled disruption evaluation touches: it
