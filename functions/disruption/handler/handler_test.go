@@ -457,7 +457,11 @@ func TestHandleReleasesStaleClaimsThroughTheStore(t *testing.T) {
 		}
 	}
 	k := disrupttask.Kube{Client: kube.NewFromClientset(kc)}
-	svc, err := termination.New(termination.Ports{Claims: disrupttask.Claims{Store: e.handlerStore}, Nodes: k, Pods: k, Rules: k, Instances: fleet.New(awstest.NewEC2(t))})
+	// Status is wired as the Lambda wires it: the executions named in the
+	// claims never ran on the state machine, so Step Functions reports them
+	// missing and the sweep may hand their nodes back.
+	svc, err := termination.New(termination.Ports{Claims: disrupttask.Claims{Store: e.handlerStore}, Nodes: k, Pods: k, Rules: k, Instances: fleet.New(awstest.NewEC2(t)),
+		Status: disrupttask.Executions{API: e.sfn, Disruption: e.arn}})
 	if err != nil {
 		t.Fatal(err)
 	}
