@@ -194,9 +194,6 @@ type Options struct {
 	ResultPoll time.Duration
 	// ResultTimeout gives up polling a batch this long after posting: 2 min.
 	ResultTimeout time.Duration
-	// KarpenterNamespaces are where Karpenter's Lease is looked for:
-	// DefaultKarpenterNamespaces.
-	KarpenterNamespaces []string
 	// Clock defaults to batcher.SystemClock.
 	Clock batcher.Clock
 	// Logger defaults to slog.Default().
@@ -248,15 +245,9 @@ func New(opts Options, src Sources, api API, events Emitter, m Mirror, relay Rel
 	if log == nil {
 		log = slog.Default()
 	}
-	if len(opts.KarpenterNamespaces) == 0 {
-		opts.KarpenterNamespaces = DefaultKarpenterNamespaces
-	}
 	f := &Forwarder{opts: opts, src: src, api: api, events: events, mirror: m, relay: relay, log: log, podEvents: newPodEvents(opts.Clock)}
 	if src.Leases != nil || src.NodeClaims != nil {
-		f.karpenter = &karpenterWatch{leases: src.Leases, namespaces: opts.KarpenterNamespaces}
-		if src.Leases == nil {
-			f.karpenter.namespaces = nil
-		}
+		f.karpenter = &karpenterWatch{leases: src.Leases}
 	}
 	return f
 }

@@ -56,6 +56,11 @@ var GVR = schema.GroupVersionResource{Group: v1.Group, Version: "v1", Resource: 
 // LabelMirror marks the NodeClaims this package owns (value "true").
 const LabelMirror = "nodewright.dev/mirror"
 
+// FieldManager is the field manager of every write Sync makes, so that
+// the managedFields of a taken-over Karpenter NodeClaim tell the forwarder's
+// changes from anyone else's (Karpenter's controller, should it run again).
+const FieldManager = "nodewright-forwarder"
+
 // NodeGVR is the core Node resource, deleted for a mirror a user deleted.
 var NodeGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 
@@ -189,7 +194,7 @@ func (m *Mirror) release(ctx context.Context, cur *unstructured.Unstructured) er
 	}
 	next := cur.DeepCopy()
 	next.SetFinalizers(slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == v1.TerminationFinalizer }))
-	if _, err := m.client.Resource(GVR).Update(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := m.client.Resource(GVR).Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer %s from nodeclaim mirror %s: %w", v1.TerminationFinalizer, cur.GetName(), err)
 	}
 	return nil
@@ -218,7 +223,7 @@ func (m *Mirror) adopt(ctx context.Context, desired *unstructured.Unstructured) 
 
 func (m *Mirror) create(ctx context.Context, desired *unstructured.Unstructured) error {
 	api := m.client.Resource(GVR)
-	created, err := api.Create(ctx, desired, metav1.CreateOptions{})
+	created, err := api.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
 	if apierrors.IsAlreadyExists(err) && desired.GetAnnotations()[v1.AnnotationAdoptedFrom] != "" {
 		return m.adopt(ctx, desired)
 	}
@@ -231,7 +236,7 @@ func (m *Mirror) create(ctx context.Context, desired *unstructured.Unstructured)
 	// Status is a subresource: the create ignored it.
 	if status, ok := desired.Object["status"]; ok {
 		created.Object["status"] = status
-		if _, err := api.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		if _, err := api.UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return fmt.Errorf("set status of nodeclaim mirror %s: %w", desired.GetName(), err)
 		}
 	}
@@ -246,7 +251,7 @@ func (m *Mirror) update(ctx context.Context, cur, desired *unstructured.Unstruct
 		next := cur.DeepCopy()
 		next.SetLabels(desired.GetLabels())
 		next.SetAnnotations(desired.GetAnnotations())
-		updated, err := api.Update(ctx, next, metav1.UpdateOptions{})
+		updated, err := api.Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
 		if err != nil {
 			return false, fmt.Errorf("update nodeclaim mirror %s: %w", cur.GetName(), err)
 		}
@@ -259,7 +264,7 @@ func (m *Mirror) update(ctx context.Context, cur, desired *unstructured.Unstruct
 		} else {
 			delete(next.Object, "status")
 		}
-		if _, err := api.UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		if _, err := api.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return changed, fmt.Errorf("update status of nodeclaim mirror %s: %w", cur.GetName(), err)
 		}
 		changed = true
