@@ -215,6 +215,22 @@ func launchAsKarpenter(t *testing.T, s *stack.Stack, pool *v1.NodePool, class *v
 		if _, err := s.Dynamic.Resource(stack.NodeClaimResource).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("set the status of Karpenter's NodeClaim %s: %v", k.claim, err)
 		}
+		// Karpenter's registration makes the NodeClaim the Node's owner:
+		// were that object deleted (or replaced under a new UID), the
+		// garbage collector would delete the Node.
+		if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			node, err := s.Kube.CoreV1().Nodes().Get(ctx, k.node, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
+				APIVersion: "karpenter.sh/v1", Kind: v1.KindNodeClaim, Name: k.claim, UID: u.GetUID(), BlockOwnerDeletion: ptr.To(true),
+			})
+			_, err = s.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatalf("make Karpenter's NodeClaim %s own its node %s: %v", k.claim, k.node, err)
+		}
 	}
 	return out
 }

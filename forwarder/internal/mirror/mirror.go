@@ -28,6 +28,14 @@
 // while its claim stands counts. A claim with no Node yet, or already
 // being deleted, just gets its mirror back; so does any mirror deleted
 // while this process was not syncing (nothing remembered yet).
+//
+// A taken-over Karpenter NodeClaim (annotated v1.AnnotationAdoptedFrom)
+// is never deleted or replaced while its claim stands: its Node has an
+// ownerReference to its UID, so the garbage collector would delete the
+// Node. A spec difference leaves its spec as it is; a lost LabelMirror is
+// taken over again, never read as a delete request. Its delete request is
+// its deletionTimestamp (`kubectl delete nodeclaim`: Karpenter's finalizer
+// holds it): Sync deletes its claim's Node once, as for a deleted mirror.
 package mirror
 
 import (
@@ -44,6 +52,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 
@@ -71,6 +80,9 @@ type Mirror struct {
 	mu sync.Mutex
 	// kept are the mirrors the last Sync left in the cluster, by name.
 	kept map[string]bool
+	// requested are the taken-over NodeClaims, by UID, whose deletion
+	// Sync already turned into the deletion of their Node.
+	requested map[types.UID]bool
 }
 
 // New returns a Mirror writing through client.
@@ -112,6 +124,7 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 	var errs []error
 	want := map[string]bool{}
 	kept := map[string]bool{}
+	requested := map[types.UID]bool{}
 	for _, c := range claims {
 		want[c.Name] = true
 		desired, err := toMirror(c)
@@ -120,15 +133,27 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 			continue
 		}
 		cur, ok := have[c.Name]
+		takenOver := isAdopted(c.Annotations) || (ok && isAdopted(cur.GetAnnotations()))
 		switch {
+		case !ok && takenOver:
+			// Karpenter's object of an adopted node lost its mirror label
+			// (or was removed by hand): its UID is the one the Node's
+			// ownerReference names, so it is never deleted or replaced,
+			// and a missing label is no delete request (a delete request
+			// is its deletionTimestamp, below). It is taken over again.
+			if err := m.create(ctx, desired); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			kept[c.Name] = true
+			res.Updated++
 		case !ok:
 			if m.kept[c.Name] && c.DeletionTimestamp == nil && c.Status.NodeName != "" {
-				err := m.client.Resource(NodeGVR).Delete(ctx, c.Status.NodeName, metav1.DeleteOptions{})
-				if err != nil && !apierrors.IsNotFound(err) {
+				if err := m.deleteNode(ctx, c); err != nil {
 					// Remember the mirror as kept, so the next Sync
 					// deletes the Node again.
 					kept[c.Name] = true
-					errs = append(errs, fmt.Errorf("delete node %s of deleted nodeclaim mirror %s: %w", c.Status.NodeName, c.Name, err))
+					errs = append(errs, err)
 					continue
 				}
 				res.NodesDeleted = append(res.NodesDeleted, c.Status.NodeName)
@@ -139,7 +164,7 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 			}
 			kept[c.Name] = true
 			res.Created++
-		case !contains(cur.Object["spec"], desired.Object["spec"]):
+		case !takenOver && !contains(cur.Object["spec"], desired.Object["spec"]):
 			if err := m.release(ctx, cur); err != nil {
 				errs = append(errs, err)
 				continue
@@ -155,7 +180,23 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 			kept[c.Name] = true
 			res.Updated++
 		default:
+			// A taken-over object whose spec differs keeps its spec
+			// (immutable in Karpenter's CRD) and is updated in place.
 			kept[c.Name] = true
+			if takenOver && cur.GetDeletionTimestamp() != nil && c.DeletionTimestamp == nil && c.Status.NodeName != "" && !m.requested[cur.GetUID()] {
+				// `kubectl delete nodeclaim` on an adopted node: Karpenter's
+				// finalizer holds the object, and the delete request is
+				// the one a deleted mirror makes.
+				if err := m.deleteNode(ctx, c); err != nil {
+					errs = append(errs, err)
+				} else {
+					requested[cur.GetUID()] = true
+					res.NodesDeleted = append(res.NodesDeleted, c.Status.NodeName)
+				}
+			}
+			if m.requested[cur.GetUID()] {
+				requested[cur.GetUID()] = true
+			}
 			changed, err := m.update(ctx, cur, desired)
 			if err != nil {
 				errs = append(errs, err)
@@ -181,8 +222,24 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 		}
 		res.Deleted++
 	}
-	m.kept = kept
+	m.kept, m.requested = kept, requested
 	return res, errors.Join(errs...)
+}
+
+// deleteNode deletes the Node of c, whose NodeClaim a user deleted; the
+// Node's finalizer then holds it while it is drained and its instance
+// terminated. NotFound counts as done.
+func (m *Mirror) deleteNode(ctx context.Context, c v1.NodeClaim) error {
+	err := m.client.Resource(NodeGVR).Delete(ctx, c.Status.NodeName, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete node %s of deleted nodeclaim %s: %w", c.Status.NodeName, c.Name, err)
+	}
+	return nil
+}
+
+// isAdopted reports whether annotations mark an adopted node's NodeClaim.
+func isAdopted(annotations map[string]string) bool {
+	return annotations[v1.AnnotationAdoptedFrom] != ""
 }
 
 // release removes Karpenter's termination finalizer from a mirror about
