@@ -198,12 +198,22 @@ func adoptedRecord(c *v1.NodeClaim, node string) v1.NodeClaim {
 // (v1.AnnotationAdoptedFrom) rather than launched.
 func Adopted(claim *v1.NodeClaim) bool { return claim.Annotations[v1.AnnotationAdoptedFrom] != "" }
 
+// MaxAdoptionSnapshotAge is the oldest snapshot Adopt adopts from. A
+// snapshot may be read for up to its TTL (an hour), but adoption acts on
+// what the cluster held when it was taken: a NodeClaim Karpenter has since
+// deleted, a Node since drained or a Karpenter since restarted would be
+// adopted from the past. The forwarder re-posts a snapshot that carries
+// foreign NodeClaims at least every minute (forward's
+// ForeignSnapshotMaxAge), so a live forwarder's is always younger.
+const MaxAdoptionSnapshotAge = 2 * time.Minute
+
 // AdoptionReport is what the forwarder last reported for adoption: the
-// foreign NodeClaims and Nodes of its current snapshot.
+// foreign NodeClaims and Nodes of its current snapshot, taken at TakenAt.
 type AdoptionReport struct {
 	Foreign         []v1.NodeClaim
 	KarpenterActive string
 	Nodes           []corev1.Node
+	TakenAt         time.Time
 }
 
 // adoptionSource reads the forwarder's report (the current cluster
@@ -246,20 +256,28 @@ type AdoptionResult struct {
 	Adopted []string `json:"adopted,omitempty"`
 	// Refused are the foreign NodeClaims left alone.
 	Refused []AdoptionRefusal `json:"refused,omitempty"`
+	// Skipped, when set, says why nothing was looked at (a stale report).
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Adopt reads the forwarder's report, then the instances, NodeClaims and
 // configuration, decides with PlanAdoption and creates each adopted record
-// (a name taken meanwhile counts as done: the next run sees it stored). It
-// changes nothing in the cluster or in EC2. It returns what it did and, when
-// a read failed (nothing is adopted then) or a create failed, an error.
-func (a *Adopter) Adopt(ctx context.Context, _ time.Time) (AdoptionResult, error) {
+// (a name taken meanwhile counts as done: the next run sees it stored). A
+// report taken more than MaxAdoptionSnapshotAge before now adopts nothing
+// (Skipped says so). It changes nothing in the cluster or in EC2. It
+// returns what it did and, when a read failed (nothing is adopted then) or
+// a create failed, an error.
+func (a *Adopter) Adopt(ctx context.Context, now time.Time) (AdoptionResult, error) {
 	report, err := a.source.AdoptionReport(ctx)
 	if err != nil {
 		return AdoptionResult{}, fmt.Errorf("adopt: read report: %w", err)
 	}
 	if len(report.Foreign) == 0 {
 		return AdoptionResult{}, nil
+	}
+	if age := now.Sub(report.TakenAt); age > MaxAdoptionSnapshotAge {
+		return AdoptionResult{Skipped: fmt.Sprintf("the snapshot was taken %s ago, more than %s: nothing adopted from it",
+			age.Round(time.Second), MaxAdoptionSnapshotAge)}, nil
 	}
 	instances, err := a.instances.ListInstances(ctx)
 	if err != nil {

@@ -43,7 +43,9 @@
 // Regardless of changes it is rebuilt every SnapshotInterval (30 s), which
 // covers PodDisruptionBudget and DaemonSet changes (not watched here) and
 // any missed event. A rebuild whose content hash equals the last post is
-// not posted, unless that post is SnapshotMaxAge (5 min) old. A reaction
+// not posted, unless that post is SnapshotMaxAge (5 min) old, or
+// ForeignSnapshotMaxAge (1 min) old while it carries foreign NodeClaims
+// (the gc Lambda adopts only from a fresh one). A reaction
 // to a Node or pod change therefore reaches the API within about
 // SnapshotDebounce, and at most SnapshotMinInterval, plus the post.
 //
@@ -187,6 +189,11 @@ type Options struct {
 	// SnapshotMaxAge re-posts an unchanged snapshot this long after the
 	// last post: 5 min.
 	SnapshotMaxAge time.Duration
+	// ForeignSnapshotMaxAge re-posts an unchanged snapshot that carries
+	// foreign NodeClaims this long after the last post: 1 min, half of
+	// provisioning.MaxAdoptionSnapshotAge, the oldest snapshot adoption acts
+	// on, so that a live forwarder's is always fresh enough.
+	ForeignSnapshotMaxAge time.Duration
 	// NodeClaimSync is how often mirrors are synced and event records
 	// polled: 10 s.
 	NodeClaimSync time.Duration
@@ -238,6 +245,7 @@ func New(opts Options, src Sources, api API, events Emitter, m Mirror, relay Rel
 	def(&opts.SnapshotDebounce, time.Second)
 	def(&opts.SnapshotMinInterval, 5*time.Second)
 	def(&opts.SnapshotMaxAge, 5*time.Minute)
+	def(&opts.ForeignSnapshotMaxAge, time.Minute)
 	def(&opts.NodeClaimSync, 10*time.Second)
 	def(&opts.ResultPoll, 2*time.Second)
 	def(&opts.ResultTimeout, 2*time.Minute)
@@ -545,7 +553,7 @@ func (f *Forwarder) snapshotLoop(ctx context.Context, changes *changeSignal) {
 		switch {
 		case err != nil:
 			f.log.Error("build snapshot", "err", err)
-		case hash == lastHash && now.Sub(lastAt) < f.opts.SnapshotMaxAge:
+		case hash == lastHash && now.Sub(lastAt) < maxAge(f.opts, parts):
 		default:
 			ok := true
 			for i := range parts {
@@ -567,6 +575,17 @@ func (f *Forwarder) snapshotLoop(ctx context.Context, changes *changeSignal) {
 			return
 		}
 	}
+}
+
+// maxAge is how long an unchanged snapshot of parts waits to be
+// re-posted.
+func maxAge(opts Options, parts []v1.ClusterSnapshot) time.Duration {
+	for i := range parts {
+		if len(parts[i].ForeignNodeClaims) > 0 {
+			return min(opts.SnapshotMaxAge, opts.ForeignSnapshotMaxAge)
+		}
+	}
+	return opts.SnapshotMaxAge
 }
 
 // waitForSnapshot waits until the next snapshot is due after a build at

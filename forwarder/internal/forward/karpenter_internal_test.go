@@ -137,3 +137,15 @@ func TestKarpenterWatchTakenOverNodeClaimChanges(t *testing.T) {
 		t.Errorf("active() = %q after Karpenter wrote a NodeClaim nodewright took over, want active", got)
 	}
 }
+
+func TestSnapshotWithForeignNodeClaimsIsRepostedWithinTheAdoptionAge(t *testing.T) {
+	opts := Options{SnapshotMaxAge: 5 * time.Minute, ForeignSnapshotMaxAge: time.Minute}
+	plain := []v1.ClusterSnapshot{{}, {}}
+	foreign := []v1.ClusterSnapshot{{}, {ForeignNodeClaims: []v1.NodeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "default-x7k2p"}}}}}
+	if got := maxAge(opts, plain); got != 5*time.Minute {
+		t.Errorf("maxAge() without foreign NodeClaims = %s, want 5m0s", got)
+	}
+	if got := maxAge(opts, foreign); got != time.Minute {
+		t.Errorf("maxAge() with foreign NodeClaims = %s, want 1m0s (the gc Lambda adopts only from a snapshot at most 2m old)", got)
+	}
+}
