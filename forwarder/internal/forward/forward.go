@@ -633,28 +633,25 @@ func (f *Forwarder) snapshot(now time.Time, karpenterActive string) ([]v1.Cluste
 	if err != nil {
 		return nil, "", err
 	}
-	parts, hash, err := report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss)
+	var claims []v1.NodeClaim
+	if f.src.NodeClaims != nil && karpenterActive == "" {
+		if claims, err = foreignNodeClaims(f.src.NodeClaims); err != nil {
+			return nil, "", fmt.Errorf("list nodeclaims: %w", err)
+		}
+		if len(claims) > v1.MaxNodesPerMessage {
+			claims = claims[:v1.MaxNodesPerMessage]
+		}
+	}
+	// The foreign NodeClaims are chunked with the rest: each part stays
+	// within the intake's limit however many there are.
+	parts, hash, err := report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss, claims)
 	if err != nil {
 		return nil, "", err
 	}
 	hash = withPodEvents(hash, f.podEvents.stamp(parts))
-	if f.src.NodeClaims == nil {
-		return parts, hash, nil
-	}
-	if karpenterActive != "" {
+	if f.src.NodeClaims != nil && karpenterActive != "" {
 		parts[0].KarpenterActive = karpenterActive
 		return parts, hash + "/karpenter-active", nil
-	}
-	claims, err := foreignNodeClaims(f.src.NodeClaims)
-	if err != nil {
-		return nil, "", fmt.Errorf("list nodeclaims: %w", err)
-	}
-	if len(claims) > v1.MaxNodesPerMessage {
-		claims = claims[:v1.MaxNodesPerMessage]
-	}
-	parts[0].ForeignNodeClaims = claims
-	for _, c := range claims {
-		hash += "/" + c.Name + "@" + c.ResourceVersion
 	}
 	return parts, hash, nil
 }

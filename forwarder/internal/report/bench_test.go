@@ -42,7 +42,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := report.Snapshot("prod", epoch, nodes, pods, nil, nil); err != nil {
+		if _, _, err := report.Snapshot("prod", epoch, nodes, pods, nil, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
