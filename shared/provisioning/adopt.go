@@ -78,9 +78,10 @@ type AdoptionInput struct {
 // PlanAdoption decides which foreign NodeClaims nodewright records as its
 // own: a NodeClaim Karpenter launched and registered (providerID, a Node of
 // that providerID in the cluster, a running or pending instance of that ID
-// carrying eks:eks-cluster-name=<cluster> and karpenter.sh/nodepool=<its
-// pool>), not being deleted, whose NodePool and EC2NodeClass are in the
-// synced configuration, and that no stored NodeClaim already names (by name
+// carrying kubernetes.io/cluster/<cluster>=owned,
+// eks:eks-cluster-name=<cluster> and karpenter.sh/nodepool=<its pool>), not
+// being deleted, whose NodePool and EC2NodeClass are in the synced
+// configuration, and that no stored NodeClaim already names (by name
 // or providerID). The adopted record is the NodeClaim as Karpenter wrote it:
 // name, creation time, labels (capacity type, instance type, zone, ...),
 // annotations (the nodepool and ec2nodeclass hashes with their versions,
@@ -145,9 +146,9 @@ func PlanAdoption(in AdoptionInput) (adopt []v1.NodeClaim, refused []AdoptionRef
 			refuse(AdoptionNodeClassNotFound, "not adopted: its EC2NodeClass %q does not exist; the node is left alone", nodeClassName(c))
 		case id == "" || nodeByProvider[c.Status.ProviderID] == "":
 			refuse(AdoptionNotRegistered, "not adopted: it has no registered Node (providerID %q)", c.Status.ProviderID)
-		case inst == nil || (inst.State != "running" && inst.State != "pending") ||
-			inst.Tags[v1.TagKeyEKSClusterName] != in.Cluster || inst.Tags[v1.TagKeyNodePool] != pool:
-			refuse(AdoptionInstanceNotFound, "not adopted: no running instance %s tagged %s=%s and %s=%s", id, v1.TagKeyEKSClusterName, in.Cluster, v1.TagKeyNodePool, pool)
+		case inst == nil || (inst.State != "running" && inst.State != "pending") || !terminableWhenAdopted(inst.Tags, in.Cluster, pool):
+			refuse(AdoptionInstanceNotFound, "not adopted: no running instance %s tagged %s%s=%s, %s=%s and %s=%s", id,
+				v1.TagKeyClusterPrefix, in.Cluster, tagValueOwned, v1.TagKeyEKSClusterName, in.Cluster, v1.TagKeyNodePool, pool)
 		default:
 			adopt = append(adopt, adoptedRecord(c, nodeByProvider[c.Status.ProviderID]))
 		}
@@ -155,6 +156,20 @@ func PlanAdoption(in AdoptionInput) (adopt []v1.NodeClaim, refused []AdoptionRef
 	sort.Slice(adopt, func(i, j int) bool { return adopt[i].Name < adopt[j].Name })
 	sort.Slice(refused, func(i, j int) bool { return refused[i].NodeClaim < refused[j].NodeClaim })
 	return adopt, refused
+}
+
+// tagValueOwned is the value of the cluster tag v1.TagKeyClusterPrefix +
+// cluster.
+const tagValueOwned = "owned"
+
+// terminableWhenAdopted reports whether an instance's tags are those the
+// drain-and-replace role needs to terminate it (infra's IAM statement
+// TerminateClusterInstances: kubernetes.io/cluster/<cluster>=owned and a
+// karpenter.sh/nodepool tag), here that of its NodePool, plus
+// eks:eks-cluster-name=<cluster>. Adoption never retags, so a node adopted
+// without them would be drained and then refused termination.
+func terminableWhenAdopted(tags map[string]string, cluster, pool string) bool {
+	return tags[v1.TagKeyClusterPrefix+cluster] == tagValueOwned && tags[v1.TagKeyEKSClusterName] == cluster && tags[v1.TagKeyNodePool] == pool
 }
 
 func nodeClassName(c *v1.NodeClaim) string {

@@ -97,6 +97,12 @@ func TestPlanAdoption(t *testing.T) {
 		{name: "should leave alone a NodeClaim whose instance is not listed", edit: func(in *provisioning.AdoptionInput) {
 			in.Instances = nil
 		}, reason: provisioning.AdoptionInstanceNotFound},
+		{name: "should leave alone a NodeClaim whose instance lacks the cluster tag the termination role requires", edit: func(in *provisioning.AdoptionInput) {
+			delete(in.Instances[0].Tags, v1.TagKeyClusterPrefix+testCluster)
+		}, reason: provisioning.AdoptionInstanceNotFound},
+		{name: "should leave alone a NodeClaim whose instance's cluster tag is shared, not owned", edit: func(in *provisioning.AdoptionInput) {
+			in.Instances[0].Tags[v1.TagKeyClusterPrefix+testCluster] = "shared"
+		}, reason: provisioning.AdoptionInstanceNotFound},
 		{name: "should leave alone a NodeClaim whose instance is another NodePool's", edit: func(in *provisioning.AdoptionInput) {
 			in.Instances[0].Tags[v1.TagKeyNodePool] = "other"
 		}, reason: provisioning.AdoptionInstanceNotFound},
