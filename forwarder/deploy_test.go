@@ -168,7 +168,7 @@ func TestClusterRoleGrantsExactlyWhatTheCodeUses(t *testing.T) {
 		{"", "nodes", "delete"}, {"", "nodes", "list"}, {"", "nodes", "watch"},
 		{"", "pods", "list"}, {"", "pods", "watch"},
 		{"apps", "daemonsets", "list"}, {"apps", "daemonsets", "watch"},
-		{"coordination.k8s.io", "leases", "get"},
+		{"coordination.k8s.io", "leases", "list"},
 		{"karpenter.k8s.aws", "ec2nodeclasses", "list"}, {"karpenter.k8s.aws", "ec2nodeclasses", "watch"},
 		{"karpenter.k8s.aws", "ec2nodeclasses/status", "update"},
 		{"karpenter.sh", "nodeclaims", "create"}, {"karpenter.sh", "nodeclaims", "delete"},
@@ -183,7 +183,7 @@ func TestClusterRoleGrantsExactlyWhatTheCodeUses(t *testing.T) {
 	}
 	for _, r := range m.clusterRole.Rules {
 		karpenterLease := slices.Equal(r.ResourceNames, []string{forward.KarpenterLeaseName}) && slices.Equal(r.Resources, []string{"leases"}) &&
-			slices.Equal(r.Verbs, []string{"get"})
+			slices.Equal(r.Verbs, []string{"list"})
 		if (len(r.ResourceNames) > 0 && !karpenterLease) || len(r.NonResourceURLs) > 0 {
 			t.Errorf("unexpected rule %+v", r)
 		}

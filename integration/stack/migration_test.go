@@ -215,6 +215,22 @@ func launchAsKarpenter(t *testing.T, s *stack.Stack, pool *v1.NodePool, class *v
 		if _, err := s.Dynamic.Resource(stack.NodeClaimResource).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("set the status of Karpenter's NodeClaim %s: %v", k.claim, err)
 		}
+		// Karpenter's registration makes the NodeClaim the Node's owner:
+		// were that object deleted (or replaced under a new UID), the
+		// garbage collector would delete the Node.
+		if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			node, err := s.Kube.CoreV1().Nodes().Get(ctx, k.node, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
+				APIVersion: "karpenter.sh/v1", Kind: v1.KindNodeClaim, Name: k.claim, UID: u.GetUID(), BlockOwnerDeletion: ptr.To(true),
+			})
+			_, err = s.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatalf("make Karpenter's NodeClaim %s own its node %s: %v", k.claim, k.node, err)
+		}
 	}
 	return out
 }
@@ -275,9 +291,9 @@ func decodeYAML[T any](t *testing.T, data []byte, decode func([]byte) (*T, []v1.
 // Karpenter launched: nodewright never terminates what it did not launch,
 // and adopts Karpenter's nodes. While Karpenter's Lease is renewed
 // nodewright adopts nothing, launches nothing for a pending pod and writes
-// a KarpenterActive Event on the NodePool. Once Karpenter stops, ten
-// minutes of garbage collection (on an advanced clock) terminate nothing
-// and adopt the three nodes, pods that fit them launch nothing, `kubectl get
+// a KarpenterActive Event on the NodePool. Once Karpenter stops, garbage
+// collection adopts the three nodes from a fresh snapshot, ten minutes of
+// it (on an advanced clock) terminate nothing, pods that fit them launch nothing, `kubectl get
 // nodeclaims` lists each node once, and an AMI pin drift-replaces the three
 // adopted nodes one at a time (budget 1) through drift-<nodeclaim>-<hash>
 // executions.
@@ -347,18 +363,20 @@ func TestMigrationFromKarpenter(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Karpenter stops. Ten minutes of garbage collection, one pass a
-	// minute on the advanced clock, adopt the nodes and terminate nothing.
+	// Karpenter stops. Garbage collection on the real clock adopts the
+	// nodes (adoption acts only on a snapshot at most
+	// provisioning.MaxAdoptionSnapshotAge old), then ten minutes of it, one
+	// pass a minute on the advanced clock, terminate nothing.
 	release()
 	adopted := map[string]bool{}
-	for i := 3; i <= 12; i++ {
-		gcAhead.Store(int64(i) * int64(time.Minute))
+	gcAhead.Store(0)
+	for deadline := time.Now().Add(3 * time.Minute); len(adopted) < len(nodes) && time.Now().Before(deadline); {
 		out, err := s.RunGC(ctx)
 		if err != nil {
-			t.Fatalf("gc pass %d: %v", i, err)
+			t.Fatalf("gc pass: %v", err)
 		}
 		if len(out.Cleanups) != 0 {
-			t.Fatalf("gc pass %d cleaned up %+v; want nothing", i, out.Cleanups)
+			t.Fatalf("gc pass cleaned up %+v; want nothing", out.Cleanups)
 		}
 		for _, name := range out.Adoption.Adopted {
 			adopted[name] = true
@@ -367,9 +385,19 @@ func TestMigrationFromKarpenter(t *testing.T) {
 			time.Sleep(6 * time.Second) // the forwarder rebuilds its snapshot at least every 30 s
 		}
 	}
+	for i := 3; i <= 12; i++ {
+		gcAhead.Store(int64(i) * int64(time.Minute))
+		out, err := s.RunGC(ctx)
+		if err != nil {
+			t.Fatalf("gc pass %d: %v", i, err)
+		}
+		if len(out.Cleanups) != 0 || len(out.Adoption.Adopted) != 0 {
+			t.Fatalf("gc pass %d cleaned up %+v and adopted %v; want nothing", i, out.Cleanups, out.Adoption.Adopted)
+		}
+	}
 	for _, k := range nodes {
 		if !adopted[k.claim] {
-			t.Errorf("NodeClaim %s not adopted after ten minutes of gc (adopted %v)", k.claim, adopted)
+			t.Errorf("NodeClaim %s not adopted within 3 minutes of Karpenter's stop (adopted %v)", k.claim, adopted)
 		}
 		if in, ok := s.Sim.Instance(k.instance); !ok || in.State != "running" {
 			t.Errorf("Karpenter's instance %s is %q, want running", k.instance, in.State)

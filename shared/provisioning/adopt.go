@@ -78,9 +78,10 @@ type AdoptionInput struct {
 // PlanAdoption decides which foreign NodeClaims nodewright records as its
 // own: a NodeClaim Karpenter launched and registered (providerID, a Node of
 // that providerID in the cluster, a running or pending instance of that ID
-// carrying eks:eks-cluster-name=<cluster> and karpenter.sh/nodepool=<its
-// pool>), not being deleted, whose NodePool and EC2NodeClass are in the
-// synced configuration, and that no stored NodeClaim already names (by name
+// carrying kubernetes.io/cluster/<cluster>=owned,
+// eks:eks-cluster-name=<cluster> and karpenter.sh/nodepool=<its pool>), not
+// being deleted, whose NodePool and EC2NodeClass are in the synced
+// configuration, and that no stored NodeClaim already names (by name
 // or providerID). The adopted record is the NodeClaim as Karpenter wrote it:
 // name, creation time, labels (capacity type, instance type, zone, ...),
 // annotations (the nodepool and ec2nodeclass hashes with their versions,
@@ -145,9 +146,9 @@ func PlanAdoption(in AdoptionInput) (adopt []v1.NodeClaim, refused []AdoptionRef
 			refuse(AdoptionNodeClassNotFound, "not adopted: its EC2NodeClass %q does not exist; the node is left alone", nodeClassName(c))
 		case id == "" || nodeByProvider[c.Status.ProviderID] == "":
 			refuse(AdoptionNotRegistered, "not adopted: it has no registered Node (providerID %q)", c.Status.ProviderID)
-		case inst == nil || (inst.State != "running" && inst.State != "pending") ||
-			inst.Tags[v1.TagKeyEKSClusterName] != in.Cluster || inst.Tags[v1.TagKeyNodePool] != pool:
-			refuse(AdoptionInstanceNotFound, "not adopted: no running instance %s tagged %s=%s and %s=%s", id, v1.TagKeyEKSClusterName, in.Cluster, v1.TagKeyNodePool, pool)
+		case inst == nil || (inst.State != "running" && inst.State != "pending") || !terminableWhenAdopted(inst.Tags, in.Cluster, pool):
+			refuse(AdoptionInstanceNotFound, "not adopted: no running instance %s tagged %s%s=%s, %s=%s and %s=%s", id,
+				v1.TagKeyClusterPrefix, in.Cluster, tagValueOwned, v1.TagKeyEKSClusterName, in.Cluster, v1.TagKeyNodePool, pool)
 		default:
 			adopt = append(adopt, adoptedRecord(c, nodeByProvider[c.Status.ProviderID]))
 		}
@@ -155,6 +156,20 @@ func PlanAdoption(in AdoptionInput) (adopt []v1.NodeClaim, refused []AdoptionRef
 	sort.Slice(adopt, func(i, j int) bool { return adopt[i].Name < adopt[j].Name })
 	sort.Slice(refused, func(i, j int) bool { return refused[i].NodeClaim < refused[j].NodeClaim })
 	return adopt, refused
+}
+
+// tagValueOwned is the value of the cluster tag v1.TagKeyClusterPrefix +
+// cluster.
+const tagValueOwned = "owned"
+
+// terminableWhenAdopted reports whether an instance's tags are those the
+// drain-and-replace role needs to terminate it (infra's IAM statement
+// TerminateClusterInstances: kubernetes.io/cluster/<cluster>=owned and a
+// karpenter.sh/nodepool tag), here that of its NodePool, plus
+// eks:eks-cluster-name=<cluster>. Adoption never retags, so a node adopted
+// without them would be drained and then refused termination.
+func terminableWhenAdopted(tags map[string]string, cluster, pool string) bool {
+	return tags[v1.TagKeyClusterPrefix+cluster] == tagValueOwned && tags[v1.TagKeyEKSClusterName] == cluster && tags[v1.TagKeyNodePool] == pool
 }
 
 func nodeClassName(c *v1.NodeClaim) string {
@@ -198,12 +213,22 @@ func adoptedRecord(c *v1.NodeClaim, node string) v1.NodeClaim {
 // (v1.AnnotationAdoptedFrom) rather than launched.
 func Adopted(claim *v1.NodeClaim) bool { return claim.Annotations[v1.AnnotationAdoptedFrom] != "" }
 
+// MaxAdoptionSnapshotAge is the oldest snapshot Adopt adopts from. A
+// snapshot may be read for up to its TTL (an hour), but adoption acts on
+// what the cluster held when it was taken: a NodeClaim Karpenter has since
+// deleted, a Node since drained or a Karpenter since restarted would be
+// adopted from the past. The forwarder re-posts a snapshot that carries
+// foreign NodeClaims at least every minute (forward's
+// ForeignSnapshotMaxAge), so a live forwarder's is always younger.
+const MaxAdoptionSnapshotAge = 2 * time.Minute
+
 // AdoptionReport is what the forwarder last reported for adoption: the
-// foreign NodeClaims and Nodes of its current snapshot.
+// foreign NodeClaims and Nodes of its current snapshot, taken at TakenAt.
 type AdoptionReport struct {
 	Foreign         []v1.NodeClaim
 	KarpenterActive string
 	Nodes           []corev1.Node
+	TakenAt         time.Time
 }
 
 // adoptionSource reads the forwarder's report (the current cluster
@@ -246,20 +271,28 @@ type AdoptionResult struct {
 	Adopted []string `json:"adopted,omitempty"`
 	// Refused are the foreign NodeClaims left alone.
 	Refused []AdoptionRefusal `json:"refused,omitempty"`
+	// Skipped, when set, says why nothing was looked at (a stale report).
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Adopt reads the forwarder's report, then the instances, NodeClaims and
 // configuration, decides with PlanAdoption and creates each adopted record
-// (a name taken meanwhile counts as done: the next run sees it stored). It
-// changes nothing in the cluster or in EC2. It returns what it did and, when
-// a read failed (nothing is adopted then) or a create failed, an error.
-func (a *Adopter) Adopt(ctx context.Context, _ time.Time) (AdoptionResult, error) {
+// (a name taken meanwhile counts as done: the next run sees it stored). A
+// report taken more than MaxAdoptionSnapshotAge before now adopts nothing
+// (Skipped says so). It changes nothing in the cluster or in EC2. It
+// returns what it did and, when a read failed (nothing is adopted then) or
+// a create failed, an error.
+func (a *Adopter) Adopt(ctx context.Context, now time.Time) (AdoptionResult, error) {
 	report, err := a.source.AdoptionReport(ctx)
 	if err != nil {
 		return AdoptionResult{}, fmt.Errorf("adopt: read report: %w", err)
 	}
 	if len(report.Foreign) == 0 {
 		return AdoptionResult{}, nil
+	}
+	if age := now.Sub(report.TakenAt); age > MaxAdoptionSnapshotAge {
+		return AdoptionResult{Skipped: fmt.Sprintf("the snapshot was taken %s ago, more than %s: nothing adopted from it",
+			age.Round(time.Second), MaxAdoptionSnapshotAge)}, nil
 	}
 	instances, err := a.instances.ListInstances(ctx)
 	if err != nil {

@@ -97,6 +97,12 @@ func TestPlanAdoption(t *testing.T) {
 		{name: "should leave alone a NodeClaim whose instance is not listed", edit: func(in *provisioning.AdoptionInput) {
 			in.Instances = nil
 		}, reason: provisioning.AdoptionInstanceNotFound},
+		{name: "should leave alone a NodeClaim whose instance lacks the cluster tag the termination role requires", edit: func(in *provisioning.AdoptionInput) {
+			delete(in.Instances[0].Tags, v1.TagKeyClusterPrefix+testCluster)
+		}, reason: provisioning.AdoptionInstanceNotFound},
+		{name: "should leave alone a NodeClaim whose instance's cluster tag is shared, not owned", edit: func(in *provisioning.AdoptionInput) {
+			in.Instances[0].Tags[v1.TagKeyClusterPrefix+testCluster] = "shared"
+		}, reason: provisioning.AdoptionInstanceNotFound},
 		{name: "should leave alone a NodeClaim whose instance is another NodePool's", edit: func(in *provisioning.AdoptionInput) {
 			in.Instances[0].Tags[v1.TagKeyNodePool] = "other"
 		}, reason: provisioning.AdoptionInstanceNotFound},
@@ -148,7 +154,7 @@ func TestAdopt(t *testing.T) {
 	s := newStore()
 	ec2 := &gcEC2{instances: in.Instances}
 	cfg := &config{pools: in.NodePools, classes: in.NodeClasses}
-	a, err := provisioning.NewAdopter(testCluster, reportSource{provisioning.AdoptionReport{Foreign: in.Foreign, Nodes: in.Nodes}}, s, cfg, ec2)
+	a, err := provisioning.NewAdopter(testCluster, reportSource{provisioning.AdoptionReport{Foreign: in.Foreign, Nodes: in.Nodes, TakenAt: t0.Add(-30 * time.Second)}}, s, cfg, ec2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,12 +187,35 @@ func TestAdopt(t *testing.T) {
 	}
 }
 
+func TestAdoptNothingFromAStaleSnapshot(t *testing.T) {
+	claim := karpenterClaim(t)
+	in := adoptionInput(t, claim)
+	s := newStore()
+	ec2 := &gcEC2{instances: in.Instances}
+	taken := t0.Add(-provisioning.MaxAdoptionSnapshotAge - time.Second)
+	a, err := provisioning.NewAdopter(testCluster, reportSource{provisioning.AdoptionReport{Foreign: in.Foreign, Nodes: in.Nodes, TakenAt: taken}}, s,
+		&config{pools: in.NodePools, classes: in.NodeClasses}, ec2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Adopt(t.Context(), t0)
+	if err != nil {
+		t.Fatalf("Adopt() error = %v", err)
+	}
+	if len(res.Adopted) != 0 || res.Skipped == "" {
+		t.Errorf("Adopt() = %+v from a snapshot taken %s before now, want nothing adopted and Skipped set", res, t0.Sub(taken))
+	}
+	if claims, _ := s.ListNodeClaims(t.Context()); len(claims) != 0 {
+		t.Errorf("stored %d NodeClaims from a stale snapshot, want none", len(claims))
+	}
+}
+
 func TestAdoptErrors(t *testing.T) {
 	claim := karpenterClaim(t)
 	in := adoptionInput(t, claim)
 	s := newStore()
 	ec2 := &gcEC2{listErr: errors.New("RequestLimitExceeded")}
-	a, _ := provisioning.NewAdopter(testCluster, reportSource{provisioning.AdoptionReport{Foreign: in.Foreign, Nodes: in.Nodes}}, s,
+	a, _ := provisioning.NewAdopter(testCluster, reportSource{provisioning.AdoptionReport{Foreign: in.Foreign, Nodes: in.Nodes, TakenAt: t0.Add(-30 * time.Second)}}, s,
 		&config{pools: in.NodePools, classes: in.NodeClasses}, ec2)
 	if _, err := a.Adopt(t.Context(), t0); err == nil {
 		t.Fatal("Adopt() error = nil, want the list failure")

@@ -43,7 +43,9 @@
 // Regardless of changes it is rebuilt every SnapshotInterval (30 s), which
 // covers PodDisruptionBudget and DaemonSet changes (not watched here) and
 // any missed event. A rebuild whose content hash equals the last post is
-// not posted, unless that post is SnapshotMaxAge (5 min) old. A reaction
+// not posted, unless that post is SnapshotMaxAge (5 min) old, or
+// ForeignSnapshotMaxAge (1 min) old while it carries foreign NodeClaims
+// (the gc Lambda adopts only from a fresh one). A reaction
 // to a Node or pod change therefore reaches the API within about
 // SnapshotDebounce, and at most SnapshotMinInterval, plus the post.
 //
@@ -187,6 +189,11 @@ type Options struct {
 	// SnapshotMaxAge re-posts an unchanged snapshot this long after the
 	// last post: 5 min.
 	SnapshotMaxAge time.Duration
+	// ForeignSnapshotMaxAge re-posts an unchanged snapshot that carries
+	// foreign NodeClaims this long after the last post: 1 min, half of
+	// provisioning.MaxAdoptionSnapshotAge, the oldest snapshot adoption acts
+	// on, so that a live forwarder's is always fresh enough.
+	ForeignSnapshotMaxAge time.Duration
 	// NodeClaimSync is how often mirrors are synced and event records
 	// polled: 10 s.
 	NodeClaimSync time.Duration
@@ -194,9 +201,6 @@ type Options struct {
 	ResultPoll time.Duration
 	// ResultTimeout gives up polling a batch this long after posting: 2 min.
 	ResultTimeout time.Duration
-	// KarpenterNamespaces are where Karpenter's Lease is looked for:
-	// DefaultKarpenterNamespaces.
-	KarpenterNamespaces []string
 	// Clock defaults to batcher.SystemClock.
 	Clock batcher.Clock
 	// Logger defaults to slog.Default().
@@ -241,6 +245,7 @@ func New(opts Options, src Sources, api API, events Emitter, m Mirror, relay Rel
 	def(&opts.SnapshotDebounce, time.Second)
 	def(&opts.SnapshotMinInterval, 5*time.Second)
 	def(&opts.SnapshotMaxAge, 5*time.Minute)
+	def(&opts.ForeignSnapshotMaxAge, time.Minute)
 	def(&opts.NodeClaimSync, 10*time.Second)
 	def(&opts.ResultPoll, 2*time.Second)
 	def(&opts.ResultTimeout, 2*time.Minute)
@@ -248,15 +253,9 @@ func New(opts Options, src Sources, api API, events Emitter, m Mirror, relay Rel
 	if log == nil {
 		log = slog.Default()
 	}
-	if len(opts.KarpenterNamespaces) == 0 {
-		opts.KarpenterNamespaces = DefaultKarpenterNamespaces
-	}
 	f := &Forwarder{opts: opts, src: src, api: api, events: events, mirror: m, relay: relay, log: log, podEvents: newPodEvents(opts.Clock)}
 	if src.Leases != nil || src.NodeClaims != nil {
-		f.karpenter = &karpenterWatch{leases: src.Leases, namespaces: opts.KarpenterNamespaces}
-		if src.Leases == nil {
-			f.karpenter.namespaces = nil
-		}
+		f.karpenter = &karpenterWatch{leases: src.Leases}
 	}
 	return f
 }
@@ -557,7 +556,7 @@ func (f *Forwarder) snapshotLoop(ctx context.Context, changes *changeSignal) {
 		switch {
 		case err != nil:
 			f.log.Error("build snapshot", "err", err)
-		case hash == lastHash && now.Sub(lastAt) < f.opts.SnapshotMaxAge:
+		case hash == lastHash && now.Sub(lastAt) < maxAge(f.opts, parts):
 		default:
 			ok := true
 			for i := range parts {
@@ -579,6 +578,17 @@ func (f *Forwarder) snapshotLoop(ctx context.Context, changes *changeSignal) {
 			return
 		}
 	}
+}
+
+// maxAge is how long an unchanged snapshot of parts waits to be
+// re-posted.
+func maxAge(opts Options, parts []v1.ClusterSnapshot) time.Duration {
+	for i := range parts {
+		if len(parts[i].ForeignNodeClaims) > 0 {
+			return min(opts.SnapshotMaxAge, opts.ForeignSnapshotMaxAge)
+		}
+	}
+	return opts.SnapshotMaxAge
 }
 
 // waitForSnapshot waits until the next snapshot is due after a build at
@@ -626,28 +636,25 @@ func (f *Forwarder) snapshot(now time.Time, karpenterActive string) ([]v1.Cluste
 	if err != nil {
 		return nil, "", err
 	}
-	parts, hash, err := report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss)
+	var claims []v1.NodeClaim
+	if f.src.NodeClaims != nil && karpenterActive == "" {
+		if claims, err = foreignNodeClaims(f.src.NodeClaims); err != nil {
+			return nil, "", fmt.Errorf("list nodeclaims: %w", err)
+		}
+		if len(claims) > v1.MaxNodesPerMessage {
+			claims = claims[:v1.MaxNodesPerMessage]
+		}
+	}
+	// The foreign NodeClaims are chunked with the rest: each part stays
+	// within the intake's limit however many there are.
+	parts, hash, err := report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss, claims)
 	if err != nil {
 		return nil, "", err
 	}
 	hash = withPodEvents(hash, f.podEvents.stamp(parts))
-	if f.src.NodeClaims == nil {
-		return parts, hash, nil
-	}
-	if karpenterActive != "" {
+	if f.src.NodeClaims != nil && karpenterActive != "" {
 		parts[0].KarpenterActive = karpenterActive
 		return parts, hash + "/karpenter-active", nil
-	}
-	claims, err := foreignNodeClaims(f.src.NodeClaims)
-	if err != nil {
-		return nil, "", fmt.Errorf("list nodeclaims: %w", err)
-	}
-	if len(claims) > v1.MaxNodesPerMessage {
-		claims = claims[:v1.MaxNodesPerMessage]
-	}
-	parts[0].ForeignNodeClaims = claims
-	for _, c := range claims {
-		hash += "/" + c.Name + "@" + c.ResourceVersion
 	}
 	return parts, hash, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
@@ -21,13 +20,9 @@ import (
 
 // Karpenter's controller elects its leader through the Lease
 // "karpenter-leader-election" in the namespace it runs in (karpenter:
-// pkg/operator, LeaderElectionID; installed in kube-system or karpenter by
-// its Helm chart).
+// pkg/operator, LeaderElectionID), whichever namespace its Helm chart was
+// installed in: the forwarder looks for that name in every namespace.
 const KarpenterLeaseName = "karpenter-leader-election"
-
-// DefaultKarpenterNamespaces are where the forwarder looks for Karpenter's
-// Lease unless Options.KarpenterNamespaces says otherwise.
-var DefaultKarpenterNamespaces = []string{"kube-system", "karpenter"}
 
 // KarpenterActivityWindow is how long a change of one of Karpenter's
 // NodeClaims (status, spec, finalizers, deletion) counts as a sign that its
@@ -44,10 +39,11 @@ const minLeaseDuration = 15 * time.Second
 // NodePool while Karpenter's controller is active.
 const ReasonKarpenterActive = "KarpenterActive"
 
-// LeaseReader reads a Lease (the coordination/v1 client); it returns an
-// error matching apierrors.IsNotFound when there is none.
+// LeaseReader lists the Leases of a name in every namespace (the
+// coordination/v1 client, a list with the field selector metadata.name=name,
+// which RBAC's resourceNames admits); none is an empty list.
 type LeaseReader interface {
-	Lease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error)
+	Leases(ctx context.Context, name string) ([]coordinationv1.Lease, error)
 }
 
 // karpenterWatch tells whether Karpenter's controller still runs: its
@@ -56,8 +52,7 @@ type LeaseReader interface {
 // that cannot be read (other than not found) counts as active: two
 // autoscalers must never fight. Safe for concurrent use.
 type karpenterWatch struct {
-	leases     LeaseReader
-	namespaces []string
+	leases LeaseReader
 
 	mu sync.Mutex
 	// changed is when a foreign NodeClaim last changed, and which.
@@ -74,14 +69,15 @@ func (w *karpenterWatch) active(ctx context.Context, now time.Time) string {
 	if w == nil {
 		return ""
 	}
-	for _, ns := range w.namespaces {
-		l, err := w.leases.Lease(ctx, ns, KarpenterLeaseName)
-		if apierrors.IsNotFound(err) {
-			continue
+	var leases []coordinationv1.Lease
+	if w.leases != nil {
+		var err error
+		if leases, err = w.leases.Leases(ctx, KarpenterLeaseName); err != nil {
+			return fmt.Sprintf("its lease %s cannot be read: %v", KarpenterLeaseName, err)
 		}
-		if err != nil {
-			return fmt.Sprintf("its lease %s/%s cannot be read: %v", ns, KarpenterLeaseName, err)
-		}
+	}
+	for _, l := range leases {
+		ns := l.Namespace
 		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.RenewTime == nil {
 			continue
 		}
@@ -138,7 +134,16 @@ func (w *karpenterWatch) handler(now func() time.Time) cache.ResourceEventHandle
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*unstructured.Unstructured)
 			n, ok2 := newObj.(*unstructured.Unstructured)
-			if !ok1 || !ok2 || !foreign(o) || !foreign(n) {
+			if !ok1 || !ok2 {
+				return
+			}
+			if adopted(n) {
+				if m := changedByOther(o, n); m != "" {
+					note(n.GetName() + " (taken over, changed by " + m + ")")
+				}
+				return
+			}
+			if !foreign(o) || !foreign(n) {
 				return
 			}
 			if !equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"]) ||
@@ -154,6 +159,36 @@ func (w *karpenterWatch) handler(now func() time.Time) cache.ResourceEventHandle
 // foreign reports whether a NodeClaim object is not one of nodewright's
 // mirrors.
 func foreign(u *unstructured.Unstructured) bool { return u.GetLabels()[mirror.LabelMirror] != "true" }
+
+// adopted reports whether a NodeClaim object is the Karpenter NodeClaim of
+// an adopted node that nodewright took over as its mirror.
+func adopted(u *unstructured.Unstructured) bool {
+	return u.GetAnnotations()[v1.AnnotationAdoptedFrom] != ""
+}
+
+// changedByOther returns the field manager other than the forwarder's
+// (mirror.FieldManager) whose write newer holds and older does not (a new
+// managedFields entry, or a later time of an entry), or "" when every
+// change between them is the forwarder's. Karpenter's controller writes
+// its NodeClaims as the manager "karpenter".
+func changedByOther(older, newer *unstructured.Unstructured) string {
+	type key struct{ manager, operation, subresource string }
+	before := map[key]time.Time{}
+	for _, e := range older.GetManagedFields() {
+		if e.Time != nil {
+			before[key{e.Manager, string(e.Operation), e.Subresource}] = e.Time.Time
+		}
+	}
+	for _, e := range newer.GetManagedFields() {
+		if e.Manager == mirror.FieldManager || e.Time == nil {
+			continue
+		}
+		if t, ok := before[key{e.Manager, string(e.Operation), e.Subresource}]; !ok || e.Time.After(t) {
+			return e.Manager
+		}
+	}
+	return ""
+}
 
 // foreignNodeClaims lists the cluster's NodeClaims that are not
 // nodewright's mirrors, as the API's type, without managed fields.

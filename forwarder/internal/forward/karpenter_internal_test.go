@@ -15,27 +15,35 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodewright/nodewright/forwarder/internal/mirror"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
-// leaseReader serves one Lease in kube-system, or err.
+// leaseReader serves the Leases of every namespace, or err.
 type leaseReader struct {
-	lease *coordinationv1.Lease
-	err   error
+	leases []*coordinationv1.Lease
+	err    error
 }
 
-func (r leaseReader) Lease(_ context.Context, ns, name string) (*coordinationv1.Lease, error) {
+func (r leaseReader) Leases(_ context.Context, name string) ([]coordinationv1.Lease, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if r.lease == nil || ns != "kube-system" || name != KarpenterLeaseName {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, name)
+	var out []coordinationv1.Lease
+	for _, l := range r.leases {
+		if l.Name == name {
+			out = append(out, *l)
+		}
 	}
-	return r.lease, nil
+	return out, nil
 }
 
 func karpenterLease(holder string, renewed time.Time) *coordinationv1.Lease {
+	return karpenterLeaseIn("kube-system", holder, renewed)
+}
+
+func karpenterLeaseIn(ns, holder string, renewed time.Time) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: KarpenterLeaseName, Namespace: "kube-system"},
+		ObjectMeta: metav1.ObjectMeta{Name: KarpenterLeaseName, Namespace: ns},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &metav1.MicroTime{Time: renewed},
 		},
@@ -50,16 +58,19 @@ func TestKarpenterWatchActive(t *testing.T) {
 		want   string // a substring of the reason; "" for inactive
 	}{
 		{name: "should be inactive without Karpenter's lease", leases: leaseReader{}},
-		{name: "should be active while the lease is renewed", leases: leaseReader{lease: karpenterLease("karpenter-6d9f-abcde", now.Add(-3*time.Second))},
+		{name: "should be active while the lease is renewed", leases: leaseReader{leases: []*coordinationv1.Lease{karpenterLease("karpenter-6d9f-abcde", now.Add(-3*time.Second))}},
 			want: "kube-system/karpenter-leader-election, held by karpenter-6d9f-abcde, was renewed 3s ago"},
-		{name: "should be inactive once the lease is not renewed for twice its duration", leases: leaseReader{lease: karpenterLease("karpenter-6d9f-abcde", now.Add(-30*time.Second))}},
-		{name: "should be inactive when the lease was released", leases: leaseReader{lease: karpenterLease("", now)}},
+		{name: "should find the lease in any namespace Karpenter was installed in", leases: leaseReader{leases: []*coordinationv1.Lease{
+			karpenterLeaseIn("kube-system", "", now), karpenterLeaseIn("platform-autoscaling", "karpenter-6d9f-abcde", now.Add(-3*time.Second))}},
+			want: "platform-autoscaling/karpenter-leader-election, held by karpenter-6d9f-abcde"},
+		{name: "should be inactive once the lease is not renewed for twice its duration", leases: leaseReader{leases: []*coordinationv1.Lease{karpenterLease("karpenter-6d9f-abcde", now.Add(-30*time.Second))}}},
+		{name: "should be inactive when the lease was released", leases: leaseReader{leases: []*coordinationv1.Lease{karpenterLease("", now)}}},
 		{name: "should count a lease it cannot read as active", leases: leaseReader{err: apierrors.NewForbidden(schema.GroupResource{Resource: "leases"}, KarpenterLeaseName, nil)},
 			want: "cannot be read"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &karpenterWatch{leases: tt.leases, namespaces: DefaultKarpenterNamespaces}
+			w := &karpenterWatch{leases: tt.leases}
 			got := w.active(t.Context(), now)
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Errorf("active() = %q, want %q", got, tt.want)
@@ -94,5 +105,47 @@ func TestKarpenterWatchNodeClaimChanges(t *testing.T) {
 	}
 	if got := w.active(t.Context(), now.Add(KarpenterActivityWindow)); got != "" {
 		t.Errorf("active() = %q %s after the change, want inactive", got, KarpenterActivityWindow)
+	}
+}
+
+func TestKarpenterWatchTakenOverNodeClaimChanges(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	w := &karpenterWatch{}
+	h := w.handler(func() time.Time { return now }).(cache.ResourceEventHandlerDetailedFuncs)
+	// claim is a taken-over Karpenter NodeClaim (the mirror label and the
+	// adopted-from annotation), last written by each manager at the time
+	// given.
+	claim := func(writes map[string]time.Time) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"lastPodEventTime": "a"}}}
+		u.SetName("default-x7k2p")
+		u.SetLabels(map[string]string{mirror.LabelMirror: "true"})
+		u.SetAnnotations(map[string]string{v1.AnnotationAdoptedFrom: "karpenter"})
+		var mf []metav1.ManagedFieldsEntry
+		for m, at := range writes {
+			mf = append(mf, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &metav1.Time{Time: at}})
+		}
+		u.SetManagedFields(mf)
+		return u
+	}
+	before := now.Add(-time.Hour)
+	h.UpdateFunc(claim(map[string]time.Time{"karpenter": before, mirror.FieldManager: before}), claim(map[string]time.Time{"karpenter": before, mirror.FieldManager: now}))
+	if got := w.active(t.Context(), now); got != "" {
+		t.Fatalf("active() = %q after the forwarder's own write of a taken-over NodeClaim; want inactive", got)
+	}
+	h.UpdateFunc(claim(map[string]time.Time{"karpenter": before, mirror.FieldManager: now}), claim(map[string]time.Time{"karpenter": now, mirror.FieldManager: now}))
+	if got := w.active(t.Context(), now); !strings.Contains(got, "default-x7k2p (taken over, changed by karpenter)") {
+		t.Errorf("active() = %q after Karpenter wrote a NodeClaim nodewright took over, want active", got)
+	}
+}
+
+func TestSnapshotWithForeignNodeClaimsIsRepostedWithinTheAdoptionAge(t *testing.T) {
+	opts := Options{SnapshotMaxAge: 5 * time.Minute, ForeignSnapshotMaxAge: time.Minute}
+	plain := []v1.ClusterSnapshot{{}, {}}
+	foreign := []v1.ClusterSnapshot{{}, {ForeignNodeClaims: []v1.NodeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "default-x7k2p"}}}}}
+	if got := maxAge(opts, plain); got != 5*time.Minute {
+		t.Errorf("maxAge() without foreign NodeClaims = %s, want 5m0s", got)
+	}
+	if got := maxAge(opts, foreign); got != time.Minute {
+		t.Errorf("maxAge() with foreign NodeClaims = %s, want 1m0s (the gc Lambda adopts only from a snapshot at most 2m old)", got)
 	}
 }

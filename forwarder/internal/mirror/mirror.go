@@ -28,6 +28,14 @@
 // while its claim stands counts. A claim with no Node yet, or already
 // being deleted, just gets its mirror back; so does any mirror deleted
 // while this process was not syncing (nothing remembered yet).
+//
+// A taken-over Karpenter NodeClaim (annotated v1.AnnotationAdoptedFrom)
+// is never deleted or replaced while its claim stands: its Node has an
+// ownerReference to its UID, so the garbage collector would delete the
+// Node. A spec difference leaves its spec as it is; a lost LabelMirror is
+// taken over again, never read as a delete request. Its delete request is
+// its deletionTimestamp (`kubectl delete nodeclaim`: Karpenter's finalizer
+// holds it): Sync deletes its claim's Node once, as for a deleted mirror.
 package mirror
 
 import (
@@ -44,6 +52,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 
@@ -56,6 +65,11 @@ var GVR = schema.GroupVersionResource{Group: v1.Group, Version: "v1", Resource: 
 // LabelMirror marks the NodeClaims this package owns (value "true").
 const LabelMirror = "nodewright.dev/mirror"
 
+// FieldManager is the field manager of every write Sync makes, so that
+// the managedFields of a taken-over Karpenter NodeClaim tell the forwarder's
+// changes from anyone else's (Karpenter's controller, should it run again).
+const FieldManager = "nodewright-forwarder"
+
 // NodeGVR is the core Node resource, deleted for a mirror a user deleted.
 var NodeGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 
@@ -66,6 +80,9 @@ type Mirror struct {
 	mu sync.Mutex
 	// kept are the mirrors the last Sync left in the cluster, by name.
 	kept map[string]bool
+	// requested are the taken-over NodeClaims, by UID, whose deletion
+	// Sync already turned into the deletion of their Node.
+	requested map[types.UID]bool
 }
 
 // New returns a Mirror writing through client.
@@ -107,6 +124,7 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 	var errs []error
 	want := map[string]bool{}
 	kept := map[string]bool{}
+	requested := map[types.UID]bool{}
 	for _, c := range claims {
 		want[c.Name] = true
 		desired, err := toMirror(c)
@@ -115,15 +133,27 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 			continue
 		}
 		cur, ok := have[c.Name]
+		takenOver := isAdopted(c.Annotations) || (ok && isAdopted(cur.GetAnnotations()))
 		switch {
+		case !ok && takenOver:
+			// Karpenter's object of an adopted node lost its mirror label
+			// (or was removed by hand): its UID is the one the Node's
+			// ownerReference names, so it is never deleted or replaced,
+			// and a missing label is no delete request (a delete request
+			// is its deletionTimestamp, below). It is taken over again.
+			if err := m.create(ctx, desired); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			kept[c.Name] = true
+			res.Updated++
 		case !ok:
 			if m.kept[c.Name] && c.DeletionTimestamp == nil && c.Status.NodeName != "" {
-				err := m.client.Resource(NodeGVR).Delete(ctx, c.Status.NodeName, metav1.DeleteOptions{})
-				if err != nil && !apierrors.IsNotFound(err) {
+				if err := m.deleteNode(ctx, c); err != nil {
 					// Remember the mirror as kept, so the next Sync
 					// deletes the Node again.
 					kept[c.Name] = true
-					errs = append(errs, fmt.Errorf("delete node %s of deleted nodeclaim mirror %s: %w", c.Status.NodeName, c.Name, err))
+					errs = append(errs, err)
 					continue
 				}
 				res.NodesDeleted = append(res.NodesDeleted, c.Status.NodeName)
@@ -134,7 +164,7 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 			}
 			kept[c.Name] = true
 			res.Created++
-		case !contains(cur.Object["spec"], desired.Object["spec"]):
+		case !takenOver && !contains(cur.Object["spec"], desired.Object["spec"]):
 			if err := m.release(ctx, cur); err != nil {
 				errs = append(errs, err)
 				continue
@@ -150,7 +180,23 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 			kept[c.Name] = true
 			res.Updated++
 		default:
+			// A taken-over object whose spec differs keeps its spec
+			// (immutable in Karpenter's CRD) and is updated in place.
 			kept[c.Name] = true
+			if takenOver && cur.GetDeletionTimestamp() != nil && c.DeletionTimestamp == nil && c.Status.NodeName != "" && !m.requested[cur.GetUID()] {
+				// `kubectl delete nodeclaim` on an adopted node: Karpenter's
+				// finalizer holds the object, and the delete request is
+				// the one a deleted mirror makes.
+				if err := m.deleteNode(ctx, c); err != nil {
+					errs = append(errs, err)
+				} else {
+					requested[cur.GetUID()] = true
+					res.NodesDeleted = append(res.NodesDeleted, c.Status.NodeName)
+				}
+			}
+			if m.requested[cur.GetUID()] {
+				requested[cur.GetUID()] = true
+			}
 			changed, err := m.update(ctx, cur, desired)
 			if err != nil {
 				errs = append(errs, err)
@@ -176,8 +222,24 @@ func (m *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (Result, error
 		}
 		res.Deleted++
 	}
-	m.kept = kept
+	m.kept, m.requested = kept, requested
 	return res, errors.Join(errs...)
+}
+
+// deleteNode deletes the Node of c, whose NodeClaim a user deleted; the
+// Node's finalizer then holds it while it is drained and its instance
+// terminated. NotFound counts as done.
+func (m *Mirror) deleteNode(ctx context.Context, c v1.NodeClaim) error {
+	err := m.client.Resource(NodeGVR).Delete(ctx, c.Status.NodeName, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete node %s of deleted nodeclaim %s: %w", c.Status.NodeName, c.Name, err)
+	}
+	return nil
+}
+
+// isAdopted reports whether annotations mark an adopted node's NodeClaim.
+func isAdopted(annotations map[string]string) bool {
+	return annotations[v1.AnnotationAdoptedFrom] != ""
 }
 
 // release removes Karpenter's termination finalizer from a mirror about
@@ -189,7 +251,7 @@ func (m *Mirror) release(ctx context.Context, cur *unstructured.Unstructured) er
 	}
 	next := cur.DeepCopy()
 	next.SetFinalizers(slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == v1.TerminationFinalizer }))
-	if _, err := m.client.Resource(GVR).Update(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := m.client.Resource(GVR).Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer %s from nodeclaim mirror %s: %w", v1.TerminationFinalizer, cur.GetName(), err)
 	}
 	return nil
@@ -218,7 +280,7 @@ func (m *Mirror) adopt(ctx context.Context, desired *unstructured.Unstructured) 
 
 func (m *Mirror) create(ctx context.Context, desired *unstructured.Unstructured) error {
 	api := m.client.Resource(GVR)
-	created, err := api.Create(ctx, desired, metav1.CreateOptions{})
+	created, err := api.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
 	if apierrors.IsAlreadyExists(err) && desired.GetAnnotations()[v1.AnnotationAdoptedFrom] != "" {
 		return m.adopt(ctx, desired)
 	}
@@ -231,7 +293,7 @@ func (m *Mirror) create(ctx context.Context, desired *unstructured.Unstructured)
 	// Status is a subresource: the create ignored it.
 	if status, ok := desired.Object["status"]; ok {
 		created.Object["status"] = status
-		if _, err := api.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		if _, err := api.UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return fmt.Errorf("set status of nodeclaim mirror %s: %w", desired.GetName(), err)
 		}
 	}
@@ -246,7 +308,7 @@ func (m *Mirror) update(ctx context.Context, cur, desired *unstructured.Unstruct
 		next := cur.DeepCopy()
 		next.SetLabels(desired.GetLabels())
 		next.SetAnnotations(desired.GetAnnotations())
-		updated, err := api.Update(ctx, next, metav1.UpdateOptions{})
+		updated, err := api.Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
 		if err != nil {
 			return false, fmt.Errorf("update nodeclaim mirror %s: %w", cur.GetName(), err)
 		}
@@ -259,7 +321,7 @@ func (m *Mirror) update(ctx context.Context, cur, desired *unstructured.Unstruct
 		} else {
 			delete(next.Object, "status")
 		}
-		if _, err := api.UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		if _, err := api.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return changed, fmt.Errorf("update status of nodeclaim mirror %s: %w", cur.GetName(), err)
 		}
 		changed = true

@@ -4,8 +4,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -410,5 +412,113 @@ func TestSyncTakesOverTheKarpenterNodeClaimOfAnAdoptedNode(t *testing.T) {
 	// finalizer's removal and the delete.
 	if diff := cmp.Diff([]string{"create default-x7k2p", "update default-x7k2p", "update default-x7k2p", "delete default-x7k2p"}, verbs(client)); diff != "" {
 		t.Errorf("writes mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// takenOver returns an adopted claim registered as node-a, a cluster
+// holding node-a and Karpenter's NodeClaim of that claim (UID
+// karpenter-uid, its finalizer on), and a Mirror whose first Sync took that
+// NodeClaim over.
+func takenOver(t *testing.T) (v1.NodeClaim, *dynamicfake.FakeDynamicClient, *mirror.Mirror) {
+	t.Helper()
+	adopted := claim("default-x7k2p", launched("aws:///us-east-1a/i-0a1b2c3d4e5f60718"), registered("node-a"), func(c *v1.NodeClaim) {
+		c.Annotations = map[string]string{v1.AnnotationAdoptedFrom: "karpenter"}
+	})
+	karpenters := object(t, adopted, false)
+	karpenters.SetAnnotations(nil)
+	karpenters.SetFinalizers([]string{v1.TerminationFinalizer})
+	karpenters.SetUID("karpenter-uid")
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{mirror.GVR: "NodeClaimList", mirror.NodeGVR: "NodeList"}, karpenters, nodeObject("node-a"))
+	m := mirror.New(client)
+	if _, err := m.Sync(t.Context(), []v1.NodeClaim{adopted}); err != nil {
+		t.Fatalf("takeover Sync() error = %v", err)
+	}
+	return adopted, client, m
+}
+
+func TestSyncNeverReplacesOrDeletesForATakenOverNodeClaim(t *testing.T) {
+	adopted, client, m := takenOver(t)
+	api := client.Resource(mirror.GVR)
+	check := func(step string, got mirror.Result) {
+		t.Helper()
+		if len(got.NodesDeleted) != 0 {
+			t.Errorf("%s: NodesDeleted = %v, want none", step, got.NodesDeleted)
+		}
+		u, err := api.Get(t.Context(), adopted.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if u.GetUID() != "karpenter-uid" {
+			t.Errorf("%s: UID = %s, want karpenter-uid (the Node's ownerReference names it)", step, u.GetUID())
+		}
+		if _, err := client.Resource(mirror.NodeGVR).Get(t.Context(), "node-a", metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: node-a: %v, want it kept", step, err)
+		}
+	}
+
+	// The API's record differs in spec from Karpenter's object.
+	changed := adopted
+	changed.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelInstanceType, Operator: "In", Values: []string{"c7g.large"}}}
+	for i := range 2 {
+		got, err := m.Sync(t.Context(), []v1.NodeClaim{changed})
+		if err != nil {
+			t.Fatalf("Sync() %d with a spec difference: error = %v", i, err)
+		}
+		check("spec difference", got)
+	}
+
+	// Someone removes the mirror label.
+	u, err := api.Get(t.Context(), adopted.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := u.GetLabels()
+	delete(labels, mirror.LabelMirror)
+	u.SetLabels(labels)
+	if _, err := api.Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		got, err := m.Sync(t.Context(), []v1.NodeClaim{changed})
+		if err != nil {
+			t.Fatalf("Sync() %d after the label was removed: error = %v", i, err)
+		}
+		check("label removed", got)
+	}
+	if got := cluster(t, client)[adopted.Name].Labels[mirror.LabelMirror]; got != "true" {
+		t.Errorf("label %s = %q after Sync, want it taken over again", mirror.LabelMirror, got)
+	}
+	for _, v := range verbs(client) {
+		if strings.HasPrefix(v, "delete") {
+			t.Errorf("Sync wrote %q, want no delete", v)
+		}
+	}
+}
+
+func TestSyncDeletesTheNodeOfATakenOverNodeClaimAUserDeleted(t *testing.T) {
+	adopted, client, m := takenOver(t)
+	// kubectl delete nodeclaim: Karpenter's finalizer holds the object.
+	api := client.Resource(mirror.GVR)
+	u, err := api.Get(t.Context(), adopted.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetDeletionTimestamp(&metav1.Time{Time: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)})
+	if _, err := api.Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Sync(t.Context(), []v1.NodeClaim{adopted})
+	if err != nil {
+		t.Fatalf("Sync() error = %v", err)
+	}
+	if diff := cmp.Diff([]string{"node-a"}, got.NodesDeleted); diff != "" {
+		t.Errorf("NodesDeleted mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := client.Resource(mirror.NodeGVR).Get(t.Context(), "node-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("node-a: %v, want it deleted", err)
+	}
+	if got, err := m.Sync(t.Context(), []v1.NodeClaim{adopted}); err != nil || len(got.NodesDeleted) != 0 {
+		t.Errorf("next Sync() = %+v, %v; want the delete request acted on once", got, err)
 	}
 }

@@ -289,11 +289,15 @@ func RegistrationMessages(cluster string, at time.Time, changed []v1.NodeSummary
 }
 
 // Snapshot builds the cluster snapshot: every node, every bound pod that is
-// not terminal, every PDB and every DaemonSet, in name order, split into as
-// few parts as the bounds allow. hash identifies the content (not the time),
-// so an unchanged cluster can skip a post.
-func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, daemonSets []*appsv1.DaemonSet) (parts []v1.ClusterSnapshot, hash string, err error) {
+// not terminal, every PDB, every DaemonSet and the foreign NodeClaims
+// (reported for adoption), in name order, split into as few parts as the
+// bounds allow. hash identifies the content (not the time), so an unchanged
+// cluster can skip a post.
+func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, daemonSets []*appsv1.DaemonSet,
+	foreign []v1.NodeClaim) (parts []v1.ClusterSnapshot, hash string, err error) {
 	var s v1.ClusterSnapshot
+	s.ForeignNodeClaims = slices.Clone(foreign)
+	slices.SortFunc(s.ForeignNodeClaims, func(a, b v1.NodeClaim) int { return compareNames("", a.Name, "", b.Name) })
 	for _, n := range nodes {
 		s.Nodes = append(s.Nodes, v1.SummarizeNode(n))
 	}
@@ -338,7 +342,11 @@ func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1
 	if err != nil {
 		return nil, "", fmt.Errorf("split snapshot daemonsets: %w", err)
 	}
-	if len(content)+envelopeBytes <= v1.MaxMessageBytes && len(nodeChunks) <= 1 && len(podChunks) <= 1 {
+	foreignChunks, err := Chunk(s.ForeignNodeClaims, v1.MaxNodesPerMessage, v1.MaxMessageBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("split snapshot foreign nodeclaims: %w", err)
+	}
+	if len(content)+envelopeBytes <= v1.MaxMessageBytes && len(nodeChunks) <= 1 && len(podChunks) <= 1 && len(foreignChunks) <= 1 {
 		parts = []v1.ClusterSnapshot{s}
 	} else {
 		for _, c := range nodeChunks {
@@ -352,6 +360,9 @@ func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1
 		}
 		for _, c := range dsChunks {
 			parts = append(parts, v1.ClusterSnapshot{DaemonSets: c})
+		}
+		for _, c := range foreignChunks {
+			parts = append(parts, v1.ClusterSnapshot{ForeignNodeClaims: c})
 		}
 	}
 	if len(parts) > v1.MaxSnapshotParts {

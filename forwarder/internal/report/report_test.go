@@ -318,7 +318,7 @@ func TestSnapshot(t *testing.T) {
 	pods := []*corev1.Pod{pod("shop", "b", "n1"), pod("shop", "a", "n1"), pod("shop", "pending", ""), done}
 	nodes := []*corev1.Node{node("n1", "aws:///us-east-1a/i-1")}
 
-	parts, hash, err := report.Snapshot("prod", epoch, nodes, pods, []*policyv1.PodDisruptionBudget{pdb}, []*appsv1.DaemonSet{ds})
+	parts, hash, err := report.Snapshot("prod", epoch, nodes, pods, []*policyv1.PodDisruptionBudget{pdb}, []*appsv1.DaemonSet{ds}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestSnapshot(t *testing.T) {
 	if len(got.PodDisruptionBudgets) != 1 || got.PodDisruptionBudgets[0].MaxUnavailable.IntValue() != 1 || got.PodDisruptionBudgets[0].DisruptionsAllowed != 1 {
 		t.Errorf("PDBs = %+v", got.PodDisruptionBudgets)
 	}
-	later, hash2, err := report.Snapshot("prod", epoch.Add(time.Minute), nodes, pods, []*policyv1.PodDisruptionBudget{pdb}, []*appsv1.DaemonSet{ds})
+	later, hash2, err := report.Snapshot("prod", epoch.Add(time.Minute), nodes, pods, []*policyv1.PodDisruptionBudget{pdb}, []*appsv1.DaemonSet{ds}, nil)
 	if err != nil || hash2 != hash || later[0].SnapshotID == parts[0].SnapshotID {
 		t.Errorf("an unchanged cluster: hash %s -> %s, snapshot %s -> %s; want the same hash and a new ID", hash, hash2, parts[0].SnapshotID, later[0].SnapshotID)
 	}
@@ -360,7 +360,7 @@ func TestSnapshotSplitsALargeCluster(t *testing.T) {
 			pods = append(pods, pod("load", fmt.Sprintf("p-%d-%d", i, j), name))
 		}
 	}
-	parts, _, err := report.Snapshot("prod", epoch, nodes, pods, nil, nil)
+	parts, _, err := report.Snapshot("prod", epoch, nodes, pods, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,6 +378,33 @@ func TestSnapshotSplitsALargeCluster(t *testing.T) {
 	}
 	if nNodes != 600 || nPods != 24000 {
 		t.Errorf("parts hold %d nodes and %d pods, want 600 and 24000", nNodes, nPods)
+	}
+}
+
+func TestSnapshotSplitsManyForeignNodeClaims(t *testing.T) {
+	nodes := []*corev1.Node{node("ip-10-0-0-1", "aws:///us-east-1a/i-0a1b2c3d4e5f60718")}
+	// 5000 NodeClaims of about 1.5 KiB each, as Karpenter writes them
+	// (labels, hash annotations, requirements, conditions): about 7 MiB,
+	// beyond one part's limit.
+	var claims []v1.NodeClaim
+	for i := range v1.MaxNodesPerMessage {
+		claims = append(claims, v1.NodeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%05d", i), UID: types.UID(fmt.Sprintf("uid-%05d", i)),
+				Labels:      map[string]string{v1.LabelNodePool: "default", v1.LabelInstanceType: "m7g.large"},
+				Annotations: map[string]string{v1.AnnotationNodePoolHash: strings.Repeat("7", 1400)}},
+			Spec: v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: v1.AWSGroup, Kind: v1.KindEC2NodeClass, Name: "default"}},
+		})
+	}
+	parts, _, err := report.Snapshot("prod", epoch, nodes, nil, nil, nil, claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for _, p := range parts {
+		n += len(roundTrip(t, p, v1.DecodeClusterSnapshot).ForeignNodeClaims) // fails on a part beyond v1.MaxMessageBytes
+	}
+	if n != len(claims) {
+		t.Errorf("parts hold %d foreign NodeClaims, want %d", n, len(claims))
 	}
 }
 

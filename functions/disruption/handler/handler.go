@@ -315,6 +315,9 @@ type Output struct {
 	Now time.Time `json:"now"`
 	// Skipped says why nothing was evaluated, if so.
 	Skipped string `json:"skipped,omitempty"`
+	// Held are the commands not started because they touch an adopted
+	// node while Karpenter's controller is active (disruption.HoldAdopted).
+	Held []string `json:"held,omitempty"`
 	// Snapshot is the cluster snapshot evaluated.
 	Snapshot string `json:"snapshot,omitempty"`
 	// Started lists the commands, in Evaluate's order.
@@ -394,7 +397,12 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	out.Events = h.recordDecisionEvents(ctx, decisionEvents(res, now), now)
 	out.DriftConditions = h.recordDriftConditions(ctx, in.NodeClaims, res.Drift, now)
 	var errs []error
-	for _, cmd := range append(res.Commands, deletionCommands(in, now)...) {
+	start, held := disruption.HoldAdopted(append(res.Commands, deletionCommands(in, now)...), in.NodeClaims, snap.KarpenterActive)
+	for _, cmd := range held {
+		out.Held = append(out.Held, cmd.ID)
+		h.d.Log.InfoContext(ctx, "disruption held: Karpenter's controller is active", "command", cmd.ID, "reason", snap.KarpenterActive)
+	}
+	for _, cmd := range start {
 		s, err := h.start(ctx, cmd, res.Budgets, now)
 		out.Started = append(out.Started, s)
 		if err != nil {

@@ -288,6 +288,9 @@ func (h *Handler) adopt(ctx context.Context) (provisioning.AdoptionResult, []err
 	now := h.now()
 	res, err := h.adopter.Adopt(ctx, now)
 	errs := []error{err}
+	if res.Skipped != "" {
+		h.log.InfoContext(ctx, "adoption skipped", "reason", res.Skipped)
+	}
 	for _, name := range res.Adopted {
 		h.log.InfoContext(ctx, "nodeclaim adopted", "nodeclaim", name, "from", provisioning.AdoptedFromKarpenter)
 	}

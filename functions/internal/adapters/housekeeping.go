@@ -99,6 +99,6 @@ func (a Adoption) AdoptionReport(ctx context.Context) (provisioning.AdoptionRepo
 		return provisioning.AdoptionReport{}, fmt.Errorf("read cluster snapshot: %w", err)
 	}
 	return provisioning.AdoptionReport{
-		Foreign: snap.ForeignNodeClaims, KarpenterActive: snap.KarpenterActive, Nodes: ClusterStateOf(snap).Nodes,
+		Foreign: snap.ForeignNodeClaims, KarpenterActive: snap.KarpenterActive, Nodes: ClusterStateOf(snap).Nodes, TakenAt: snap.CreatedAt,
 	}, nil
 }

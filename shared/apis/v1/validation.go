@@ -71,6 +71,7 @@ func (np *NodePool) Validate() error {
 	validateName(&errs, np.Name)
 	t := np.Spec.Template
 	validateLabels(&errs, "spec.template.metadata.labels", t.ObjectMeta.Labels, true)
+	validateTemplateAnnotations(&errs, "spec.template.metadata.annotations", t.ObjectMeta.Annotations)
 	validateTemplateSpec(&errs, "spec.template.spec", t.Spec.Requirements, t.Spec.Taints, t.Spec.StartupTaints,
 		t.Spec.NodeClassRef, t.Spec.TerminationGracePeriod, t.Spec.ExpireAfter, true)
 	validateDisruption(&errs, "spec.disruption", np.Spec.Disruption)
@@ -296,6 +297,21 @@ func restrictedLabel(k string) string {
 		}
 	}
 	return ""
+}
+
+// NodewrightDomain prefixes the annotations nodewright writes on its
+// NodeClaims (AnnotationAdoptedFrom among them). A NodePool template may not
+// carry one: its annotations are copied onto every NodeClaim launched from
+// it, and one such as nodewright.dev/adopted-from would forge what only
+// nodewright decides.
+const NodewrightDomain = "nodewright.dev/"
+
+func validateTemplateAnnotations(errs *fieldErrors, path string, annotations map[string]string) {
+	for _, k := range sortedKeys(annotations) {
+		if strings.HasPrefix(k, NodewrightDomain) {
+			errs.add(key(path, k), "annotations under %s are nodewright's own and may not be set in a NodePool template", NodewrightDomain)
+		}
+	}
 }
 
 func validateLabels(errs *fieldErrors, path string, labels map[string]string, forPool bool) {

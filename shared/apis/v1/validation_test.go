@@ -165,6 +165,9 @@ func TestNodePoolValidateErrors(t *testing.T) {
 		give *v1.NodePool
 		want []string
 	}{
+		{name: "should fail for a nodewright.dev annotation in the template", give: nodePool(func(np *v1.NodePool) {
+			np.Spec.Template.ObjectMeta.Annotations = map[string]string{v1.AnnotationAdoptedFrom: "karpenter", "example.com/team": "web"}
+		}), want: []string{`spec.template.metadata.annotations[nodewright.dev/adopted-from]: annotations under nodewright.dev/ are nodewright's own and may not be set in a NodePool template`}},
 		{name: "should fail for an unknown operator", give: withReq(req("a", "Equals", "b")),
 			want: []string{rp + `.operator: "Equals" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`}},
 		{name: "should fail for a missing operator", give: withReq(req("a", "", "b")),
