@@ -12,15 +12,15 @@ import (
 // Tag keys of the cluster's EC2 resources (karpenter-spec 1.5; shared/
 // amifamily LaunchTags and RegistrationTags set them).
 const (
-	tagClusterPrefix   = "kubernetes.io/cluster/"
-	tagEKSClusterName  = "eks:eks-cluster-name"
-	tagNodePool        = "karpenter.sh/nodepool"
-	tagNodeClaim       = "karpenter.sh/nodeclaim"
-	tagName            = "Name"
-	tagOwnedValue      = "owned"
+	tagClusterPrefix  = "kubernetes.io/cluster/"
+	tagEKSClusterName = "eks:eks-cluster-name"
+	tagNodePool       = "karpenter.sh/nodepool"
+	tagNodeClaim      = "karpenter.sh/nodeclaim"
+	tagName           = "Name"
+	tagOwnedValue     = "owned"
 	// tagOwner is nodewright's ownership mark, <tagOwner>=<cluster name>
 	// (shared/apis/v1 TagKeyOwner), which Karpenter never writes.
-	tagOwner = "nodewright.dev/owner"
+	tagOwner           = "nodewright.dev/owner"
 	eksNodeAccessEntry = "EC2_LINUX"
 )
 

@@ -43,6 +43,9 @@ const (
 		"with its status."
 	reasonCognito = "The caller is a workload, not a user: requests are authorized with IAM (SigV4) and the resource " +
 		"policy admits only the forwarder's role."
+	reasonExecutionStatus = "The stale-lease sweep asks Step Functions whether the execution that holds a budget " +
+		"claim has ended (states:DescribeExecution) before handing its node back; execution names are per command " +
+		"(drift-<nodeclaim>-<hash>), so the grant covers the executions of this stack's own state machines only."
 	reasonScheduleDLQ = "This queue is itself the dead-letter queue of the EventBridge Scheduler schedules (their " +
 		"target DeadLetterConfig), which cdk-nag cannot see; it is alarmed on depth."
 )
@@ -82,6 +85,7 @@ const (
 	findingSSMPublic    = `^Resource::arn:<AWS::Partition>:ssm:<AWS::Region>::parameter/aws/service/\*$`
 	findingExecuteAPI   = `^Resource::arn:<AWS::Partition>:execute-api:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]+):<[A-Za-z0-9]+>/<[A-Za-z0-9.]+>/\*/v1/\*$`
 	findingManagedNode  = `^Policy::arn:<AWS::Partition>:iam::aws:policy/(AmazonEKSWorkerNodePolicy|AmazonEKS_CNI_Policy|AmazonEC2ContainerRegistryPullOnly|AmazonSSMManagedInstanceCore)$`
+	findingExecutions   = `^Resource::arn:<AWS::Partition>:states:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]+):execution:[A-Za-z0-9-]+:\*$`
 	findingManagedBasic = `^Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole$`
 )
 
@@ -118,6 +122,9 @@ func addSuppressions(d *deployment) {
 		}
 		if ec2Created {
 			ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Created, appliesTo: []string{findingEC2Created}})
+		}
+		if len(f.spec.describes) > 0 {
+			ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonExecutionStatus, appliesTo: []string{findingExecutions}})
 		}
 		if anyResource {
 			ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonNoResourceLevel, appliesTo: []string{findingAnyResource}})
