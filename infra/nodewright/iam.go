@@ -1,6 +1,7 @@
 package nodewright
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -280,7 +281,11 @@ func ownKeyStatements(d *deployment, a tableAccess) []awsiam.PolicyStatement {
 		var out []string
 		for _, ps := range patterns {
 			for _, p := range ps {
-				out = append(out, d.props.Cluster.Name+"#"+p)
+				// A key both read and written (a payload stored and read
+				// back) is listed once.
+				if k := d.props.Cluster.Name + "#" + p; !slices.Contains(out, k) {
+					out = append(out, k)
+				}
 			}
 		}
 		return map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": out}}
