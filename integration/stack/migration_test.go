@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/local/stack"
-	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/amifamily"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/disruption"
 )
 
