@@ -108,7 +108,7 @@ func hasPrefixAny(path string, prefixes ...string) bool {
 // out.
 var domain = []string{
 	"shared/apis", "shared/requirements", "shared/catalog", "shared/scheduling", "shared/disruption",
-	"shared/interruption", "shared/workflow", "shared/amifamily", "shared/manifest",
+	"shared/interruption", "shared/workflow", "shared/amifamily", "shared/manifest", "shared/launch",
 }
 
 // domainImports are the non-standard imports any domain package may have:
@@ -116,7 +116,7 @@ var domain = []string{
 var domainImports = []string{
 	module + "shared/apis/", module + "shared/requirements", module + "shared/catalog", module + "shared/scheduling",
 	module + "shared/disruption", module + "shared/interruption", module + "shared/workflow", module + "shared/amifamily",
-	module + "shared/manifest",
+	module + "shared/manifest", module + "shared/launch",
 	"k8s.io/api/", "k8s.io/apimachinery/", "k8s.io/apiextensions-apiserver/", "sigs.k8s.io/yaml",
 }
 

@@ -83,7 +83,7 @@ func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("launch nodeclaim %s: %w", claim.Name, err)
 	}
-	res := Result{CapacityType: p.capacityType}
+	res := Result{CapacityType: p.CapacityType}
 	configs, err := c.templateConfigs(ctx, &req, &p)
 	if err != nil {
 		return res, fmt.Errorf("launch nodeclaim %s: %w", claim.Name, err)
@@ -94,9 +94,9 @@ func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
 			requested[string(ov.InstanceType)] = true
 		}
 	}
-	for _, c := range p.candidates {
-		if requested[c.it.Name] {
-			res.InstanceTypes = append(res.InstanceTypes, c.it.Name)
+	for _, it := range p.types() {
+		if requested[it.Name] {
+			res.InstanceTypes = append(res.InstanceTypes, it.Name)
 		}
 	}
 	in := &ec2.CreateFleetInput{
@@ -110,7 +110,7 @@ func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
 		TagSpecifications: tagSpecifications(amifamily.LaunchTags(req.ClusterName, claim.Labels[v1.LabelNodePool], req.NodeClass.Name, req.NodeClass.Spec.Tags),
 			amifamily.ResourceInstance, amifamily.ResourceVolume, amifamily.ResourceFleet),
 	}
-	if p.capacityType == v1.CapacityTypeSpot {
+	if p.CapacityType == v1.CapacityTypeSpot {
 		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeSpot
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
 	} else {
@@ -225,79 +225,91 @@ func validate(req *Request) error {
 }
 
 // templateConfigs asks for the launch templates (once, or once per
-// reservation for reserved launches) and builds their overrides.
+// reservation for reserved launches) and renders the plan's offerings into
+// their overrides, in plan order; the config holding the plan's first
+// (expected) offering comes first.
 func (c *Client) templateConfigs(ctx context.Context, req *Request, p *plan) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
+	types := p.types()
+	byName := make(map[string]*catalog.InstanceType, len(types))
+	for _, it := range types {
+		byName[it.Name] = it
+	}
 	type group struct {
 		reservation string
 		types       []*catalog.InstanceType
 	}
 	var groups []group
-	if p.capacityType == v1.CapacityTypeReserved {
+	if p.CapacityType == v1.CapacityTypeReserved {
 		byID := map[string]int{}
-		for _, cand := range p.candidates {
-			for _, o := range cand.offers {
-				i, ok := byID[o.ReservationID]
-				if !ok {
-					i = len(groups)
-					byID[o.ReservationID] = i
-					groups = append(groups, group{reservation: o.ReservationID})
-				}
-				if !slices.Contains(groups[i].types, cand.it) {
-					groups[i].types = append(groups[i].types, cand.it)
-				}
+		for _, o := range p.Offerings {
+			i, ok := byID[o.ReservationID]
+			if !ok {
+				i = len(groups)
+				byID[o.ReservationID] = i
+				groups = append(groups, group{reservation: o.ReservationID})
+			}
+			if it := byName[o.InstanceType]; !slices.Contains(groups[i].types, it) {
+				groups[i].types = append(groups[i].types, it)
 			}
 		}
 	} else {
-		g := group{}
-		for _, cand := range p.candidates {
-			g.types = append(g.types, cand.it)
-		}
-		groups = append(groups, g)
+		groups = append(groups, group{types: types})
 	}
-	offers := map[string]catalog.Offerings{}
-	for _, cand := range p.candidates {
-		offers[cand.it.Name] = cand.offers
+	type config struct {
+		cfg   ec2types.FleetLaunchTemplateConfigRequest
+		first int // index in p.Offerings of its first override
 	}
-	var configs []ec2types.FleetLaunchTemplateConfigRequest
+	var configs []config
 	for _, g := range groups {
-		lts, err := req.Templates.LaunchTemplates(ctx, TemplateRequest{CapacityType: p.capacityType, ReservationID: g.reservation, InstanceTypes: g.types})
+		lts, err := req.Templates.LaunchTemplates(ctx, TemplateRequest{CapacityType: p.CapacityType, ReservationID: g.reservation, InstanceTypes: g.types})
 		if err != nil {
 			return nil, fmt.Errorf("launch templates: %w", err)
 		}
 		for _, lt := range lts {
-			var overrides []ec2types.FleetLaunchTemplateOverridesRequest
-			seen := map[[2]string]bool{}
+			serves := make(map[string]bool, len(lt.InstanceTypes))
 			for _, name := range lt.InstanceTypes {
-				for _, o := range offers[name] {
-					if o.ReservationID != g.reservation || seen[[2]string{name, o.Zone}] {
-						continue
-					}
-					seen[[2]string{name, o.Zone}] = true
-					overrides = append(overrides, ec2types.FleetLaunchTemplateOverridesRequest{
-						InstanceType:     ec2types.InstanceType(name),
-						SubnetId:         aws.String(p.subnets[o.Zone].ID),
-						AvailabilityZone: aws.String(o.Zone),
-						ImageId:          aws.String(lt.ImageID),
-						Priority:         aws.Float64(o.Price),
-					})
+				serves[name] = true
+			}
+			var overrides []ec2types.FleetLaunchTemplateOverridesRequest
+			first := -1
+			seen := map[[2]string]bool{}
+			for i, o := range p.Offerings {
+				if !serves[o.InstanceType] || o.ReservationID != g.reservation || seen[[2]string{o.InstanceType, o.Zone}] {
+					continue
 				}
+				seen[[2]string{o.InstanceType, o.Zone}] = true
+				if first < 0 {
+					first = i
+				}
+				overrides = append(overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+					InstanceType:     ec2types.InstanceType(o.InstanceType),
+					SubnetId:         aws.String(p.subnets[o.Zone].ID),
+					AvailabilityZone: aws.String(o.Zone),
+					ImageId:          aws.String(lt.ImageID),
+					Priority:         aws.Float64(o.Price),
+				})
 			}
 			if len(overrides) == 0 {
 				continue
 			}
-			configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{
+			configs = append(configs, config{first: first, cfg: ec2types.FleetLaunchTemplateConfigRequest{
 				LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
 					LaunchTemplateName: aws.String(lt.Name),
 					Version:            aws.String("$Latest"),
 				},
 				Overrides: overrides,
-			})
+			}})
 		}
 	}
 	if len(configs) == 0 {
-		return nil, fmt.Errorf("launch templates: none serves any of the %d instance types", len(p.candidates))
+		return nil, fmt.Errorf("launch templates: none serves any of the %d instance types", len(types))
 	}
-	return configs, nil
+	slices.SortStableFunc(configs, func(a, b config) int { return a.first - b.first })
+	out := make([]ec2types.FleetLaunchTemplateConfigRequest, len(configs))
+	for i, c := range configs {
+		out[i] = c.cfg
+	}
+	return out, nil
 }
 
 // tagSpecifications tags each resource type with tags, keys sorted.
@@ -319,7 +331,7 @@ func fold(res Result, out *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, p *p
 	var fleetErrs []error
 	allCapacity := true
 	for _, e := range out.Errors {
-		fe := &FleetError{Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage), CapacityType: lifecycle(e.Lifecycle, p.capacityType)}
+		fe := &FleetError{Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage), CapacityType: lifecycle(e.Lifecycle, p.CapacityType)}
 		if lo := e.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
 			fe.InstanceType = string(lo.Overrides.InstanceType)
 			fe.Zone = aws.ToString(lo.Overrides.AvailabilityZone)
@@ -355,7 +367,7 @@ func fold(res Result, out *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, p *p
 			Zone:         aws.ToString(fi.AvailabilityZone),
 			ZoneID:       aws.ToString(fi.AvailabilityZoneId),
 			SubnetID:     aws.ToString(fi.SubnetId),
-			CapacityType: lifecycle(fi.Lifecycle, p.capacityType),
+			CapacityType: lifecycle(fi.Lifecycle, p.CapacityType),
 			State:        string(ec2types.InstanceStateNamePending),
 		}
 		if lo := fi.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
@@ -431,14 +443,9 @@ func zoneOfSubnet(p *plan, subnetID string) string {
 }
 
 func reservationOf(p *plan, instanceType, zone string) string {
-	for _, c := range p.candidates {
-		if c.it.Name != instanceType {
-			continue
-		}
-		for _, o := range c.offers {
-			if o.Zone == zone {
-				return o.ReservationID
-			}
+	for _, o := range p.Offerings {
+		if o.InstanceType == instanceType && o.Zone == zone {
+			return o.ReservationID
 		}
 	}
 	return ""

@@ -1,0 +1,25 @@
+// Package launch is the launch model: it alone decides which offerings
+// (instance type, zone, capacity type) a NodeClaim may launch as, in which
+// order, and why every other instance type was left out.
+//
+// Where is the rule that picks the instance type? Here, in two files:
+//   - filters.go: the named filter pipeline (compatible, fits, offering,
+//     exotic, spot-price, truncate) and the keys every instance type
+//     defines (TypeKeys);
+//   - plan.go: the capacity-type choice (reserved, then spot, then
+//     on-demand), the order of the launch offerings and the Expected one.
+//
+// The pipeline follows Karpenter's AWS provider (aws:
+// pkg/providers/instance/filter/filter.go, instance.go getCapacityType,
+// pkg/cloudprovider maxInstanceTypes; karpenter-spec §4 steps 2-5): each
+// filter has a name, and Plan.Rejected lists, per filter, the instance
+// types it removed. One difference is deliberate: truncation to
+// MaxInstanceTypes keeps minValues satisfiable (Karpenter truncates and
+// fails); see docs/compatibility.md.
+//
+// Its users: the solver (shared/scheduling) narrows each new NodeClaim's
+// candidates and predicts its expected offering with Narrow and Choose;
+// the fleet adapter (shared/aws/fleet) renders New's Plan into
+// CreateFleetInput; both see the same answer for the same claim. The
+// package is pure: no I/O, no clock, no SDK.
+package launch
