@@ -260,25 +260,32 @@ func values(c *Candidate, key string) []string {
 	return nil
 }
 
+// DistinctValues counts the distinct values of key that cands offer and
+// r's requirement on key admits (karpenter: InstanceTypes.SatisfiesMinValues
+// counts them the same way).
+func DistinctValues(r requirements.Requirements, cands []Candidate, key string) int {
+	req := r[key]
+	seen := map[string]bool{}
+	for i := range cands {
+		for _, v := range values(&cands[i], key) {
+			if req == nil || req.Has(v) {
+				seen[v] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
 // MinValuesShortfall returns the first key (sorted) of r whose minValues
-// cands do not reach, with the wanted and available counts, or "" (karpenter:
-// InstanceTypes.SatisfiesMinValues).
+// cands do not reach, with the wanted and available counts, or "".
 func MinValuesShortfall(r requirements.Requirements, cands []Candidate) (key string, want, have int) {
 	for _, k := range r.Keys() {
 		req := r[k]
 		if req.MinValues == nil {
 			continue
 		}
-		seen := map[string]bool{}
-		for i := range cands {
-			for _, v := range values(&cands[i], k) {
-				if req.Has(v) {
-					seen[v] = true
-				}
-			}
-		}
-		if len(seen) < *req.MinValues {
-			return k, *req.MinValues, len(seen)
+		if n := DistinctValues(r, cands, k); n < *req.MinValues {
+			return k, *req.MinValues, n
 		}
 	}
 	return "", 0, 0

@@ -6,11 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodewright/nodewright/shared/catalog"
-	"github.com/nodewright/nodewright/shared/requirements"
 )
 
 // TestClaimIndexStaysSorted applies random insertions, key changes (via
@@ -63,42 +59,4 @@ func seqs(cs []*nclaim) []int {
 		out[i] = c.seq
 	}
 	return out
-}
-
-func TestTruncateKeepsMinValues(t *testing.T) {
-	mk := func(name, family string) *ptype {
-		return &ptype{name: name, it: catalogType(name, family)}
-	}
-	types := []*ptype{mk("a.1", "a"), mk("a.2", "a"), mk("a.3", "a"), mk("b.1", "b"), mk("c.1", "c")}
-	mv := 3
-	fam := requirements.New("karpenter.k8s.aws/instance-family", corev1.NodeSelectorOpExists)
-	fam.MinValues = &mv
-	r := requirements.NewRequirements(fam)
-	tests := []struct {
-		name string
-		r    requirements.Requirements
-		max  int
-		want []string
-	}{
-		{name: "should keep the cheapest without minValues", r: requirements.Requirements{}, max: 3, want: []string{"a.1", "a.2", "a.3"}},
-		{name: "should swap in types that bring missing values, in price order", r: r, max: 3, want: []string{"a.1", "b.1", "c.1"}},
-		{name: "should fill the rest by price", r: r, max: 4, want: []string{"a.1", "a.2", "b.1", "c.1"}},
-		{name: "should keep everything under the cap", r: r, max: 10, want: []string{"a.1", "a.2", "a.3", "b.1", "c.1"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			for _, p := range truncate(tt.r, types, tt.max) {
-				got = append(got, p.name)
-			}
-			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("truncate() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func catalogType(name, family string) *catalog.InstanceType {
-	return &catalog.InstanceType{Name: name, Labels: map[string]string{
-		"node.kubernetes.io/instance-type": name, "karpenter.k8s.aws/instance-family": family}}
 }

@@ -13,33 +13,9 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
-
-// claimLevelKeys are well-known keys whose value is chosen per launch (zone,
-// capacity type, reservation, tenancy, placement group) or per pool
-// (nodepool, node class, region), not per instance type: instance-type
-// matching leaves them to offerings or to the pool's requirements.
-var claimLevelKeys = map[string]bool{
-	v1.LabelNodePool: true, v1.LabelEC2NodeClass: true, v1.LabelTopologyZone: true,
-	v1.LabelTopologyRegion: true, v1.LabelZoneID: true, v1.LabelCapacityType: true,
-	v1.LabelInstanceTenancy: true, v1.LabelCapacityReservationID: true,
-	v1.LabelCapacityReservationType: true, v1.LabelCapacityReservationInterruptible: true,
-	v1.LabelPlacementGroupID: true, v1.LabelPlacementGroupPartition: true,
-	v1.LabelHostname: true,
-}
-
-// typeDefinedKeys are the keys every instance type defines: a key absent
-// from its labels behaves as DoesNotExist (karpenter-spec §2).
-var typeDefinedKeys = func() map[string]bool {
-	out := map[string]bool{}
-	for k := range v1.WellKnownLabels {
-		if !claimLevelKeys[k] {
-			out[k] = true
-		}
-	}
-	return out
-}()
 
 // pool is a NodePool prepared for one solve.
 type pool struct {
@@ -258,52 +234,25 @@ func (s *solver) buildLimits(p *pool) error {
 	return nil
 }
 
-// offerFilter holds the requirements that decide which offerings a
-// requirement set allows: zone, capacity type and capacity reservation.
-type offerFilter struct {
-	zone, capacityType, reservation *requirements.Requirement
-}
-
-func newOfferFilter(r requirements.Requirements) offerFilter {
-	return offerFilter{zone: r[v1.LabelTopologyZone], capacityType: r[v1.LabelCapacityType], reservation: r[v1.LabelCapacityReservationID]}
-}
-
-// allows reports whether offering o satisfies the filter.
-func (f *offerFilter) allows(o *catalog.Offering) bool {
-	if f.zone != nil && !f.zone.Has(o.Zone) {
-		return false
-	}
-	if f.capacityType != nil && !f.capacityType.Has(o.CapacityType) {
-		return false
-	}
-	if c := f.reservation; c != nil {
-		if o.ReservationID == "" {
-			return negative(c)
-		}
-		return c.Has(o.ReservationID)
-	}
-	return true
-}
-
 // offerAllowed reports whether offering o satisfies the zone, capacity-type
-// and capacity-reservation requirements of r.
+// and capacity-reservation requirements of r (launch.OfferFilter).
 func offerAllowed(r requirements.Requirements, o *catalog.Offering) bool {
-	f := newOfferFilter(r)
-	return f.allows(o)
+	f := launch.NewOfferFilter(r)
+	return f.Allows(o)
 }
 
 // typeAdmits reports whether r admits the instance type: its labels, and
 // at least one available offering r allows. It returns the cheapest such
 // offering's price.
 func typeAdmits(r requirements.Requirements, t *ptype) (float64, bool) {
-	if !r.AdmitsLabels(t.it.Labels, typeDefinedKeys) {
+	if !launch.AdmitsType(r, t.it) {
 		return 0, false
 	}
-	f := newOfferFilter(r)
+	f := launch.NewOfferFilter(r)
 	best, ok := 0.0, false
 	for i := range t.offers {
 		o := &t.offers[i]
-		if !f.allows(o) {
+		if !f.Allows(o) {
 			continue
 		}
 		if !ok || o.Price < best {
@@ -378,7 +327,7 @@ func (s *solver) typeVectors(it *catalog.InstanceType) (capacity, alloc vec) {
 // and some offering (karpenter: daemonset overhead per instance-type group).
 func daemonFitsType(d *daemon, t *ptype) bool {
 	for _, term := range d.terms {
-		if !term.AdmitsLabels(t.it.Labels, typeDefinedKeys) {
+		if !launch.AdmitsType(term, t.it) {
 			continue
 		}
 		for i := range t.offers {

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
-	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -21,10 +21,12 @@ func zeroQuantity() *resource.Quantity { return resource.NewQuantity(0, resource
 func replaceAll(s, old, new string) string { return strings.ReplaceAll(s, old, new) }
 
 // final is a claim as it will be written: its candidates and the offering
-// CreateFleet is expected to pick.
+// CreateFleet is expected to pick, as the launch model plans them.
 type final struct {
-	c        *nclaim
-	types    []*ptype
+	c     *nclaim
+	types []*ptype
+	// cands are types as launch candidates (their allowed offerings).
+	cands    []launch.Candidate
 	expected ExpectedOffering
 }
 
@@ -74,14 +76,15 @@ func (s *solver) finalize() []final {
 			}
 			slack[p] = sl
 		}
-		// Without minValues the cheapest maxTypes fitting types are the
-		// list; with minValues truncate may need more to choose from.
-		upTo := s.maxTypes
-		if c.tl.minValues {
-			upTo = len(c.tl.types)
-		}
+		// The launch model narrows every fitting type (exotic, spot-price,
+		// truncate), so that the claim lists what a launch would consider.
 		r := s.reqs.get(c.reqID)
-		types := truncate(r, s.fittingUpTo(c.tl, c.cur, &c.used, limited, &limitCap, upTo), s.maxTypes)
+		fitting := s.fittingUpTo(c.tl, c.cur, &c.used, limited, &limitCap, len(c.tl.types))
+		cands, _ := launch.Narrow(r, candidates(r, fitting), s.maxTypes, nil)
+		types := make([]*ptype, len(cands))
+		for i, cd := range cands {
+			types[i] = fitting[cd.Ref]
+		}
 		if p.anyLimit {
 			var largest vec
 			for _, t := range types {
@@ -95,7 +98,7 @@ func (s *solver) finalize() []final {
 			}
 			slack[p] = sl
 		}
-		s.finals = append(s.finals, final{c: c, types: types, expected: s.expectedOffering(r, types)})
+		s.finals = append(s.finals, final{c: c, types: types, cands: cands, expected: expectedOffering(cands)})
 	}
 	return s.finals
 }
@@ -205,16 +208,8 @@ func (s *solver) newClaim(f final, name string) NewClaim {
 			if req.MinValues == nil {
 				continue
 			}
-			seen := map[string]bool{}
-			for _, t := range types {
-				for _, v := range typeValues(r, t, k) {
-					if req.Has(v) {
-						seen[v] = true
-					}
-				}
-			}
-			if len(seen) < *req.MinValues {
-				lowered[k] = len(seen)
+			if n := launch.DistinctValues(r, f.cands, k); n < *req.MinValues {
+				lowered[k] = n
 				relaxed = true
 			}
 		}
@@ -225,13 +220,13 @@ func (s *solver) newClaim(f final, name string) NewClaim {
 	for i := range minDS {
 		minDS[i] = math.MaxInt64
 	}
-	filter := newOfferFilter(r)
+	filter := launch.NewOfferFilter(r)
 	for i, t := range types {
 		names[i] = t.name
 		minDS.minWith(&t.ds, n)
 		for j := range t.offers {
 			o := &t.offers[j]
-			if filter.allows(o) {
+			if filter.Allows(o) {
 				zones = append(zones, o.Zone)
 				capTypes = append(capTypes, o.CapacityType)
 			}
@@ -303,56 +298,16 @@ func (s *solver) newClaim(f final, name string) NewClaim {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// expectedOffering is the offering CreateFleet would pick. When both spot
-// and on-demand are allowed, spot offerings pricier than the cheapest
-// on-demand one are dropped first (aws: instance/filter spot-offering
-// filter); then the capacity type is reserved if any reserved offering is
-// available, else spot if any remains, else on-demand (aws: instance.go
-// getCapacityType); then the cheapest offering of that type, ties by
-// instance type order and zone.
-func (s *solver) expectedOffering(r requirements.Requirements, types []*ptype) ExpectedOffering {
-	filter := newOfferFilter(r)
-	// One pass: the cheapest allowed offering per capacity type, and the
-	// cheapest on-demand price for the spot filter. Offerings are visited
-	// in candidate order, then zone order, so ties keep the earliest.
-	type pick struct {
-		o     *catalog.Offering
-		t     *ptype
-		found bool
+// expectedOffering is the offering CreateFleet would pick: the first of
+// the launch model's plan for the candidates (launch.Choose), zero with
+// none.
+func expectedOffering(cands []launch.Candidate) ExpectedOffering {
+	p := launch.Choose(cands)
+	o, ok := p.Expected()
+	if !ok {
+		return ExpectedOffering{}
 	}
-	var cheapest [3]pick // reserved, spot, on-demand
-	slot := func(ct string) int {
-		switch ct {
-		case v1.CapacityTypeReserved:
-			return 0
-		case v1.CapacityTypeSpot:
-			return 1
-		}
-		return 2
-	}
-	for _, t := range types {
-		for j := range t.offers {
-			o := &t.offers[j]
-			if !filter.allows(o) {
-				continue
-			}
-			p := &cheapest[slot(o.CapacityType)]
-			if !p.found || o.Price < p.o.Price || (o.Price == p.o.Price && p.t == t && o.Zone < p.o.Zone) {
-				*p = pick{o: o, t: t, found: true}
-			}
-		}
-	}
-	// Spot offerings pricier than the cheapest on-demand one are dropped
-	// when both are allowed; dropping the cheapest spot one drops them all.
-	if od := cheapest[2]; od.found && cheapest[1].found && cheapest[1].o.Price > od.o.Price {
-		cheapest[1].found = false
-	}
-	for _, p := range cheapest {
-		if p.found {
-			return ExpectedOffering{InstanceType: p.t.name, Zone: p.o.Zone, CapacityType: p.o.CapacityType, PricePerHour: roundPrice(p.o.Price)}
-		}
-	}
-	return ExpectedOffering{}
+	return ExpectedOffering{InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: o.CapacityType, PricePerHour: roundPrice(o.Price)}
 }
 
 // lowerMinValues rewrites the minValues of the listed keys.
