@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
 )
 
 // TestClaimIndexStaysSorted applies random insertions, key changes (via
