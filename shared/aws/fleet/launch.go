@@ -29,6 +29,10 @@ type Result struct {
 	// InstanceTypes are the instance types requested (those with a launch
 	// template and an override), cheapest first.
 	InstanceTypes []string
+	// Candidates are the launch plan's instance types of every capacity
+	// type, cheapest first: the NodeClaim's candidates as the launch model
+	// (shared/launch) narrowed them.
+	Candidates []string
 	// Unavailable are the offerings CreateFleet reported as unfulfillable,
 	// set even when an instance launched; the caller marks each unavailable
 	// for 3 minutes (InsufficientFreeAddressesInSubnet: the subnet).
@@ -83,7 +87,7 @@ func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("launch nodeclaim %s: %w", claim.Name, err)
 	}
-	res := Result{CapacityType: p.CapacityType}
+	res := Result{CapacityType: p.CapacityType, Candidates: p.InstanceTypes()}
 	configs, err := c.templateConfigs(ctx, &req, &p)
 	if err != nil {
 		return res, fmt.Errorf("launch nodeclaim %s: %w", claim.Name, err)
@@ -141,7 +145,7 @@ func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
 		// call created no fleet and reuses the token.
 		retry.ClientToken = aws.String(RetryClientToken(claim))
 	}
-	return c.createFleet(ctx, Result{CapacityType: res.CapacityType, InstanceTypes: res.InstanceTypes}, &retry, &p, claim.Name, req.Requests)
+	return c.createFleet(ctx, Result{CapacityType: res.CapacityType, InstanceTypes: res.InstanceTypes, Candidates: res.Candidates}, &retry, &p, claim.Name, req.Requests)
 }
 
 // createFleet makes the CreateFleet call and folds its response. With a

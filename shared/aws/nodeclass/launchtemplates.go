@@ -21,6 +21,7 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awserr"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -69,22 +70,6 @@ type LaunchTemplate struct {
 	ImageID       string
 	InstanceTypes []string
 }
-
-// typeKeys are the well-known keys every instance type defines (absent means
-// DoesNotExist): all but the per-launch and per-pool keys.
-var typeKeys = func() map[string]bool {
-	out := map[string]bool{}
-	for k := range v1.WellKnownLabels {
-		switch k {
-		case v1.LabelNodePool, v1.LabelEC2NodeClass, v1.LabelTopologyZone, v1.LabelTopologyRegion, v1.LabelZoneID,
-			v1.LabelCapacityType, v1.LabelInstanceTenancy, v1.LabelCapacityReservationID, v1.LabelCapacityReservationType,
-			v1.LabelCapacityReservationInterruptible, v1.LabelPlacementGroupID, v1.LabelPlacementGroupPartition, v1.LabelHostname:
-			continue
-		}
-		out[k] = true
-	}
-	return out
-}()
 
 // EnsureLaunchTemplates makes sure a launch template exists for every group
 // of the requested instance types that shares an AMI and a max-pods value
@@ -201,7 +186,7 @@ func templates(req TemplateRequest) ([]wantedTemplate, error) {
 	var order []key
 	groups := map[key][]string{}
 	for _, it := range req.InstanceTypes {
-		i := slices.IndexFunc(amiReqs, func(r requirements.Requirements) bool { return r.AdmitsLabels(it.Labels, typeKeys) })
+		i := slices.IndexFunc(amiReqs, func(r requirements.Requirements) bool { return launch.AdmitsType(r, it) })
 		if i < 0 {
 			continue
 		}
