@@ -55,7 +55,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	disrupttask "github.com/nodewright/nodewright/functions/disrupttask/handler"
 	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -253,7 +252,7 @@ type Clients struct {
 	}
 	// Kube is the cluster's API (*kube.Client); nil when Endpoint is not
 	// configured.
-	Kube disrupttask.KubeAPI
+	Kube adapters.KubeAPI
 }
 
 // New wires the handler the way the Lambda runs it.
@@ -276,9 +275,9 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		Now:         now,
 	}
 	if c.Kube != nil {
-		k := disrupttask.Kube{Client: c.Kube}
-		svc, err := termination.New(termination.Ports{Claims: disrupttask.Claims{Store: store}, Nodes: k, Pods: k, Rules: k, Instances: fl,
-			Status: disrupttask.Executions{API: c.SFN, Disruption: cfg.StateMachineARN, Interruption: cfg.InterruptionStateMachineARN}})
+		k := adapters.Kube{Client: c.Kube}
+		svc, err := termination.New(termination.Ports{Claims: adapters.TerminationClaims{Store: store}, Nodes: k, Pods: k, Rules: k, Instances: fl,
+			Status: adapters.Executions{API: c.SFN, Disruption: cfg.StateMachineARN, Interruption: cfg.InterruptionStateMachineARN}})
 		if err != nil {
 			return nil, fmt.Errorf("disruption: %w", err)
 		}

@@ -3,6 +3,7 @@ package handler_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"io"
 	"log/slog"
 	"regexp"
@@ -25,7 +26,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/functions/disruption/handler"
-	disrupttask "github.com/nodewright/nodewright/functions/disrupttask/handler"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
@@ -456,12 +456,12 @@ func TestHandleReleasesStaleClaimsThroughTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	k := disrupttask.Kube{Client: kube.NewFromClientset(kc)}
+	k := adapters.Kube{Client: kube.NewFromClientset(kc)}
 	// Status is wired as the Lambda wires it: the executions named in the
 	// claims never ran on the state machine, so Step Functions reports them
 	// missing and the sweep may hand their nodes back.
-	svc, err := termination.New(termination.Ports{Claims: disrupttask.Claims{Store: e.handlerStore}, Nodes: k, Pods: k, Rules: k, Instances: fleet.New(awstest.NewEC2(t)),
-		Status: disrupttask.Executions{API: e.sfn, Disruption: e.arn}})
+	svc, err := termination.New(termination.Ports{Claims: adapters.TerminationClaims{Store: e.handlerStore}, Nodes: k, Pods: k, Rules: k, Instances: fleet.New(awstest.NewEC2(t)),
+		Status: adapters.Executions{API: e.sfn, Disruption: e.arn}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -112,10 +113,10 @@ func newEnv(t *testing.T, objects ...runtime.Object) *env {
 		}
 		return true, nil, e.cs.Tracker().Delete(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, ev.Namespace, ev.Name)
 	})
-	k := handler.Kube{Client: kube.NewFromClientset(e.cs)}
+	k := adapters.Kube{Client: kube.NewFromClientset(e.cs)}
 	svc, err := termination.New(termination.Ports{
-		Claims: handler.Claims{Store: e.store}, Budgets: handler.Budgets{Store: e.store}, Nodes: k, Pods: k, Rules: k, Volumes: k,
-		Launcher: e.ec2, Instances: e.ec2, Commands: handler.Commands{Store: e.store, Now: e.clock.now}, Executions: e.starter,
+		Claims: adapters.TerminationClaims{Store: e.store}, Budgets: adapters.Budgets{Store: e.store}, Nodes: k, Pods: k, Rules: k, Volumes: k,
+		Launcher: e.ec2, Instances: e.ec2, Commands: adapters.Commands{Store: e.store, Now: e.clock.now}, Executions: e.starter,
 	})
 	if err != nil {
 		t.Fatal(err)

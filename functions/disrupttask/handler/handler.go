@@ -104,7 +104,7 @@ type Clients struct {
 	SSM      nodeclass.SSMAPI
 	SFN      sfnstarter.API
 	// Kube is the cluster's API (*kube.Client).
-	Kube KubeAPI
+	Kube adapters.KubeAPI
 }
 
 // New wires the handler the way the Lambda runs it: termination.Service
@@ -128,10 +128,10 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		return nil, fmt.Errorf("disrupttask: %w", err)
 	}
 	svc, err := termination.New(termination.Ports{
-		Claims: Claims{Store: store}, Budgets: Budgets{Store: store},
-		Nodes: Kube{Client: c.Kube}, Pods: Kube{Client: c.Kube}, Rules: Kube{}, Volumes: Kube{Client: c.Kube},
-		Launcher: Launcher{Provisioner: prov}, Instances: fl,
-		Commands: Commands{Store: store, Now: now}, Executions: Starter{API: c.SFN},
+		Claims: adapters.TerminationClaims{Store: store}, Budgets: adapters.Budgets{Store: store},
+		Nodes: adapters.Kube{Client: c.Kube}, Pods: adapters.Kube{Client: c.Kube}, Rules: adapters.Kube{}, Volumes: adapters.Kube{Client: c.Kube},
+		Launcher: adapters.ReplacementLauncher{Provisioner: prov}, Instances: fl,
+		Commands: adapters.Commands{Store: store, Now: now}, Executions: adapters.Starter{API: c.SFN},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("disrupttask: %w", err)
@@ -243,3 +243,7 @@ func (h *Handler) Handle(ctx context.Context, in workflow.TaskInput) (any, error
 	h.recordEvents(ctx, in.Step, st, stepEvents(in.Step, st, out, now), now)
 	return out, nil
 }
+
+// Kube is the termination ports over shared/kube the Lambda wires
+// (adapters.Kube), named here for the end-to-end tests outside functions/.
+type Kube = adapters.Kube

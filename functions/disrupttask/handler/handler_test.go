@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"io"
 	"log/slog"
 	"testing"
@@ -161,7 +162,7 @@ func TestLaunchStatusesMatchProvisioning(t *testing.T) {
 		provisioning.Abandoned: termination.Abandoned, provisioning.LaunchFailed: termination.LaunchFailed,
 	}
 	for p, want := range pairs {
-		got, err := handler.Launcher{Provisioner: fixedLaunch{status: p}}.LaunchNodeClaims(t.Context(), []v1.NodeClaim{{}}, t0)
+		got, err := adapters.ReplacementLauncher{Provisioner: fixedLaunch{status: p}}.LaunchNodeClaims(t.Context(), []v1.NodeClaim{{}}, t0)
 		if err != nil || got[0].Status != want {
 			t.Errorf("LaunchNodeClaims() with %s = %+v, %v; want %s", p, got, err, want)
 		}
@@ -176,14 +177,14 @@ func (f fixedLaunch) LaunchNodeClaims(context.Context, []v1.NodeClaim, time.Time
 
 func TestAdaptersTranslateErrors(t *testing.T) {
 	store := newStore(t)
-	if _, err := (handler.Claims{Store: store}).GetNodeClaim(t.Context(), "missing"); !errors.Is(err, termination.ErrNotFound) || !errors.Is(err, ddbstore.ErrNotFound) {
+	if _, err := (adapters.TerminationClaims{Store: store}).GetNodeClaim(t.Context(), "missing"); !errors.Is(err, termination.ErrNotFound) || !errors.Is(err, ddbstore.ErrNotFound) {
 		t.Errorf("GetNodeClaim(missing) error = %v, want termination.ErrNotFound (keeping ddbstore's)", err)
 	}
-	b := handler.Budgets{Store: store}
+	b := adapters.Budgets{Store: store}
 	if err := b.AcquireBudget(t.Context(), "general", "x", 1, 0, t0, time.Minute); !errors.Is(err, termination.ErrBudgetExhausted) {
 		t.Errorf("AcquireBudget(limit 0) error = %v, want termination.ErrBudgetExhausted", err)
 	}
-	k := handler.Kube{Client: failingKube{err: fmt.Errorf("get node n: %w", kube.ErrNotFound)}}
+	k := adapters.Kube{Client: failingKube{err: fmt.Errorf("get node n: %w", kube.ErrNotFound)}}
 	if _, err := k.GetNode(t.Context(), "n"); !errors.Is(err, termination.ErrNotFound) {
 		t.Errorf("GetNode() error = %v, want termination.ErrNotFound", err)
 	}

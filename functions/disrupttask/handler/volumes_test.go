@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"testing"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/nodewright/nodewright/functions/disrupttask/handler"
 	sfnlocal "github.com/nodewright/nodewright/local/stepfunctions"
 	apiv1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/kube"
@@ -49,7 +49,7 @@ func withClaim(volume, claim string) func(*corev1.Pod) {
 }
 
 func TestKubeVolumePorts(t *testing.T) {
-	k := handler.Kube{Client: kube.NewFromClientset(fake.NewClientset(
+	k := adapters.Kube{Client: kube.NewFromClientset(fake.NewClientset(
 		volumeAttachment("csi-a", "node-a", "pv-a"), volumeAttachment("csi-b", "node-b", "pv-b"), boundClaim("shop", "data-db-0", "pv-a")))}
 	got, err := k.ListVolumeAttachments(t.Context(), "node-a")
 	if err != nil {
@@ -73,11 +73,11 @@ func TestKubeVolumePorts(t *testing.T) {
 }
 
 func TestKubeVolumePortsTranslateErrors(t *testing.T) {
-	k := handler.Kube{Client: failingKube{err: fmt.Errorf("get persistentvolumeclaim shop/x: %w", kube.ErrNotFound)}}
+	k := adapters.Kube{Client: failingKube{err: fmt.Errorf("get persistentvolumeclaim shop/x: %w", kube.ErrNotFound)}}
 	if _, err := k.BoundVolume(t.Context(), "shop", "x"); !errors.Is(err, termination.ErrNotFound) {
 		t.Errorf("BoundVolume() error = %v, want termination.ErrNotFound", err)
 	}
-	k = handler.Kube{Client: failingKube{err: errors.New("list volumeattachments of node n: forbidden")}}
+	k = adapters.Kube{Client: failingKube{err: errors.New("list volumeattachments of node n: forbidden")}}
 	if _, err := k.ListVolumeAttachments(t.Context(), "n"); err == nil || errors.Is(err, termination.ErrNotFound) {
 		t.Errorf("ListVolumeAttachments() error = %v, want the API error, not ErrNotFound", err)
 	}

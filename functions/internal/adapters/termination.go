@@ -1,4 +1,4 @@
-package handler
+package adapters
 
 import (
 	"context"
@@ -22,16 +22,6 @@ import (
 // The adapters below fit the AWS and Kubernetes packages to the ports
 // shared/termination declares. They translate types and errors only.
 
-// portError keeps an adapter's error and its message while also matching
-// the termination sentinel it means.
-type portError struct {
-	err  error
-	kind error
-}
-
-func (e *portError) Error() string   { return e.err.Error() }
-func (e *portError) Unwrap() []error { return []error{e.err, e.kind} }
-
 // storeErr maps ddbstore's errors to termination's.
 func storeErr(err error) error {
 	var conflict *ddbstore.ConflictError
@@ -39,13 +29,13 @@ func storeErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ddbstore.ErrNotFound):
-		return &portError{err: err, kind: termination.ErrNotFound}
+		return &storeError{err: err, kind: termination.ErrNotFound}
 	case errors.As(err, &conflict):
-		return &portError{err: err, kind: termination.ErrConflict}
+		return &storeError{err: err, kind: termination.ErrConflict}
 	case errors.Is(err, ddbstore.ErrBudgetExhausted):
-		return &portError{err: err, kind: termination.ErrBudgetExhausted}
+		return &storeError{err: err, kind: termination.ErrBudgetExhausted}
 	case errors.Is(err, ddbstore.ErrLeaseLapsed):
-		return &portError{err: err, kind: termination.ErrLeaseLapsed}
+		return &storeError{err: err, kind: termination.ErrLeaseLapsed}
 	}
 	return err
 }
@@ -56,36 +46,36 @@ func kubeErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, kube.ErrNotFound):
-		return &portError{err: err, kind: termination.ErrNotFound}
+		return &storeError{err: err, kind: termination.ErrNotFound}
 	case errors.Is(err, kube.ErrConflict):
-		return &portError{err: err, kind: termination.ErrConflict}
+		return &storeError{err: err, kind: termination.ErrConflict}
 	}
 	return err
 }
 
-// Claims is termination's NodeClaim store over ddbstore.
-type Claims struct{ Store *ddbstore.Store }
+// TerminationClaims is termination's NodeClaim store over ddbstore.
+type TerminationClaims struct{ Store *ddbstore.Store }
 
 // ListNodeClaims lists every NodeClaim.
-func (c Claims) ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
+func (c TerminationClaims) ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
 	l, err := c.Store.ListNodeClaims(ctx)
 	return l, storeErr(err)
 }
 
 // GetNodeClaim reads one NodeClaim.
-func (c Claims) GetNodeClaim(ctx context.Context, name string) (v1.NodeClaim, error) {
+func (c TerminationClaims) GetNodeClaim(ctx context.Context, name string) (v1.NodeClaim, error) {
 	nc, err := c.Store.GetNodeClaim(ctx, name)
 	return nc, storeErr(err)
 }
 
 // UpdateNodeClaim replaces a NodeClaim at its ResourceVersion.
-func (c Claims) UpdateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error) {
+func (c TerminationClaims) UpdateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error) {
 	nc, err := c.Store.UpdateNodeClaim(ctx, claim)
 	return nc, storeErr(err)
 }
 
 // DeleteNodeClaim deletes a NodeClaim at resourceVersion.
-func (c Claims) DeleteNodeClaim(ctx context.Context, name, resourceVersion string) error {
+func (c TerminationClaims) DeleteNodeClaim(ctx context.Context, name, resourceVersion string) error {
 	return storeErr(c.Store.DeleteNodeClaim(ctx, v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: resourceVersion}}))
 }
 
@@ -221,11 +211,11 @@ type nodeClaimLauncher interface {
 	LaunchNodeClaims(ctx context.Context, planned []v1.NodeClaim, now time.Time) ([]provisioning.Launch, []string, error)
 }
 
-// Launcher is termination's replacement launcher over provisioning.
-type Launcher struct{ Provisioner nodeClaimLauncher }
+// ReplacementLauncher is termination's replacement launcher over provisioning.
+type ReplacementLauncher struct{ Provisioner nodeClaimLauncher }
 
 // LaunchNodeClaims launches the planned replacements.
-func (l Launcher) LaunchNodeClaims(ctx context.Context, planned []v1.NodeClaim, now time.Time) ([]termination.LaunchResult, error) {
+func (l ReplacementLauncher) LaunchNodeClaims(ctx context.Context, planned []v1.NodeClaim, now time.Time) ([]termination.LaunchResult, error) {
 	launches, _, err := l.Provisioner.LaunchNodeClaims(ctx, planned, now)
 	if err != nil {
 		return nil, err
@@ -286,3 +276,20 @@ func (x Executions) ExecutionStatus(ctx context.Context, method, name string) (t
 	}
 	return termination.ExecutionEnded, nil
 }
+
+// ListVolumeAttachments lists the VolumeAttachments of a Node, for the
+// wait for volume detachment after its drain.
+func (k Kube) ListVolumeAttachments(ctx context.Context, node string) ([]storagev1.VolumeAttachment, error) {
+	l, err := k.Client.ListVolumeAttachments(ctx, node)
+	return l, kubeErr(err)
+}
+
+// BoundVolume reads the PersistentVolume a claim is bound to; a claim that
+// is gone matches termination.ErrNotFound.
+func (k Kube) BoundVolume(ctx context.Context, namespace, name string) (string, error) {
+	pv, err := k.Client.BoundVolume(ctx, namespace, name)
+	return pv, kubeErr(err)
+}
+
+// Drainable is kube.Drainable.
+func (Kube) Drainable(pod *corev1.Pod, now time.Time) bool { return kube.Drainable(pod, now) }
