@@ -89,44 +89,86 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 		}
 	}
 	sort.Slice(classes, func(i, j int) bool { return classes[i].Name < classes[j].Name })
-	isUnavailable := unavailablePredicate(unavailable)
+	opts := LaunchOptions{Region: p.opts.Region, SpotPriceRatio: p.opts.SpotPriceRatio, ReservedENIs: p.opts.ReservedENIs,
+		VMMemoryOverheadPercent: p.opts.VMMemoryOverheadPercent, Unavailable: unavailable, UnavailableSubnets: fullSubnets}
 	for _, nc := range classes {
 		if !referenced[nc.Name] {
 			continue
 		}
-		nc.SetDefaults()
-		if err := nc.Validate(); err != nil {
-			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: invalid: %v", nc.Name, err))
-			continue
-		}
-		res, err := p.ports.NodeClass.ResolveNodeClass(ctx, nc)
-		resolved := res.NodeClass
+		lc, err := ResolveLaunchClass(ctx, p.ports.NodeClass, nc, opts)
 		if err != nil {
-			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: resolve: %v", nc.Name, err))
+			st.warnings = append(st.warnings, err.Error())
 			continue
 		}
+		resolved := lc.NodeClass
 		if c := condition(resolved.Status.Conditions, v1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
 			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: not ready: %s: %s", nc.Name, c.Reason, c.Message))
 			continue
 		}
-		res.Subnets = slices.Clone(res.Subnets)
-		fullZones := markSubnets(res.Subnets, fullSubnets)
-		types, _, err := catalog.Resolve(&resolved, catalog.Options{
-			Region:                  p.opts.Region,
-			SpotPriceRatio:          p.opts.SpotPriceRatio,
-			ReservedENIs:            p.opts.ReservedENIs,
-			VMMemoryOverheadPercent: p.opts.VMMemoryOverheadPercent,
-			Unavailable:             withFullZones(isUnavailable, fullZones),
-		})
-		if err != nil {
-			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: instance types: %v", nc.Name, err))
-			continue
-		}
 		st.classes[nc.Name] = &resolved
-		st.subnets[nc.Name] = res.Subnets
-		st.types[nc.Name] = bootable(types, resolved.Status.AMIs)
+		st.subnets[nc.Name] = lc.Subnets
+		st.types[nc.Name] = lc.InstanceTypes
 	}
 	return st, nil
+}
+
+// LaunchOptions shape the instance types of a class (catalog.Options) and
+// the offerings and subnets a launch may use.
+type LaunchOptions struct {
+	Region                  string
+	SpotPriceRatio          float64
+	ReservedENIs            int
+	VMMemoryOverheadPercent *float64
+	// Unavailable are the offerings the cache holds unavailable.
+	Unavailable []Offering
+	// UnavailableSubnets are subnet IDs recently out of addresses (nil:
+	// none known).
+	UnavailableSubnets map[string]bool
+}
+
+// LaunchClass is one EC2NodeClass resolved as launches see it.
+type LaunchClass struct {
+	// NodeClass is the class with its resolved status.
+	NodeClass v1.EC2NodeClass
+	// Subnets are its subnets, full ones marked.
+	Subnets []Subnet
+	// InstanceTypes are its instance types: unavailable offerings marked
+	// (zones whose subnets are all full included) and types no resolved
+	// AMI can boot removed.
+	InstanceTypes []*catalog.InstanceType
+}
+
+// ResolveLaunchClass is the one loader of an EC2NodeClass's launch state,
+// used by provisioning, disruption (its replacements) and the CLI: defaults
+// and validation, resolution through r, subnets marked, instance types
+// resolved (catalog.Resolve) and filtered to those a resolved AMI boots.
+// Readiness is the caller's decision (Ready=False classes still resolve).
+// The error says why the class is left out ("EC2NodeClass <name> left out:
+// invalid|resolve|instance types: ..."); with an instance-types error
+// LaunchClass.NodeClass is still the resolved class.
+func ResolveLaunchClass(ctx context.Context, r nodeClassResolver, nc v1.EC2NodeClass, opts LaunchOptions) (LaunchClass, error) {
+	nc.SetDefaults()
+	if err := nc.Validate(); err != nil {
+		return LaunchClass{}, fmt.Errorf("EC2NodeClass %s left out: invalid: %w", nc.Name, err)
+	}
+	res, err := r.ResolveNodeClass(ctx, nc)
+	if err != nil {
+		return LaunchClass{}, fmt.Errorf("EC2NodeClass %s left out: resolve: %w", nc.Name, err)
+	}
+	resolved := res.NodeClass
+	subnets := slices.Clone(res.Subnets)
+	fullZones := markSubnets(subnets, opts.UnavailableSubnets)
+	types, _, err := catalog.Resolve(&resolved, catalog.Options{
+		Region:                  opts.Region,
+		SpotPriceRatio:          opts.SpotPriceRatio,
+		ReservedENIs:            opts.ReservedENIs,
+		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
+		Unavailable:             withFullZones(unavailablePredicate(opts.Unavailable), fullZones),
+	})
+	if err != nil {
+		return LaunchClass{NodeClass: resolved}, fmt.Errorf("EC2NodeClass %s left out: instance types: %w", nc.Name, err)
+	}
+	return LaunchClass{NodeClass: resolved, Subnets: subnets, InstanceTypes: bootable(types, resolved.Status.AMIs)}, nil
 }
 
 // unavailablePredicate turns the cache entries into catalog.Options'

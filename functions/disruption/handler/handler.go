@@ -525,26 +525,20 @@ func (h *Handler) input(ctx context.Context, now time.Time, snap ddbstore.Snapsh
 		Options: disruption.Options{ClusterCABundle: h.cfg.CAData},
 	}
 	var warnings []string
+	// The same loader as the provisioner's, so replacements are planned
+	// over the instance types a launch would consider.
+	opts := provisioning.LaunchOptions{Region: h.cfg.Region, SpotPriceRatio: h.cfg.SpotPriceRatio, Unavailable: adapters.OfferingsOf(unavailable)}
 	for _, nc := range cfg.NodeClasses {
-		nc.SetDefaults()
-		if err := nc.Validate(); err != nil {
-			warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s left out: invalid: %v", nc.Name, err))
-			continue
+		lc, err := provisioning.ResolveLaunchClass(ctx, h.d.NodeClasses, nc, opts)
+		if lc.NodeClass.Name != "" {
+			h.recordNodeClassStatus(ctx, lc.NodeClass, now)
 		}
-		res, err := h.d.NodeClasses.ResolveNodeClass(ctx, nc)
 		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s left out: resolve: %v", nc.Name, err))
+			warnings = append(warnings, err.Error())
 			continue
 		}
-		resolved := res.NodeClass
-		h.recordNodeClassStatus(ctx, resolved, now)
-		types, _, err := catalog.Resolve(&resolved, catalog.Options{Region: h.cfg.Region, SpotPriceRatio: h.cfg.SpotPriceRatio, Unavailable: unavailableFunc(unavailable)})
-		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s left out: instance types: %v", nc.Name, err))
-			continue
-		}
-		in.NodeClasses = append(in.NodeClasses, resolved)
-		in.InstanceTypes[nc.Name] = types
+		in.NodeClasses = append(in.NodeClasses, lc.NodeClass)
+		in.InstanceTypes[nc.Name] = lc.InstanceTypes
 	}
 	instances, err := h.d.Instances.List(ctx, h.cfg.Cluster)
 	if err != nil {
@@ -557,23 +551,6 @@ func (h *Handler) input(ctx context.Context, now time.Time, snap ddbstore.Snapsh
 		h.d.Log.WarnContext(ctx, "left out of the evaluation", "warning", w)
 	}
 	return in, warnings, nil
-}
-
-// unavailableFunc is catalog.Options.Unavailable over the cache's entries;
-// an empty field matches every value.
-func unavailableFunc(entries []ddbstore.UnavailableOffering) func(instanceType, zone, capacityType string) bool {
-	if len(entries) == 0 {
-		return nil
-	}
-	return func(instanceType, zone, capacityType string) bool {
-		for _, e := range entries {
-			if (e.InstanceType == "" || e.InstanceType == instanceType) && (e.Zone == "" || e.Zone == zone) &&
-				(e.CapacityType == "" || e.CapacityType == capacityType) {
-				return true
-			}
-		}
-		return false
-	}
 }
 
 // pdbs turns the snapshot's summaries into PodDisruptionBudgets.

@@ -121,11 +121,17 @@ func (o Offerings) UnavailableOfferings(ctx context.Context, now time.Time) ([]p
 	if err != nil {
 		return nil, err
 	}
+	return OfferingsOf(list), nil
+}
+
+// OfferingsOf turns the cache's entries into provisioning's offerings (an
+// empty field matches every value).
+func OfferingsOf(list []ddbstore.UnavailableOffering) []provisioning.Offering {
 	out := make([]provisioning.Offering, len(list))
 	for i, u := range list {
 		out[i] = provisioning.Offering{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Zone: u.Zone}
 	}
-	return out, nil
+	return out
 }
 
 // MarkUnavailable records an offering as unavailable until now+ttl.
