@@ -19,6 +19,7 @@ import (
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/manifest"
+	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
 // knownFeatureGates are Karpenter's feature gates (karpenter-spec §10.3);
@@ -166,7 +167,7 @@ func evaluateDisruption(ctx context.Context, cfg disruptionConfig, stdin io.Read
 	var sources []string
 	for i := range in.NodeClasses {
 		nc := &in.NodeClasses[i]
-		types, src, err := catalog.Resolve(nc, catalog.Options{Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio})
+		types, src, _, err := provisioning.LaunchTypes(nc, nil, provisioning.LaunchOptions{Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio})
 		if err != nil {
 			return disruptionReport{}, fmt.Errorf("%s: EC2NodeClass %q: resolve instance types: %w", cluster.Sources[v1.KindEC2NodeClass+"/"+nc.Name], nc.Name, err)
 		}

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/manifest"
+	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
@@ -181,7 +182,7 @@ func plan(ctx context.Context, cfg planConfig, stdin io.Reader, stderr io.Writer
 	zones := map[string]workload.ZoneReport{}
 	for i := range in.NodeClasses {
 		nc := &in.NodeClasses[i]
-		types, src, err := catalog.Resolve(nc, catalog.Options{Region: cfg.Region, Zones: cfg.Zones, SpotPriceRatio: cfg.SpotPriceRatio})
+		types, src, _, err := provisioning.LaunchTypes(nc, nil, provisioning.LaunchOptions{Region: cfg.Region, Zones: cfg.Zones, SpotPriceRatio: cfg.SpotPriceRatio})
 		if err != nil {
 			return workload.Report{}, fmt.Errorf("%s: EC2NodeClass %q: resolve instance types: %w", cluster.Sources[v1.KindEC2NodeClass+"/"+nc.Name], nc.Name, err)
 		}

@@ -115,7 +115,9 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 // LaunchOptions shape the instance types of a class (catalog.Options) and
 // the offerings and subnets a launch may use.
 type LaunchOptions struct {
-	Region                  string
+	Region string
+	// Zones, when set, limits offerings to these zones (catalog.Options).
+	Zones                   []string
 	SpotPriceRatio          float64
 	ReservedENIs            int
 	VMMemoryOverheadPercent *float64
@@ -156,19 +158,33 @@ func ResolveLaunchClass(ctx context.Context, r nodeClassResolver, nc v1.EC2NodeC
 		return LaunchClass{}, fmt.Errorf("EC2NodeClass %s left out: resolve: %w", nc.Name, err)
 	}
 	resolved := res.NodeClass
-	subnets := slices.Clone(res.Subnets)
+	types, _, subnets, err := LaunchTypes(&resolved, res.Subnets, opts)
+	if err != nil {
+		return LaunchClass{NodeClass: resolved}, fmt.Errorf("EC2NodeClass %s left out: instance types: %w", nc.Name, err)
+	}
+	return LaunchClass{NodeClass: resolved, Subnets: subnets, InstanceTypes: types}, nil
+}
+
+// LaunchTypes is the pure part of ResolveLaunchClass, for a class whose
+// status is already resolved (the CLI reads it from manifests): subnets
+// marked (a copy is returned), instance types resolved with unavailable
+// offerings marked, types no resolved AMI boots removed. Errors are
+// catalog.Resolve's.
+func LaunchTypes(nc *v1.EC2NodeClass, subnets []Subnet, opts LaunchOptions) ([]*catalog.InstanceType, catalog.PriceSource, []Subnet, error) {
+	subnets = slices.Clone(subnets)
 	fullZones := markSubnets(subnets, opts.UnavailableSubnets)
-	types, _, err := catalog.Resolve(&resolved, catalog.Options{
+	types, src, err := catalog.Resolve(nc, catalog.Options{
 		Region:                  opts.Region,
+		Zones:                   opts.Zones,
 		SpotPriceRatio:          opts.SpotPriceRatio,
 		ReservedENIs:            opts.ReservedENIs,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		Unavailable:             withFullZones(unavailablePredicate(opts.Unavailable), fullZones),
 	})
 	if err != nil {
-		return LaunchClass{NodeClass: resolved}, fmt.Errorf("EC2NodeClass %s left out: instance types: %w", nc.Name, err)
+		return nil, src, nil, err
 	}
-	return LaunchClass{NodeClass: resolved, Subnets: subnets, InstanceTypes: bootable(types, resolved.Status.AMIs)}, nil
+	return bootable(types, nc.Status.AMIs), src, subnets, nil
 }
 
 // unavailablePredicate turns the cache entries into catalog.Options'
