@@ -204,7 +204,7 @@ func dropExotic(cands []Candidate, rej []Rejection) ([]Candidate, []Rejection) {
 // dropPricierSpot removes spot offerings priced above the cheapest
 // on-demand offering of any candidate, then candidates left with none. With
 // no on-demand offering it changes nothing. Offerings slices are rewritten
-// in place.
+// in place (Narrow's contract).
 func dropPricierSpot(cands []Candidate, rej []Rejection) ([]Candidate, []Rejection) {
 	od, found := 0.0, false
 	for _, c := range cands {
@@ -222,7 +222,7 @@ func dropPricierSpot(cands []Candidate, rej []Rejection) ([]Candidate, []Rejecti
 	out := cands[:0]
 	for _, c := range cands {
 		if slices.ContainsFunc(c.Offerings, pricier) {
-			c.Offerings = slices.DeleteFunc(slices.Clone(c.Offerings), pricier)
+			c.Offerings = slices.DeleteFunc(c.Offerings, pricier)
 		}
 		if len(c.Offerings) > 0 {
 			out = append(out, c)

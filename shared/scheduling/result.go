@@ -79,12 +79,7 @@ func (s *solver) finalize() []final {
 		// The launch model narrows every fitting type (exotic, spot-price,
 		// truncate), so that the claim lists what a launch would consider.
 		r := s.reqs.get(c.reqID)
-		fitting := s.fittingUpTo(c.tl, c.cur, &c.used, limited, &limitCap, len(c.tl.types))
-		cands, _ := launch.Narrow(r, candidates(r, fitting), s.maxTypes, nil)
-		types := make([]*ptype, len(cands))
-		for i, cd := range cands {
-			types[i] = fitting[cd.Ref]
-		}
+		types, cands := s.narrow(c, r, limited, &limitCap)
 		if p.anyLimit {
 			var largest vec
 			for _, t := range types {
@@ -101,6 +96,54 @@ func (s *solver) finalize() []final {
 		s.finals = append(s.finals, final{c: c, types: types, cands: cands, expected: expectedOffering(cands)})
 	}
 	return s.finals
+}
+
+// narrow returns the claim's candidates as the launch model narrows its
+// fitting types (launch.Narrow), without handing it every fitting type
+// when a cheap prefix already settles the answer: fitting types come in
+// tl's order, by cheapest allowed offering, and the filters only remove
+// types or offerings, so a type further down is priced at least bound (the
+// prefix's last price). The prefix's answer is the full list's when it has
+// a non-exotic type (the exotic filter decides the same), its cheapest
+// on-demand offering is at most bound (no later type lowers the spot-price
+// threshold, when that filter applies), and it keeps maxTypes candidates all priced below bound. With
+// minValues every fitting type is passed.
+func (s *solver) narrow(c *nclaim, r requirements.Requirements, limited bool, limitCap *vec) ([]*ptype, []launch.Candidate) {
+	upTo := len(c.tl.types)
+	if !c.tl.minValues {
+		upTo = s.maxTypes + s.maxTypes/2 + 1
+	}
+	ct := r[v1.LabelCapacityType]
+	spotFilter := ct == nil || ct.Has(v1.CapacityTypeSpot) && ct.Has(v1.CapacityTypeOnDemand)
+	for {
+		fitting := s.fittingUpTo(c.tl, c.cur, &c.used, limited, limitCap, upTo)
+		cands := candidates(r, fitting)
+		complete := len(fitting) < upTo || upTo >= len(c.tl.types)
+		bound, plain, od := 0.0, false, math.Inf(1)
+		if !complete && len(cands) > 0 {
+			bound = cands[len(cands)-1].Price()
+			for i := range cands {
+				if launch.Exotic(cands[i].Type) {
+					continue
+				}
+				plain = true
+				for _, o := range cands[i].Offerings {
+					if o.CapacityType == v1.CapacityTypeOnDemand && o.Price < od {
+						od = o.Price
+					}
+				}
+			}
+		}
+		kept, _ := launch.Narrow(r, cands, s.maxTypes, nil)
+		if complete || plain && (!spotFilter || od <= bound) && len(kept) == s.maxTypes && kept[len(kept)-1].Price() < bound {
+			types := make([]*ptype, len(kept))
+			for i, cd := range kept {
+				types[i] = fitting[cd.Ref]
+			}
+			return types, kept
+		}
+		upTo *= 2
+	}
 }
 
 // outcome summarizes a solved plan for choosing between strategies: pods
