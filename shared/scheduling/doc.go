@@ -61,14 +61,16 @@
 //     resources.requests are the pods' requests plus the smallest daemonset
 //     overhead among the candidates plus the pod count; labels, taints,
 //     startupTaints, annotations, nodeClassRef, expireAfter and
-//     terminationGracePeriod come from the template. At most
-//     Options.MaxInstanceTypes (60, what CreateFleet accepts) candidates are
-//     listed, cheapest first; every one holds all the claim's pods plus its
-//     daemonset overhead. minValues is enforced (Strict) or lowered and
-//     annotated (BestEffort), and kept when truncating.
-//   - Expected: the offering CreateFleet would pick: reserved if
-//     available, else spot if allowed and not pricier than the cheapest
-//     on-demand offering, else on-demand; the cheapest of that type.
+//     terminationGracePeriod come from the template. The candidates are
+//     the fitting types (each holds all the claim's pods plus its daemonset
+//     overhead) as the launch model narrows them (shared/launch: exotic and
+//     spot-price filters, then at most Options.MaxInstanceTypes, 60, what
+//     CreateFleet accepts), cheapest first. minValues is enforced (Strict)
+//     or lowered and annotated (BestEffort), and kept when truncating.
+//   - Expected: the first offering of the launch model's plan
+//     (launch.Choose): reserved if available, else spot, else on-demand;
+//     the cheapest of that capacity type. The fleet adapter renders the
+//     same plan, so CreateFleet is asked for exactly these candidates.
 //
 // Where nodewright deliberately differs, it admits more plans or safer
 // ones, never a placement Karpenter's rules forbid:
