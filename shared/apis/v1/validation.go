@@ -411,8 +411,8 @@ func validateBudget(errs *fieldErrors, path string, b Budget) {
 		s := *b.Schedule
 		if !budgetSchedulePattern.MatchString(s) {
 			errs.add(child(path, "schedule"), "%q is not a cron schedule (\"0 9 * * mon-fri\") or an @ shorthand (\"@daily\")", s)
-		} else if msg := checkCron(s); msg != "" {
-			errs.add(child(path, "schedule"), "%q is not a valid cron schedule: %s", s, msg)
+		} else if _, err := ParseBudgetSchedule(s); err != nil {
+			errs.add(child(path, "schedule"), "%q is not a valid cron schedule: %v", s, err)
 		}
 		if b.Duration == nil {
 			errs.add(child(path, "duration"), "required when schedule is set")
