@@ -121,6 +121,10 @@ func TestNodePoolValidate(t *testing.T) {
 			np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "a", Value: "b", Effect: corev1.TaintEffectNoSchedule}}
 			np.Spec.Template.Spec.StartupTaints = []corev1.Taint{{Key: "a", Effect: corev1.TaintEffectNoExecute}}
 		})},
+		{name: "should accept zones of one region, a Local Zone among them, and NotIn zones of another", give: nodePool(func(np *v1.NodePool) {
+			*requirements(np) = append(*requirements(np), req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1a", "us-east-1-bos-1a"),
+				req(corev1.LabelTopologyZone, corev1.NodeSelectorOpNotIn, "us-west-2a"))
+		})},
 		{name: "should accept Never, compound durations and a termination grace period", give: nodePool(func(np *v1.NodePool) {
 			np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillable("Never")
 			np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillable("1h30m15s")
@@ -173,6 +177,10 @@ func TestNodePoolValidateErrors(t *testing.T) {
 			want: []string{rp + `.operator: "Equals" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`}},
 		{name: "should fail for a missing operator", give: withReq(req("a", "", "b")),
 			want: []string{rp + `.operator: required; one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`}},
+		{name: "should fail for a zone requirement spanning two regions", give: withReq(req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1a", "us-east-1-bos-1a", "us-west-2a")),
+			want: []string{rp + `.values[2]: zone "us-west-2a" is in region us-west-2 but zone "us-east-1a" is in us-east-1; a NodePool's zones must be in the cluster's one region`}},
+		{name: "should fail for a deprecated-key zone requirement spanning two regions", give: withReq(req("failure-domain.beta.kubernetes.io/zone", corev1.NodeSelectorOpIn, "eu-west-1a", "eu-central-1b")),
+			want: []string{rp + `.values[1]: zone "eu-central-1b" is in region eu-central-1 but zone "eu-west-1a" is in eu-west-1; a NodePool's zones must be in the cluster's one region`}},
 		{name: "should fail for In without values", give: withReq(req("a", corev1.NodeSelectorOpIn)),
 			want: []string{rp + `.values: operator In needs at least one value`}},
 		{name: "should fail for Gt with two values", give: withReq(req(v1.LabelInstanceCPU, corev1.NodeSelectorOpGt, "1", "2")),
