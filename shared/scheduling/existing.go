@@ -255,6 +255,9 @@ func (s *solver) newNode(en *ExistingNode) *enode {
 		}
 		if ok {
 			daemonWant.add(&d.req, n)
+			// Its pod holds its host ports whether or not it is bound
+			// yet (an in-flight claim, a node still starting it).
+			node.ports = append(node.ports, d.ports...)
 		}
 	}
 	daemonWant.sub(&daemonUsed, n)

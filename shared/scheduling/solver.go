@@ -903,8 +903,13 @@ func (s *solver) evalClaim(pi *podInfo, c *nclaim) cand {
 	if !leq(&need, &c.tl.maxAlloc, n) || s.hostnameBlocks(e, c.h) {
 		return cand{}
 	}
-	if len(pi.cls.ports) > 0 && portConflict(c.ports, pi.cls.ports) != nil {
-		return cand{}
+	if len(pi.cls.ports) > 0 {
+		if portConflict(c.ports, pi.cls.ports) != nil {
+			return cand{}
+		}
+		if hp, _ := daemonPortConflict(c.pool.daemons, pi.cls.ports); hp != nil {
+			return cand{}
+		}
 	}
 	m := s.reqs.merge(c.reqID, e.reqID)
 	if m.id < 0 {
@@ -957,10 +962,8 @@ func (s *solver) evalNew(pi *podInfo, p *pool, explain bool) (cand, string) {
 		return cand{}, fmt.Sprintf("limit nodes %d reached (%d in use)", p.nodesLimit, p.nodes)
 	}
 	if len(pi.cls.ports) > 0 {
-		for _, d := range p.daemons {
-			if hp := portConflict(d.ports, pi.cls.ports); hp != nil {
-				return cand{}, fmt.Sprintf("host port %s is taken by DaemonSet %s", hp, d.name)
-			}
+		if hp, d := daemonPortConflict(p.daemons, pi.cls.ports); hp != nil {
+			return cand{}, fmt.Sprintf("host port %s is taken by DaemonSet %s", hp, d.name)
 		}
 	}
 	view := &topoView{pool: p, reqID: pf.reqID}

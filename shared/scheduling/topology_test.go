@@ -347,14 +347,52 @@ func TestSolveNamespacesOfAffinityTerms(t *testing.T) {
 }
 
 func TestSolveHostPorts(t *testing.T) {
+	agentPort := []st.PodOption{st.Requests("10m", ""), st.HostPort(9100, corev1.ProtocolTCP), st.Toleration("", "", "")}
+	inFlight := st.InFlight(st.NodeClaim("default-x", st.ClaimType(testTypes()[0], "us-east-1a", v1.CapacityTypeOnDemand)))
 	tests := []struct {
 		name      string
+		pool      []st.NodePoolOption
 		pods      []*corev1.Pod
 		ds        []st.PodOption
 		nodes     []scheduling.ExistingNode
 		wantHosts int
 		wantUnsch string
 	}{
+		{
+			name:      "should leave pending, naming port and DaemonSet, a pod whose host port a tolerate-everything daemonset binds on a tainted pool",
+			pool:      []st.NodePoolOption{st.PoolTaint("dedicated", "web", corev1.TaintEffectNoSchedule)},
+			pods:      pods("web", 1, st.Requests("100m", "128Mi"), st.HostPort(9100, corev1.ProtocolTCP), st.Toleration("dedicated", "web", corev1.TaintEffectNoSchedule)),
+			ds:        agentPort,
+			wantUnsch: "host port 0.0.0.0:9100/TCP is taken by DaemonSet kube-system/agent",
+		},
+		{
+			name: "should not add a pod to a planned claim whose daemonset binds its host port",
+			pods: append(pods("big", 1, st.Requests("1", "1Gi")),
+				pods("web", 1, st.Requests("100m", "128Mi"), st.HostPort(9100, corev1.ProtocolTCP))...),
+			ds:        agentPort,
+			wantUnsch: "host port 0.0.0.0:9100/TCP is taken by DaemonSet kube-system/agent",
+		},
+		{
+			name:      "should not nominate a pod to an in-flight claim whose daemonset pod, not bound yet, will bind its host port",
+			nodes:     []scheduling.ExistingNode{inFlight},
+			pods:      pods("web", 1, st.Requests("100m", "128Mi"), st.HostPort(9100, corev1.ProtocolTCP)),
+			ds:        agentPort,
+			wantUnsch: "host port 0.0.0.0:9100/TCP is taken by DaemonSet kube-system/agent",
+		},
+		{
+			name:      "should not place a pod on a registered node whose daemonset pod is not bound yet but will bind its host port",
+			nodes:     []scheduling.ExistingNode{st.Existing(st.Node("n1", st.NodeAllocatable("8", "32Gi", "100")))},
+			pods:      pods("web", 1, st.Requests("100m", "128Mi"), st.HostPort(9100, corev1.ProtocolTCP)),
+			ds:        agentPort,
+			wantUnsch: "host port 0.0.0.0:9100/TCP is taken by DaemonSet kube-system/agent",
+		},
+		{
+			name:      "should place a pod on a node whose daemonset binds other host ports",
+			nodes:     []scheduling.ExistingNode{st.Existing(st.Node("n1", st.NodeAllocatable("8", "32Gi", "100")))},
+			pods:      pods("web", 1, st.Requests("100m", "128Mi"), st.HostPort(9101, corev1.ProtocolTCP)),
+			ds:        agentPort,
+			wantHosts: 1,
+		},
 		{
 			name:      "should not schedule pods with the same host port on one node",
 			pods:      pods("web", 2, st.Requests("100m", "128Mi"), st.HostPort(80, corev1.ProtocolTCP)),
@@ -386,7 +424,7 @@ func TestSolveHostPorts(t *testing.T) {
 			if tt.ds != nil {
 				opts = append(opts, st.WithDaemonSets(st.DaemonSet("agent", tt.ds...)))
 			}
-			in := input([]v1.NodePool{st.NodePool("default")}, tt.pods, opts...)
+			in := input([]v1.NodePool{st.NodePool("default", tt.pool...)}, tt.pods, opts...)
 			res := solve(t, in)
 			if tt.wantUnsch != "" {
 				if why := reasonOf(t, res); !strings.Contains(why, tt.wantUnsch) {
