@@ -313,6 +313,7 @@ func (s *solver) orderNodes() {
 func (s *solver) registerNodeDomains() {
 	for _, node := range s.nodes {
 		ts := s.taintSet(node.taints)
+		s.provPool, s.provNode = append(s.provPool, -1), append(s.provNode, node.reqs)
 		for _, k := range s.keys {
 			if v, ok := node.labels[k.name]; ok {
 				s.registerDomain(k, v, ts)

@@ -121,6 +121,11 @@ func randomWorkload(r *rand.Rand) scheduling.Input {
 		switch r.Intn(9) {
 		case 0:
 			opts = append(opts, st.TopologySpread(v1.LabelTopologyZone, int32(1+r.Intn(2)), corev1.DoNotSchedule, self))
+			if r.Intn(2) == 0 {
+				// Honor (the default): only the zones of the pools
+				// labelled team=a count.
+				opts = append(opts, st.NodeSelector(map[string]string{"team": "a"}))
+			}
 		case 1:
 			opts = append(opts, st.TopologySpread(v1.LabelHostname, int32(1+r.Intn(2)), corev1.DoNotSchedule, self))
 		case 2:

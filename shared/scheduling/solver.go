@@ -56,6 +56,12 @@ type solver struct {
 	ownerTotal []int32
 	universe   []map[string][]int32
 	taintSets  [][]corev1.Taint
+	// provReqs is, per taint set, the requirements of the pool (its
+	// reqTable id) or node that provides domains with it, for
+	// nodeAffinityPolicy Honor: provPool >= 0 names a pool set, else
+	// provNode holds the node's requirements.
+	provPool []int32
+	provNode []requirements.Requirements
 	selCache   map[string][]*group
 	domCache   map[domKey][]int32
 
@@ -399,6 +405,7 @@ func (s *solver) buildTopology() {
 			continue
 		}
 		ts := s.taintSet(p.taints)
+		s.provPool, s.provNode = append(s.provPool, p.reqID), append(s.provNode, nil)
 		for _, k := range s.keys {
 			if k.hostname {
 				continue

@@ -524,3 +524,62 @@ func TestSolveIgnoresPreferencesWithPolicyIgnore(t *testing.T) {
 		t.Errorf("got %d claims, want one holding all three pods", len(res.NewClaims))
 	}
 }
+
+// TestSolveSpreadHonorsNodeAffinityAcrossNodePools checks
+// nodeAffinityPolicy Honor (the default) in its documented meaning: a zone
+// only a NodePool the pod's selector excludes can offer is not a domain of
+// the spread, so pods are not left pending for it. Karpenter v1.14.1 counts
+// it (its fixes were reverted); this is listed as doing better.
+func TestSolveSpreadHonorsNodeAffinityAcrossNodePools(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	pools := []v1.NodePool{
+		st.NodePool("web", st.PoolLabels(map[string]string{"team": "web"}),
+			st.PoolRequirement(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1a", "us-east-1b")),
+		st.NodePool("other", st.PoolRequirement(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1c")),
+	}
+	ignore := corev1.NodeInclusionPolicyIgnore
+	tests := []struct {
+		name      string
+		policy    *corev1.NodeInclusionPolicy
+		nodes     []scheduling.ExistingNode
+		wantUnsch int
+		wantZones map[string]int
+	}{
+		{
+			name:      "should spread over the zones of the NodePools the pod's nodeSelector admits",
+			wantZones: map[string]int{"us-east-1a": 2, "us-east-1b": 2},
+		},
+		{
+			name:  "should not count a zone whose only existing node the nodeSelector excludes",
+			nodes: []scheduling.ExistingNode{st.Existing(st.Node("n-c", st.NodeType(testTypes()[0], "us-east-1d", v1.CapacityTypeOnDemand)))},
+			// the node's zone us-east-1d is no domain: 2/2 as above
+			wantZones: map[string]int{"us-east-1a": 2, "us-east-1b": 2},
+		},
+		{
+			name:      "should count every NodePool's zones with nodeAffinityPolicy Ignore, leaving pods pending",
+			policy:    &ignore,
+			wantUnsch: 2,
+			wantZones: map[string]int{"us-east-1a": 1, "us-east-1b": 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ps := pods("web", 4, st.Labels(web), st.Requests("500m", "1Gi"), st.NodeSelector(map[string]string{"team": "web"}),
+				st.TopologySpread(v1.LabelTopologyZone, 1, corev1.DoNotSchedule, web), func(p *corev1.Pod) {
+					p.Spec.TopologySpreadConstraints[0].NodeAffinityPolicy = tt.policy
+				})
+			in := input(pools, ps, st.WithNodes(tt.nodes...))
+			res := solve(t, in)
+			if len(res.Unschedulable) != tt.wantUnsch {
+				t.Errorf("unschedulable = %v, want %d pods", res.Unschedulable, tt.wantUnsch)
+			}
+			zones := map[string]int{}
+			for _, c := range res.NewClaims {
+				zones[c.Expected.Zone] += len(c.Pods)
+			}
+			if diff := cmp.Diff(tt.wantZones, zones); diff != "" {
+				t.Errorf("pods per zone (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
