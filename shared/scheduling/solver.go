@@ -62,8 +62,8 @@ type solver struct {
 	// provNode holds the node's requirements.
 	provPool []int32
 	provNode []requirements.Requirements
-	selCache   map[string][]*group
-	domCache   map[domKey][]int32
+	selCache map[string][]*group
+	domCache map[domKey][]int32
 
 	hosts    []*host
 	nodes    []*enode
