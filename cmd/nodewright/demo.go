@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -535,7 +534,7 @@ func checkBudgetWindow(now time.Time, within time.Duration) error {
 		if b.Schedule == nil || b.Duration == nil {
 			return fmt.Errorf("NodePool %s has a budget of nodes: %q with no schedule: nothing can be disrupted, so drift and consolidation would never act; run with --disruption=false", np.Name, b.Nodes)
 		}
-		sched, err := cron.ParseStandard("TZ=UTC " + *b.Schedule)
+		sched, err := v1.ParseBudgetSchedule(*b.Schedule)
 		if err != nil {
 			return fmt.Errorf("NodePool %s: budget schedule %q: %w", np.Name, *b.Schedule, err)
 		}

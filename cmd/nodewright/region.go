@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -17,18 +16,8 @@ import (
 // --region nor the input names one.
 const defaultRegion = "us-east-1"
 
-// zoneName splits a zone name into its region and suffix (us-east-1a,
-// us-east-1-bos-1a), per AWS's zone naming.
-var zoneName = regexp.MustCompile(`^([a-z]{2}(?:-gov|-iso[a-z]?)?-[a-z]+-[0-9]+)([a-z]|-[a-z]+-[0-9]+[a-z])$`)
-
-// regionOfZone returns the region of an availability or Local Zone name.
-func regionOfZone(zone string) (string, bool) {
-	m := zoneName.FindStringSubmatch(zone)
-	if m == nil {
-		return "", false
-	}
-	return m[1], true
-}
+// regionOfZone is v1.RegionOfZone.
+var regionOfZone = v1.RegionOfZone
 
 // inferRegion returns the one region the objects name, and where it was
 // read: a Node's or NodeClaim's topology.kubernetes.io/region or zone

@@ -147,6 +147,15 @@ func TestValidateCommandErrors(t *testing.T) {
 				"invalid: checked 1 NodePool, 1 EC2NodeClass; 2 errors, 0 warnings\n",
 		},
 		{
+			name:     "should refuse a zone requirement spanning two regions and a CRON_TZ budget schedule, naming the fields",
+			args:     []string{"-f", "-"},
+			stdin:    strings.Replace(strings.Replace(validPool, "values: [spot]}", "values: [spot]}\n        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a, us-west-2b]}", 1), "spec:\n  template:", "spec:\n  disruption:\n    consolidateAfter: 1m\n    budgets:\n      - {nodes: '0', schedule: 'CRON_TZ=Europe/Paris 0 9 * * *', duration: 1h}\n  template:", 1) + "---\n" + validClass,
+			wantCode: 1,
+			want: "error: stdin#1: NodePool \"default\": spec.template.spec.requirements[1].values[1]: zone \"us-west-2b\" is in region us-west-2 but zone \"us-east-1a\" is in us-east-1; a NodePool's zones must be in the cluster's one region\n" +
+				"error: stdin#1: NodePool \"default\": spec.disruption.budgets[0].schedule: \"CRON_TZ=Europe/Paris 0 9 * * *\" is not a valid cron schedule: time zone prefix \"CRON_TZ=Europe/Paris\" is not supported: budget schedules are evaluated in UTC\n" +
+				"invalid: checked 1 NodePool, 1 EC2NodeClass; 2 errors, 0 warnings\n",
+		},
+		{
 			name:     "should reject unknown fields as kubectl apply's strict field validation does, and only warn about HEAD-only kubelet keys",
 			args:     []string{"-f", "-"},
 			stdin:    strings.Replace(validClass, "spec:\n", "spec:\n  kubelet: {maxPods: 110, registryPullQPS: 5}\n  futureField: true\n", 1),

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -83,8 +82,8 @@ func budgetValue(b *v1.Budget, now time.Time, numNodes int) (int, error) {
 // budgetActive reports whether b is in force at now. Without schedule and
 // duration it always is; otherwise it is when the schedule's last hit, in
 // UTC, is at most duration before now: the next hit after now - duration is
-// not after now (karpenter: Budget.IsActive, parsed by robfig/cron's
-// standard parser with a "TZ=UTC" prefix).
+// not after now (karpenter: Budget.IsActive; the schedule is parsed by
+// v1.ParseBudgetSchedule, the parser validation uses).
 func budgetActive(b *v1.Budget, now time.Time) (bool, error) {
 	if b.Schedule == nil && b.Duration == nil {
 		return true, nil
@@ -93,7 +92,7 @@ func budgetActive(b *v1.Budget, now time.Time) (bool, error) {
 	if b.Schedule != nil {
 		schedule = *b.Schedule
 	}
-	sched, err := cron.ParseStandard("TZ=UTC " + schedule)
+	sched, err := v1.ParseBudgetSchedule(schedule)
 	if err != nil {
 		return false, fmt.Errorf("schedule %q: %w", schedule, err)
 	}

@@ -90,6 +90,7 @@ func TestAllowedDisruptionsFailsClosed(t *testing.T) {
 	}{
 		{"invalid schedule", []v1.Budget{budget("100%"), scheduled(budget("5"), "every day", time.Hour)}},
 		{"schedule too short", []v1.Budget{scheduled(budget("5"), "0 9 *", time.Hour)}},
+		{"schedule with a CRON_TZ prefix validation refuses", []v1.Budget{scheduled(budget("5"), "CRON_TZ=Asia/Tokyo 0 9 * * *", time.Hour)}},
 		{"duration without schedule", []v1.Budget{{Nodes: "5", Duration: &v1.Duration{Duration: time.Hour}}}},
 		{"invalid nodes", []v1.Budget{budget("lots")}},
 	}

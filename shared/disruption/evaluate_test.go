@@ -455,6 +455,20 @@ func TestConsolidation(t *testing.T) {
 			events:  map[string]string{"a": disruption.EventUnconsolidatable},
 		},
 		{
+			name: "should not move a host-port pod onto a node whose DaemonSet binds the port before its daemon pod is bound",
+			build: func(c *cluster) {
+				c.node("a", xlarge, "us-east-1a", od, "general")
+				c.node("b", xlarge2, "us-east-1b", od, "general")
+				c.pod("a-0", "node-a", st.Requests("1", "256Mi"), st.HostPort(9100, corev1.ProtocolTCP))
+				c.pods("node-b", "1", "b-0", "b-1", "b-2", "b-3", "b-4", "b-5")
+				c.in.DaemonSets = append(c.in.DaemonSets, st.DaemonSet("exporter", st.Requests("10m", ""), st.HostPort(9100, corev1.ProtocolTCP),
+					st.NodeSelector(map[string]string{v1.LabelTopologyZone: "us-east-1b"})))
+			},
+			want:    []cmdSummary{replace(disruption.MethodUnderutilized, od, []string{"m5.xlarge"}, "b")},
+			blocked: map[string]string{"a": `pod default/a-0 cannot be rescheduled: NodePool "general": host port 0.0.0.0:9100/TCP is taken by DaemonSet kube-system/exporter`},
+			events:  map[string]string{"a": disruption.EventUnconsolidatable},
+		},
+		{
 			name: "should not move pods onto an uninitialized node",
 			build: func(c *cluster) {
 				c.node("a", xlarge, "us-east-1a", od, "general")

@@ -64,9 +64,8 @@ var ErrNodePoolDoesNotExist = errors.New("pod requires " + v1.LabelNodePool + " 
 //
 //   - a pod requiring karpenter.sh/nodepool DoesNotExist is ignored
 //     silently: the error wraps ErrNodePoolDoesNotExist;
-//   - any node-selector term (required or preferred) with matchFields is
-//     unsupported;
-//   - every nodeSelector entry and match expression must use a supported
+//   - any required node-selector term with matchFields is unsupported;
+//   - every nodeSelector entry and required match expression must use a supported
 //     operator, a key that is not restricted (kubernetes.io/hostname, and
 //     the karpenter.sh and karpenter.k8s.aws domains except well-known
 //     keys), In must list a value, and Gt/Lt/Gte/Lte a single non-negative
@@ -74,7 +73,9 @@ var ErrNodePoolDoesNotExist = errors.New("pod requires " + v1.LabelNodePool + " 
 //
 // Any other failure is reported with every reason, in the pod's order,
 // separated by "; ": the text of a FailedScheduling event. Keys are checked
-// after normalization (v1.NormalizedLabels).
+// after normalization (v1.NormalizedLabels). Preferred node-affinity terms
+// are not validated (Karpenter >= v1.5, kubernetes-sigs/karpenter #2182):
+// one the provisioner cannot satisfy is relaxed away like any preference.
 func ValidatePod(pod *corev1.Pod) error {
 	if req, ok := ForPod(pod, true)[v1.LabelNodePool]; ok && !req.complement && len(req.values) == 0 {
 		return fmt.Errorf("validate pod %s/%s: %w", pod.Namespace, pod.Name, ErrNodePoolDoesNotExist)
@@ -94,9 +95,6 @@ func ValidatePod(pod *corev1.Pod) error {
 			for _, term := range req.NodeSelectorTerms {
 				problems = appendTermProblems(problems, term)
 			}
-		}
-		for _, p := range na.PreferredDuringSchedulingIgnoredDuringExecution {
-			problems = appendTermProblems(problems, p.Preference)
 		}
 	}
 	if len(problems) == 0 {

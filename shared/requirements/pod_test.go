@@ -164,6 +164,12 @@ func TestValidatePodAccepts(t *testing.T) {
 		{name: "karpenter.sh/nodepool NotIn", pod: pod(required(expr(v1.LabelNodePool, notIn, "default")))},
 		{name: "labels in domains that merely end like a restricted one", pod: pod(nodeSelector("notkarpenter.sh/x", "y"))},
 		{name: "deprecated well-known keys", pod: pod(nodeSelector("beta.kubernetes.io/arch", "amd64"))},
+		{name: "a preferred term on kubernetes.io/hostname (only required terms are validated, Karpenter >= v1.5)", pod: pod(preferred(10, expr(v1.LabelHostname, in, "ip-10-0-0-1")))},
+		{name: "a preferred term on a restricted karpenter.sh label with an unsupported operator", pod: pod(preferred(10, expr("karpenter.sh/initialized", "Near", "x")))},
+		{name: "a preferred term with matchFields", pod: pod(func(p *corev1.Pod) {
+			nodeAffinity(p).PreferredDuringSchedulingIgnoredDuringExecution = []corev1.PreferredSchedulingTerm{
+				{Weight: 1, Preference: corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: in, Values: []string{"n"}}}}}}
+		})},
 		{name: "an empty matchFields list", pod: pod(func(p *corev1.Pod) {
 			nodeAffinity(p).RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
 				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{}}}}
@@ -193,14 +199,6 @@ func TestValidatePodRejects(t *testing.T) {
 		{
 			name: "should ignore a pod whose required node affinity uses matchFields",
 			pod:  pod(matchFields),
-			want: "validate pod default/web-0: node selector term with matchFields is not supported",
-		},
-		{
-			name: "should ignore a pod whose preferred node affinity uses matchFields",
-			pod: pod(func(p *corev1.Pod) {
-				nodeAffinity(p).PreferredDuringSchedulingIgnoredDuringExecution = []corev1.PreferredSchedulingTerm{
-					{Weight: 1, Preference: corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: in, Values: []string{"n"}}}}}}
-			}),
 			want: "validate pod default/web-0: node selector term with matchFields is not supported",
 		},
 		{

@@ -39,7 +39,11 @@
 //     and affinity count a claim's pods once its domain is known;
 //     anti-affinity counts every domain the claim may land in.
 //   - Host ports: (IP, port, protocol) with unspecified-address wildcards,
-//     including the DaemonSets' ports on new claims.
+//     including the ports of the compatible DaemonSets on new claims (a pod
+//     binding one stays pending, its reason naming port and DaemonSet,
+//     kubernetes-sigs/karpenter #2083/#2093), on this round's claims, and
+//     on existing nodes and in-flight NodeClaims whether or not the daemon
+//     pod is bound yet.
 //   - DaemonSets: per NodePool only those that tolerate its taints
 //     (PreferNoSchedule implicitly) and whose node affinity fits its
 //     requirements count, and per instance type only those whose
@@ -85,6 +89,10 @@
 //     pod instead of one per zone).
 //   - Topology terms of one pod narrow a claim one after another, so a
 //     spread constraint picks its domain among those affinity terms allow.
+//   - Spread with nodeAffinityPolicy Honor counts only the domains that a
+//     NodePool compatible with the pod's node selection, or an existing
+//     node that satisfies it, provides (Kubernetes' meaning of Honor;
+//     Karpenter v1.14.1 counts every NodePool's domains).
 //   - Limits: while solving, each claim counts its cheapest fitting type;
 //     when the plan is written, claims widen their candidate lists in order
 //     only as far as the pool's remaining limits allow. The largest
@@ -123,8 +131,13 @@
 //     move is checked like a placement and must also keep every other
 //     pod's constraints (no zone-like topology count changes, no pod a
 //     hostname affinity term selects leaves its host, no hostname spread
-//     above maxSkew); a move set that does not fully succeed is rolled
-//     back.
+//     above maxSkew, no pod onto a claim of a lighter NodePool than its
+//     own); a move set that does not fully succeed is rolled back.
+//
+// NodePool weight is never traded for price: a pod joins one of this
+// round's claims (as Karpenter tries those first) or opens a claim of the
+// heaviest NodePool that can host it, and the improvement pass keeps every
+// pod on its pool's weight or moves it to a heavier pool.
 //
 // Solve also packs the same snapshot the way Karpenter does (first fit on
 // the claim with the fewest pods, looking at up to 256 claims per pod) and

@@ -255,6 +255,9 @@ func (s *solver) newNode(en *ExistingNode) *enode {
 		}
 		if ok {
 			daemonWant.add(&d.req, n)
+			// Its pod holds its host ports whether or not it is bound
+			// yet (an in-flight claim, a node still starting it).
+			node.ports = append(node.ports, d.ports...)
 		}
 	}
 	daemonWant.sub(&daemonUsed, n)
@@ -310,6 +313,7 @@ func (s *solver) orderNodes() {
 func (s *solver) registerNodeDomains() {
 	for _, node := range s.nodes {
 		ts := s.taintSet(node.taints)
+		s.provPool, s.provNode = append(s.provPool, -1), append(s.provNode, node.reqs)
 		for _, k := range s.keys {
 			if v, ok := node.labels[k.name]; ok {
 				s.registerDomain(k, v, ts)

@@ -3,7 +3,8 @@ package scheduling
 import "sort"
 
 // The improvement pass runs after the queue. It moves pods between this
-// round's claims when that lowers the plan's price: it tries to empty each
+// round's claims when that lowers the plan's price, never onto a claim of a
+// NodePool lighter than the pod's (lighter): it tries to empty each
 // claim into the free room of others, then to shrink each claim to a
 // cheaper instance type by moving a few of its pods out. Every move is
 // validated like a placement (requirements, taints, ports, resources,
@@ -169,6 +170,15 @@ func (s *solver) detach(t *txn, pi *podInfo) {
 	c.pool.byMemory.fix(c, iMem)
 }
 
+// lighter reports whether pool p weighs less than the pool of claim from:
+// no move goes there, so the pass never trades NodePool weight for price
+// (karpenter-spec §3.3: the heavier NodePool takes every pod it can, a
+// lighter one only the rest). Moves among pools of equal weight, and to
+// heavier ones, are priced freely.
+func lighter(p *pool, from *nclaim) bool {
+	return from != nil && p.weight < from.pool.weight
+}
+
 // movable reports whether moving pi may leave others' constraints intact:
 // no hostname pod-affinity term selects it.
 func movable(pi *podInfo) bool {
@@ -242,7 +252,7 @@ func (s *solver) searchMove(pi *podInfo, exclude *nclaim, fromRec []recEntry) ca
 		slot = resMemory
 	}
 	for _, p := range s.pools {
-		if s.poolFit(pi.eff, p).reqID < 0 {
+		if lighter(p, exclude) || s.poolFit(pi.eff, p).reqID < 0 {
 			continue
 		}
 		ix := &p.byCPU
@@ -448,7 +458,7 @@ func (s *solver) chooseEviction(c *nclaim, excess *vec) []*podInfo {
 // moveTo moves pi from its claim onto dest, if that is a valid placement
 // that keeps others' constraints.
 func (s *solver) moveTo(t *txn, pi *podInfo, dest *nclaim) bool {
-	if !movable(pi) || pi.host.claim == dest {
+	if !movable(pi) || pi.host.claim == dest || lighter(dest.pool, pi.host.claim) {
 		return false
 	}
 	s.detach(t, pi)

@@ -343,7 +343,7 @@ func (s *solver) finishClass(c *class) {
 			o := &e.owned[i]
 			o.self = sel[o.g.id]
 			if o.g.kind == gSpread {
-				o.eligible = s.eligibleDomains(o, podReqs, e.tols)
+				o.eligible = s.eligibleDomains(o, e.reqID, podReqs, e.tols)
 			}
 		}
 	}

@@ -121,6 +121,11 @@ func randomWorkload(r *rand.Rand) scheduling.Input {
 		switch r.Intn(9) {
 		case 0:
 			opts = append(opts, st.TopologySpread(v1.LabelTopologyZone, int32(1+r.Intn(2)), corev1.DoNotSchedule, self))
+			if r.Intn(2) == 0 {
+				// Honor (the default): only the zones of the pools
+				// labelled team=a count.
+				opts = append(opts, st.NodeSelector(map[string]string{"team": "a"}))
+			}
 		case 1:
 			opts = append(opts, st.TopologySpread(v1.LabelHostname, int32(1+r.Intn(2)), corev1.DoNotSchedule, self))
 		case 2:
@@ -134,7 +139,8 @@ func randomWorkload(r *rand.Rand) scheduling.Input {
 		case 6:
 			opts = append(opts, st.PreferredPodAntiAffinity(int32(1+r.Intn(10)), v1.LabelHostname, self))
 		case 7:
-			opts = append(opts, st.HostPort(int32(8080+r.Intn(2)), corev1.ProtocolTCP))
+			// 9100 is the port ds-0 may bind on every node.
+			opts = append(opts, st.HostPort([]int32{8080, 8081, 9100}[r.Intn(3)], corev1.ProtocolTCP))
 		}
 		if r.Intn(5) == 0 {
 			opts = append(opts, st.Labels(map[string]string{"app": "web"}), st.Labels(self))

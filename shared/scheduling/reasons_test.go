@@ -3,10 +3,13 @@ package scheduling_test
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/scheduling"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedulingtest"
 )
 
@@ -69,6 +72,44 @@ func TestUnschedulableReasonsInUserTerms(t *testing.T) {
 			in := input([]v1.NodePool{tt.pool}, []*corev1.Pod{tt.pod})
 			if got := reasonOf(t, solve(t, in)); got != tt.want {
 				t.Errorf("reason = %s\nwant     %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPreferredNodeAffinityOnRestrictedLabels checks that only required
+// node-affinity terms are validated for restricted labels (Karpenter >=
+// v1.5): a preferred term naming kubernetes.io/hostname is a preference
+// like any other, honoured where it can be and relaxed away where not.
+func TestPreferredNodeAffinityOnRestrictedLabels(t *testing.T) {
+	tests := []struct {
+		name  string
+		nodes []scheduling.ExistingNode
+		pod   *corev1.Pod
+		want  view
+	}{
+		{
+			name: "should launch for a pod whose preferred hostname term names no node, relaxing it",
+			pod:  st.Pod("web", st.Requests("1", "1Gi"), st.PreferredNodeAffinity(10, st.Term(st.In(v1.LabelHostname, "ip-10-0-0-9")))),
+			want: view{Claims: []claimView{{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1a", Capacity: "on-demand", Pods: []string{"web"}}}},
+		},
+		{
+			name:  "should honour a preferred hostname term that names an existing node with room",
+			nodes: []scheduling.ExistingNode{st.Existing(st.Node("big", st.NodeAllocatable("8", "32Gi", "110"))), st.Existing(st.Node("ip-10-0-0-9", st.NodeAllocatable("8", "32Gi", "110")))},
+			pod:   st.Pod("web", st.Requests("1", "1Gi"), st.PreferredNodeAffinity(10, st.Term(st.In(v1.LabelHostname, "ip-10-0-0-9")))),
+			want:  view{Placements: map[string]string{"web": "ip-10-0-0-9"}},
+		},
+		{
+			name: "should launch for a pod whose preferred term uses a restricted karpenter.sh label",
+			pod:  st.Pod("web", st.Requests("1", "1Gi"), st.PreferredNodeAffinity(10, st.Term(st.In("karpenter.sh/initialized", "true")))),
+			want: view{Claims: []claimView{{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1a", Capacity: "on-demand", Pods: []string{"web"}}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input([]v1.NodePool{st.NodePool("default")}, []*corev1.Pod{tt.pod}, st.WithNodes(tt.nodes...))
+			if diff := cmp.Diff(tt.want, viewOf(in, solve(t, in)), cmpEmpty); diff != "" {
+				t.Errorf("plan mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}

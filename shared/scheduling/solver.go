@@ -56,8 +56,14 @@ type solver struct {
 	ownerTotal []int32
 	universe   []map[string][]int32
 	taintSets  [][]corev1.Taint
-	selCache   map[string][]*group
-	domCache   map[domKey][]int32
+	// provReqs is, per taint set, the requirements of the pool (its
+	// reqTable id) or node that provides domains with it, for
+	// nodeAffinityPolicy Honor: provPool >= 0 names a pool set, else
+	// provNode holds the node's requirements.
+	provPool []int32
+	provNode []requirements.Requirements
+	selCache map[string][]*group
+	domCache map[domKey][]int32
 
 	hosts    []*host
 	nodes    []*enode
@@ -399,6 +405,7 @@ func (s *solver) buildTopology() {
 			continue
 		}
 		ts := s.taintSet(p.taints)
+		s.provPool, s.provNode = append(s.provPool, p.reqID), append(s.provNode, nil)
 		for _, k := range s.keys {
 			if k.hostname {
 				continue
@@ -903,8 +910,13 @@ func (s *solver) evalClaim(pi *podInfo, c *nclaim) cand {
 	if !leq(&need, &c.tl.maxAlloc, n) || s.hostnameBlocks(e, c.h) {
 		return cand{}
 	}
-	if len(pi.cls.ports) > 0 && portConflict(c.ports, pi.cls.ports) != nil {
-		return cand{}
+	if len(pi.cls.ports) > 0 {
+		if portConflict(c.ports, pi.cls.ports) != nil {
+			return cand{}
+		}
+		if hp, _ := daemonPortConflict(c.pool.daemons, pi.cls.ports); hp != nil {
+			return cand{}
+		}
 	}
 	m := s.reqs.merge(c.reqID, e.reqID)
 	if m.id < 0 {
@@ -957,10 +969,8 @@ func (s *solver) evalNew(pi *podInfo, p *pool, explain bool) (cand, string) {
 		return cand{}, fmt.Sprintf("limit nodes %d reached (%d in use)", p.nodesLimit, p.nodes)
 	}
 	if len(pi.cls.ports) > 0 {
-		for _, d := range p.daemons {
-			if hp := portConflict(d.ports, pi.cls.ports); hp != nil {
-				return cand{}, fmt.Sprintf("host port %s is taken by DaemonSet %s", hp, d.name)
-			}
+		if hp, d := daemonPortConflict(p.daemons, pi.cls.ports); hp != nil {
+			return cand{}, fmt.Sprintf("host port %s is taken by DaemonSet %s", hp, d.name)
 		}
 	}
 	view := &topoView{pool: p, reqID: pf.reqID}

@@ -86,6 +86,49 @@ func TestSolveNodePoolSelection(t *testing.T) {
 	}
 }
 
+// TestSolveNeverTradesWeightForPrice checks that the heavier NodePool gets
+// the pods it can take and a lighter one only the rest, even where moving
+// everything to the lighter pool is cheaper (weight is the user's priority:
+// reservations and Savings Plans are not in list prices).
+func TestSolveNeverTradesWeightForPrice(t *testing.T) {
+	// reserved takes one c6i.large (4Gi): one 3Gi pod per node, and its cpu
+	// limit allows one node.
+	reserved := func(weight int32) v1.NodePool {
+		return st.NodePool("reserved", st.PoolWeight(weight), st.PoolRequirement(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "c6i.large"), st.PoolLimits("cpu", "2"))
+	}
+	general := st.NodePool("general", st.PoolWeight(10))
+	tests := []struct {
+		name  string
+		pools []v1.NodePool
+		pods  []*corev1.Pod
+		want  []claimView
+	}{
+		{
+			name:  "should put the first pod on the heavier pool and only the one its limit stops on the lighter, though the lighter node has room for both",
+			pools: []v1.NodePool{general, reserved(50)},
+			pods:  pods("web", 2, st.Requests("500m", "3Gi")),
+			want: []claimView{
+				{Pool: "general", Cheapest: "m6g.large", Zone: "us-east-1a", Capacity: "on-demand", Pods: []string{"web-1"}},
+				{Pool: "reserved", Cheapest: "c6i.large", Zone: "us-east-1a", Capacity: "on-demand", Pods: []string{"web-0"}},
+			},
+		},
+		{
+			name:  "should still pack by price among pools of equal weight",
+			pools: []v1.NodePool{general, reserved(10)},
+			pods:  pods("web", 2, st.Requests("500m", "3Gi")),
+			want:  []claimView{{Pool: "general", Cheapest: "m6g.large", Zone: "us-east-1a", Capacity: "on-demand", Pods: []string{"web-0", "web-1"}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(tt.pools, tt.pods)
+			if diff := cmp.Diff(tt.want, viewOf(in, solve(t, in)).Claims); diff != "" {
+				t.Errorf("claims mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestSolveRequirements(t *testing.T) {
 	tests := []struct {
 		name  string

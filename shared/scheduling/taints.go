@@ -171,3 +171,17 @@ func portConflict(used, want []hostPort) *hostPort {
 	}
 	return nil
 }
+
+// daemonPortConflict returns the first port of want that a DaemonSet
+// running on every node of a pool binds, and that DaemonSet, or nil. A pod
+// binding such a port can never run on a new node of the pool: its daemon
+// pod holds the port from the start (karpenter: the daemonset host ports of
+// a NodeClaim template, kubernetes-sigs/karpenter #2093).
+func daemonPortConflict(daemons []*daemon, want []hostPort) (*hostPort, *daemon) {
+	for _, d := range daemons {
+		if hp := portConflict(d.ports, want); hp != nil {
+			return hp, d
+		}
+	}
+	return nil, nil
+}

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -406,16 +407,42 @@ func (s *solver) finishUniverse() {
 	}
 }
 
-// eligibleDomains computes an owned spread term's eligible domains.
-func (s *solver) eligibleDomains(o *owned, podReqs requirements.Requirements, tols []corev1.Toleration) []int32 {
+// eligibleDomains computes an owned spread term's eligible domains. With
+// nodeAffinityPolicy Honor (the default) a domain counts only when the
+// pod's requirements allow its value and some provider of it is compatible
+// with the pod's nodeSelector and required node affinity: a NodePool whose
+// requirements intersect the pod's, or an existing node that satisfies
+// them (Kubernetes' documented meaning of Honor; Karpenter v1.14.1 counts
+// every NodePool's domains). podReqID is podReqs' reqTable id.
+func (s *solver) eligibleDomains(o *owned, podReqID int32, podReqs requirements.Requirements, tols []corev1.Toleration) []int32 {
 	k := o.g.key
 	if k.hostname {
 		return nil
+	}
+	var compat map[int32]bool // provider -> compatible, computed once
+	compatible := func(ts int32) bool {
+		if v, ok := compat[ts]; ok {
+			return v
+		}
+		var ok bool
+		if pr := s.provPool[ts]; pr >= 0 {
+			ok = s.reqs.merge(pr, podReqID).id >= 0
+		} else {
+			ok = nodeAdmits(s.provNode[ts], podReqs)
+		}
+		if compat == nil {
+			compat = map[int32]bool{}
+		}
+		compat[ts] = ok
+		return ok
 	}
 	var out []int32
 	for d, v := range k.values {
 		if o.g.honorAffinity {
 			if r, ok := podReqs[k.name]; ok && !r.Has(v) {
+				continue
+			}
+			if !slices.ContainsFunc(k.providers[d], compatible) {
 				continue
 			}
 		}

@@ -347,14 +347,52 @@ func TestSolveNamespacesOfAffinityTerms(t *testing.T) {
 }
 
 func TestSolveHostPorts(t *testing.T) {
+	agentPort := []st.PodOption{st.Requests("10m", ""), st.HostPort(9100, corev1.ProtocolTCP), st.Toleration("", "", "")}
+	inFlight := st.InFlight(st.NodeClaim("default-x", st.ClaimType(testTypes()[0], "us-east-1a", v1.CapacityTypeOnDemand)))
 	tests := []struct {
 		name      string
+		pool      []st.NodePoolOption
 		pods      []*corev1.Pod
 		ds        []st.PodOption
 		nodes     []scheduling.ExistingNode
 		wantHosts int
 		wantUnsch string
 	}{
+		{
+			name:      "should leave pending, naming port and DaemonSet, a pod whose host port a tolerate-everything daemonset binds on a tainted pool",
+			pool:      []st.NodePoolOption{st.PoolTaint("dedicated", "web", corev1.TaintEffectNoSchedule)},
+			pods:      pods("web", 1, st.Requests("100m", "128Mi"), st.HostPort(9100, corev1.ProtocolTCP), st.Toleration("dedicated", "web", corev1.TaintEffectNoSchedule)),
+			ds:        agentPort,
+			wantUnsch: "host port 0.0.0.0:9100/TCP is taken by DaemonSet kube-system/agent",
+		},
+		{
+			name: "should not add a pod to a planned claim whose daemonset binds its host port",
+			pods: append(pods("big", 1, st.Requests("1", "1Gi")),
+				pods("web", 1, st.Requests("100m", "128Mi"), st.HostPort(9100, corev1.ProtocolTCP))...),
+			ds:        agentPort,
+			wantUnsch: "host port 0.0.0.0:9100/TCP is taken by DaemonSet kube-system/agent",
+		},
+		{
+			name:      "should not nominate a pod to an in-flight claim whose daemonset pod, not bound yet, will bind its host port",
+			nodes:     []scheduling.ExistingNode{inFlight},
+			pods:      pods("web", 1, st.Requests("100m", "128Mi"), st.HostPort(9100, corev1.ProtocolTCP)),
+			ds:        agentPort,
+			wantUnsch: "host port 0.0.0.0:9100/TCP is taken by DaemonSet kube-system/agent",
+		},
+		{
+			name:      "should not place a pod on a registered node whose daemonset pod is not bound yet but will bind its host port",
+			nodes:     []scheduling.ExistingNode{st.Existing(st.Node("n1", st.NodeAllocatable("8", "32Gi", "100")))},
+			pods:      pods("web", 1, st.Requests("100m", "128Mi"), st.HostPort(9100, corev1.ProtocolTCP)),
+			ds:        agentPort,
+			wantUnsch: "host port 0.0.0.0:9100/TCP is taken by DaemonSet kube-system/agent",
+		},
+		{
+			name:      "should place a pod on a node whose daemonset binds other host ports",
+			nodes:     []scheduling.ExistingNode{st.Existing(st.Node("n1", st.NodeAllocatable("8", "32Gi", "100")))},
+			pods:      pods("web", 1, st.Requests("100m", "128Mi"), st.HostPort(9101, corev1.ProtocolTCP)),
+			ds:        agentPort,
+			wantHosts: 1,
+		},
 		{
 			name:      "should not schedule pods with the same host port on one node",
 			pods:      pods("web", 2, st.Requests("100m", "128Mi"), st.HostPort(80, corev1.ProtocolTCP)),
@@ -386,7 +424,7 @@ func TestSolveHostPorts(t *testing.T) {
 			if tt.ds != nil {
 				opts = append(opts, st.WithDaemonSets(st.DaemonSet("agent", tt.ds...)))
 			}
-			in := input([]v1.NodePool{st.NodePool("default")}, tt.pods, opts...)
+			in := input([]v1.NodePool{st.NodePool("default", tt.pool...)}, tt.pods, opts...)
 			res := solve(t, in)
 			if tt.wantUnsch != "" {
 				if why := reasonOf(t, res); !strings.Contains(why, tt.wantUnsch) {
@@ -484,5 +522,64 @@ func TestSolveIgnoresPreferencesWithPolicyIgnore(t *testing.T) {
 	res := solve(t, in)
 	if len(res.NewClaims) != 1 || len(res.NewClaims[0].Pods) != 3 {
 		t.Errorf("got %d claims, want one holding all three pods", len(res.NewClaims))
+	}
+}
+
+// TestSolveSpreadHonorsNodeAffinityAcrossNodePools checks
+// nodeAffinityPolicy Honor (the default) in its documented meaning: a zone
+// only a NodePool the pod's selector excludes can offer is not a domain of
+// the spread, so pods are not left pending for it. Karpenter v1.14.1 counts
+// it (its fixes were reverted); this is listed as doing better.
+func TestSolveSpreadHonorsNodeAffinityAcrossNodePools(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	pools := []v1.NodePool{
+		st.NodePool("web", st.PoolLabels(map[string]string{"team": "web"}),
+			st.PoolRequirement(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1a", "us-east-1b")),
+		st.NodePool("other", st.PoolRequirement(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1c")),
+	}
+	ignore := corev1.NodeInclusionPolicyIgnore
+	tests := []struct {
+		name      string
+		policy    *corev1.NodeInclusionPolicy
+		nodes     []scheduling.ExistingNode
+		wantUnsch int
+		wantZones map[string]int
+	}{
+		{
+			name:      "should spread over the zones of the NodePools the pod's nodeSelector admits",
+			wantZones: map[string]int{"us-east-1a": 2, "us-east-1b": 2},
+		},
+		{
+			name:  "should not count a zone whose only existing node the nodeSelector excludes",
+			nodes: []scheduling.ExistingNode{st.Existing(st.Node("n-c", st.NodeType(testTypes()[0], "us-east-1d", v1.CapacityTypeOnDemand)))},
+			// the node's zone us-east-1d is no domain: 2/2 as above
+			wantZones: map[string]int{"us-east-1a": 2, "us-east-1b": 2},
+		},
+		{
+			name:      "should count every NodePool's zones with nodeAffinityPolicy Ignore, leaving pods pending",
+			policy:    &ignore,
+			wantUnsch: 2,
+			wantZones: map[string]int{"us-east-1a": 1, "us-east-1b": 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ps := pods("web", 4, st.Labels(web), st.Requests("500m", "1Gi"), st.NodeSelector(map[string]string{"team": "web"}),
+				st.TopologySpread(v1.LabelTopologyZone, 1, corev1.DoNotSchedule, web), func(p *corev1.Pod) {
+					p.Spec.TopologySpreadConstraints[0].NodeAffinityPolicy = tt.policy
+				})
+			in := input(pools, ps, st.WithNodes(tt.nodes...))
+			res := solve(t, in)
+			if len(res.Unschedulable) != tt.wantUnsch {
+				t.Errorf("unschedulable = %v, want %d pods", res.Unschedulable, tt.wantUnsch)
+			}
+			zones := map[string]int{}
+			for _, c := range res.NewClaims {
+				zones[c.Expected.Zone] += len(c.Pods)
+			}
+			if diff := cmp.Diff(tt.wantZones, zones); diff != "" {
+				t.Errorf("pods per zone (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -35,7 +35,8 @@ const (
 //
 // The resolver stops at its first failure, in the order subnets, security
 // groups, AMIs: the failed condition is False with Karpenter's reason and
-// message, and the ones it never reached are Unknown
+// message (AMIsReady: AMINotFound, or UnsupportedAlias with the resolver's
+// message), and the ones it never reached are Unknown
 // (AwaitingReconciliation). InstanceProfileReady is True when an instance
 // profile is known. ValidationSucceeded is True: the API resolves only
 // classes that pass v1 validation, and nodewright makes none of Karpenter's
@@ -49,10 +50,16 @@ func ClassConditions(rec v1.NodeClassStatus, prev []metav1.Condition, now time.T
 	if r := Find(rec.Status.Conditions, v1.ConditionTypeReady); r != nil && r.Status != metav1.ConditionTrue {
 		failed, message = r.Reason, r.Message
 	}
+	// AMIsReady fails with AMINotFound, or with UnsupportedAlias and the
+	// resolver's message (it names the alias and the version).
+	amiReason, amiMessage := ReasonAMINotFound, MessageAMINotFound
+	if failed == v1.ConditionReasonUnsupportedAlias {
+		amiReason, amiMessage = failed, message
+	}
 	steps := []struct{ typ, reason, message string }{
 		{v1.ConditionTypeSubnetsReady, ReasonSubnetsNotFound, MessageSubnetsNotFound},
 		{v1.ConditionTypeSecurityGroupsReady, ReasonSecurityGroupsNotFound, MessageSecurityGroupsNotFound},
-		{v1.ConditionTypeAMIsReady, ReasonAMINotFound, MessageAMINotFound},
+		{v1.ConditionTypeAMIsReady, amiReason, amiMessage},
 	}
 	known := failed == ""
 	for _, s := range steps {

@@ -222,3 +222,33 @@ func TestSyncWithoutClassSourceWritesOnlyPools(t *testing.T) {
 		}
 	}
 }
+
+func TestSyncMarksAMIsNotReadyAndPoolNotReadyForAnUnsupportedAlias(t *testing.T) {
+	msg := "node class default: alias al2@latest on Kubernetes 1.33: AL2 AMIs stop at 1.32: unsupported alias"
+	e := newEnv(t, resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: v1.ConditionReasonUnsupportedAlias, Message: msg}))
+	if _, err := e.w.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var nc v1.EC2NodeClass
+	e.get(t, NodeClassesGVR, "default", &nc)
+	want := []brief{
+		{"SubnetsReady", "True", "SubnetsReady", ""},
+		{"SecurityGroupsReady", "True", "SecurityGroupsReady", ""},
+		{"AMIsReady", "False", "UnsupportedAlias", msg},
+		{"InstanceProfileReady", "True", "InstanceProfileReady", ""},
+		{"ValidationSucceeded", "True", "ValidationSucceeded", ""},
+		{"PlacementGroupReady", "True", "PlacementGroupReady", ""},
+		{"Ready", "False", "UnhealthyDependents", "AMIsReady=False"},
+	}
+	if diff := cmp.Diff(want, briefs(nc.Status.Conditions)); diff != "" {
+		t.Errorf("EC2NodeClass conditions (-want +got):\n%s", diff)
+	}
+	var np v1.NodePool
+	e.get(t, NodePoolsGVR, "default", &np)
+	if got := Find(np.Status.Conditions, v1.ConditionTypeNodeClassReady); got == nil || got.Status != metav1.ConditionFalse {
+		t.Errorf("NodePool NodeClassReady = %+v; want False", got)
+	}
+	if got := Find(np.Status.Conditions, "Ready"); got == nil || got.Status != metav1.ConditionFalse {
+		t.Errorf("NodePool Ready = %+v; want False", got)
+	}
+}

@@ -198,6 +198,9 @@ func TestNodeClassesResolve(t *testing.T) {
 		{name: "a class that resolves is Ready with the role's instance profile", give: nc("c1", nil), wantReady: metav1.ConditionTrue, wantReason: v1.ConditionTypeReady, wantProfile: "NodeRole", wantSubnets: 3},
 		{name: "spec.instanceProfile is used as is", give: nc("c1", func(c *v1.EC2NodeClass) { c.Spec.Role, c.Spec.InstanceProfile = "", &profile }), wantReady: metav1.ConditionTrue, wantReason: v1.ConditionTypeReady, wantProfile: profile, wantSubnets: 3},
 		{name: "a class whose subnets match nothing is not Ready", give: nc("nobody", nil), wantReady: metav1.ConditionFalse, wantReason: "SubnetsNotFound"},
+		{name: "a class whose AMI alias Kubernetes 1.33 does not support is not Ready with UnsupportedAlias, not an error", give: nc("c1", func(c *v1.EC2NodeClass) {
+			c.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{Alias: "al2@latest"}}
+		}), wantReady: metav1.ConditionFalse, wantReason: "UnsupportedAlias"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodewright/nodewright/shared/amifamily"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
@@ -42,7 +43,8 @@ type NodeClasses struct {
 }
 
 // ResolveNodeClass returns nc with its status resolved and Ready=True, or
-// Ready=False with Karpenter's reason when nothing matches a selector.
+// Ready=False with Karpenter's reason when nothing matches a selector or
+// the AMI alias is unsupported on KubernetesVersion (UnsupportedAlias).
 // Failed AWS calls are errors.
 func (n NodeClasses) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (provisioning.ResolvedNodeClass, error) {
 	res, err := n.Resolver.Resolve(ctx, &nc, n.KubernetesVersion)
@@ -88,6 +90,8 @@ func notFoundReason(err error) string {
 		return reasonSecurityGroupsNotFound
 	case errors.Is(err, nodeclass.ErrAMIsNotFound):
 		return reasonAMINotFound
+	case errors.Is(err, amifamily.ErrUnsupportedAlias):
+		return v1.ConditionReasonUnsupportedAlias
 	}
 	return ""
 }

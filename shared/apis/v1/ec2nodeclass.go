@@ -226,3 +226,10 @@ const (
 	ConditionTypeCapacityReservationsReady = "CapacityReservationsReady"
 	ConditionTypePlacementGroupReady       = "PlacementGroupReady"
 )
+
+// ConditionReasonUnsupportedAlias is the AMIsReady=False reason for an
+// amiSelectorTerms alias the cluster's Kubernetes version has no AMIs for
+// (AL2 on 1.33 and later, Windows2025 before 1.35; aws:
+// pkg/controllers/nodeclass/ami.go). The class is not Ready, so neither is
+// a NodePool that uses it.
+const ConditionReasonUnsupportedAlias = "UnsupportedAlias"

@@ -5,6 +5,8 @@
 // unchanged.
 package v1
 
+import "regexp"
+
 // API groups and kinds.
 const (
 	Group            = "karpenter.sh"
@@ -200,4 +202,20 @@ var NormalizedLabels = map[string]string{
 	"beta.kubernetes.io/arch":                  LabelArch,
 	"beta.kubernetes.io/os":                    LabelOS,
 	"beta.kubernetes.io/instance-type":         LabelInstanceType,
+}
+
+// zoneNamePattern splits a zone name into its region and suffix
+// (us-east-1a, us-east-1-bos-1a), per AWS's zone naming (EC2
+// DescribeAvailabilityZones ZoneName).
+var zoneNamePattern = regexp.MustCompile(`^([a-z]{2}(?:-gov|-iso[a-z]?)?-[a-z]+-[0-9]+)([a-z]|-[a-z]+-[0-9]+[a-z])$`)
+
+// RegionOfZone returns the region of an Availability or Local Zone name
+// ("us-east-1" for "us-east-1a" and "us-east-1-bos-1a"); ok is false when
+// zone is not named as AWS names zones.
+func RegionOfZone(zone string) (region string, ok bool) {
+	m := zoneNamePattern.FindStringSubmatch(zone)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
 }

@@ -214,6 +214,9 @@ func validateRequirement(errs *fieldErrors, path string, r NodeSelectorRequireme
 		if len(r.Values) == 0 {
 			errs.add(valuesPath, "operator In needs at least one value")
 		}
+		if k == corev1.LabelTopologyZone {
+			validateZonesOneRegion(errs, valuesPath, r.Values)
+		}
 		if k == LabelCapacityType && len(r.Values) > 0 && !slices.ContainsFunc(r.Values, func(v string) bool { return slices.Contains(capacityTypes, v) }) {
 			errs.add(valuesPath, "none of %s is a capacity type; use at least one of %s", quoteAll(r.Values), strings.Join(capacityTypes, ", "))
 		}
@@ -232,6 +235,29 @@ func validateRequirement(errs *fieldErrors, path string, r NodeSelectorRequireme
 			errs.add(mvPath, "%d is out of range %d..%d", mv, minMinValues, maxMinValues)
 		case r.Operator == corev1.NodeSelectorOpIn && len(r.Values) < mv:
 			errs.add(mvPath, "%d is more than the %d values listed; operator In needs at least minValues values", mv, len(r.Values))
+		}
+	}
+}
+
+// validateZonesOneRegion refuses zone values of more than one region: a
+// cluster's nodes are all in its region, so such a requirement names zones
+// no node can ever be in (plan and disruption would also have to guess the
+// region). Values that are not AWS zone names are left to offering
+// resolution.
+func validateZonesOneRegion(errs *fieldErrors, path string, zones []string) {
+	first, firstZone := "", ""
+	for i, z := range zones {
+		r, ok := RegionOfZone(z)
+		if !ok {
+			continue
+		}
+		if first == "" {
+			first, firstZone = r, z
+			continue
+		}
+		if r != first {
+			errs.add(index(path, i), "zone %q is in region %s but zone %q is in %s; a NodePool's zones must be in the cluster's one region", z, r, firstZone, first)
+			return
 		}
 	}
 }
@@ -411,8 +437,8 @@ func validateBudget(errs *fieldErrors, path string, b Budget) {
 		s := *b.Schedule
 		if !budgetSchedulePattern.MatchString(s) {
 			errs.add(child(path, "schedule"), "%q is not a cron schedule (\"0 9 * * mon-fri\") or an @ shorthand (\"@daily\")", s)
-		} else if msg := checkCron(s); msg != "" {
-			errs.add(child(path, "schedule"), "%q is not a valid cron schedule: %s", s, msg)
+		} else if _, err := ParseBudgetSchedule(s); err != nil {
+			errs.add(child(path, "schedule"), "%q is not a valid cron schedule: %v", s, err)
 		}
 		if b.Duration == nil {
 			errs.add(child(path, "duration"), "required when schedule is set")

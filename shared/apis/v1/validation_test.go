@@ -1,6 +1,8 @@
 package v1_test
 
 import (
+	"time"
+
 	"errors"
 	"strings"
 	"testing"
@@ -119,6 +121,10 @@ func TestNodePoolValidate(t *testing.T) {
 			np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "a", Value: "b", Effect: corev1.TaintEffectNoSchedule}}
 			np.Spec.Template.Spec.StartupTaints = []corev1.Taint{{Key: "a", Effect: corev1.TaintEffectNoExecute}}
 		})},
+		{name: "should accept zones of one region, a Local Zone among them, and NotIn zones of another", give: nodePool(func(np *v1.NodePool) {
+			*requirements(np) = append(*requirements(np), req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1a", "us-east-1-bos-1a"),
+				req(corev1.LabelTopologyZone, corev1.NodeSelectorOpNotIn, "us-west-2a"))
+		})},
 		{name: "should accept Never, compound durations and a termination grace period", give: nodePool(func(np *v1.NodePool) {
 			np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillable("Never")
 			np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillable("1h30m15s")
@@ -129,7 +135,6 @@ func TestNodePoolValidate(t *testing.T) {
 				{Nodes: "0", Schedule: ptr("0 9 * * MON-FRI"), Duration: &v1.Duration{Raw: "8h"}},
 				{Nodes: "100%", Schedule: ptr("*/15 0-6,22 1 jan-mar,dec ?"), Duration: &v1.Duration{Raw: "1h30m"}},
 				{Nodes: "5", Schedule: ptr("@daily"), Duration: &v1.Duration{Raw: "10m0s"}, Reasons: []v1.DisruptionReason{v1.DisruptionReasonDrifted, v1.DisruptionReasonEmpty}},
-				{Nodes: "3", Schedule: ptr("CRON_TZ=Asia/Tokyo 0 2 * * 0"), Duration: &v1.Duration{Raw: "2h"}},
 			}
 		})},
 		{name: "should accept an explicit empty budget list", give: nodePool(func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{} })},
@@ -172,6 +177,10 @@ func TestNodePoolValidateErrors(t *testing.T) {
 			want: []string{rp + `.operator: "Equals" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`}},
 		{name: "should fail for a missing operator", give: withReq(req("a", "", "b")),
 			want: []string{rp + `.operator: required; one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`}},
+		{name: "should fail for a zone requirement spanning two regions", give: withReq(req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1a", "us-east-1-bos-1a", "us-west-2a")),
+			want: []string{rp + `.values[2]: zone "us-west-2a" is in region us-west-2 but zone "us-east-1a" is in us-east-1; a NodePool's zones must be in the cluster's one region`}},
+		{name: "should fail for a deprecated-key zone requirement spanning two regions", give: withReq(req("failure-domain.beta.kubernetes.io/zone", corev1.NodeSelectorOpIn, "eu-west-1a", "eu-central-1b")),
+			want: []string{rp + `.values[1]: zone "eu-central-1b" is in region eu-central-1 but zone "eu-west-1a" is in eu-west-1; a NodePool's zones must be in the cluster's one region`}},
 		{name: "should fail for In without values", give: withReq(req("a", corev1.NodeSelectorOpIn)),
 			want: []string{rp + `.values: operator In needs at least one value`}},
 		{name: "should fail for Gt with two values", give: withReq(req(v1.LabelInstanceCPU, corev1.NodeSelectorOpGt, "1", "2")),
@@ -260,9 +269,13 @@ func TestNodePoolValidateErrors(t *testing.T) {
 		{name: "should fail for a cron schedule with four fields", give: withBudget(v1.Budget{Nodes: "0", Schedule: ptr("0 9 * *"), Duration: &v1.Duration{Raw: "1h"}}),
 			want: []string{`spec.disruption.budgets[1].schedule: "0 9 * *" is not a cron schedule ("0 9 * * mon-fri") or an @ shorthand ("@daily")`}},
 		{name: "should fail for a cron hour out of range", give: withBudget(v1.Budget{Nodes: "0", Schedule: ptr("0 24 * * *"), Duration: &v1.Duration{Raw: "1h"}}),
-			want: []string{`spec.disruption.budgets[1].schedule: "0 24 * * *" is not a valid cron schedule: hour "24": "24" is not a value in 0-23`}},
+			want: []string{`spec.disruption.budgets[1].schedule: "0 24 * * *" is not a valid cron schedule: end of range (24) above maximum (23): 24`}},
 		{name: "should fail for an unknown cron weekday name", give: withBudget(v1.Budget{Nodes: "0", Schedule: ptr("0 9 * * mon-fry"), Duration: &v1.Duration{Raw: "1h"}}),
-			want: []string{`spec.disruption.budgets[1].schedule: "0 9 * * mon-fry" is not a valid cron schedule: day of week "mon-fry": "fry" is not a value in 0-6`}},
+			want: []string{`spec.disruption.budgets[1].schedule: "0 9 * * mon-fry" is not a valid cron schedule: failed to parse int from fry: strconv.Atoi: parsing "fry": invalid syntax`}},
+		{name: "should fail for a schedule with a CRON_TZ prefix, which the UTC-only evaluation cannot read", give: withBudget(v1.Budget{Nodes: "3", Schedule: ptr("CRON_TZ=Asia/Tokyo 0 2 * * 0"), Duration: &v1.Duration{Raw: "2h"}}),
+			want: []string{`spec.disruption.budgets[1].schedule: "CRON_TZ=Asia/Tokyo 0 2 * * 0" is not a valid cron schedule: time zone prefix "CRON_TZ=Asia/Tokyo" is not supported: budget schedules are evaluated in UTC`}},
+		{name: "should fail for a schedule with a TZ prefix, even TZ=UTC", give: withBudget(v1.Budget{Nodes: "3", Schedule: ptr("TZ=UTC 0 2 * * 0"), Duration: &v1.Duration{Raw: "2h"}}),
+			want: []string{`spec.disruption.budgets[1].schedule: "TZ=UTC 0 2 * * 0" is not a valid cron schedule: time zone prefix "TZ=UTC" is not supported: budget schedules are evaluated in UTC`}},
 		{name: "should fail for an unknown @ shorthand", give: withBudget(v1.Budget{Nodes: "0", Schedule: ptr("@fortnightly"), Duration: &v1.Duration{Raw: "1h"}}),
 			want: []string{`spec.disruption.budgets[1].schedule: "@fortnightly" is not a cron schedule ("0 9 * * mon-fri") or an @ shorthand ("@daily")`}},
 		{name: "should fail for a budget duration with seconds", give: withBudget(v1.Budget{Nodes: "0", Schedule: ptr("@daily"), Duration: &v1.Duration{Raw: "90s"}}),
@@ -493,5 +506,18 @@ func TestDecodeErrors(t *testing.T) {
 				t.Errorf("DecodeNodePool() error = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestParseBudgetScheduleEvaluatesInUTC(t *testing.T) {
+	sched, err := v1.ParseBudgetSchedule("0 9 * * mon-fri")
+	if err != nil {
+		t.Fatalf("ParseBudgetSchedule() error = %v", err)
+	}
+	tokyo := time.FixedZone("JST", 9*3600)
+	// Friday 2026-01-02 10:00 JST is 01:00 UTC: the next hit is 09:00 UTC.
+	got := sched.Next(time.Date(2026, 1, 2, 10, 0, 0, 0, tokyo))
+	if want := time.Date(2026, 1, 2, 9, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("Next() = %s, want %s", got.UTC(), want)
 	}
 }

@@ -44,7 +44,10 @@ import (
 //     minimum for hostname); pods with a zone constraint are on claims
 //     pinned to one zone;
 //   - host ports: no two pods on one node use the same (port, protocol) on
-//     overlapping addresses;
+//     overlapping addresses, counting the pod of every DaemonSet certain to
+//     run there (no nodeSelector, no required node affinity, tolerating the
+//     node's NoSchedule/NoExecute taints; a new claim's are its pool's)
+//     whether or not that pod is bound yet;
 //   - limits: per NodePool, existing capacity plus, per new claim, the
 //     largest candidate's capacity (and one node) stays within spec.limits.
 //
@@ -73,6 +76,7 @@ type checker struct {
 	nodeOf map[*corev1.Pod]string
 	zones  map[string][]string // node id -> possible zones
 	isNew  map[string]bool
+	taints map[string][]corev1.Taint // node id -> taints
 	errs   []error
 }
 
@@ -81,7 +85,7 @@ func newChecker(in scheduling.Input) *checker {
 		in: in, pods: map[string]*corev1.Pod{}, pools: map[string]*v1.NodePool{},
 		types: map[string]map[string]*catalog.InstanceType{}, existing: map[string]int{},
 		onNode: map[string][]*corev1.Pod{}, nodeOf: map[*corev1.Pod]string{},
-		zones: map[string][]string{}, isNew: map[string]bool{},
+		zones: map[string][]string{}, isNew: map[string]bool{}, taints: map[string][]corev1.Taint{},
 	}
 	for _, p := range in.Pods {
 		c.pods[string(p.UID)] = p
@@ -106,6 +110,11 @@ func newChecker(in scheduling.Input) *checker {
 		}
 		if z := existingZone(n); z != "" {
 			c.zones[id] = []string{z}
+		}
+		if n.Node != nil {
+			c.taints[id] = n.Node.Spec.Taints
+		} else {
+			c.taints[id] = n.NodeClaim.Spec.Taints
 		}
 		for _, p := range n.Pods {
 			c.place(p, id)
@@ -218,6 +227,7 @@ func (c *checker) claim(i int, cl *scheduling.NewClaim) {
 	}
 	id := fmt.Sprintf("claim/%d", i)
 	c.isNew[id] = true
+	c.taints[id] = np.Spec.Template.Spec.Taints
 	for _, p := range pods {
 		c.place(p, id)
 		if !tolerates(p.Spec.Tolerations, np.Spec.Template.Spec.Taints) {
@@ -489,6 +499,44 @@ func (c *checker) hostPorts(id string) {
 			}
 		}
 	}
+	for i := range c.in.DaemonSets {
+		ds := &c.in.DaemonSets[i]
+		spec := &ds.Spec.Template.Spec
+		if len(spec.NodeSelector) > 0 || (spec.Affinity != nil && spec.Affinity.NodeAffinity != nil &&
+			spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil) ||
+			!tolerates(spec.Tolerations, c.taints[id]) || daemonBound(c.onNode[id], ds.Name) {
+			continue
+		}
+		for _, ct := range spec.Containers {
+			for _, port := range ct.Ports {
+				if port.HostPort <= 0 {
+					continue
+				}
+				proto := string(port.Protocol)
+				if proto == "" {
+					proto = string(corev1.ProtocolTCP)
+				}
+				for _, o := range uses {
+					wild := o.ip == "" || o.ip == "0.0.0.0" || o.ip == "::" || port.HostIP == "" || port.HostIP == "0.0.0.0" || port.HostIP == "::"
+					if o.port == port.HostPort && o.proto == proto && (wild || o.ip == port.HostIP) {
+						c.fail("%s: pod %s uses host port %d/%s, which DaemonSet %s/%s binds on every node", id, o.pod, port.HostPort, proto, ds.Namespace, ds.Name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// daemonBound reports whether a pod of DaemonSet name is among pods.
+func daemonBound(pods []*corev1.Pod, name string) bool {
+	for _, p := range pods {
+		for _, o := range p.OwnerReferences {
+			if o.Kind == "DaemonSet" && o.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (c *checker) limits(res scheduling.Result) {
