@@ -147,6 +147,7 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		NodePools: nodePools.Lister(), NodeClasses: nodeClasses.Lister(),
 		PodInformer: pods.Informer(), NodeInformer: nodes.Informer(),
 		NodePoolInformer: nodePools.Informer(), NodeClassInformer: nodeClasses.Informer(),
+		PDBInformer: pdbs.Informer(), DaemonSetInformer: dss.Informer(),
 		NodeClaims: nodeClaims.Lister(), NodeClaimInformer: nodeClaims.Informer(), Leases: leases{kube},
 	}, m.API(client), m.Emitter(events.New(kube.CoreV1(), time.Now, cfg.Identity)), m.Mirror(mirror.New(dyn)),
 		m.Relay(events.NewRelay(kube.CoreV1(), clusterObjects{nodes: nodes.Lister(), dyn: dyn, pods: pods.Lister(), nodePools: nodePools.Lister()}, time.Now, cfg.Identity)))

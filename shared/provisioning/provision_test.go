@@ -817,3 +817,50 @@ func (l *barrierLauncher) Launch(ctx context.Context, req provisioning.LaunchReq
 	}
 	return l.ec2.Launch(ctx, req)
 }
+
+// TestProvisionCountsTheBatchDaemonSets is issue 19 item 9: the DaemonSets
+// a batch carries are as fresh as its pods and replace the snapshot's
+// (Karpenter reads DaemonSets at solve time); a batch without them (an
+// older forwarder) falls back to the snapshot's.
+func TestProvisionCountsTheBatchDaemonSets(t *testing.T) {
+	agent := func(cpu string) v1.DaemonSetSummary {
+		return v1.DaemonSetSummary{Name: "agent", Namespace: "kube-system", UID: "uid-agent", Template: v1.PodSummary{
+			Name: "agent", Namespace: "kube-system",
+			Spec: v1.PodSpecSummary{
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+				Containers:  []v1.ContainerSummary{{Name: "c", Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}},
+			},
+		}}
+	}
+	inflight := launchedClaim("default-inflight", "aws:///us-east-1a/i-0inflight", "m5.large", "1900m")
+	tests := []struct {
+		name       string
+		snapshot   []v1.DaemonSetSummary
+		batch      []v1.DaemonSetSummary
+		wantLaunch bool
+	}{
+		{name: "should launch for a pod the batch's new DaemonSet leaves no room for on the in-flight NodeClaim", batch: []v1.DaemonSetSummary{agent("500m")}, wantLaunch: true},
+		{name: "should use the in-flight NodeClaim when the batch says the snapshot's DaemonSet is gone", snapshot: []v1.DaemonSetSummary{agent("500m")}, batch: []v1.DaemonSetSummary{}},
+		{name: "should count the snapshot's DaemonSets for a batch without any", snapshot: []v1.DaemonSetSummary{agent("500m")}, wantLaunch: true},
+		{name: "should use the in-flight NodeClaim when no DaemonSet is known"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
+			e.store.put(inflight)
+			for _, ds := range tt.snapshot {
+				e.cluster.state.DaemonSets = append(e.cluster.state.DaemonSets, ds.DaemonSet())
+			}
+			batch := podBatch("batch-1", podSummary("a", "1600m"))
+			batch.DaemonSets = tt.batch
+			res, err := e.provisioner(t).Provision(t.Context(), batch, t0)
+			if err != nil {
+				t.Fatalf("Provision() error = %v", err)
+			}
+			launched := len(res.Batch.NodeClaims) > 0
+			if launched == (res.Batch.Nominations["uid-a"].NodeClaim == "default-inflight") || launched != tt.wantLaunch {
+				t.Errorf("launched %d NodeClaims, nominations %v; want a launch: %v", len(res.Batch.NodeClaims), res.Batch.Nominations, tt.wantLaunch)
+			}
+		})
+	}
+}

@@ -71,12 +71,28 @@ func Chunk[T any](items []T, maxItems, maxBytes int) ([][]T, error) {
 }
 
 // PodBatches builds the batches for one closed window: the pods' summaries,
-// split so each batch respects v1.MaxPodsPerBatch and v1.MaxMessageBytes.
-// A single batch has ID "pb-<ms>-<hash of the pod UIDs>"; split batches add
-// "-<index>". It returns nil for no pods.
-func PodBatches(cluster string, closed time.Time, pods []*corev1.Pod) ([]v1.PodBatch, error) {
+// split so each batch respects v1.MaxPodsPerBatch and v1.MaxMessageBytes,
+// each carrying every DaemonSet (sorted by namespace/name; an empty, non-nil
+// list when there are none) so the solve counts the daemonset overhead as of
+// the window. A single batch has ID "pb-<ms>-<hash of the pod UIDs>"; split
+// batches add "-<index>". It returns nil for no pods, and an error when the
+// DaemonSets alone leave no room for a pod.
+func PodBatches(cluster string, closed time.Time, pods []*corev1.Pod, daemonSets []*appsv1.DaemonSet) ([]v1.PodBatch, error) {
 	if len(pods) == 0 {
 		return nil, nil
+	}
+	dss := make([]v1.DaemonSetSummary, 0, len(daemonSets))
+	for _, ds := range daemonSets {
+		dss = append(dss, SummarizeDaemonSet(ds))
+	}
+	slices.SortFunc(dss, func(a, b v1.DaemonSetSummary) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
+	dsBytes, err := json.Marshal(dss)
+	if err != nil {
+		return nil, fmt.Errorf("encode daemonsets: %w", err)
+	}
+	budget := v1.MaxMessageBytes - len(dsBytes)
+	if budget <= 0 {
+		return nil, fmt.Errorf("split pod batch: the DaemonSets alone encode to %d bytes, more than %d: %w", len(dsBytes), v1.MaxMessageBytes, v1.ErrMessageTooLarge)
 	}
 	summaries := make([]v1.PodSummary, len(pods))
 	var uids []byte
@@ -85,7 +101,7 @@ func PodBatches(cluster string, closed time.Time, pods []*corev1.Pod) ([]v1.PodB
 		uids = append(uids, p.UID...)
 		uids = append(uids, '\n')
 	}
-	chunks, err := Chunk(summaries, v1.MaxPodsPerBatch, v1.MaxMessageBytes)
+	chunks, err := Chunk(summaries, v1.MaxPodsPerBatch, budget)
 	if err != nil {
 		return nil, fmt.Errorf("split pod batch: %w", err)
 	}
@@ -93,11 +109,12 @@ func PodBatches(cluster string, closed time.Time, pods []*corev1.Pod) ([]v1.PodB
 	out := make([]v1.PodBatch, len(chunks))
 	for i, c := range chunks {
 		out[i] = v1.PodBatch{
-			TypeMeta:  metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindPodBatch},
-			ID:        id,
-			Cluster:   cluster,
-			CreatedAt: metav1.NewTime(closed),
-			Pods:      c,
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindPodBatch},
+			ID:         id,
+			Cluster:    cluster,
+			CreatedAt:  metav1.NewTime(closed),
+			Pods:       c,
+			DaemonSets: dss,
 		}
 		if len(chunks) > 1 {
 			out[i].ID = id + "-" + strconv.Itoa(i)

@@ -125,7 +125,7 @@ func roundTrip[T any](t *testing.T, msg any, decode func([]byte) (*T, []v1.Field
 
 func TestPodBatches(t *testing.T) {
 	t.Run("should build one valid batch for a small window", func(t *testing.T) {
-		batches, err := report.PodBatches("prod", epoch, []*corev1.Pod{pod("shop", "a", ""), pod("shop", "b", "")})
+		batches, err := report.PodBatches("prod", epoch, []*corev1.Pod{pod("shop", "a", ""), pod("shop", "b", "")}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func TestPodBatches(t *testing.T) {
 		for i := range v1.MaxPodsPerBatch + 10 {
 			pods = append(pods, pod("load", fmt.Sprintf("p-%05d", i), ""))
 		}
-		batches, err := report.PodBatches("prod", epoch, pods)
+		batches, err := report.PodBatches("prod", epoch, pods, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func TestPodBatches(t *testing.T) {
 		}
 	})
 	t.Run("should build nothing for no pods", func(t *testing.T) {
-		if got, err := report.PodBatches("prod", epoch, nil); err != nil || got != nil {
+		if got, err := report.PodBatches("prod", epoch, nil, nil); err != nil || got != nil {
 			t.Errorf("PodBatches(nil) = %v, %v", got, err)
 		}
 	})

@@ -60,6 +60,7 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -171,6 +172,13 @@ type PodBatch struct {
 	CreatedAt metav1.Time `json:"createdAt"`
 	// Pods are 1..MaxPodsPerBatch pods with distinct UIDs.
 	Pods []PodSummary `json:"pods"`
+	// DaemonSets are every DaemonSet of the cluster when the window closed,
+	// so the solve counts the daemonset overhead as of its pods, as
+	// Karpenter reads DaemonSets at solve time (karpenter-spec section
+	// 3.2), not as of the last snapshot. Nil (the field absent: a forwarder
+	// that predates it) means "use the snapshot's"; an empty list means the
+	// cluster has none. Named, with distinct namespace/names.
+	DaemonSets []DaemonSetSummary `json:"daemonSets"`
 }
 
 // PodSummary is the part of a Pod that scheduling and disruption read:
@@ -539,6 +547,21 @@ type DaemonSetSummary struct {
 	Template  PodSummary `json:"template"`
 }
 
+// DaemonSet returns the apps/v1 DaemonSet the solver's overhead model
+// reads: name, namespace, UID and the pod template (labels, annotations,
+// spec) of the summary, sharing no memory with s.
+func (s DaemonSetSummary) DaemonSet() appsv1.DaemonSet {
+	tmpl := s.Template.Pod()
+	return appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels, Annotations: tmpl.Annotations},
+			Spec:       tmpl.Spec,
+		}},
+	}
+}
+
 // BatchState is where a PodBatch is in the API.
 type BatchState string
 
@@ -811,7 +834,25 @@ func (b *PodBatch) Validate() error {
 		}
 		seen[p.UID] = i
 	}
+	validateDaemonSets(&errs, b.DaemonSets)
 	return errs.result(KindPodBatch, b.ID)
+}
+
+// validateDaemonSets checks DaemonSet summaries: named, distinct
+// namespace/names, valid containers.
+func validateDaemonSets(errs *fieldErrors, dss []DaemonSetSummary) {
+	seen := map[string]int{}
+	for i, ds := range dss {
+		path := index("daemonSets", i)
+		validateNamespacedName(errs, path, ds.Namespace, ds.Name)
+		validateContainers(errs, child(child(path, "template"), "spec"), ds.Template.Spec)
+		key := ds.Namespace + "/" + ds.Name
+		if first, dup := seen[key]; dup && ds.Name != "" {
+			errs.add(child(path, "name"), "duplicate of %s", index("daemonSets", first))
+			continue
+		}
+		seen[key] = i
+	}
 }
 
 // Validate checks a ClusterConfig's envelope and that its objects have
@@ -941,11 +982,7 @@ func (s *ClusterSnapshot) Validate() error {
 			}
 		}
 	}
-	for i, ds := range s.DaemonSets {
-		path := index("daemonSets", i)
-		validateNamespacedName(&errs, path, ds.Namespace, ds.Name)
-		validateContainers(&errs, child(child(path, "template"), "spec"), ds.Template.Spec)
-	}
+	validateDaemonSets(&errs, s.DaemonSets)
 	return errs.result(KindClusterSnapshot, s.ID)
 }
 
