@@ -468,7 +468,10 @@ func (p *Provisioner) solve(ctx context.Context, batch *v1.PodBatch, st *launchS
 		Pods:          pods,
 		Nodes:         existing,
 		DaemonSets:    daemonSets,
-		Options:       p.opts.Scheduling,
+		Volumes: scheduling.Volumes{
+			Claims: batch.Volumes.Claims, PersistentVolumes: batch.Volumes.PersistentVolumes, StorageClasses: batch.Volumes.StorageClasses,
+		},
+		Options: p.opts.Scheduling,
 	}
 	plan, err := scheduling.Solve(ctx, in)
 	if errors.Is(err, scheduling.ErrInvalidInput) {

@@ -6,12 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-)
 
-// AnnotationBindCompleted is set by the PersistentVolume controller once a
-// claim's binding is complete (kubernetes: pkg/controller/volume/persistentvolume
-// annBindCompleted).
-const AnnotationBindCompleted = "pv.kubernetes.io/bind-completed"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
 
 // Volumes are the storage objects the pods' volumes refer to. Only pods
 // that use a PersistentVolumeClaim (directly or through a generic
@@ -69,18 +66,13 @@ func newVolumeIndex(v Volumes) volumeIndex {
 func (ix volumeIndex) volumeRequirements(pod *corev1.Pod) (reqs []corev1.NodeSelectorRequirement, why string) {
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		var claimName string
-		var template *corev1.PersistentVolumeClaimSpec
-		switch {
-		case vol.PersistentVolumeClaim != nil:
-			claimName = vol.PersistentVolumeClaim.ClaimName
-		case vol.Ephemeral != nil:
-			claimName = pod.Name + "-" + vol.Name
-			if vol.Ephemeral.VolumeClaimTemplate != nil {
-				template = &vol.Ephemeral.VolumeClaimTemplate.Spec
-			}
-		default:
+		claimName, ok := v1.ClaimName(pod, vol)
+		if !ok {
 			continue
+		}
+		var template *corev1.PersistentVolumeClaimSpec
+		if vol.Ephemeral != nil && vol.Ephemeral.VolumeClaimTemplate != nil {
+			template = &vol.Ephemeral.VolumeClaimTemplate.Spec
 		}
 		id := fmt.Sprintf("PersistentVolumeClaim %s/%s (volume %q)", pod.Namespace, claimName, vol.Name)
 		claim, ok := ix.claims[pod.Namespace+"/"+claimName]
@@ -100,8 +92,8 @@ func (ix volumeIndex) volumeRequirements(pod *corev1.Pod) (reqs []corev1.NodeSel
 			return nil, "waiting for volumes: " + id + " does not exist"
 		}
 		if spec.VolumeName != "" {
-			if ok && claim.Annotations[AnnotationBindCompleted] == "" {
-				return nil, "waiting for volumes: " + id + " is not fully bound yet (no " + AnnotationBindCompleted + " annotation)"
+			if ok && claim.Annotations[v1.AnnotationBindCompleted] == "" {
+				return nil, "waiting for volumes: " + id + " is not fully bound yet (no " + v1.AnnotationBindCompleted + " annotation)"
 			}
 			pv, found := ix.volumes[spec.VolumeName]
 			if !found {

@@ -16,7 +16,7 @@ import (
 // boundClaim is a claim the PersistentVolume controller has bound to pv.
 func boundClaim(ns, name, pv string) corev1.PersistentVolumeClaim {
 	return corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{scheduling.AnnotationBindCompleted: "yes"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{v1.AnnotationBindCompleted: "yes"}},
 		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: pv},
 		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
 	}

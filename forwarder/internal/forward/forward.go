@@ -157,6 +157,9 @@ type Sources struct {
 	// DaemonSet changes, which rebuild the snapshot as a Node change does.
 	PDBInformer       Informer
 	DaemonSetInformer Informer
+	// Volumes looks up the claims, volumes and classes pending pods name,
+	// sent with each pod batch; nil sends none.
+	Volumes report.VolumeSource
 
 	// NodeClaims and NodeClaimInformer are the cluster's karpenter.sh/v1
 	// NodeClaims (mirrors and Karpenter's); Leases reads Karpenter's
@@ -376,7 +379,7 @@ func (f *Forwarder) podLoop(ctx context.Context, pods *batcher.Batcher[string], 
 			f.log.Error("list daemonsets for the pod batch", "err", err)
 			continue
 		}
-		batches, err := report.PodBatches(f.opts.Cluster, w.Closed, list, dss)
+		batches, err := report.PodBatches(f.opts.Cluster, w.Closed, list, dss, f.src.Volumes)
 		if err != nil {
 			f.log.Error("build pod batches", "err", err)
 			continue
