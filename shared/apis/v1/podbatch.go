@@ -940,7 +940,40 @@ func (b *PodBatch) Validate() error {
 		seen[p.UID] = i
 	}
 	validateDaemonSets(&errs, b.DaemonSets)
+	validateVolumes(&errs, b.Volumes)
 	return errs.result(KindPodBatch, b.ID)
+}
+
+// validateVolumes checks that a batch's storage objects are named (claims
+// also namespaced) and listed once each.
+func validateVolumes(errs *fieldErrors, v VolumeObjects) {
+	seen := map[string]string{}
+	check := func(path, key string) {
+		if first, dup := seen[key]; dup {
+			errs.add(child(path, "metadata"), "duplicate of %s", first)
+			return
+		}
+		seen[key] = path
+	}
+	for i, c := range v.Claims {
+		path := index("volumes.claims", i)
+		validateNamespacedName(errs, child(path, "metadata"), c.Namespace, c.Name)
+		check(path, "pvc/"+c.Namespace+"/"+c.Name)
+	}
+	for i, pv := range v.PersistentVolumes {
+		path := index("volumes.persistentVolumes", i)
+		if pv.Name == "" {
+			errs.add(child(child(path, "metadata"), "name"), "required")
+		}
+		check(path, "pv/"+pv.Name)
+	}
+	for i, sc := range v.StorageClasses {
+		path := index("volumes.storageClasses", i)
+		if sc.Name == "" {
+			errs.add(child(child(path, "metadata"), "name"), "required")
+		}
+		check(path, "sc/"+sc.Name)
+	}
 }
 
 // validateDaemonSets checks DaemonSet summaries: named, distinct
