@@ -388,7 +388,7 @@ func TestDecodePodBatchErrors(t *testing.T) {
 		},
 		{
 			name: "should reject a batch's storage objects without a name or listed twice, naming the field",
-			give: append(podBatchJSON(`[`+okPod+`]`)[:len(podBatchJSON(`[`+okPod+`]`))-1],
+			give: append(podBatchJSON(`[` + okPod + `]`)[:len(podBatchJSON(`[`+okPod+`]`))-1],
 				[]byte(`,"volumes":{"claims":[{"metadata":{"name":"data"}},{"metadata":{"namespace":"ns","name":"d"}},{"metadata":{"namespace":"ns","name":"d"}}],`+
 					`"storageClasses":[{"metadata":{}}]}}`)...),
 			wantStatus: http.StatusBadRequest,
