@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodewright/nodewright/forwarder/internal/batcher"
@@ -80,8 +82,31 @@ func trim(obj any) (any, error) {
 	return obj, nil
 }
 
+// volumeListers is report.VolumeSource over the informer caches.
+type volumeListers struct {
+	claims  corelisters.PersistentVolumeClaimLister
+	pvs     corelisters.PersistentVolumeLister
+	classes storagelisters.StorageClassLister
+}
+
+func (v volumeListers) Claim(namespace, name string) (*corev1.PersistentVolumeClaim, bool) {
+	c, err := v.claims.PersistentVolumeClaims(namespace).Get(name)
+	return c, err == nil
+}
+
+func (v volumeListers) PersistentVolume(name string) (*corev1.PersistentVolume, bool) {
+	pv, err := v.pvs.Get(name)
+	return pv, err == nil
+}
+
+func (v volumeListers) StorageClass(name string) (*storagev1.StorageClass, bool) {
+	sc, err := v.classes.Get(name)
+	return sc, err == nil
+}
+
 func trimPod(p *corev1.Pod) *corev1.Pod {
 	t := v1.SummarizePod(p).Pod()
+	t.Spec.Volumes = v1.ClaimVolumes(p) // pod batches carry them (volume topology)
 	t.ResourceVersion = p.ResourceVersion
 	t.Generation = p.Generation
 	t.Status.Phase = p.Status.Phase
@@ -123,6 +148,7 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 	dynFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, metav1.NamespaceAll, nil)
 	pods, nodes := podFactory.Core().V1().Pods(), factory.Core().V1().Nodes()
 	pdbs, dss := factory.Policy().V1().PodDisruptionBudgets(), factory.Apps().V1().DaemonSets()
+	claims, pvs, classes := factory.Core().V1().PersistentVolumeClaims(), factory.Core().V1().PersistentVolumes(), factory.Storage().V1().StorageClasses()
 	nodePools, nodeClasses := dynFactory.ForResource(nodePoolsGVR), dynFactory.ForResource(nodeClassesGVR)
 	nodeClaims := dynFactory.ForResource(mirror.GVR)
 	a := &app{
@@ -134,6 +160,7 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 			pods.Informer().HasSynced, nodes.Informer().HasSynced, pdbs.Informer().HasSynced,
 			dss.Informer().HasSynced, nodePools.Informer().HasSynced, nodeClasses.Informer().HasSynced,
 			nodeClaims.Informer().HasSynced,
+			claims.Informer().HasSynced, pvs.Informer().HasSynced, classes.Informer().HasSynced,
 		},
 	}
 	a.handler = metrics.Handler(reg, a.ready)
@@ -147,6 +174,8 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		NodePools: nodePools.Lister(), NodeClasses: nodeClasses.Lister(),
 		PodInformer: pods.Informer(), NodeInformer: nodes.Informer(),
 		NodePoolInformer: nodePools.Informer(), NodeClassInformer: nodeClasses.Informer(),
+		PDBInformer: pdbs.Informer(), DaemonSetInformer: dss.Informer(),
+		Volumes:    volumeListers{claims: claims.Lister(), pvs: pvs.Lister(), classes: classes.Lister()},
 		NodeClaims: nodeClaims.Lister(), NodeClaimInformer: nodeClaims.Informer(), Leases: leases{kube},
 	}, m.API(client), m.Emitter(events.New(kube.CoreV1(), time.Now, cfg.Identity)), m.Mirror(mirror.New(dyn)),
 		m.Relay(events.NewRelay(kube.CoreV1(), clusterObjects{nodes: nodes.Lister(), dyn: dyn, pods: pods.Lister(), nodePools: nodePools.Lister()}, time.Now, cfg.Identity)))

@@ -166,6 +166,8 @@ func TestClusterRoleGrantsExactlyWhatTheCodeUses(t *testing.T) {
 	want := []permission{
 		{"", "events", "create"},
 		{"", "nodes", "delete"}, {"", "nodes", "list"}, {"", "nodes", "watch"},
+		{"", "persistentvolumeclaims", "list"}, {"", "persistentvolumeclaims", "watch"},
+		{"", "persistentvolumes", "list"}, {"", "persistentvolumes", "watch"},
 		{"", "pods", "list"}, {"", "pods", "watch"},
 		{"apps", "daemonsets", "list"}, {"apps", "daemonsets", "watch"},
 		{"coordination.k8s.io", "leases", "list"},
@@ -177,6 +179,7 @@ func TestClusterRoleGrantsExactlyWhatTheCodeUses(t *testing.T) {
 		{"karpenter.sh", "nodepools", "list"}, {"karpenter.sh", "nodepools", "watch"},
 		{"karpenter.sh", "nodepools/status", "update"},
 		{"policy", "poddisruptionbudgets", "list"}, {"policy", "poddisruptionbudgets", "watch"},
+		{"storage.k8s.io", "storageclasses", "list"}, {"storage.k8s.io", "storageclasses", "watch"},
 	}
 	if diff := cmp.Diff(want, permissions(m.clusterRole.Rules)); diff != "" {
 		t.Errorf("ClusterRole permissions mismatch (-want +got):\n%s", diff)

@@ -177,6 +177,7 @@ func plan(ctx context.Context, cfg planConfig, stdin io.Reader, stderr io.Writer
 		Pods:          cluster.Pending,
 		Nodes:         cluster.Nodes,
 		DaemonSets:    cluster.DaemonSets,
+		Volumes:       cluster.Volumes,
 	}
 	var sources []string
 	zones := map[string]workload.ZoneReport{}

@@ -346,3 +346,24 @@ func TestParsePlanFlags(t *testing.T) {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestPlanPlacesPodsInTheirVolumesZones is issue 19 item 5: plan reads
+// PersistentVolumeClaims, PersistentVolumes and StorageClasses, and the
+// claims of a StatefulSet's volumeClaimTemplates.
+func TestPlanPlacesPodsInTheirVolumesZones(t *testing.T) {
+	r := planJSON(t, "", "-f", guideComplete, "-f", "testdata/plan/volumes.yaml", "--region", "ap-northeast-1")
+	zoneOf := map[string][]string{}
+	for _, c := range r.NodeClaims {
+		for _, p := range c.Pods {
+			zoneOf[p] = c.Zones
+		}
+	}
+	for pod, want := range map[string][]string{"default/db-0": {"ap-northeast-1c"}, "default/db-1": {"ap-northeast-1c"}, "default/cache-0": {"ap-northeast-1d"}} {
+		if !slices.Equal(zoneOf[pod], want) {
+			t.Errorf("pod %s on a NodeClaim in zones %v, want %v", pod, zoneOf[pod], want)
+		}
+	}
+	if why := r.reasons()["default/orphan-0"]; !strings.Contains(why, "default/nowhere") {
+		t.Errorf("orphan-0 reason %q, want it to name the missing claim default/nowhere (unschedulable %v)", why, r.reasons())
+	}
+}

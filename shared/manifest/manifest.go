@@ -25,6 +25,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/shared/apis/apijson"
@@ -459,6 +460,12 @@ func newCoreObject(group, version, kind string) any {
 		return &batchv1.Job{}
 	case "policy/v1/PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}
+	case "/v1/PersistentVolumeClaim":
+		return &corev1.PersistentVolumeClaim{}
+	case "/v1/PersistentVolume":
+		return &corev1.PersistentVolume{}
+	case "storage.k8s.io/v1/StorageClass":
+		return &storagev1.StorageClass{}
 	}
 	return nil
 }

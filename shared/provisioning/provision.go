@@ -451,6 +451,15 @@ func (p *Provisioner) solve(ctx context.Context, batch *v1.PodBatch, st *launchS
 		inBatch[pod.UID] = true
 	}
 	existing, isClaim := existingNodes(claims, cluster, inBatch)
+	daemonSets := cluster.DaemonSets
+	if batch.DaemonSets != nil {
+		// The batch's DaemonSets are as fresh as its pods; the snapshot's
+		// may be older (karpenter-spec section 3.2: read at solve time).
+		daemonSets = make([]appsv1.DaemonSet, len(batch.DaemonSets))
+		for i := range batch.DaemonSets {
+			daemonSets[i] = batch.DaemonSets[i].DaemonSet()
+		}
+	}
 	in := scheduling.Input{
 		Now:           now,
 		NodePools:     st.pools,
@@ -458,8 +467,11 @@ func (p *Provisioner) solve(ctx context.Context, batch *v1.PodBatch, st *launchS
 		InstanceTypes: st.types,
 		Pods:          pods,
 		Nodes:         existing,
-		DaemonSets:    cluster.DaemonSets,
-		Options:       p.opts.Scheduling,
+		DaemonSets:    daemonSets,
+		Volumes: scheduling.Volumes{
+			Claims: batch.Volumes.Claims, PersistentVolumes: batch.Volumes.PersistentVolumes, StorageClasses: batch.Volumes.StorageClasses,
+		},
+		Options: p.opts.Scheduling,
 	}
 	plan, err := scheduling.Solve(ctx, in)
 	if errors.Is(err, scheduling.ErrInvalidInput) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -816,4 +817,88 @@ func (l *barrierLauncher) Launch(ctx context.Context, req provisioning.LaunchReq
 		l.arrived.Wait()
 	}
 	return l.ec2.Launch(ctx, req)
+}
+
+// TestProvisionCountsTheBatchDaemonSets is issue 19 item 9: the DaemonSets
+// a batch carries are as fresh as its pods and replace the snapshot's
+// (Karpenter reads DaemonSets at solve time); a batch without them (an
+// older forwarder) falls back to the snapshot's.
+func TestProvisionCountsTheBatchDaemonSets(t *testing.T) {
+	agent := func(cpu string) v1.DaemonSetSummary {
+		return v1.DaemonSetSummary{Name: "agent", Namespace: "kube-system", UID: "uid-agent", Template: v1.PodSummary{
+			Name: "agent", Namespace: "kube-system",
+			Spec: v1.PodSpecSummary{
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+				Containers:  []v1.ContainerSummary{{Name: "c", Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}},
+			},
+		}}
+	}
+	inflight := launchedClaim("default-inflight", "aws:///us-east-1a/i-0inflight", "m5.large", "1900m")
+	tests := []struct {
+		name       string
+		snapshot   []v1.DaemonSetSummary
+		batch      []v1.DaemonSetSummary
+		wantLaunch bool
+	}{
+		{name: "should launch for a pod the batch's new DaemonSet leaves no room for on the in-flight NodeClaim", batch: []v1.DaemonSetSummary{agent("500m")}, wantLaunch: true},
+		{name: "should use the in-flight NodeClaim when the batch says the snapshot's DaemonSet is gone", snapshot: []v1.DaemonSetSummary{agent("500m")}, batch: []v1.DaemonSetSummary{}},
+		{name: "should count the snapshot's DaemonSets for a batch without any", snapshot: []v1.DaemonSetSummary{agent("500m")}, wantLaunch: true},
+		{name: "should use the in-flight NodeClaim when no DaemonSet is known"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
+			e.store.put(inflight)
+			for _, ds := range tt.snapshot {
+				e.cluster.state.DaemonSets = append(e.cluster.state.DaemonSets, ds.DaemonSet())
+			}
+			batch := podBatch("batch-1", podSummary("a", "1600m"))
+			batch.DaemonSets = tt.batch
+			res, err := e.provisioner(t).Provision(t.Context(), batch, t0)
+			if err != nil {
+				t.Fatalf("Provision() error = %v", err)
+			}
+			launched := len(res.Batch.NodeClaims) > 0
+			if launched == (res.Batch.Nominations["uid-a"].NodeClaim == "default-inflight") || launched != tt.wantLaunch {
+				t.Errorf("launched %d NodeClaims, nominations %v; want a launch: %v", len(res.Batch.NodeClaims), res.Batch.Nominations, tt.wantLaunch)
+			}
+		})
+	}
+}
+
+// TestProvisionPlacesPodsInTheirVolumesZone is issue 19 item 5 through the
+// provisioner: the batch's claims and classes reach the solver, so a pod
+// whose unbound claim's WaitForFirstConsumer class allows one zone gets a
+// NodeClaim there.
+func TestProvisionPlacesPodsInTheirVolumesZone(t *testing.T) {
+	e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
+	pod := podSummary("db-0", "1")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-db-0"}}}}
+	batch := podBatch("batch-1", pod)
+	class, wffc := "zonal", storagev1.VolumeBindingWaitForFirstConsumer
+	batch.Volumes = v1.VolumeObjects{
+		Claims: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: "data-db-0"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class}}},
+		StorageClasses: []storagev1.StorageClass{{ObjectMeta: metav1.ObjectMeta{Name: class}, VolumeBindingMode: &wffc,
+			AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: v1.LabelTopologyZone, Values: []string{"us-east-1b"}}}}}}},
+	}
+	res, err := e.provisioner(t).Provision(t.Context(), batch, t0)
+	if err != nil {
+		t.Fatalf("Provision() error = %v", err)
+	}
+	if len(res.Batch.NodeClaims) != 1 {
+		t.Fatalf("NodeClaims = %d (unschedulable %v), want 1", len(res.Batch.NodeClaims), res.Batch.Unschedulable)
+	}
+	if z := requirements.FromNodeSelector(res.Batch.NodeClaims[0].Spec.Requirements).Get(v1.LabelTopologyZone).Values(); !slices.Equal(z, []string{"us-east-1b"}) {
+		t.Errorf("NodeClaim zones %v, want [us-east-1b]", z)
+	}
+
+	// Without the claim the pod waits, and the reason names it.
+	batch = podBatch("batch-2", pod)
+	res, err = e.provisioner(t).Provision(t.Context(), batch, t0)
+	if err != nil {
+		t.Fatalf("Provision() error = %v", err)
+	}
+	if why := res.Batch.Unschedulable[pod.UID]; !strings.Contains(why, "data-db-0") || len(res.Batch.NodeClaims) != 0 {
+		t.Errorf("without the claim: reason %q, %d NodeClaims; want a reason naming data-db-0 and none", why, len(res.Batch.NodeClaims))
+	}
 }

@@ -32,9 +32,13 @@ type podInfo struct {
 // ports); requests may differ. Compatibility with pools and topology terms
 // are computed once per class and relaxation level.
 type class struct {
-	id         int
-	rep        *corev1.Pod
-	ports      []hostPort
+	id    int
+	rep   *corev1.Pod
+	ports []hostPort
+	// vol are the node requirements the pods' volumes add (volumes.go):
+	// part of every level's requirements, never relaxed, and not part of
+	// topology spread's domain eligibility (karpenter-spec section 3).
+	vol        []corev1.NodeSelectorRequirement
 	selectedBy []*group
 	inverse    []*group
 	levels     []*effClass
@@ -48,8 +52,12 @@ type effClass struct {
 	level int
 	pod   *corev1.Pod
 	reqID int32
-	tols  []corev1.Toleration
-	owned []owned
+	// spreadReqID is reqID without the volume requirements: what topology
+	// spread's nodeAffinityPolicy Honor reads. Equal to reqID for pods
+	// without volume requirements.
+	spreadReqID int32
+	tols        []corev1.Toleration
+	owned       []owned
 	// relaxed says what the step into this level dropped ("" at level 0).
 	relaxed string
 	pools   []poolFit
@@ -312,7 +320,16 @@ func (s *solver) buildClass(c *class) {
 	relaxed := ""
 	for level := 0; ; level++ {
 		e := &effClass{cls: c, level: level, pod: pod, relaxed: relaxed, pools: make([]poolFit, len(s.pools))}
-		e.reqID = s.reqs.intern(requirements.ForPod(pod, true))
+		podReqs := requirements.ForPod(pod, true)
+		e.spreadReqID = s.reqs.intern(podReqs)
+		e.reqID = e.spreadReqID
+		if len(c.vol) > 0 {
+			r := podReqs.Clone()
+			for _, v := range c.vol {
+				r.Add(requirements.New(v.Key, v.Operator, v.Values...))
+			}
+			e.reqID = s.reqs.intern(r)
+		}
 		e.tols = pod.Spec.Tolerations
 		e.owned = s.ownedGroups(pod)
 		c.levels = append(c.levels, e)
@@ -338,7 +355,7 @@ func (s *solver) finishClass(c *class) {
 		sel[g.id] = true
 	}
 	for _, e := range c.levels {
-		podReqs := s.reqs.get(e.reqID)
+		podReqs := s.reqs.get(e.spreadReqID)
 		for i := range e.owned {
 			o := &e.owned[i]
 			o.self = sel[o.g.id]

@@ -99,6 +99,7 @@ func randomWorkload(r *rand.Rand) scheduling.Input {
 		nodes = append(nodes, st.Existing(st.Node(name, opts...), bound...))
 	}
 	var ps []*corev1.Pod
+	var vol scheduling.Volumes
 	for g := 0; g < 2+r.Intn(6); g++ {
 		app := fmt.Sprintf("app-%d", g)
 		self := map[string]string{"app": app}
@@ -151,11 +152,34 @@ func randomWorkload(r *rand.Rand) scheduling.Input {
 		if r.Intn(10) == 0 {
 			opts = append(opts, st.Resources(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}))
 		}
+		// Volumes (issue 19 item 5): a StatefulSet-like group whose pods
+		// each have a claim, bound to a zonal PersistentVolume or unbound
+		// with a WaitForFirstConsumer class restricted to one zone, the
+		// same zone for the whole group (pods of one group in different
+		// volume zones would make self pod affinity on zone ambiguous:
+		// each zone's class may seed a domain).
+		volumes := r.Intn(4)
+		zone := pick(testZones...)
 		for i := 0; i < 1+r.Intn(25); i++ {
-			ps = append(ps, st.Pod(fmt.Sprintf("%s-%d", app, i), opts...))
+			p := st.Pod(fmt.Sprintf("%s-%d", app, i), opts...)
+			if volumes < 2 {
+				claim := "data-" + p.Name
+				p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+				if volumes == 0 {
+					vol.Claims = append(vol.Claims, boundClaim(p.Namespace, claim, "pv-"+p.Name))
+					vol.PersistentVolumes = append(vol.PersistentVolumes, zonalVolume("pv-"+p.Name, zone))
+				} else {
+					vol.Claims = append(vol.Claims, unboundClaim(p.Namespace, claim, "zonal-"+zone))
+				}
+			}
+			ps = append(ps, p)
 		}
 	}
-	opts := []st.InputOption{st.WithNodes(nodes...), st.WithDaemonSets(dss...)}
+	for _, z := range testZones {
+		vol.StorageClasses = append(vol.StorageClasses, zonalClass("zonal-"+z, z))
+	}
+	opts := []st.InputOption{st.WithNodes(nodes...), st.WithDaemonSets(dss...), func(in *scheduling.Input) { in.Volumes = vol }}
 	o := scheduling.Options{}
 	if r.Intn(4) == 0 {
 		o.PreferencePolicy = scheduling.PreferencePolicyIgnore

@@ -48,6 +48,8 @@ type solver struct {
 
 	pods    []*podInfo
 	classes []*class
+	// vols indexes in.Volumes; built at the first pod with volumes.
+	vols *volumeIndex
 
 	keys       []*topoKey
 	keyByName  map[string]*topoKey
@@ -318,7 +320,23 @@ func (s *solver) buildPods() error {
 			pi.ignored = why
 			continue
 		}
+		var volReqs []corev1.NodeSelectorRequirement
+		if len(p.Spec.Volumes) > 0 {
+			if s.vols == nil {
+				ix := newVolumeIndex(s.in.Volumes)
+				s.vols = &ix
+			}
+			r, why := s.vols.volumeRequirements(p)
+			if why != "" {
+				pi.ignored = why
+				continue
+			}
+			volReqs = r
+		}
 		ck := classKey(p)
+		if len(volReqs) > 0 {
+			ck += "\x00v\x00" + volumeKey(volReqs)
+		}
 		why, checked := invalidByClass[ck]
 		if !checked {
 			why = invalidForProvisioner(p)
@@ -347,7 +365,7 @@ func (s *solver) buildPods() error {
 		pi.req = req
 		c, ok := byKey[ck]
 		if !ok {
-			c = &class{id: len(s.classes), rep: p, ports: podHostPorts(&p.Spec)}
+			c = &class{id: len(s.classes), rep: p, ports: podHostPorts(&p.Spec), vol: volReqs}
 			byKey[ck] = c
 			s.classes = append(s.classes, c)
 		}

@@ -33,6 +33,12 @@ type Input struct {
 	// DaemonSets contribute per-node overhead to new NodeClaims of the pools
 	// they can run on, and remaining overhead to existing nodes.
 	DaemonSets []appsv1.DaemonSet
+	// Volumes are the PersistentVolumeClaims, PersistentVolumes and
+	// StorageClasses the pods' volumes name; a pod whose claim is bound to
+	// a zonal volume, or unbound with a WaitForFirstConsumer class that
+	// restricts topology, gets a node those allow (see volumes.go). Optional
+	// when no pod uses a claim.
+	Volumes Volumes
 	// Namespaces are consulted only to evaluate pod (anti-)affinity terms
 	// with a non-empty namespaceSelector; a namespace not listed has no
 	// labels. Optional.

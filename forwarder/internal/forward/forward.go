@@ -153,6 +153,13 @@ type Sources struct {
 	NodeInformer      Informer
 	NodePoolInformer  Informer
 	NodeClassInformer Informer
+	// PDBInformer and DaemonSetInformer tell of PodDisruptionBudget and
+	// DaemonSet changes, which rebuild the snapshot as a Node change does.
+	PDBInformer       Informer
+	DaemonSetInformer Informer
+	// Volumes looks up the claims, volumes and classes pending pods name,
+	// sent with each pod batch; nil sends none.
+	Volumes report.VolumeSource
 
 	// NodeClaims and NodeClaimInformer are the cluster's karpenter.sh/v1
 	// NodeClaims (mirrors and Karpenter's); Leases reads Karpenter's
@@ -302,6 +309,8 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		{f.src.NodeClassInformer, anyChange(func(any) { onConfig() })},
 		{f.src.NodeInformer, snapshotChange(nodeSummary, changes.note)},
 		{f.src.PodInformer, snapshotChange(podSummary, changes.note)},
+		{f.src.PDBInformer, snapshotChange(pdbSummary, changes.note)},
+		{f.src.DaemonSetInformer, snapshotChange(daemonSetSummary, changes.note)},
 		{f.src.PodInformer, f.podEvents.handler()},
 		{f.src.NodeClaimInformer, f.karpenterHandler()},
 	} {
@@ -365,7 +374,12 @@ func (f *Forwarder) podLoop(ctx context.Context, pods *batcher.Batcher[string], 
 			f.log.Error("collect pending pods", "err", err)
 			continue
 		}
-		batches, err := report.PodBatches(f.opts.Cluster, w.Closed, list)
+		dss, err := f.src.DaemonSets.List(labels.Everything())
+		if err != nil {
+			f.log.Error("list daemonsets for the pod batch", "err", err)
+			continue
+		}
+		batches, err := report.PodBatches(f.opts.Cluster, w.Closed, list, dss, f.src.Volumes)
 		if err != nil {
 			f.log.Error("build pod batches", "err", err)
 			continue
@@ -843,6 +857,24 @@ func podSummary(obj any) any {
 		return nil
 	}
 	return v1.SummarizePod(p)
+}
+
+// pdbSummary is what the snapshot shows of a PodDisruptionBudget.
+func pdbSummary(obj any) any {
+	p, ok := obj.(*policyv1.PodDisruptionBudget)
+	if !ok {
+		return nil
+	}
+	return report.SummarizePDB(p)
+}
+
+// daemonSetSummary is what the snapshot shows of a DaemonSet.
+func daemonSetSummary(obj any) any {
+	ds, ok := obj.(*appsv1.DaemonSet)
+	if !ok {
+		return nil
+	}
+	return report.SummarizeDaemonSet(ds)
 }
 
 // anyChange calls fn on every add, update and delete.

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -298,7 +300,7 @@ type harness struct {
 	mirror                              *fakeMirror
 	relay                               *fakeRelay
 	pods, nodes, nodePools, nodeClasses *fakeInformer
-	pdbs                                cache.Indexer
+	pdbs, daemonSets                    *fakeInformer
 	started                             time.Time
 	cancel                              context.CancelFunc
 	done                                chan error
@@ -311,7 +313,7 @@ func start(t *testing.T) *harness {
 	h := &harness{
 		api: &fakeAPI{records: []v1.EventRecord{{ID: "r1"}}}, events: &fakeEmitter{}, mirror: &fakeMirror{},
 		pods: newInformer(), nodes: newInformer(), nodePools: newInformer(), nodeClasses: newInformer(),
-		pdbs: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
+		pdbs: newInformer(), daemonSets: newInformer(),
 		done: make(chan error, 1), started: time.Now(),
 	}
 	for _, obj := range []struct {
@@ -327,14 +329,16 @@ func start(t *testing.T) *harness {
 	src := forward.Sources{
 		Pods:              corelisters.NewPodLister(h.pods.store),
 		Nodes:             corelisters.NewNodeLister(h.nodes.store),
-		PDBs:              policylisters.NewPodDisruptionBudgetLister(h.pdbs),
-		DaemonSets:        appslisters.NewDaemonSetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		PDBs:              policylisters.NewPodDisruptionBudgetLister(h.pdbs.store),
+		DaemonSets:        appslisters.NewDaemonSetLister(h.daemonSets.store),
 		NodePools:         cache.NewGenericLister(h.nodePools.store, gr),
 		NodeClasses:       cache.NewGenericLister(h.nodeClasses.store, gr),
 		PodInformer:       h.pods,
 		NodeInformer:      h.nodes,
 		NodePoolInformer:  h.nodePools,
 		NodeClassInformer: h.nodeClasses,
+		PDBInformer:       h.pdbs,
+		DaemonSetInformer: h.daemonSets,
 	}
 	f := forward.New(forward.Options{Cluster: "prod", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, src, h.api, h.events, h.mirror, h.relay)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -350,7 +354,8 @@ func (h *harness) stop(t *testing.T) {
 	if err := <-h.done; err != nil {
 		t.Errorf("Run() = %v, want nil after the lease ends", err)
 	}
-	for name, inf := range map[string]*fakeInformer{"pods": h.pods, "nodes": h.nodes, "nodepools": h.nodePools, "ec2nodeclasses": h.nodeClasses} {
+	for name, inf := range map[string]*fakeInformer{"pods": h.pods, "nodes": h.nodes, "nodepools": h.nodePools, "ec2nodeclasses": h.nodeClasses,
+		"poddisruptionbudgets": h.pdbs, "daemonsets": h.daemonSets} {
 		if n := inf.registered(); n != 0 {
 			t.Errorf("%d %s handlers left registered after Run returned", n, name)
 		}
@@ -384,6 +389,45 @@ func TestPodBatches(t *testing.T) {
 		if after, _, _, _ := h.api.counts(); after != before {
 			t.Errorf("%d batches posted after leadership ended", after-before)
 		}
+	})
+}
+
+func daemonSet(name, cpu string) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name, UID: types.UID("uid-" + name)},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
+		}}}}},
+	}
+}
+
+// TestPodBatchesCarryTheDaemonSetsOfTheirWindow is issue 19 item 9: a
+// DaemonSet created just before its pods reaches the solve with them, in
+// the batch, not 30 s later with the snapshot.
+func TestPodBatchesCarryTheDaemonSetsOfTheirWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		h.daemonSets.set(t, daemonSet("agent", "200m"))
+		time.Sleep(time.Second)
+		h.pods.set(t, pendingPod("web-1"))
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		h.api.mu.Lock()
+		var got [][]string
+		for _, b := range h.api.batches {
+			names := []string{}
+			for _, ds := range b.DaemonSets {
+				names = append(names, ds.Namespace+"/"+ds.Name+" "+ds.Template.Spec.Containers[0].Requests.Cpu().String())
+			}
+			got = append(got, names)
+		}
+		h.api.mu.Unlock()
+		if diff := cmp.Diff([][]string{{}, {"kube-system/agent 200m"}}, got); diff != "" {
+			t.Errorf("DaemonSets of each batch mismatch (-want +got):\n%s", diff)
+		}
+		h.stop(t)
 	})
 }
 
@@ -605,22 +649,55 @@ func TestSnapshotCadence(t *testing.T) {
 			want: []time.Duration{0, 15 * time.Second, 20600 * time.Millisecond, 25600 * time.Millisecond},
 		},
 		{
-			name: "should leave a change the snapshot does not show to the periodic rebuild",
+			name: "should post nothing for changes the snapshot does not show",
 			act: func(t *testing.T, h *harness) {
 				time.Sleep(10 * time.Second)
 				// Not shown: a node's kubelet version and foreign annotation,
-				// and a pending pod (all reach the handlers); shown but not
-				// watched: a PodDisruptionBudget.
+				// and a pending pod (all reach the handlers).
 				n := nodeWithProvider("n1")
 				n.Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0"}
 				n.Status.NodeInfo.KubeletVersion = "v1.34.1"
 				h.nodes.set(t, n)
 				h.pods.set(t, pendingPod("web-9"))
-				if err := h.pdbs.Add(&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}); err != nil {
-					t.Fatal(err)
-				}
 			},
-			want: []time.Duration{0, 30 * time.Second},
+			want: []time.Duration{0},
+		},
+		{
+			name: "should post a new PodDisruptionBudget one debounce after the change, as a Node change",
+			act: func(t *testing.T, h *harness) {
+				time.Sleep(10 * time.Second)
+				h.pdbs.set(t, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}})
+			},
+			want: []time.Duration{0, 11 * time.Second},
+		},
+		{
+			name: "should post a PodDisruptionBudget whose allowed disruptions changed one debounce after the change",
+			act: func(t *testing.T, h *harness) {
+				h.pdbs.set(t, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}})
+				time.Sleep(12 * time.Second)
+				h.pdbs.set(t, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+					Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}})
+			},
+			want: []time.Duration{0, 5 * time.Second, 13 * time.Second},
+		},
+		{
+			name: "should post a new DaemonSet one debounce after the change, as a Node change",
+			act: func(t *testing.T, h *harness) {
+				time.Sleep(10 * time.Second)
+				h.daemonSets.set(t, daemonSet("agent", "200m"))
+			},
+			want: []time.Duration{0, 11 * time.Second},
+		},
+		{
+			name: "should not rebuild for a DaemonSet status change the snapshot does not show",
+			act: func(t *testing.T, h *harness) {
+				h.daemonSets.set(t, daemonSet("agent", "200m"))
+				time.Sleep(10 * time.Second)
+				ds := daemonSet("agent", "200m")
+				ds.Status.NumberReady = 3
+				h.daemonSets.set(t, ds)
+			},
+			want: []time.Duration{0, 5 * time.Second},
 		},
 	}
 	for _, tt := range tests {

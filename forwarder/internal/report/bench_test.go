@@ -22,7 +22,7 @@ func BenchmarkPodBatches(b *testing.B) {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := report.PodBatches("prod", epoch, pods); err != nil {
+				if _, err := report.PodBatches("prod", epoch, pods, nil, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

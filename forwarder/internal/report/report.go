@@ -20,6 +20,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -70,22 +71,55 @@ func Chunk[T any](items []T, maxItems, maxBytes int) ([][]T, error) {
 	return out, nil
 }
 
-// PodBatches builds the batches for one closed window: the pods' summaries,
-// split so each batch respects v1.MaxPodsPerBatch and v1.MaxMessageBytes.
-// A single batch has ID "pb-<ms>-<hash of the pod UIDs>"; split batches add
-// "-<index>". It returns nil for no pods.
-func PodBatches(cluster string, closed time.Time, pods []*corev1.Pod) ([]v1.PodBatch, error) {
+// VolumeSource looks up the storage objects pending pods name (the
+// forwarder's informer caches); ok is false for one that does not exist.
+type VolumeSource interface {
+	Claim(namespace, name string) (*corev1.PersistentVolumeClaim, bool)
+	PersistentVolume(name string) (*corev1.PersistentVolume, bool)
+	StorageClass(name string) (*storagev1.StorageClass, bool)
+}
+
+// PodBatches builds the batches for one closed window: the pods' summaries
+// (with their claim volumes), split so each batch respects
+// v1.MaxPodsPerBatch and v1.MaxMessageBytes, each carrying every DaemonSet
+// (sorted by namespace/name; an empty, non-nil list when there are none) so
+// the solve counts the daemonset overhead as of the window, and the
+// claims, bound volumes and classes of unbound claims its pods name (from
+// vols; none when vols is nil). A single batch has ID "pb-<ms>-<hash of the
+// pod UIDs>"; split batches add "-<index>". It returns nil for no pods, and
+// an error when the DaemonSets and volumes alone leave no room for a pod.
+func PodBatches(cluster string, closed time.Time, pods []*corev1.Pod, daemonSets []*appsv1.DaemonSet, vols VolumeSource) ([]v1.PodBatch, error) {
 	if len(pods) == 0 {
 		return nil, nil
 	}
+	dss := make([]v1.DaemonSetSummary, 0, len(daemonSets))
+	for _, ds := range daemonSets {
+		dss = append(dss, SummarizeDaemonSet(ds))
+	}
+	slices.SortFunc(dss, func(a, b v1.DaemonSetSummary) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
+	all := volumeObjects(pods, vols)
+	fixed, err := json.Marshal(struct {
+		D []v1.DaemonSetSummary
+		V v1.VolumeObjects
+	}{dss, all})
+	if err != nil {
+		return nil, fmt.Errorf("encode daemonsets and volumes: %w", err)
+	}
+	budget := v1.MaxMessageBytes - len(fixed)
+	if budget <= 0 {
+		return nil, fmt.Errorf("split pod batch: the DaemonSets and volumes alone encode to %d bytes, more than %d: %w", len(fixed), v1.MaxMessageBytes, v1.ErrMessageTooLarge)
+	}
 	summaries := make([]v1.PodSummary, len(pods))
+	byUID := make(map[types.UID]*corev1.Pod, len(pods))
 	var uids []byte
 	for i, p := range pods {
 		summaries[i] = v1.SummarizePod(p)
+		summaries[i].Spec.Volumes = v1.ClaimVolumes(p)
+		byUID[p.UID] = p
 		uids = append(uids, p.UID...)
 		uids = append(uids, '\n')
 	}
-	chunks, err := Chunk(summaries, v1.MaxPodsPerBatch, v1.MaxMessageBytes)
+	chunks, err := Chunk(summaries, v1.MaxPodsPerBatch, budget)
 	if err != nil {
 		return nil, fmt.Errorf("split pod batch: %w", err)
 	}
@@ -93,17 +127,78 @@ func PodBatches(cluster string, closed time.Time, pods []*corev1.Pod) ([]v1.PodB
 	out := make([]v1.PodBatch, len(chunks))
 	for i, c := range chunks {
 		out[i] = v1.PodBatch{
-			TypeMeta:  metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindPodBatch},
-			ID:        id,
-			Cluster:   cluster,
-			CreatedAt: metav1.NewTime(closed),
-			Pods:      c,
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindPodBatch},
+			ID:         id,
+			Cluster:    cluster,
+			CreatedAt:  metav1.NewTime(closed),
+			Pods:       c,
+			DaemonSets: dss,
+			Volumes:    all,
 		}
 		if len(chunks) > 1 {
 			out[i].ID = id + "-" + strconv.Itoa(i)
+			var cp []*corev1.Pod
+			for _, s := range c {
+				cp = append(cp, byUID[s.UID])
+			}
+			out[i].Volumes = volumeObjects(cp, vols)
 		}
 	}
 	return out, nil
+}
+
+// volumeObjects collects the claims pods name, the volumes the bound ones
+// are bound to and the classes of the unbound ones (the template's class
+// for an ephemeral volume whose claim does not exist yet), each once, in
+// first-seen order.
+func volumeObjects(pods []*corev1.Pod, vols VolumeSource) v1.VolumeObjects {
+	var out v1.VolumeObjects
+	if vols == nil {
+		return out
+	}
+	seen := map[string]bool{}
+	addClass := func(name *string) {
+		if name == nil || *name == "" || seen["sc/"+*name] {
+			return
+		}
+		seen["sc/"+*name] = true
+		if sc, ok := vols.StorageClass(*name); ok {
+			out.StorageClasses = append(out.StorageClasses, v1.SummarizeStorageClass(sc))
+		}
+	}
+	for _, p := range pods {
+		for i := range p.Spec.Volumes {
+			v := &p.Spec.Volumes[i]
+			name, ok := v1.ClaimName(p, v)
+			if !ok {
+				continue
+			}
+			key := "pvc/" + p.Namespace + "/" + name
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			claim, found := vols.Claim(p.Namespace, name)
+			if !found {
+				if v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil {
+					addClass(v.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName)
+				}
+				continue
+			}
+			out.Claims = append(out.Claims, v1.SummarizeClaim(claim))
+			if pvName := claim.Spec.VolumeName; pvName != "" {
+				if !seen["pv/"+pvName] {
+					seen["pv/"+pvName] = true
+					if pv, ok := vols.PersistentVolume(pvName); ok {
+						out.PersistentVolumes = append(out.PersistentVolumes, v1.SummarizePersistentVolume(pv))
+					}
+				}
+				continue
+			}
+			addClass(claim.Spec.StorageClassName)
+		}
+	}
+	return out
 }
 
 // lastApplied is kubectl's copy of the applied manifest: large and

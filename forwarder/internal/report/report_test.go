@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -125,7 +126,7 @@ func roundTrip[T any](t *testing.T, msg any, decode func([]byte) (*T, []v1.Field
 
 func TestPodBatches(t *testing.T) {
 	t.Run("should build one valid batch for a small window", func(t *testing.T) {
-		batches, err := report.PodBatches("prod", epoch, []*corev1.Pod{pod("shop", "a", ""), pod("shop", "b", "")})
+		batches, err := report.PodBatches("prod", epoch, []*corev1.Pod{pod("shop", "a", ""), pod("shop", "b", "")}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +143,7 @@ func TestPodBatches(t *testing.T) {
 		for i := range v1.MaxPodsPerBatch + 10 {
 			pods = append(pods, pod("load", fmt.Sprintf("p-%05d", i), ""))
 		}
-		batches, err := report.PodBatches("prod", epoch, pods)
+		batches, err := report.PodBatches("prod", epoch, pods, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,10 +162,89 @@ func TestPodBatches(t *testing.T) {
 		}
 	})
 	t.Run("should build nothing for no pods", func(t *testing.T) {
-		if got, err := report.PodBatches("prod", epoch, nil); err != nil || got != nil {
+		if got, err := report.PodBatches("prod", epoch, nil, nil, nil); err != nil || got != nil {
 			t.Errorf("PodBatches(nil) = %v, %v", got, err)
 		}
 	})
+}
+
+// volumes is a report.VolumeSource over maps.
+type volumes struct {
+	claims  map[string]*corev1.PersistentVolumeClaim
+	pvs     map[string]*corev1.PersistentVolume
+	classes map[string]*storagev1.StorageClass
+}
+
+func (v volumes) Claim(ns, name string) (*corev1.PersistentVolumeClaim, bool) {
+	c, ok := v.claims[ns+"/"+name]
+	return c, ok
+}
+func (v volumes) PersistentVolume(name string) (*corev1.PersistentVolume, bool) {
+	pv, ok := v.pvs[name]
+	return pv, ok
+}
+func (v volumes) StorageClass(name string) (*storagev1.StorageClass, bool) {
+	sc, ok := v.classes[name]
+	return sc, ok
+}
+
+// TestPodBatchesCarryTheVolumesTheirPodsName is issue 19 item 5: each
+// batch carries the pods' claim volumes and the claims, bound volumes and
+// classes they name, trimmed, and nothing the pods do not name.
+func TestPodBatchesCarryTheVolumesTheirPodsName(t *testing.T) {
+	gp3, wffc := "gp3", storagev1.VolumeBindingWaitForFirstConsumer
+	withVolume := func(p *corev1.Pod, vol corev1.Volume) *corev1.Pod {
+		p.Spec.Volumes = append(p.Spec.Volumes, vol, corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}})
+		return p
+	}
+	claimVol := func(claim string) corev1.Volume {
+		return corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
+	}
+	src := volumes{
+		claims: map[string]*corev1.PersistentVolumeClaim{
+			"shop/data-db-0": {ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data-db-0", Labels: map[string]string{"app": "db"},
+				Annotations: map[string]string{v1.AnnotationBindCompleted: "yes", "other": "x"}}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}},
+			"shop/data-db-1": {ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data-db-1"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &gp3}},
+			"shop/unused":    {ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "unused"}},
+		},
+		pvs: map[string]*corev1.PersistentVolume{"pv-1": {ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: corev1.PersistentVolumeSpec{
+			Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: v1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1b"}}}}}}}}}},
+		classes: map[string]*storagev1.StorageClass{"gp3": {ObjectMeta: metav1.ObjectMeta{Name: "gp3"}, Provisioner: "ebs.csi.aws.com", VolumeBindingMode: &wffc,
+			Parameters: map[string]string{"type": "gp3"}}},
+	}
+	pods := []*corev1.Pod{
+		withVolume(pod("shop", "db-0", ""), claimVol("data-db-0")),
+		withVolume(pod("shop", "db-1", ""), claimVol("data-db-1")),
+		withVolume(pod("shop", "db-2", ""), claimVol("data-db-2")),
+		pod("shop", "web-0", ""),
+	}
+	batches, err := report.PodBatches("prod", epoch, pods, nil, src)
+	if err != nil || len(batches) != 1 {
+		t.Fatalf("PodBatches() = %d batches, %v; want one", len(batches), err)
+	}
+	got := roundTrip(t, batches[0], v1.DecodePodBatch)
+	var claims []string
+	for _, c := range got.Volumes.Claims {
+		claims = append(claims, fmt.Sprintf("%s/%s volume=%q annotations=%v labels=%v", c.Namespace, c.Name, c.Spec.VolumeName, c.Annotations, c.Labels))
+	}
+	want := []string{`shop/data-db-0 volume="pv-1" annotations=map[pv.kubernetes.io/bind-completed:yes] labels=map[]`, `shop/data-db-1 volume="" annotations=map[] labels=map[]`}
+	if diff := cmp.Diff(want, claims); diff != "" {
+		t.Errorf("claims mismatch (-want +got):\n%s", diff)
+	}
+	if n := len(got.Volumes.PersistentVolumes); n != 1 || got.Volumes.PersistentVolumes[0].Spec.NodeAffinity == nil || got.Volumes.PersistentVolumes[0].Spec.Capacity != nil {
+		t.Errorf("persistent volumes = %+v, want pv-1 with its node affinity only", got.Volumes.PersistentVolumes)
+	}
+	if n := len(got.Volumes.StorageClasses); n != 1 || got.Volumes.StorageClasses[0].VolumeBindingMode == nil || got.Volumes.StorageClasses[0].Parameters != nil {
+		t.Errorf("storage classes = %+v, want gp3 with its binding mode and no parameters", got.Volumes.StorageClasses)
+	}
+	if vols := got.Pods[0].Spec.Volumes; len(vols) != 1 || vols[0].PersistentVolumeClaim.ClaimName != "data-db-0" {
+		t.Errorf("pod db-0 volumes = %+v, want its claim volume only", vols)
+	}
+	if got.Pods[3].Spec.Volumes != nil {
+		t.Errorf("pod web-0 volumes = %+v, want none", got.Pods[3].Spec.Volumes)
+	}
 }
 
 func unstructuredFrom(t *testing.T, yamlJSON string) *unstructured.Unstructured {

@@ -18,8 +18,6 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -188,15 +186,7 @@ func ClusterStateOf(snap ddbstore.Snapshot) provisioning.ClusterState {
 		st.Pods = append(st.Pods, *p.Pod())
 	}
 	for _, ds := range snap.DaemonSets {
-		tmpl := ds.Template.Pod()
-		st.DaemonSets = append(st.DaemonSets, appsv1.DaemonSet{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-			ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, UID: ds.UID},
-			Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels, Annotations: tmpl.Annotations},
-				Spec:       tmpl.Spec,
-			}},
-		})
+		st.DaemonSets = append(st.DaemonSets, ds.DaemonSet())
 	}
 	return st
 }

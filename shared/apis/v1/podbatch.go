@@ -60,7 +60,9 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -171,6 +173,91 @@ type PodBatch struct {
 	CreatedAt metav1.Time `json:"createdAt"`
 	// Pods are 1..MaxPodsPerBatch pods with distinct UIDs.
 	Pods []PodSummary `json:"pods"`
+	// DaemonSets are every DaemonSet of the cluster when the window closed,
+	// so the solve counts the daemonset overhead as of its pods, as
+	// Karpenter reads DaemonSets at solve time (karpenter-spec section
+	// 3.2), not as of the last snapshot. Nil (the field absent: a forwarder
+	// that predates it) means "use the snapshot's"; an empty list means the
+	// cluster has none. Named, with distinct namespace/names.
+	DaemonSets []DaemonSetSummary `json:"daemonSets"`
+	// Volumes are the PersistentVolumeClaims the pods' volumes name, the
+	// PersistentVolumes those claims are bound to and the StorageClasses of
+	// the unbound ones, as the solver's volume topology reads them
+	// (karpenter-spec section 3; see scheduling.Volumes), trimmed by the
+	// Summarize functions below. Objects a pod names that do not exist are
+	// absent: the solver then says which is missing.
+	Volumes VolumeObjects `json:"volumes,omitzero"`
+}
+
+// VolumeObjects are storage objects as the solver's volume topology reads
+// them.
+type VolumeObjects struct {
+	Claims            []corev1.PersistentVolumeClaim `json:"claims,omitempty"`
+	PersistentVolumes []corev1.PersistentVolume      `json:"persistentVolumes,omitempty"`
+	StorageClasses    []storagev1.StorageClass       `json:"storageClasses,omitempty"`
+}
+
+// SummarizeClaim keeps what volume topology reads of a claim: namespace,
+// name, deletionTimestamp, the pv.kubernetes.io/bind-completed annotation,
+// spec.volumeName, spec.storageClassName and status.phase. It shares no
+// memory with c.
+func SummarizeClaim(c *corev1.PersistentVolumeClaim) corev1.PersistentVolumeClaim {
+	out := corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name, UID: c.UID, DeletionTimestamp: c.DeletionTimestamp.DeepCopy()},
+		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: c.Spec.VolumeName, StorageClassName: clonePtr(c.Spec.StorageClassName)},
+		Status:     corev1.PersistentVolumeClaimStatus{Phase: c.Status.Phase},
+	}
+	if v, ok := c.Annotations[AnnotationBindCompleted]; ok {
+		out.Annotations = map[string]string{AnnotationBindCompleted: v}
+	}
+	return out
+}
+
+// AnnotationBindCompleted is set on a claim by the PersistentVolume
+// controller once its binding is complete (kubernetes:
+// pkg/controller/volume/persistentvolume annBindCompleted).
+const AnnotationBindCompleted = "pv.kubernetes.io/bind-completed"
+
+// SummarizePersistentVolume keeps a volume's name, node affinity and
+// whether it is a local or hostPath volume (whose hostname affinity a new
+// node cannot meet). It shares no memory with pv.
+func SummarizePersistentVolume(pv *corev1.PersistentVolume) corev1.PersistentVolume {
+	out := corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pv.Name, UID: pv.UID},
+		Spec:       corev1.PersistentVolumeSpec{NodeAffinity: pv.Spec.NodeAffinity.DeepCopy()},
+	}
+	switch {
+	case pv.Spec.Local != nil:
+		out.Spec.Local = &corev1.LocalVolumeSource{Path: pv.Spec.Local.Path}
+	case pv.Spec.HostPath != nil:
+		out.Spec.HostPath = &corev1.HostPathVolumeSource{Path: pv.Spec.HostPath.Path}
+	}
+	return out
+}
+
+// SummarizeStorageClass keeps a class's name, provisioner, volume binding
+// mode and allowed topologies. It shares no memory with sc.
+func SummarizeStorageClass(sc *storagev1.StorageClass) storagev1.StorageClass {
+	return storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: sc.Name, UID: sc.UID},
+		Provisioner:       sc.Provisioner,
+		VolumeBindingMode: clonePtr(sc.VolumeBindingMode),
+		AllowedTopologies: deepCopyAll(sc.AllowedTopologies, (*corev1.TopologySelectorTerm).DeepCopy),
+	}
+}
+
+// ClaimName returns the PersistentVolumeClaim a volume of pod names: a
+// persistentVolumeClaim volume's claimName, or <pod>-<volume> for a generic
+// ephemeral volume (kubernetes: the ephemeral volume controller's naming);
+// ok is false for any other volume.
+func ClaimName(pod *corev1.Pod, v *corev1.Volume) (name string, ok bool) {
+	switch {
+	case v.PersistentVolumeClaim != nil:
+		return v.PersistentVolumeClaim.ClaimName, true
+	case v.Ephemeral != nil:
+		return pod.Name + "-" + v.Name, true
+	}
+	return "", false
 }
 
 // PodSummary is the part of a Pod that scheduling and disruption read:
@@ -204,6 +291,10 @@ type PodSpecSummary struct {
 	Priority                      *int32                            `json:"priority,omitempty"`
 	PriorityClassName             string                            `json:"priorityClassName,omitempty"`
 	TerminationGracePeriodSeconds *int64                            `json:"terminationGracePeriodSeconds,omitempty"`
+	// Volumes are the pod's claim volumes (persistentVolumeClaim and
+	// generic ephemeral, the template reduced to its storageClassName and
+	// volumeName), set in pod batches only; other volumes are left out.
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
 }
 
 // ContainerSummary is what scheduling reads from a container: its requests,
@@ -302,12 +393,34 @@ func (s PodSummary) Pod() *corev1.Pod {
 			Priority:                      clonePtr(s.Spec.Priority),
 			PriorityClassName:             s.Spec.PriorityClassName,
 			TerminationGracePeriodSeconds: clonePtr(s.Spec.TerminationGracePeriodSeconds),
+			Volumes:                       deepCopyAll(s.Spec.Volumes, (*corev1.Volume).DeepCopy),
 		},
 	}
 	if s.DeletionTimestamp != nil {
 		p.DeletionTimestamp = s.DeletionTimestamp.DeepCopy()
 	}
 	return p
+}
+
+// ClaimVolumes returns p's claim volumes as PodSpecSummary.Volumes keeps
+// them, sharing no memory with p; nil when it has none.
+func ClaimVolumes(p *corev1.Pod) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range p.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName}}})
+		case v.Ephemeral != nil:
+			eph := &corev1.EphemeralVolumeSource{}
+			if t := v.Ephemeral.VolumeClaimTemplate; t != nil {
+				eph.VolumeClaimTemplate = &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
+					StorageClassName: clonePtr(t.Spec.StorageClassName), VolumeName: t.Spec.VolumeName}}
+			}
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Ephemeral: eph}})
+		}
+	}
+	return out
 }
 
 func coreContainers(cs []ContainerSummary) []corev1.Container {
@@ -537,6 +650,21 @@ type DaemonSetSummary struct {
 	Namespace string     `json:"namespace"`
 	UID       types.UID  `json:"uid,omitempty"`
 	Template  PodSummary `json:"template"`
+}
+
+// DaemonSet returns the apps/v1 DaemonSet the solver's overhead model
+// reads: name, namespace, UID and the pod template (labels, annotations,
+// spec) of the summary, sharing no memory with s.
+func (s DaemonSetSummary) DaemonSet() appsv1.DaemonSet {
+	tmpl := s.Template.Pod()
+	return appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels, Annotations: tmpl.Annotations},
+			Spec:       tmpl.Spec,
+		}},
+	}
 }
 
 // BatchState is where a PodBatch is in the API.
@@ -811,7 +939,58 @@ func (b *PodBatch) Validate() error {
 		}
 		seen[p.UID] = i
 	}
+	validateDaemonSets(&errs, b.DaemonSets)
+	validateVolumes(&errs, b.Volumes)
 	return errs.result(KindPodBatch, b.ID)
+}
+
+// validateVolumes checks that a batch's storage objects are named (claims
+// also namespaced) and listed once each.
+func validateVolumes(errs *fieldErrors, v VolumeObjects) {
+	seen := map[string]string{}
+	check := func(path, key string) {
+		if first, dup := seen[key]; dup {
+			errs.add(child(path, "metadata"), "duplicate of %s", first)
+			return
+		}
+		seen[key] = path
+	}
+	for i, c := range v.Claims {
+		path := index("volumes.claims", i)
+		validateNamespacedName(errs, child(path, "metadata"), c.Namespace, c.Name)
+		check(path, "pvc/"+c.Namespace+"/"+c.Name)
+	}
+	for i, pv := range v.PersistentVolumes {
+		path := index("volumes.persistentVolumes", i)
+		if pv.Name == "" {
+			errs.add(child(child(path, "metadata"), "name"), "required")
+		}
+		check(path, "pv/"+pv.Name)
+	}
+	for i, sc := range v.StorageClasses {
+		path := index("volumes.storageClasses", i)
+		if sc.Name == "" {
+			errs.add(child(child(path, "metadata"), "name"), "required")
+		}
+		check(path, "sc/"+sc.Name)
+	}
+}
+
+// validateDaemonSets checks DaemonSet summaries: named, distinct
+// namespace/names, valid containers.
+func validateDaemonSets(errs *fieldErrors, dss []DaemonSetSummary) {
+	seen := map[string]int{}
+	for i, ds := range dss {
+		path := index("daemonSets", i)
+		validateNamespacedName(errs, path, ds.Namespace, ds.Name)
+		validateContainers(errs, child(child(path, "template"), "spec"), ds.Template.Spec)
+		key := ds.Namespace + "/" + ds.Name
+		if first, dup := seen[key]; dup && ds.Name != "" {
+			errs.add(child(path, "name"), "duplicate of %s", index("daemonSets", first))
+			continue
+		}
+		seen[key] = i
+	}
 }
 
 // Validate checks a ClusterConfig's envelope and that its objects have
@@ -941,11 +1120,7 @@ func (s *ClusterSnapshot) Validate() error {
 			}
 		}
 	}
-	for i, ds := range s.DaemonSets {
-		path := index("daemonSets", i)
-		validateNamespacedName(&errs, path, ds.Namespace, ds.Name)
-		validateContainers(&errs, child(child(path, "template"), "spec"), ds.Template.Spec)
-	}
+	validateDaemonSets(&errs, s.DaemonSets)
 	return errs.result(KindClusterSnapshot, s.ID)
 }
 

@@ -378,6 +378,27 @@ func TestDecodePodBatchErrors(t *testing.T) {
 			wantFields: []v1.ErrorField{{Path: "pods[0].spec.containers[0].requests[cpu]", Message: `expected a quantity such as "500m", "4" or "16Gi"`}},
 		},
 		{
+			name: "should reject a batch's DaemonSets without a name or listed twice, naming the field",
+			give: append(podBatchJSON(`[` + okPod + `]`)[:len(podBatchJSON(`[`+okPod+`]`))-1],
+				[]byte(`,"daemonSets":[{"name":"agent","namespace":"kube-system","template":{"name":"agent","namespace":"kube-system","spec":{"containers":[{"name":"c"}]}}},`+
+					`{"name":"agent","namespace":"kube-system","template":{"name":"agent","namespace":"kube-system","spec":{"containers":[{"name":"c"}]}}},`+
+					`{"name":"","namespace":"kube-system","template":{"name":"x","namespace":"kube-system","spec":{"containers":[{"name":"c"}]}}}]}`)...),
+			wantStatus: http.StatusBadRequest,
+			wantFields: []v1.ErrorField{{Path: "daemonSets[1].name", Message: "duplicate of daemonSets[0]"}, {Path: "daemonSets[2].name", Message: "required"}},
+		},
+		{
+			name: "should reject a batch's storage objects without a name or listed twice, naming the field",
+			give: append(podBatchJSON(`[` + okPod + `]`)[:len(podBatchJSON(`[`+okPod+`]`))-1],
+				[]byte(`,"volumes":{"claims":[{"metadata":{"name":"data"}},{"metadata":{"namespace":"ns","name":"d"}},{"metadata":{"namespace":"ns","name":"d"}}],`+
+					`"storageClasses":[{"metadata":{}}]}}`)...),
+			wantStatus: http.StatusBadRequest,
+			wantFields: []v1.ErrorField{
+				{Path: "volumes.claims[0].metadata.namespace", Message: "required"},
+				{Path: "volumes.claims[2].metadata", Message: "duplicate of volumes.claims[1]"},
+				{Path: "volumes.storageClasses[0].metadata.name", Message: "required"},
+			},
+		},
+		{
 			name:       "should reject a 10 MB body before decoding it",
 			give:       huge,
 			wantStatus: http.StatusRequestEntityTooLarge,

@@ -60,9 +60,76 @@ func CheckResult(in scheduling.Input, res scheduling.Result) error {
 	for i := range res.NewClaims {
 		c.claim(i, &res.NewClaims[i])
 	}
+	c.volumeZones()
 	c.topology()
 	c.limits(res)
 	return errors.Join(c.errs...)
+}
+
+// volumeZones checks that every placed pending pod's node can only be in a
+// zone its volumes allow: the zone term of a bound claim's
+// PersistentVolume, or the zone term of an unbound claim's StorageClass
+// allowedTopologies. It reads the objects itself, not through the solver.
+func (c *checker) volumeZones() {
+	claims := map[string]*corev1.PersistentVolumeClaim{}
+	for i := range c.in.Volumes.Claims {
+		cl := &c.in.Volumes.Claims[i]
+		claims[cl.Namespace+"/"+cl.Name] = cl
+	}
+	for _, p := range c.in.Pods {
+		id, placed := c.nodeOf[p]
+		if !placed {
+			continue
+		}
+		for _, vol := range p.Spec.Volumes {
+			if vol.PersistentVolumeClaim == nil {
+				continue
+			}
+			cl := claims[p.Namespace+"/"+vol.PersistentVolumeClaim.ClaimName]
+			if cl == nil {
+				c.fail("pod %s placed though its claim %s does not exist", podKey(p), vol.PersistentVolumeClaim.ClaimName)
+				continue
+			}
+			allowed := c.claimZones(cl)
+			if allowed == nil {
+				continue
+			}
+			for _, z := range c.zones[id] {
+				if !slices.Contains(allowed, z) {
+					c.fail("pod %s on %s, which may be in zone %s; its volume %s allows only %v", podKey(p), id, z, vol.Name, allowed)
+				}
+			}
+		}
+	}
+}
+
+// claimZones returns the zones a claim's volume or class allows, nil for
+// any.
+func (c *checker) claimZones(cl *corev1.PersistentVolumeClaim) []string {
+	if cl.Spec.VolumeName != "" {
+		for _, pv := range c.in.Volumes.PersistentVolumes {
+			if pv.Name != cl.Spec.VolumeName || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+				continue
+			}
+			for _, e := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions {
+				if e.Key == v1.LabelTopologyZone && e.Operator == corev1.NodeSelectorOpIn {
+					return e.Values
+				}
+			}
+		}
+		return nil
+	}
+	for _, sc := range c.in.Volumes.StorageClasses {
+		if cl.Spec.StorageClassName == nil || sc.Name != *cl.Spec.StorageClassName || len(sc.AllowedTopologies) == 0 {
+			continue
+		}
+		for _, e := range sc.AllowedTopologies[0].MatchLabelExpressions {
+			if e.Key == v1.LabelTopologyZone {
+				return e.Values
+			}
+		}
+	}
+	return nil
 }
 
 type checker struct {

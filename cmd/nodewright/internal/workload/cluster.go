@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -40,6 +41,11 @@ type Cluster struct {
 	Nodes []scheduling.ExistingNode
 	// DaemonSets contribute per-node overhead.
 	DaemonSets []appsv1.DaemonSet
+	// Volumes are the PersistentVolumeClaims, PersistentVolumes and
+	// StorageClasses read, plus the claims the StatefulSets'
+	// volumeClaimTemplates would create (unbound, of the template's
+	// class) where the manifests hold none of that name.
+	Volumes scheduling.Volumes
 	// PodDisruptionBudgets are read for completeness; planning does not use
 	// them (they matter to disruption, not to provisioning).
 	PodDisruptionBudgets []policyv1.PodDisruptionBudget
@@ -110,6 +116,12 @@ func Build(objs []manifest.Object) (*Cluster, error) {
 			c.DaemonSets = append(c.DaemonSets, *t)
 		case *policyv1.PodDisruptionBudget:
 			c.PodDisruptionBudgets = append(c.PodDisruptionBudgets, *t)
+		case *corev1.PersistentVolumeClaim:
+			c.Volumes.Claims = append(c.Volumes.Claims, *t)
+		case *corev1.PersistentVolume:
+			c.Volumes.PersistentVolumes = append(c.Volumes.PersistentVolumes, *t)
+		case *storagev1.StorageClass:
+			c.Volumes.StorageClasses = append(c.Volumes.StorageClasses, *t)
 		case *corev1.Node, *v1.NodeClaim:
 			// handled below, once every object is known
 		case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *batchv1.Job:
@@ -280,6 +292,7 @@ func (c *Cluster) expand(workloads []manifest.Object, pods []*corev1.Pod) error 
 				}
 			}
 			c.Pending = append(c.Pending, StatefulSetPods(t, existing)...)
+			c.addTemplateClaims(t)
 		case *batchv1.Job:
 			ns := namespaceOf(&t.ObjectMeta)
 			have := count(pods, ns, func(p *corev1.Pod) bool {
@@ -351,4 +364,28 @@ func qualified(ns, name string) string {
 		return name
 	}
 	return ns + "/" + name
+}
+
+// addTemplateClaims adds the claims a StatefulSet's volumeClaimTemplates
+// would create for its replicas (<template>-<statefulset>-<i>, unbound, of
+// the template's storageClassName), where no claim of that name was read.
+func (c *Cluster) addTemplateClaims(s *appsv1.StatefulSet) {
+	ns := namespaceOf(&s.ObjectMeta)
+	have := map[string]bool{}
+	for _, cl := range c.Volumes.Claims {
+		have[namespaceOf(&cl.ObjectMeta)+"/"+cl.Name] = true
+	}
+	for i := range replicas(s.Spec.Replicas) {
+		for _, t := range s.Spec.VolumeClaimTemplates {
+			name := StatefulSetClaimName(t.Name, s.Name, i)
+			if have[ns+"/"+name] {
+				continue
+			}
+			c.Volumes.Claims = append(c.Volumes.Claims, corev1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec:       *t.Spec.DeepCopy(),
+				Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+			})
+		}
+	}
 }

@@ -151,8 +151,9 @@ func ReplicaSetPods(rs *appsv1.ReplicaSet, have int) []*corev1.Pod {
 // are not in existing (names of pods that already exist), with the
 // statefulset pod-name and pod-index labels, hostname <name>-<i> and
 // subdomain spec.serviceName, as the StatefulSet controller creates them.
-// Volume claim templates are not modelled (volume topology is out of scope
-// for plan).
+// Each volumeClaimTemplate becomes a volume of that name (replacing a
+// template volume of the same name) naming the claim
+// <template>-<statefulset>-<i>, as the StatefulSet controller does.
 func StatefulSetPods(s *appsv1.StatefulSet, existing map[string]bool) []*corev1.Pod {
 	ns := namespaceOf(&s.ObjectMeta)
 	o := owner{apiVersion: "apps/v1", kind: "StatefulSet", name: s.Name, namespace: ns, uid: uidOf(&s.ObjectMeta, "StatefulSet")}
@@ -167,9 +168,29 @@ func StatefulSetPods(s *appsv1.StatefulSet, existing map[string]bool) []*corev1.
 		})
 		p.Spec.Hostname = name
 		p.Spec.Subdomain = s.Spec.ServiceName
+		for _, t := range s.Spec.VolumeClaimTemplates {
+			vol := corev1.Volume{Name: t.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+				ClaimName: StatefulSetClaimName(t.Name, s.Name, i)}}}
+			replaced := false
+			for j := range p.Spec.Volumes {
+				if p.Spec.Volumes[j].Name == t.Name {
+					p.Spec.Volumes[j], replaced = vol, true
+				}
+			}
+			if !replaced {
+				p.Spec.Volumes = append(p.Spec.Volumes, vol)
+			}
+		}
 		pods = append(pods, p)
 	}
 	return pods
+}
+
+// StatefulSetClaimName is the claim a StatefulSet's volumeClaimTemplate
+// gives replica i: <template>-<statefulset>-<i> (kubernetes:
+// pkg/controller/statefulset getPersistentVolumeClaimName).
+func StatefulSetClaimName(template, statefulSet string, i int) string {
+	return fmt.Sprintf("%s-%s-%d", template, statefulSet, i)
 }
 
 // JobPods returns the pods a Job runs at once: none when suspended, else

@@ -1,0 +1,205 @@
+package scheduling_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/scheduling"
+	st "github.com/nodewright/nodewright/shared/scheduling/schedulingtest"
+)
+
+// boundClaim is a claim the PersistentVolume controller has bound to pv.
+func boundClaim(ns, name, pv string) corev1.PersistentVolumeClaim {
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{v1.AnnotationBindCompleted: "yes"}},
+		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: pv},
+		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
+	}
+}
+
+// unboundClaim is a pending claim of class.
+func unboundClaim(ns, name, class string) corev1.PersistentVolumeClaim {
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       corev1.PersistentVolumeClaimSpec{StorageClassName: &class},
+		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+	}
+}
+
+// zonalVolume is an EBS-style PersistentVolume, as the EBS CSI driver
+// creates it: required node affinity on the zone.
+func zonalVolume(name, zone string) corev1.PersistentVolume {
+	return corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-" + name}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+				st.Term(st.In(v1.LabelTopologyZone, zone)),
+			}}},
+		},
+	}
+}
+
+// zonalClass is an EBS-style WaitForFirstConsumer StorageClass restricted
+// to zones.
+func zonalClass(name string, zones ...string) storagev1.StorageClass {
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	return storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: name},
+		Provisioner:       "ebs.csi.aws.com",
+		VolumeBindingMode: &wffc,
+		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
+			{Key: v1.LabelTopologyZone, Values: zones},
+		}}},
+	}
+}
+
+// withClaim gives a pod a volume of claim.
+func withClaim(claim string) st.PodOption {
+	return func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+	}
+}
+
+func withVolumes(v scheduling.Volumes) st.InputOption {
+	return func(in *scheduling.Input) { in.Volumes = v }
+}
+
+func TestSolveVolumeTopology(t *testing.T) {
+	pool := st.NodePool("default")
+	immediate := zonalClass("immediate", "us-east-1a")
+	imm := storagev1.VolumeBindingImmediate
+	immediate.VolumeBindingMode = &imm
+	deleting := unboundClaim("default", "data-deleting", "zonal-b")
+	deleting.DeletionTimestamp = &metav1.Time{}
+	lost := boundClaim("default", "data-lost", "pv-lost")
+	lost.Status.Phase = corev1.ClaimLost
+	halfBound := boundClaim("default", "data-half", "pv-b")
+	halfBound.Annotations = nil
+	noClass := unboundClaim("default", "data-noclass", "")
+	local := zonalVolume("pv-local", "us-east-1c")
+	local.Spec.CSI = nil
+	local.Spec.Local = &corev1.LocalVolumeSource{Path: "/mnt/disks/1"}
+	local.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions = append(local.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions,
+		st.In(v1.LabelHostname, "ip-10-0-0-9"))
+	vols := scheduling.Volumes{
+		Claims: []corev1.PersistentVolumeClaim{
+			boundClaim("default", "data-b", "pv-b"), unboundClaim("default", "data-c", "zonal-c"),
+			unboundClaim("default", "data-imm", "immediate"), unboundClaim("default", "data-gone", "no-such-class"),
+			boundClaim("default", "data-orphan", "no-such-pv"), boundClaim("default", "data-local", "pv-local"),
+			unboundClaim("default", "data-any", "anywhere"),
+			deleting, lost, halfBound, noClass,
+		},
+		PersistentVolumes: []corev1.PersistentVolume{zonalVolume("pv-b", "us-east-1b"), local},
+		StorageClasses:    []storagev1.StorageClass{zonalClass("zonal-b", "us-east-1b"), zonalClass("zonal-c", "us-east-1c"), immediate, zonalClass("anywhere")},
+	}
+	vols.StorageClasses[3].AllowedTopologies = nil
+	tests := []struct {
+		name string
+		pods []*corev1.Pod
+		want view
+	}{
+		{
+			name: "should launch in the zone of a pod's bound zonal PersistentVolume",
+			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim("data-b"))},
+			want: view{Claims: []claimView{{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1b", Capacity: "on-demand", Pods: []string{"db-0"}}}, Placements: map[string]string{}, Unschedulable: map[string]string{}},
+		},
+		{
+			name: "should launch in the allowed zone of an unbound claim's WaitForFirstConsumer StorageClass",
+			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim("data-c"))},
+			want: view{Claims: []claimView{{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1c", Capacity: "on-demand", Pods: []string{"db-0"}}}, Placements: map[string]string{}, Unschedulable: map[string]string{}},
+		},
+		{
+			name: "should put pods whose volumes are in different zones on different nodes",
+			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("500m", "1Gi"), withClaim("data-b")), st.Pod("db-1", st.Requests("500m", "1Gi"), withClaim("data-c"))},
+			want: view{Claims: []claimView{
+				{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1b", Capacity: "on-demand", Pods: []string{"db-0"}},
+				{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1c", Capacity: "on-demand", Pods: []string{"db-1"}},
+			}, Placements: map[string]string{}, Unschedulable: map[string]string{}},
+		},
+		{
+			name: "should drop a local volume's hostname requirement and keep its zone",
+			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim("data-local"))},
+			want: view{Claims: []claimView{{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1c", Capacity: "on-demand", Pods: []string{"db-0"}}}, Placements: map[string]string{}, Unschedulable: map[string]string{}},
+		},
+		{
+			name: "should add nothing for a StorageClass without allowedTopologies",
+			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim("data-any"))},
+			want: view{Claims: []claimView{{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1a", Capacity: "on-demand", Pods: []string{"db-0"}}}, Placements: map[string]string{}, Unschedulable: map[string]string{}},
+		},
+		{
+			name: "should explain a volume zone the pod's own zone selector excludes",
+			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim("data-b"), st.NodeSelector(map[string]string{v1.LabelTopologyZone: "us-east-1a"}))},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input([]v1.NodePool{pool}, tt.pods, withVolumes(vols))
+			got := viewOf(in, solve(t, in))
+			if tt.want.Claims == nil {
+				if len(got.Claims) != 0 || len(got.Unschedulable) != 1 {
+					t.Fatalf("plan %+v, want the pod unschedulable", got)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("plan mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	reasons := []struct {
+		name  string
+		claim string
+		want  string
+	}{
+		{"should leave a pod pending whose claim does not exist, naming it", "data-missing",
+			`waiting for volumes: PersistentVolumeClaim default/data-missing (volume "data") does not exist`},
+		{"should leave a pod pending whose StorageClass does not exist, naming it", "data-gone",
+			`waiting for volumes: StorageClass "no-such-class" of PersistentVolumeClaim default/data-gone (volume "data") does not exist`},
+		{"should leave a pod pending whose bound PersistentVolume does not exist, naming it", "data-orphan",
+			`waiting for volumes: PersistentVolume "no-such-pv" of PersistentVolumeClaim default/data-orphan (volume "data") does not exist`},
+		{"should leave a pod pending whose unbound claim's class binds Immediately", "data-imm",
+			`waiting for volumes: PersistentVolumeClaim default/data-imm (volume "data") is unbound and StorageClass "immediate" binds Immediately (its provisioner binds the claim before the pod can be scheduled)`},
+		{"should leave a pod pending whose claim is being deleted", "data-deleting",
+			`waiting for volumes: PersistentVolumeClaim default/data-deleting (volume "data") is being deleted`},
+		{"should leave a pod pending whose claim is Lost", "data-lost",
+			`waiting for volumes: PersistentVolumeClaim default/data-lost (volume "data") is Lost (its PersistentVolume is gone)`},
+		{"should leave a pod pending whose claim is bound without bind-completed", "data-half",
+			`waiting for volumes: PersistentVolumeClaim default/data-half (volume "data") is not fully bound yet (no pv.kubernetes.io/bind-completed annotation)`},
+		{"should leave a pod pending whose unbound claim names no StorageClass", "data-noclass",
+			`waiting for volumes: PersistentVolumeClaim default/data-noclass (volume "data") is unbound and names no storageClassName`},
+	}
+	for _, tt := range reasons {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input([]v1.NodePool{pool}, []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim(tt.claim))}, withVolumes(vols))
+			if got := reasonOf(t, solve(t, in)); got != tt.want {
+				t.Errorf("reason = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSolveVolumeTopologyOnExistingNodes(t *testing.T) {
+	pool := st.NodePool("default")
+	vols := scheduling.Volumes{
+		Claims:            []corev1.PersistentVolumeClaim{boundClaim("default", "data-b", "pv-b")},
+		PersistentVolumes: []corev1.PersistentVolume{zonalVolume("pv-b", "us-east-1b")},
+	}
+	types := testTypes()
+	nodeA := st.Existing(st.Node("node-a", st.NodeType(types[4], "us-east-1a", v1.CapacityTypeOnDemand), st.ManagedBy("default")))
+	nodeB := st.Existing(st.Node("node-b", st.NodeType(types[4], "us-east-1b", v1.CapacityTypeOnDemand), st.ManagedBy("default")))
+	in := input([]v1.NodePool{pool}, []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim("data-b"))},
+		withVolumes(vols), st.WithNodes(nodeA, nodeB))
+	got := viewOf(in, solve(t, in))
+	want := view{Placements: map[string]string{"db-0": "node-b"}, Unschedulable: map[string]string{}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("should place a pod with a zonal volume on the existing node in its zone (-want +got):\n%s", diff)
+	}
+}
