@@ -3,6 +3,10 @@ SHELL := /bin/bash
 GO ?= go
 FUNCTIONS := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
+# PROGRESS runs a long build step and prints, at least every 30 s, what it
+# builds and the elapsed time, after saying how long a cold build usually
+# takes (local/buildprogress; standard library only, so it builds in seconds).
+PROGRESS = $(GO) run ./local/buildprogress
 
 .PHONY: help build cli test unit bench lint vet fmt demo synth clean
 
@@ -65,7 +69,8 @@ REGISTRY ?=
 image: ## the forwarder image for linux/amd64 and linux/arm64 as an OCI layout in dist/image/oci (no Docker engine, no base image); prints its digest, also in dist/image/digest
 	@set -e; for p in $(IMAGE_PLATFORMS); do \
 		echo "build dist/forwarder/$${p/\//-}/nodewright-forwarder"; \
-		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(FORWARDER_LDFLAGS)' \
+		$(PROGRESS) -label "build forwarder $$p" -- \
+			env GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -v -trimpath -ldflags='$(FORWARDER_LDFLAGS)' \
 			-o dist/forwarder/$${p/\//-}/nodewright-forwarder ./forwarder; \
 	done
 	cd image && $(GO) run . build -o ../dist/image -version $(VERSION) -commit $(COMMIT) -created $(COMMIT_TIME) \
@@ -82,7 +87,7 @@ image-login: ## store the password read from stdin for REGISTRY=<host> in the Do
 .PHONY: controlplane integration
 
 controlplane: ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into .cache/bin (built from local/tools; skipped when up to date)
-	@GO=$(GO) ./local/tools/build.sh .cache/bin
+	@GO=$(GO) $(PROGRESS) -label controlplane -- ./local/tools/build.sh .cache/bin
 
 integration: controlplane ## end-to-end tests on the local control plane (integration/, local/controlplane)
 	$(GO) test -count=1 -timeout 15m ./integration/... ./local/controlplane/
@@ -122,7 +127,8 @@ sfn-deps: node-tools ## the local Step Functions engine (part of node-tools)
 cdk-tools: node-tools ## the CDK toolchain (part of node-tools)
 
 demo: controlplane sfn-deps ## the README's demo: local stack up, guide-complete applied, inflate scaled to 10, every node drifted to a new AMI, a Spot node interrupted, everything scaled to 0 and consolidated away, with a timeline; exits 0 on success, leaves nothing running
-	$(GO) run ./cmd/nodewright demo
+	@$(PROGRESS) -label "build bin/nodewright" -- $(GO) build -v -o bin/nodewright ./cmd/nodewright
+	bin/nodewright demo
 
 synth: build cdk-tools ## synthesize the CDK app (infra/) into cdk.out/ for SYNTH_CLUSTER (default "example"), with cdk-nag's AwsSolutions checks
 	cd infra && $(GO) build -o ../bin/nodewright-infra .
