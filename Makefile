@@ -2,7 +2,13 @@
 SHELL := /bin/bash
 GO ?= go
 FUNCTIONS := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
-LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
+# The version and commit of every binary (forwarder, Lambdas, CLI), set in
+# one place, internal/buildinfo, and logged on each process's first line;
+# the image's labels carry the same two values.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILDINFO_LDFLAGS := -X github.com/nodewright/nodewright/internal/buildinfo.version=$(VERSION) -X github.com/nodewright/nodewright/internal/buildinfo.commit=$(COMMIT)
+LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w $(BUILDINFO_LDFLAGS)'
 # PROGRESS runs a long build step and prints, at least every 30 s, what it
 # builds and the elapsed time, after saying how long a cold build usually
 # takes (local/buildprogress; standard library only, so it builds in seconds).
@@ -21,7 +27,7 @@ build: ## every Lambda as dist/<function>/bootstrap (linux/arm64, CGO off) and t
 	@$(MAKE) --no-print-directory cli
 
 cli: ## the nodewright CLI as bin/nodewright
-	$(GO) build -o bin/nodewright ./cmd/nodewright
+	$(GO) build -ldflags='$(BUILDINFO_LDFLAGS)' -o bin/nodewright ./cmd/nodewright
 
 # The end-to-end tests run the forwarder binary extracted from the image.
 HOST_ARCH := $(shell $(GO) env GOARCH)
@@ -59,10 +65,8 @@ fmt: ## gofmt every tracked Go file
 # commit time is the files' mtime and the created date, so a rebuild of one
 # commit gives the same digest.
 IMAGE_PLATFORMS := linux/amd64 linux/arm64
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 COMMIT_TIME ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
-FORWARDER_LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+FORWARDER_LDFLAGS := -s -w $(BUILDINFO_LDFLAGS)
 IMAGE ?=
 REGISTRY ?=
 
@@ -127,7 +131,7 @@ sfn-deps: node-tools ## the local Step Functions engine (part of node-tools)
 cdk-tools: node-tools ## the CDK toolchain (part of node-tools)
 
 demo: controlplane sfn-deps ## the README's demo: local stack up, guide-complete applied, inflate scaled to 10, every node drifted to a new AMI, a Spot node interrupted, everything scaled to 0 and consolidated away, with a timeline; exits 0 on success, leaves nothing running
-	@$(PROGRESS) -label "build bin/nodewright" -- $(GO) build -v -o bin/nodewright ./cmd/nodewright
+	@$(PROGRESS) -label "build bin/nodewright" -- $(GO) build -v -ldflags='$(BUILDINFO_LDFLAGS)' -o bin/nodewright ./cmd/nodewright
 	bin/nodewright demo
 
 synth: build cdk-tools ## synthesize the CDK app (infra/) into cdk.out/ for SYNTH_CLUSTER (default "example"), with cdk-nag's AwsSolutions checks
