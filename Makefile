@@ -131,8 +131,8 @@ sfn-deps: node-tools ## the local Step Functions engine (part of node-tools)
 cdk-tools: node-tools ## the CDK toolchain (part of node-tools)
 
 demo: controlplane sfn-deps ## the README's demo: local stack up, guide-complete applied, inflate scaled to 10, every node drifted to a new AMI, a Spot node interrupted, everything scaled to 0 and consolidated away, with a timeline; exits 0 on success, leaves nothing running
-	@$(PROGRESS) -label "build bin/nodewright" -- $(GO) build -v -ldflags='$(BUILDINFO_LDFLAGS)' -o bin/nodewright ./cmd/nodewright
-	bin/nodewright demo
+	@$(PROGRESS) -label "build the CLI" -- $(GO) build -v -ldflags='$(BUILDINFO_LDFLAGS)' -o bin/nodewright ./cmd/nodewright
+	$(GO) run -ldflags='$(BUILDINFO_LDFLAGS)' ./cmd/nodewright demo
 
 synth: build cdk-tools ## synthesize the CDK app (infra/) into cdk.out/ for SYNTH_CLUSTER (default "example"), with cdk-nag's AwsSolutions checks
 	cd infra && $(GO) build -o ../bin/nodewright-infra .
