@@ -2,7 +2,17 @@
 SHELL := /bin/bash
 GO ?= go
 FUNCTIONS := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
-LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
+# The version and commit of every binary (forwarder, Lambdas, CLI), set in
+# one place, internal/buildinfo, and logged on each process's first line;
+# the image's labels carry the same two values.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILDINFO_LDFLAGS := -X github.com/nodewright/nodewright/internal/buildinfo.version=$(VERSION) -X github.com/nodewright/nodewright/internal/buildinfo.commit=$(COMMIT)
+LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w $(BUILDINFO_LDFLAGS)'
+# PROGRESS runs a long build step and prints, at least every 30 s, what it
+# builds and the elapsed time, after saying how long a cold build usually
+# takes (local/buildprogress; standard library only, so it builds in seconds).
+PROGRESS = $(GO) run ./local/buildprogress
 
 .PHONY: help build cli test unit bench lint vet fmt demo synth clean
 
@@ -17,7 +27,7 @@ build: ## every Lambda as dist/<function>/bootstrap (linux/arm64, CGO off) and t
 	@$(MAKE) --no-print-directory cli
 
 cli: ## the nodewright CLI as bin/nodewright
-	$(GO) build -o bin/nodewright ./cmd/nodewright
+	$(GO) build -ldflags='$(BUILDINFO_LDFLAGS)' -o bin/nodewright ./cmd/nodewright
 
 # The end-to-end tests run the forwarder binary extracted from the image.
 HOST_ARCH := $(shell $(GO) env GOARCH)
@@ -64,17 +74,16 @@ fmt: ## gofmt every tracked Go file
 # commit time is the files' mtime and the created date, so a rebuild of one
 # commit gives the same digest.
 IMAGE_PLATFORMS := linux/amd64 linux/arm64
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 COMMIT_TIME ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
-FORWARDER_LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+FORWARDER_LDFLAGS := -s -w $(BUILDINFO_LDFLAGS)
 IMAGE ?=
 REGISTRY ?=
 
 image: ## the forwarder image for linux/amd64 and linux/arm64 as an OCI layout in dist/image/oci (no Docker engine, no base image); prints its digest, also in dist/image/digest
 	@set -e; for p in $(IMAGE_PLATFORMS); do \
 		echo "build dist/forwarder/$${p/\//-}/nodewright-forwarder"; \
-		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(FORWARDER_LDFLAGS)' \
+		$(PROGRESS) -label "build forwarder $$p" -- \
+			env GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -v -trimpath -ldflags='$(FORWARDER_LDFLAGS)' \
 			-o dist/forwarder/$${p/\//-}/nodewright-forwarder ./forwarder; \
 	done
 	cd image && $(GO) run . build -o ../dist/image -version $(VERSION) -commit $(COMMIT) -created $(COMMIT_TIME) \
@@ -91,7 +100,7 @@ image-login: ## store the password read from stdin for REGISTRY=<host> in the Do
 .PHONY: controlplane integration
 
 controlplane: ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into .cache/bin (built from local/tools; skipped when up to date)
-	@GO=$(GO) ./local/tools/build.sh .cache/bin
+	@GO=$(GO) $(PROGRESS) -label controlplane -- ./local/tools/build.sh .cache/bin
 
 integration: controlplane ## end-to-end tests on the local control plane (integration/, local/controlplane)
 	$(GO) test -count=1 -timeout 15m ./integration/... ./local/controlplane/
@@ -131,7 +140,8 @@ sfn-deps: node-tools ## the local Step Functions engine (part of node-tools)
 cdk-tools: node-tools ## the CDK toolchain (part of node-tools)
 
 demo: controlplane sfn-deps ## the README's demo: local stack up, guide-complete applied, inflate scaled to 10, every node drifted to a new AMI, a Spot node interrupted, everything scaled to 0 and consolidated away, with a timeline; exits 0 on success, leaves nothing running
-	$(GO) run ./cmd/nodewright demo
+	@$(PROGRESS) -label "build the CLI" -- $(GO) build -v -ldflags='$(BUILDINFO_LDFLAGS)' -o bin/nodewright ./cmd/nodewright
+	$(GO) run -ldflags='$(BUILDINFO_LDFLAGS)' ./cmd/nodewright demo
 
 synth: build cdk-tools ## synthesize the CDK app (infra/) into cdk.out/ for SYNTH_CLUSTER (default "example"), with cdk-nag's AwsSolutions checks
 	cd infra && $(GO) build -o ../bin/nodewright-infra .

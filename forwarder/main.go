@@ -27,13 +27,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nodewright/nodewright/internal/logfield"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx); err != nil {
-		slog.Error("nodewright-forwarder", "err", err)
+		slog.New(logfield.NewJSONHandler(os.Stderr, slog.LevelError)).Error("nodewright-forwarder", logfield.Error, err)
 		os.Exit(1)
 	}
 }
@@ -47,8 +49,8 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	log.Info("starting", "version", version, "commit", commit)
+	log := slog.New(logfield.NewJSONHandler(os.Stdout, cfg.LogLevel))
+	logfield.Start(log)
 
 	restCfg, err := kubeConfig(cfg)
 	if err != nil {

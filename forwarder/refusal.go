@@ -28,7 +28,7 @@ func refusalReporting(cfg config, log *slog.Logger, kube kubernetes.Interface) *
 		Events: kube.CoreV1(), Deployments: kube.AppsV1(), Namespace: cfg.Namespace, Name: cfg.Deployment,
 		Instance: cfg.Identity, Now: time.Now,
 		OnError: func(err error) {
-			log.Warn("intake API refused a request; the event about it was not written", "err", err)
+			log.Warn("intake API refused a request; the event about it was not written", "error", err)
 		},
 	})}
 }

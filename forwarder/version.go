@@ -1,9 +1,11 @@
 package main
 
-// version and commit identify the build; `make image` sets them with
-// -ldflags -X (git describe and the commit hash), and the image's labels
-// carry the same two values.
+import "github.com/nodewright/nodewright/internal/buildinfo"
+
+// version and commit identify the build: internal/buildinfo, which `make
+// image` sets with -ldflags -X (git describe and the commit hash); the
+// image's labels carry the same two values.
 var (
-	version = "dev"
-	commit  = "unknown"
+	version = buildinfo.Version()
+	commit  = buildinfo.Commit()
 )

@@ -78,9 +78,9 @@ func parseDisruptionFlags(args []string, stderr io.Writer, now func() time.Time)
 	fs.StringVar(&cfg.Region, "region", "", "AWS `region` whose catalog and prices are used (default: the one region the input names in zone labels or requirements, else "+defaultRegion+")")
 	fs.Float64Var(&cfg.SpotPriceRatio, "spot-price-ratio", defaultSpotPriceRatio,
 		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity")
-	fs.StringVar(&cfg.Output, "o", "table", "output `format`: table or json")
+	fs.StringVar(&cfg.Output, "o", "table", "output `format`: "+outputFormats)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nodewright disruption -f FILE|DIR|- ... [--now RFC3339] [--feature-gates SpotToSpotConsolidation=true] [--region R] [--spot-price-ratio F] [-o json|table]")
+		fmt.Fprintln(stderr, "usage: nodewright disruption -f FILE|DIR|- ... [--now RFC3339] [--feature-gates SpotToSpotConsolidation=true] [--region R] [--spot-price-ratio F] [-o table|json|yaml]")
 		fmt.Fprintln(stderr, "Shows the disruption commands (Empty, Drifted, Underutilized, Expired) an evaluation at that instant would start for the NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods, PodDisruptionBudgets and DaemonSets of the manifests, and why every other NodeClaim is left alone.")
 		fmt.Fprintln(stderr, "Subnet and security-group drift need EC2 instance data and are not evaluated from manifests.")
 		fs.PrintDefaults()
@@ -101,8 +101,8 @@ func parseDisruptionFlags(args []string, stderr io.Writer, now func() time.Time)
 	if len(files) == 0 {
 		return fail("at least one -f is required")
 	}
-	if cfg.Output != "table" && cfg.Output != "json" {
-		return fail("-o %q: want table or json", cfg.Output)
+	if err := checkOutput(cfg.Output); err != nil {
+		return fail("%v", err)
 	}
 	g, err := parseFeatureGates(gates)
 	if err != nil {

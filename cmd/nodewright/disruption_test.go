@@ -161,7 +161,7 @@ func TestDisruptionUsageErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"should require -f", []string{"disruption"}, "at least one -f is required"},
-		{"should reject an unknown output format", []string{"disruption", "-f", "x", "-o", "yaml"}, `-o "yaml": want table or json`},
+		{"should reject an unknown output format", []string{"disruption", "-f", "x", "-o", "xml"}, `-o "xml": want table, json or yaml`},
 		{"should reject a malformed --now", []string{"disruption", "-f", "x", "--now", "yesterday"}, "want RFC 3339"},
 		{"should reject an unknown feature gate", []string{"disruption", "-f", "x", "--feature-gates", "Drift=true"}, "unknown feature gate"},
 		{"should reject a feature gate without a value", []string{"disruption", "-f", "x", "--feature-gates", "SpotToSpotConsolidation"}, "want Name=true or Name=false"},

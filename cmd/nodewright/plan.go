@@ -36,6 +36,9 @@ type planConfig struct {
 	Now            time.Time
 	SpotPriceRatio float64
 	Output         string
+	// FailUnschedulable is --fail-unschedulable: exit 3 when the plan
+	// leaves a pod unschedulable.
+	FailUnschedulable bool
 }
 
 // regionName is the shape of an AWS region name (us-east-1, us-gov-west-1,
@@ -77,9 +80,10 @@ func parsePlanFlags(args []string, stderr io.Writer, now func() time.Time) (plan
 	fs.StringVar(&nowFlag, "now", "", "planning time, RFC 3339 (default: the current time); stamps the new NodeClaims")
 	fs.Float64Var(&cfg.SpotPriceRatio, "spot-price-ratio", defaultSpotPriceRatio,
 		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity")
-	fs.StringVar(&cfg.Output, "o", "table", "output `format`: table or json")
+	fs.StringVar(&cfg.Output, "o", "table", "output `format`: "+outputFormats)
+	fs.BoolVar(&cfg.FailUnschedulable, "fail-unschedulable", false, "exit 3 when any pod stays unschedulable (after printing the plan), for CI pipelines that gate manifest changes")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nodewright plan -f FILE|DIR|- ... [--region R] [--zones a,b] [--now RFC3339] [--spot-price-ratio F] [-o json|table]")
+		fmt.Fprintln(stderr, "usage: nodewright plan -f FILE|DIR|- ... [--region R] [--zones a,b] [--now RFC3339] [--spot-price-ratio F] [-o table|json|yaml] [--fail-unschedulable]")
 		fmt.Fprintln(stderr, "Shows the NodeClaims the solver would launch for the pending pods of the manifests, at what price, and why any pod cannot be placed.")
 		fs.PrintDefaults()
 	}
@@ -97,8 +101,8 @@ func parsePlanFlags(args []string, stderr io.Writer, now func() time.Time) (plan
 		fmt.Fprintln(stderr, "nodewright plan: at least one -f is required")
 		return cfg, errUsage
 	}
-	if cfg.Output != "table" && cfg.Output != "json" {
-		fmt.Fprintf(stderr, "nodewright plan: -o %q: want table or json\n", cfg.Output)
+	if err := checkOutput(cfg.Output); err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
 		return cfg, errUsage
 	}
 	explicit := false
@@ -136,9 +140,19 @@ func parsePlanFlags(args []string, stderr io.Writer, now func() time.Time) (plan
 
 func runPlan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg, err := parsePlanFlags(args, stderr, time.Now)
-	return printReport("plan", cfg.Output, err,
-		func() (workload.Report, error) { return plan(ctx, cfg, stdin, stderr) },
+	var unschedulable int
+	code := printReport("plan", cfg.Output, err,
+		func() (workload.Report, error) {
+			r, err := plan(ctx, cfg, stdin, stderr)
+			unschedulable = len(r.Unschedulable)
+			return r, err
+		},
 		workload.Report.WriteTable, stdout, stderr)
+	if code == exitOK && cfg.FailUnschedulable && unschedulable > 0 {
+		fmt.Fprintf(stderr, "nodewright plan: %d pods stay unschedulable (--fail-unschedulable)\n", unschedulable)
+		return exitUnschedulable
+	}
+	return code
 }
 
 // plan reads the manifests, checks them, resolves instance types and

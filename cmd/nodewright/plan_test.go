@@ -296,7 +296,7 @@ func TestPlanRejectsInvalidInput(t *testing.T) {
 		{"should name the document that is not valid YAML", []string{"-f", bad}, 1, []string{"bad.yaml#1"}},
 		{"should reject a missing manifest path", []string{"-f", filepath.Join(dir, "absent.yaml")}, 1, []string{"absent.yaml"}},
 		{"should require -f", []string{}, 2, []string{"at least one -f"}},
-		{"should reject an unknown output format", []string{"-f", guideComplete, "-o", "yaml"}, 2, []string{`-o "yaml"`}},
+		{"should reject an unknown output format", []string{"-f", guideComplete, "-o", "xml"}, 2, []string{`-o "xml": want table, json or yaml`}},
 		{"should reject a malformed --now", []string{"-f", guideComplete, "--now", "yesterday"}, 2, []string{"RFC 3339"}},
 		{"should reject a zone outside the region as a usage error", []string{"-f", guideComplete, "--region", "us-east-1", "--zones", "eu-west-1a"}, 2,
 			[]string{`--zones: "eu-west-1a" is not a zone of region us-east-1`}},

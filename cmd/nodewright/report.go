@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // parseNow returns the instant of a --now flag: RFC 3339 when set, else
@@ -22,12 +24,24 @@ func parseNow(value string, now func() time.Time) (time.Time, error) {
 	return t, nil
 }
 
+// outputFormats are the values of every command's -o flag.
+const outputFormats = "table, json or yaml"
+
+// checkOutput returns an error naming -o unless format is table, json or
+// yaml.
+func checkOutput(format string) error {
+	switch format {
+	case "table", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("-o %q: want %s", format, outputFormats)
+}
+
 // printReport is the tail of the report commands (plan, disruption): a
 // parse error ends the command (0 for -h, 2 for a usage error, already
-// printed); otherwise compute runs and its report is printed as indented
-// JSON (output "json") or by table. It returns the exit code: 1 when
-// compute or the write fails, with the error on stderr after "nodewright
-// <name>: ".
+// printed); otherwise compute runs and its report is printed by
+// writeReport. It returns the exit code: 1 when compute or the write
+// fails, with the error on stderr after "nodewright <name>: ".
 func printReport[R any](name, output string, parseErr error, compute func() (R, error), table func(R, io.Writer) error, stdout, stderr io.Writer) int {
 	switch {
 	case errors.Is(parseErr, flag.ErrHelp):
@@ -40,11 +54,26 @@ func printReport[R any](name, output string, parseErr error, compute func() (R, 
 		fmt.Fprintf(stderr, "nodewright %s: %v\n", name, err)
 		return 1
 	}
-	if output == "json" {
+	return writeReport(name, output, report, table, stdout, stderr)
+}
+
+// writeReport prints report on stdout as indented JSON (output "json"),
+// as YAML with the JSON field names (output "yaml", sigs.k8s.io/yaml) or
+// by table. It returns 0, or 1 when the write fails, with the error on
+// stderr after "nodewright <name>: ".
+func writeReport[R any](name, output string, report R, table func(R, io.Writer) error, stdout, stderr io.Writer) int {
+	var err error
+	switch output {
+	case "json":
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(report)
-	} else {
+	case "yaml":
+		var b []byte
+		if b, err = yaml.Marshal(report); err == nil {
+			_, err = stdout.Write(b)
+		}
+	default:
 		err = table(report, stdout)
 	}
 	if err != nil {

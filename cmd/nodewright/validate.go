@@ -33,12 +33,14 @@ func (p *validatePaths) Set(v string) error {
 	return nil
 }
 
-const validateUsage = `usage: nodewright validate -f FILE|DIR|-[,...] [-f ...]
+const validateUsage = `usage: nodewright validate -f FILE|DIR|-[,...] [-f ...] [-o table|json|yaml]
 
 Reads Kubernetes manifests (YAML or JSON; directories recursively, "-" for
 stdin), applies Karpenter's defaults to every NodePool, EC2NodeClass and
 NodeClaim, and checks them against Karpenter v1.14.1's API rules. Prints one
-line per problem and a summary; other kinds are skipped.
+line per problem and a summary (-o table, the default), or the same as one
+object (-o json or yaml: findings, checked kinds, error and warning counts,
+summary); other kinds are skipped.
 
 Exit status: 0 when every object is valid (warnings allowed), 1 when any is
 not, 2 for a usage error.
@@ -50,6 +52,7 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	fs.SetOutput(io.Discard)
 	var paths validatePaths
 	fs.Var(&paths, "f", "manifest file, directory or - for stdin (repeatable or comma-separated)")
+	output := fs.String("o", "table", "output format: "+outputFormats)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, validateUsage)
@@ -65,17 +68,44 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	case len(paths) == 0:
 		fmt.Fprintf(stderr, "nodewright validate: at least one -f is required\n%s", validateUsage)
 		return 2
+	case checkOutput(*output) != nil:
+		fmt.Fprintf(stderr, "nodewright validate: %v\n%s", checkOutput(*output), validateUsage)
+		return 2
 	}
 	objs, readErr := manifest.ReadPaths(paths, stdin)
 	r := checkManifests(objs, readErr)
-	for _, f := range r.findings {
-		fmt.Fprintln(stdout, f)
+	out := validateOutput{Findings: r.findings, Checked: r.kinds, Errors: r.errors, Warnings: r.warnings, Summary: r.summary()}
+	if out.Findings == nil {
+		out.Findings = []string{}
 	}
-	fmt.Fprintln(stdout, r.summary())
+	if code := writeReport("validate", *output, out, validateOutput.writeTable, stdout, stderr); code != 0 {
+		return code
+	}
 	if r.errors > 0 {
 		return 1
 	}
 	return 0
+}
+
+// validateOutput is what `nodewright validate` prints: the findings
+// ("error: ..." and "warning: ..." lines, in input order), the objects
+// checked per kind, the counts and the summary line.
+type validateOutput struct {
+	Findings []string       `json:"findings"`
+	Checked  map[string]int `json:"checked"`
+	Errors   int            `json:"errors"`
+	Warnings int            `json:"warnings"`
+	Summary  string         `json:"summary"`
+}
+
+func (o validateOutput) writeTable(w io.Writer) error {
+	for _, f := range o.Findings {
+		if _, err := fmt.Fprintln(w, f); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintln(w, o.Summary)
+	return err
 }
 
 // validateReport is the outcome of checking a set of manifests.

@@ -55,7 +55,7 @@ func forwarderBin(t testing.TB, root string) string {
 			return
 		}
 		forwarder.bin = filepath.Join(dir, "nodewright-forwarder")
-		forwarder.err = stack.BuildForwarder(context.Background(), root, forwarder.bin)
+		forwarder.err = stack.BuildForwarder(context.Background(), root, forwarder.bin, os.Stderr)
 	})
 	if forwarder.err != nil {
 		t.Fatal(forwarder.err)

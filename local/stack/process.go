@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nodewright/nodewright/internal/progress"
 	"github.com/nodewright/nodewright/local/controlplane"
 )
 
@@ -55,18 +57,22 @@ func isRootModule(path string) bool {
 	return false
 }
 
-// BuildForwarder runs `go build -o out ./forwarder` in root.
-func BuildForwarder(ctx context.Context, root, out string) error {
+// BuildForwarder runs `go build -v -o out ./forwarder` in root, printing
+// on w what it builds and the elapsed time at least every 30 s
+// (progress.Run); a nil w discards the progress. The error carries the
+// build's exit status; its compile errors went to w.
+func BuildForwarder(ctx context.Context, root, out string, w io.Writer) error {
 	goBin := os.Getenv("GO")
 	if goBin == "" {
 		goBin = "go"
 	}
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, "./forwarder")
+	if w == nil {
+		w = io.Discard
+	}
+	cmd := exec.CommandContext(ctx, goBin, "build", "-v", "-o", out, "./forwarder")
 	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("build forwarder: %w: %s", err, strings.TrimSpace(stderr.String()))
+	if err := progress.Run(ctx, cmd, progress.Options{Label: "build forwarder", Usually: progress.ColdBuild, Out: w}); err != nil {
+		return err
 	}
 	return nil
 }

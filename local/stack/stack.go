@@ -246,10 +246,13 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}
+	// The forwarder build reports its progress concurrently with the steps.
+	var progressOut io.Writer = io.Discard
+	if opts.Progress != nil {
+		progressOut = &syncWriter{w: opts.Progress}
+	}
 	progress := func(format string, args ...any) {
-		if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, format+"\n", args...)
-		}
+		fmt.Fprintf(progressOut, format+"\n", args...)
 	}
 	if running(opts.Dir) {
 		return nil, fmt.Errorf("state dir %s: a stack is already running there (nodewright local down --dir %s)", opts.Dir, opts.Dir)
@@ -278,7 +281,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 			return
 		}
 		s.fwdBin = filepath.Join(opts.Dir, "bin", "nodewright-forwarder")
-		buildErr <- BuildForwarder(ctx, opts.RepoRoot, s.fwdBin)
+		buildErr <- BuildForwarder(ctx, opts.RepoRoot, s.fwdBin, progressOut)
 	}()
 
 	progress("starting the control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok) on 127.0.0.1")

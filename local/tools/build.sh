@@ -4,7 +4,9 @@
 # kube-scheduler, kube-controller-manager, kwok, and kwok-stages.yaml (kwok's
 # fast node and pod stages). It does nothing when DIR holds all of them and
 # its stamp matches the hash of this module's go.mod, go.sum and sources and
-# of the Go version, so a warm run takes well under a second.
+# of the Go version, so a warm run takes well under a second. The builds
+# run with -v: the Makefile's progress wrapper (local/buildprogress) reads
+# the package names from stderr to say what is being built.
 set -euo pipefail
 tools="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$tools/../.." && pwd)"
@@ -27,7 +29,7 @@ fi
 
 rm -f "$dir/controlplane.stamp"
 start=$SECONDS
-echo "controlplane: building into $dir (a cold build takes several minutes)"
+echo "controlplane: building into $dir"
 cd "$tools"
 # The version stamps are what the binaries report (kubectl version,
 # /version); k8s.io/kubernetes' own build sets them the same way.
@@ -37,12 +39,12 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	ldflags+=" -X $p.gitVersion=$kver -X $p.gitMajor=1 -X $p.gitMinor=37 -X $p.gitTreeState=clean"
 done
 export CGO_ENABLED=0
-"$go" build -trimpath -ldflags "$ldflags" -o "$dir/" \
+"$go" build -v -trimpath -ldflags "$ldflags" -o "$dir/" \
 	k8s.io/kubernetes/cmd/kube-apiserver \
 	k8s.io/kubernetes/cmd/kube-scheduler \
 	k8s.io/kubernetes/cmd/kube-controller-manager \
 	sigs.k8s.io/kwok/cmd/kwok
-"$go" build -trimpath -ldflags "-s -w" -o "$dir/etcd" go.etcd.io/etcd/server/v3
+"$go" build -v -trimpath -ldflags "-s -w" -o "$dir/etcd" go.etcd.io/etcd/server/v3
 "$go" run ./kwokstages "$dir/kwok-stages.yaml"
 echo "$stamp" >"$dir/controlplane.stamp"
 echo "controlplane: built in $((SECONDS - start)) s"

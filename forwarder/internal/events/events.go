@@ -10,9 +10,15 @@
 //   - FailedScheduling (Warning): "Failed to schedule pod, <reason>", with
 //     the solver's reason, for a pod it could not place.
 //
-// An identical event for the same pod is not repeated within DedupeWindow
-// (Karpenter's recorder deduplicates for 2 minutes), so the 10 s re-trigger of
-// pending pods does not flood the pods' event lists.
+// Repeats are deduplicated and counted by client-go's event machinery
+// (k8s.io/client-go/tools/record.EventCorrelator, what every controller's
+// recorder runs): an Event identical to one already written (same object,
+// type, reason, message and source) is not created again but patched, its
+// count incremented and lastTimestamp moved, so the 10 s re-trigger of
+// pending pods shows as one Event with a count, as `kubectl describe pod`
+// shows any controller's repeats; similar Events beyond client-go's limits
+// are aggregated, and a flood from one object is rate limited (client-go's
+// spam filter).
 package events
 
 import (
@@ -25,9 +31,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
@@ -41,42 +49,52 @@ const (
 // Component is the source component and reporting controller of every event.
 const Component = "nodewright-forwarder"
 
-// DedupeWindow is how long an identical event for one pod is suppressed.
-const DedupeWindow = 2 * time.Minute
-
-// Emitter creates pod Events. It is safe for use by one goroutine.
+// Emitter writes pod Events through client-go's EventCorrelator. It is
+// safe for use by one goroutine.
 type Emitter struct {
-	client   corev1client.EventsGetter
+	w        *correlated
 	now      func() time.Time
 	instance string
-	sent     map[dedupeKey]time.Time
-}
-
-type dedupeKey struct {
-	uid             types.UID
-	reason, message string
 }
 
 // New returns an Emitter that writes through client, stamps events with now
-// and names instance (this replica's pod name) as the reporting instance.
+// (also the correlator's clock) and names instance (this replica's pod
+// name) as the reporting instance.
 func New(client corev1client.EventsGetter, now func() time.Time, instance string) *Emitter {
-	return &Emitter{client: client, now: now, instance: instance, sent: map[dedupeKey]time.Time{}}
+	return &Emitter{w: newCorrelated(client, now), now: now, instance: instance}
 }
+
+// correlated writes Events through client-go's EventCorrelator. It is
+// safe for concurrent use (the correlator locks its caches).
+type correlated struct {
+	sink       *corev1client.EventSinkImpl
+	correlator *record.EventCorrelator
+}
+
+func newCorrelated(client corev1client.EventsGetter, now func() time.Time) *correlated {
+	return &correlated{
+		sink:       &corev1client.EventSinkImpl{Interface: client.Events(metav1.NamespaceAll)},
+		correlator: record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: clockFunc(now)}),
+	}
+}
+
+// clockFunc is now as client-go's clock.PassiveClock.
+type clockFunc func() time.Time
+
+func (c clockFunc) Now() time.Time                  { return c() }
+func (c clockFunc) Since(t time.Time) time.Duration { return c().Sub(t) }
 
 // Emit writes the events for a Solved result. pods are the batch's pods by
 // UID; a UID the result names but pods lack is skipped, as are results in
-// any other state. It returns how many events it created and every create
-// error, joined.
+// any other state. An event the correlator has seen is patched (count + 1)
+// rather than created; one its spam filter drops is not written. It
+// returns how many events it wrote (created or counted) and every write
+// error, joined; an event that failed is written again by the next Emit.
 func (e *Emitter) Emit(ctx context.Context, result v1.PodBatchResult, pods map[types.UID]v1.PodSummary) (int, error) {
 	if result.State != v1.BatchSolved {
 		return 0, nil
 	}
 	now := e.now()
-	for k, at := range e.sent {
-		if now.Sub(at) >= DedupeWindow {
-			delete(e.sent, k)
-		}
-	}
 	type pending struct {
 		pod                   v1.PodSummary
 		kind, reason, message string
@@ -110,22 +128,52 @@ func (e *Emitter) Emit(ctx context.Context, result v1.PodBatchResult, pods map[t
 		return cmp.Or(cmp.Compare(a.pod.Namespace, b.pod.Namespace), cmp.Compare(a.pod.Name, b.pod.Name))
 	})
 
-	var created int
+	var written int
 	var errs []error
 	for _, t := range todo {
-		k := dedupeKey{uid: t.pod.UID, reason: t.reason, message: t.message}
-		if _, dup := e.sent[k]; dup {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		ok, err := e.w.write(e.event(t.pod, t.kind, t.reason, t.message, now))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("write %s event for pod %s/%s: %w", t.reason, t.pod.Namespace, t.pod.Name, err))
 			continue
 		}
-		ev := e.event(t.pod, t.kind, t.reason, t.message, now)
-		if _, err := e.client.Events(t.pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("create %s event for pod %s/%s: %w", t.reason, t.pod.Namespace, t.pod.Name, err))
-			continue
+		if ok {
+			written++
 		}
-		e.sent[k] = now
-		created++
 	}
-	return created, errors.Join(errs...)
+	return written, errors.Join(errs...)
+}
+
+// write records ev as client-go's broadcaster does (tools/record
+// recordToSink), synchronously: correlate, then patch the Event already
+// written for a repeat or create a new one (also when the repeated Event
+// is gone), and tell the correlator what the server returned. It reports
+// false with a nil error for an event the spam filter dropped.
+func (e *correlated) write(ev *corev1.Event) (bool, error) {
+	res, err := e.correlator.EventCorrelate(ev)
+	if err != nil {
+		return false, err
+	}
+	if res.Skip {
+		return false, nil
+	}
+	var got *corev1.Event
+	repeat := res.Event.Count > 1
+	if repeat {
+		got, err = e.sink.Patch(res.Event, res.Patch)
+	}
+	if !repeat || apierrors.IsNotFound(err) {
+		res.Event.ResourceVersion = ""
+		got, err = e.sink.Create(res.Event)
+	}
+	if err != nil {
+		return false, err
+	}
+	e.correlator.UpdateState(got)
+	return true, nil
 }
 
 func (e *Emitter) event(p v1.PodSummary, kind, reason, message string, now time.Time) *corev1.Event {

@@ -46,15 +46,15 @@ type RefusalOptions struct {
 // API answers 4xx other than 429 (which the client retries), writes a
 // Warning Event (ReasonAPIRefused) on the forwarder's Deployment with the
 // method, path, HTTP status, the API's message and what to check for that
-// status. The same path and status are reported at most once per
-// DedupeWindow. The response reaches the caller unchanged; an Event that
+// status. Repeats are counted on one Event by client-go's EventCorrelator
+// (see the package doc), not written again. The response reaches the caller unchanged; an Event that
 // cannot be written is reported to OnError and never fails the request.
 // It is safe for concurrent use.
 type Refusals struct {
-	o    RefusalOptions
-	mu   sync.Mutex
-	uid  types.UID
-	sent map[string]time.Time
+	o   RefusalOptions
+	w   *correlated
+	mu  sync.Mutex
+	uid types.UID
 }
 
 // NewRefusals returns a Refusals for o.
@@ -65,7 +65,7 @@ func NewRefusals(o RefusalOptions) *Refusals {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Refusals{o: o, sent: map[string]time.Time{}}
+	return &Refusals{o: o, w: newCorrelated(o.Events, o.Now)}
 }
 
 // RoundTrip sends req through Next and reports a refusal.
@@ -88,12 +88,7 @@ func (r *Refusals) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func (r *Refusals) report(ctx context.Context, method, path string, status int, body []byte) error {
 	now := r.o.Now()
-	key := fmt.Sprintf("%s %s %d", method, path, status)
 	r.mu.Lock()
-	if last, ok := r.sent[key]; ok && now.Sub(last) < DedupeWindow {
-		r.mu.Unlock()
-		return nil
-	}
 	uid := r.uid
 	r.mu.Unlock()
 
@@ -111,11 +106,11 @@ func (r *Refusals) report(ctx context.Context, method, path string, status int, 
 	ev := newEvent(fmt.Sprintf("%s.%x", r.o.Name, now.UnixNano()), r.o.Namespace,
 		corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: r.o.Namespace, Name: r.o.Name, UID: uid},
 		corev1.EventTypeWarning, ReasonAPIRefused, RefusalMessage(method, path, status, body), metav1.NewTime(now), r.o.Instance)
-	if _, err := r.o.Events.Events(r.o.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+	if _, err := r.w.write(ev); err != nil {
 		return fmt.Errorf("refusal event: %w", err)
 	}
 	r.mu.Lock()
-	r.uid, r.sent[key] = uid, now
+	r.uid = uid
 	r.mu.Unlock()
 	return nil
 }

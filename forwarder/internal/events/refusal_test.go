@@ -90,22 +90,23 @@ func TestRefusals(t *testing.T) {
 			}
 		}
 	})
-	t.Run("should report the same refusal once per dedupe window", func(t *testing.T) {
+	t.Run("should count a repeated refusal on its one Event (client-go's correlator)", func(t *testing.T) {
 		client := fake.NewClientset(forwarderDeployment())
 		srv := refusingAPI(t, http.StatusForbidden, denied)
 		at := now
 		rt := events.NewRefusals(events.RefusalOptions{Events: client.CoreV1(), Deployments: client.AppsV1(),
 			Namespace: "nodewright", Name: "nodewright-forwarder", Now: func() time.Time { return at }})
 		post(t, rt, srv.URL)
-		at = at.Add(events.DedupeWindow - time.Second)
+		at = at.Add(time.Minute)
 		post(t, rt, srv.URL)
-		if n := len(deploymentEvents(t, client)); n != 1 {
-			t.Errorf("events within the window = %d, want 1", n)
+		at = at.Add(10 * time.Minute)
+		post(t, rt, srv.URL)
+		evs := deploymentEvents(t, client)
+		if len(evs) != 1 {
+			t.Fatalf("events = %d, want 1 counting every refusal", len(evs))
 		}
-		at = at.Add(2 * time.Second)
-		post(t, rt, srv.URL)
-		if n := len(deploymentEvents(t, client)); n != 2 {
-			t.Errorf("events after the window = %d, want 2", n)
+		if ev := evs[0]; ev.Count != 3 || !ev.FirstTimestamp.Time.Equal(now) || !ev.LastTimestamp.Time.Equal(at) {
+			t.Errorf("event count %d, first %v, last %v; want 3, %v, %v", ev.Count, ev.FirstTimestamp, ev.LastTimestamp, now, at)
 		}
 	})
 	t.Run("should retry an event it failed to write on the next refusal", func(t *testing.T) {

@@ -324,12 +324,12 @@ func (f *Forwarder) Run(ctx context.Context) error {
 
 	// Leadership just started: look at everything once.
 	if all, err := f.src.Pods.List(labels.Everything()); err != nil {
-		f.log.Error("list pods for their nodes' last pod events", "err", err)
+		f.log.Error("list pods for their nodes' last pod events", "error", err)
 	} else {
 		f.podEvents.seed(all)
 	}
 	if _, err := trigger.Sweep(); err != nil {
-		f.log.Error("sweep pending pods", "err", err)
+		f.log.Error("sweep pending pods", "error", err)
 	}
 	nodes.Add("")
 	onConfig()
@@ -371,7 +371,7 @@ func (f *Forwarder) podLoop(ctx context.Context, pods *batcher.Batcher[string], 
 		}
 		list, err := pending.Collect(f.src.Pods, f.src.Nodes)
 		if err != nil {
-			f.log.Error("collect pending pods", "err", err)
+			f.log.Error("collect pending pods", "error", err)
 			continue
 		}
 		dss, err := f.src.DaemonSets.List(labels.Everything())
@@ -381,7 +381,7 @@ func (f *Forwarder) podLoop(ctx context.Context, pods *batcher.Batcher[string], 
 		}
 		batches, err := report.PodBatches(f.opts.Cluster, w.Closed, list, dss, f.src.Volumes)
 		if err != nil {
-			f.log.Error("build pod batches", "err", err)
+			f.log.Error("build pod batches", "error", err)
 			continue
 		}
 		for i := range batches {
@@ -391,7 +391,7 @@ func (f *Forwarder) podLoop(ctx context.Context, pods *batcher.Batcher[string], 
 				if ctx.Err() != nil {
 					return
 				}
-				f.log.Error("post pod batch", "batch", b.ID, "pods", len(b.Pods), "err", err)
+				f.log.Error("post pod batch", "batch", b.ID, "pods", len(b.Pods), "error", err)
 				continue
 			}
 			f.log.Info("posted pod batch", "batch", b.ID, "pods", len(b.Pods), "triggers", len(w.Keys), "state", res.State, "duplicate", res.Duplicate)
@@ -416,7 +416,7 @@ func (f *Forwarder) resultLoop(ctx context.Context, results <-chan posted, mirro
 		}
 		n, err := f.events.Emit(ctx, p.result, report.PodsByUID([]v1.PodBatch{p.batch}))
 		if err != nil {
-			f.log.Error("emit pod events", "batch", p.batch.ID, "err", err)
+			f.log.Error("emit pod events", "batch", p.batch.ID, "error", err)
 		}
 		f.log.Info("pod batch solved", "batch", p.batch.ID, "nominated", len(p.result.Nominations),
 			"unschedulable", len(p.result.Unschedulable), "nodeclaims", len(p.result.NodeClaims), "events", n)
@@ -450,7 +450,7 @@ func (f *Forwarder) resultLoop(ctx context.Context, results <-chan posted, mirro
 				case err != nil && ctx.Err() != nil:
 					return
 				case err != nil:
-					f.log.Error("poll pod batch", "batch", p.batch.ID, "err", err)
+					f.log.Error("poll pod batch", "batch", p.batch.ID, "error", err)
 				case res.State != v1.BatchQueued:
 					p.result = res
 					finish(p)
@@ -476,13 +476,13 @@ func (f *Forwarder) registrationLoop(ctx context.Context, nodes *batcher.Batcher
 		}
 		all, err := f.src.Nodes.List(labels.Everything())
 		if err != nil {
-			f.log.Error("list nodes", "err", err)
+			f.log.Error("list nodes", "error", err)
 			continue
 		}
 		changed, removed := regs.Pending(all)
 		msgs, err := report.RegistrationMessages(f.opts.Cluster, w.Closed, changed, removed)
 		if err != nil {
-			f.log.Error("build node registrations", "err", err)
+			f.log.Error("build node registrations", "error", err)
 			continue
 		}
 		for i := range msgs {
@@ -491,7 +491,7 @@ func (f *Forwarder) registrationLoop(ctx context.Context, nodes *batcher.Batcher
 				if ctx.Err() != nil {
 					return
 				}
-				f.log.Error("post node registrations", "id", m.ID, "err", err)
+				f.log.Error("post node registrations", "id", m.ID, "error", err)
 				// Not acknowledged: the next node event reports it again.
 				continue
 			}
@@ -523,12 +523,12 @@ func (f *Forwarder) configLoop(ctx context.Context, config *batcher.Batcher[stri
 		}
 		nps, err := unstructuredList(f.src.NodePools)
 		if err != nil {
-			f.log.Error("list nodepools", "err", err)
+			f.log.Error("list nodepools", "error", err)
 			continue
 		}
 		ncs, err := unstructuredList(f.src.NodeClasses)
 		if err != nil {
-			f.log.Error("list ec2nodeclasses", "err", err)
+			f.log.Error("list ec2nodeclasses", "error", err)
 			continue
 		}
 		cfg, hash, warnings, err := report.Config(f.opts.Cluster, w.Closed, nps, ncs)
@@ -536,7 +536,7 @@ func (f *Forwarder) configLoop(ctx context.Context, config *batcher.Batcher[stri
 			f.log.Warn("config field ignored", "warning", warn)
 		}
 		if err != nil {
-			f.log.Error("read config; keeping the last one posted", "err", err)
+			f.log.Error("read config; keeping the last one posted", "error", err)
 			continue
 		}
 		if hash == lastHash {
@@ -548,7 +548,7 @@ func (f *Forwarder) configLoop(ctx context.Context, config *batcher.Batcher[stri
 			if ctx.Err() != nil {
 				return
 			}
-			f.log.Error("post config", "id", cfg.ID, "err", err)
+			f.log.Error("post config", "id", cfg.ID, "error", err)
 			continue
 		}
 		lastHash = hash
@@ -569,7 +569,7 @@ func (f *Forwarder) snapshotLoop(ctx context.Context, changes *changeSignal) {
 		parts, hash, err := f.snapshot(now, active)
 		switch {
 		case err != nil:
-			f.log.Error("build snapshot", "err", err)
+			f.log.Error("build snapshot", "error", err)
 		case hash == lastHash && now.Sub(lastAt) < maxAge(f.opts, parts):
 		default:
 			ok := true
@@ -578,7 +578,7 @@ func (f *Forwarder) snapshotLoop(ctx context.Context, changes *changeSignal) {
 					if ctx.Err() != nil {
 						return
 					}
-					f.log.Error("post snapshot", "id", parts[i].ID, "err", err)
+					f.log.Error("post snapshot", "id", parts[i].ID, "error", err)
 					ok = false
 					break
 				}
@@ -689,14 +689,14 @@ func (f *Forwarder) mirrorLoop(ctx context.Context, now <-chan struct{}) {
 		case err != nil && ctx.Err() != nil:
 			return
 		case err != nil:
-			f.log.Error("list nodeclaims from the API", "err", err)
+			f.log.Error("list nodeclaims from the API", "error", err)
 		default:
 			res, err := f.mirror.Sync(ctx, claims)
 			if err != nil {
-				f.log.Error("sync nodeclaim mirrors", "err", err)
+				f.log.Error("sync nodeclaim mirrors", "error", err)
 			}
 			if res.Created+res.Updated+res.Deleted > 0 || len(res.NodesDeleted) > 0 {
-				f.log.Info("synced nodeclaim mirrors", "created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "nodesDeleted", res.NodesDeleted)
+				f.log.Info("synced nodeclaim mirrors", "created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "nodes-deleted", res.NodesDeleted)
 			}
 		}
 		f.relayEvents(ctx)
@@ -716,7 +716,7 @@ func (f *Forwarder) relayEvents(ctx context.Context) {
 	case err != nil && ctx.Err() != nil:
 		return
 	case err != nil:
-		f.log.Error("list event records from the API", "err", err)
+		f.log.Error("list event records from the API", "error", err)
 		return
 	}
 	if list.Omitted > 0 {
@@ -725,13 +725,13 @@ func (f *Forwarder) relayEvents(ctx context.Context) {
 	if reason, since := f.karpenterActive(ctx); reason != "" {
 		recs, err := karpenterRecords(f.src.NodePools, reason, since)
 		if err != nil {
-			f.log.Error("list nodepools for the KarpenterActive events", "err", err)
+			f.log.Error("list nodepools for the KarpenterActive events", "error", err)
 		}
 		list.Items = append(list.Items, recs...)
 	}
 	n, err := f.relay.Relay(ctx, list.Items)
 	if err != nil && ctx.Err() == nil {
-		f.log.Error("write events of event records", "err", err)
+		f.log.Error("write events of event records", "error", err)
 	}
 	if n > 0 {
 		f.log.Info("wrote events of event records", "created", n)
@@ -924,7 +924,7 @@ func (s *handlerSet) remove(log *slog.Logger) {
 	defer s.mu.Unlock()
 	for _, r := range s.regs {
 		if err := r.inf.RemoveEventHandler(r.reg); err != nil {
-			log.Error("remove event handler", "err", err)
+			log.Error("remove event handler", "error", err)
 		}
 	}
 	s.regs = nil

@@ -119,7 +119,7 @@ func (h *Handler) recordDecisionEvents(ctx context.Context, evs []ddbstore.Event
 			continue
 		}
 		if err := h.d.Store.PutEvent(ctx, e, now, ddbstore.EventTTL); err != nil {
-			h.d.Log.WarnContext(ctx, "event not recorded", "reason", e.Reason, "id", e.ID, "err", err)
+			h.d.Log.WarnContext(ctx, "event not recorded", "reason", e.Reason, "id", e.ID, "error", err)
 			continue
 		}
 		h.recorded[e.ID] = until

@@ -366,7 +366,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 		released, err := h.d.Stale.ReleaseStale(ctx, now)
 		out.Released = released
 		for _, r := range released {
-			h.d.Log.InfoContext(ctx, "stale disruption released", "nodeclaim", r.NodeClaim, "execution", r.Holder, "outcome", r.Outcome, "err", r.Error)
+			h.d.Log.InfoContext(ctx, "stale disruption released", "nodeclaim", r.NodeClaim, "execution", r.Holder, "outcome", r.Outcome, "error", r.Error)
 		}
 		if err != nil {
 			out.Warnings = append(out.Warnings, "releasing stale claims: "+err.Error())
@@ -391,7 +391,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	}
 	out.Blocked = len(res.Blocked)
 	for _, b := range res.Blocked {
-		h.d.Log.DebugContext(ctx, "not disrupted", "nodeclaim", b.NodeClaim, "node", b.Node, "nodePool", b.NodePool, "reason", b.Reason)
+		h.d.Log.DebugContext(ctx, "not disrupted", "nodeclaim", b.NodeClaim, "node", b.Node, "nodepool", b.NodePool, "reason", b.Reason)
 	}
 	out.Events = h.recordDecisionEvents(ctx, decisionEvents(res, now), now)
 	out.DriftConditions = h.recordDriftConditions(ctx, in.NodeClaims, res.Drift, now)
@@ -399,7 +399,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	start, held := disruption.HoldAdopted(append(res.Commands, deletionCommands(in, now)...), in.NodeClaims, snap.KarpenterActive)
 	for _, cmd := range held {
 		out.Held = append(out.Held, cmd.ID)
-		h.d.Log.InfoContext(ctx, "disruption held: Karpenter's controller is active", "command", cmd.ID, "reason", snap.KarpenterActive)
+		h.d.Log.InfoContext(ctx, "disruption held: Karpenter's controller is active", "command-id", cmd.ID, "reason", snap.KarpenterActive)
 	}
 	for _, cmd := range start {
 		s, err := h.start(ctx, cmd, res.Budgets, now)
@@ -426,7 +426,7 @@ func (h *Handler) start(ctx context.Context, cmd disruption.Command, budgets []d
 	}
 	fail := func(err error) (Started, error) {
 		s.Error = err.Error()
-		h.d.Log.ErrorContext(ctx, "disruption not started", "execution", ex.Name, "err", err)
+		h.d.Log.ErrorContext(ctx, "disruption not started", "execution", ex.Name, "error", err)
 		return s, fmt.Errorf("start %s: %w", ex.Name, err)
 	}
 	if len(ex.Replacements) > 0 {
@@ -443,8 +443,8 @@ func (h *Handler) start(ctx context.Context, cmd disruption.Command, budgets []d
 		return fail(err)
 	}
 	s.AlreadyExisted = exe.AlreadyExisted
-	h.d.Log.InfoContext(ctx, "disruption started", "execution", ex.Name, "arn", exe.ARN, "alreadyExisted", exe.AlreadyExisted,
-		"method", ex.Input.Method, "nodePool", ex.Input.NodePool, "candidates", s.Candidates, "reason", ex.Input.Reason)
+	h.d.Log.InfoContext(ctx, "disruption started", "execution", ex.Name, "arn", exe.ARN, "already-existed", exe.AlreadyExisted,
+		"method", ex.Input.Method, "nodepool", ex.Input.NodePool, "candidates", s.Candidates, "reason", ex.Input.Reason)
 	return s, nil
 }
 

@@ -195,7 +195,7 @@ func (h *Handler) recordEvents(ctx context.Context, step string, st workflow.Dis
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			if err := h.events.PutEvent(ctx, e, now, ddbstore.EventTTL); err != nil {
-				h.log.WarnContext(ctx, "event not recorded", "step", step, "execution", st.ID, "reason", e.Reason, "id", e.ID, "err", err)
+				h.log.WarnContext(ctx, "event not recorded", "step", step, "execution", st.ID, "reason", e.Reason, "id", e.ID, "error", err)
 			}
 		}()
 	}

@@ -236,7 +236,7 @@ func (h *Handler) Handle(ctx context.Context, in workflow.TaskInput) (any, error
 	}
 	if err != nil {
 		name := lambdakit.WorkflowName(err, rules...)
-		h.log.WarnContext(ctx, "step failed", "step", in.Step, "execution", st.ID, "method", st.Method, "error", name, "err", err)
+		h.log.WarnContext(ctx, "step failed", "step", in.Step, "execution", st.ID, "method", st.Method, "workflow-error", name, "error", err)
 		return nil, lambdakit.AsWorkflowError(err, rules...)
 	}
 	h.log.InfoContext(ctx, "step done", "step", in.Step, "execution", st.ID, "method", st.Method, "output", out)

@@ -243,7 +243,7 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error)
 		}
 		out.Cleanups = append(out.Cleanups, c)
 		h.log.Log(ctx, level, "garbage collected", "reason", r.Reason, "nodeclaim", r.NodeClaim,
-			"instance", r.InstanceID, "node", r.Node, "skipped", r.Skipped, "err", c.Error)
+			"instance-id", r.InstanceID, "node", r.Node, "skipped", r.Skipped, "error", c.Error)
 	}
 	errs = append(errs, err)
 	if h.tagger != nil {
@@ -255,7 +255,7 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error)
 				t.Error, level = r.Err.Error(), slog.LevelError
 			}
 			out.Tagged = append(out.Tagged, t)
-			h.log.Log(ctx, level, "instance tagged", "nodeclaim", r.NodeClaim, "instance", r.InstanceID, "added", r.Added, "gone", r.Gone, "err", t.Error)
+			h.log.Log(ctx, level, "instance tagged", "nodeclaim", r.NodeClaim, "instance-id", r.InstanceID, "added", r.Added, "gone", r.Gone, "error", t.Error)
 		}
 		errs = append(errs, terr)
 	}
@@ -268,15 +268,15 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error)
 				lt.Error, level = r.Err.Error(), slog.LevelError
 			}
 			out.LaunchTemplates = append(out.LaunchTemplates, lt)
-			h.log.Log(ctx, level, "launch template deleted", "reason", r.Reason, "name", r.Name, "id", r.ID, "nodeclass", r.NodeClass, "err", lt.Error)
+			h.log.Log(ctx, level, "launch template deleted", "reason", r.Reason, "name", r.Name, "id", r.ID, "nodeclass", r.NodeClass, "error", lt.Error)
 		}
 		errs = append(errs, lerr)
 	}
 	if err := errors.Join(errs...); err != nil {
-		h.log.ErrorContext(ctx, "garbage collection incomplete", "err", err)
+		h.log.ErrorContext(ctx, "garbage collection incomplete", "error", err)
 		return out, lambdakit.AsWorkflowError(err, lambdakit.Is(provisioning.ErrConflict, workflow.ErrConflict))
 	}
-	h.log.InfoContext(ctx, "garbage collection done", "cleanups", len(out.Cleanups), "tagged", len(out.Tagged), "launchTemplates", len(out.LaunchTemplates))
+	h.log.InfoContext(ctx, "garbage collection done", "cleanups", len(out.Cleanups), "tagged", len(out.Tagged), "launch-templates", len(out.LaunchTemplates))
 	return out, nil
 }
 

@@ -195,7 +195,7 @@ type Decision struct {
 func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error) {
 	out, err := h.poll(ctx)
 	if err != nil {
-		h.log.ErrorContext(ctx, "instance-status poll incomplete", "checked", out.Checked, "decisions", len(out.Decisions), "err", err)
+		h.log.ErrorContext(ctx, "instance-status poll incomplete", "checked", out.Checked, "decisions", len(out.Decisions), "error", err)
 		return out, lambdakit.AsWorkflowError(err, throttled)
 	}
 	h.log.InfoContext(ctx, "instance-status poll done", "checked", out.Checked, "reported", out.Reported, "decisions", len(out.Decisions))
@@ -255,9 +255,9 @@ func (h *Handler) poll(ctx context.Context) (Output, error) {
 		if err != nil {
 			level = slog.LevelError
 		}
-		h.log.Log(ctx, level, "instance status handled", "instanceId", d.InstanceID, "nodeClaim", claim.Name,
+		h.log.Log(ctx, level, "instance status handled", "instance-id", d.InstanceID, "nodeclaim", claim.Name,
 			"kind", d.Kind, "key", d.Key, "forceful", res.Forceful, "execution", res.Execution,
-			"duplicate", res.Duplicate, "err", res.Error)
+			"duplicate", res.Duplicate, "error", res.Error)
 	}
 	return out, errors.Join(errs...)
 }
@@ -320,7 +320,7 @@ func (h *Handler) describe(ctx context.Context, ids []string) ([]interruption.In
 			if len(missing) == 0 || len(rest) == len(chunk) {
 				return nil, fmt.Errorf("describe instance status: %w", err)
 			}
-			h.log.InfoContext(ctx, "instances gone from EC2 skipped", "instanceIds", missing)
+			h.log.InfoContext(ctx, "instances gone from EC2 skipped", "instance-ids", missing)
 			got, err = nil, nil
 			if len(rest) > 0 {
 				got, err = h.describeChunk(ctx, rest)

@@ -737,7 +737,7 @@ func rejected(err error) events.APIGatewayProxyResponse {
 // failed answers the API's own failure: 503 when AWS throttled it, else
 // 500; both tell the sender to retry.
 func (h *Handler) failed(ctx context.Context, what string, err error) events.APIGatewayProxyResponse {
-	h.deps.Log.ErrorContext(ctx, what, "err", err)
+	h.deps.Log.ErrorContext(ctx, what, "error", err)
 	status := http.StatusInternalServerError
 	if awserr.Classify(err) == awserr.Throttled {
 		status = http.StatusServiceUnavailable

@@ -6,18 +6,19 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/nodewright/nodewright/internal/logfield"
 )
 
 // NewLogger returns a logger writing one JSON object per record to w (the
 // function's stdout, which Lambda ships to CloudWatch Logs), at level and
-// above. Keys follow Lambda's JSON log format ("timestamp", "level",
-// "message"); a record logged with a context from a Lambda invocation also
+// above, with the forwarder's field set (internal/logfield: Lambda's JSON
+// log format's "timestamp", "level", "message"); a record logged with a context from a Lambda invocation also
 // carries "requestId", the invocation's AWS request ID, so every line of
 // one invocation can be found together. Build it once in main and pass it
 // to the handler (STYLE rule 14).
 func NewLogger(w io.Writer, level slog.Leveler) *slog.Logger {
-	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: lambdacontext.ReplaceAttr})
-	return slog.New(requestIDHandler{next: h})
+	return slog.New(requestIDHandler{next: logfield.NewJSONHandler(w, level)})
 }
 
 // requestIDHandler adds the request ID of the invocation in ctx.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/nodewright/nodewright/internal/logfield"
 )
 
 // Main is the main function of every nodewright Lambda: it loads the AWS
@@ -15,9 +17,13 @@ import (
 // to the Lambda runtime (lambda.Start; the handler has one of the shapes
 // lambda.Start accepts). A wiring error (a missing or malformed variable,
 // an unusable CA bundle) is logged as "init" and exits 1, so the init
-// phase fails visibly in CloudWatch instead of every invocation.
+// phase fails visibly in CloudWatch instead of every invocation. The
+// first line of the process is logfield.Start's (version, commit, and the
+// function's name from AWS_LAMBDA_FUNCTION_NAME).
 func Main(wire func(ctx context.Context, awsCfg aws.Config) (handler any, err error)) {
 	ctx := context.Background()
+	log := NewLogger(os.Stdout, slog.LevelInfo)
+	logfield.Start(log, logfield.Function, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"))
 	awsCfg, err := AWSConfig(ctx, AWSOptions{})
 	if err == nil {
 		var h any
@@ -26,6 +32,6 @@ func Main(wire func(ctx context.Context, awsCfg aws.Config) (handler any, err er
 			return
 		}
 	}
-	slog.Error("init", "err", err)
+	log.Error("init", logfield.Error, err)
 	os.Exit(1)
 }

@@ -215,14 +215,14 @@ func (h *Handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 func (h *Handler) handleRecord(ctx context.Context, rec events.SQSMessage) (interruption.Kind, outcome) {
 	msg, err := interruption.Parse([]byte(rec.Body))
 	if err != nil {
-		h.log.WarnContext(ctx, "dropping unparseable message", "messageId", rec.MessageId,
-			"unknownType", errors.Is(err, interruption.ErrUnknownEvent), "err", err)
+		h.log.WarnContext(ctx, "dropping unparseable message", "message-id", rec.MessageId,
+			"unknown-type", errors.Is(err, interruption.ErrUnknownEvent), "error", err)
 		return "", outcomeDropped
 	}
 	out, err := h.handleMessage(ctx, msg)
 	if err != nil {
-		h.log.ErrorContext(ctx, "interruption not handled; the message is redelivered", "messageId", rec.MessageId,
-			"eventId", msg.EventID, "kind", msg.Kind, "err", err)
+		h.log.ErrorContext(ctx, "interruption not handled; the message is redelivered", "message-id", rec.MessageId,
+			"event-id", msg.EventID, "kind", msg.Kind, "error", err)
 		return msg.Kind, outcomeFailed
 	}
 	return msg.Kind, out
@@ -268,8 +268,8 @@ func (h *Handler) handleMessage(ctx context.Context, msg interruption.Message) (
 		if err := h.act(ctx, msg, handling, t, now); err != nil {
 			return "", fmt.Errorf("nodeclaim %s: %w", t.claim.Name, err)
 		}
-		h.log.InfoContext(ctx, "interruption handled", "eventId", msg.EventID, "kind", msg.Kind,
-			"action", handling.Action, "nodeClaim", t.claim.Name, "instanceId", t.instanceID)
+		h.log.InfoContext(ctx, "interruption handled", "event-id", msg.EventID, "kind", msg.Kind,
+			"action", handling.Action, "nodeclaim", t.claim.Name, "instance-id", t.instanceID)
 	}
 	// A concurrent duplicate may have recorded the id first; both did the
 	// same idempotent work, so either answer is success.

@@ -292,7 +292,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 }
 
 func (h *Handler) process(ctx context.Context, rec events.SQSMessage) outcome {
-	log := h.deps.Log.With("messageId", rec.MessageId, "receiveCount", rec.Attributes["ApproximateReceiveCount"])
+	log := h.deps.Log.With("message-id", rec.MessageId, "receive-count", rec.Attributes["ApproximateReceiveCount"])
 	attrs := map[string]string{}
 	for k, v := range rec.MessageAttributes {
 		if v.StringValue != nil {
@@ -311,7 +311,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) outcome {
 			return poison
 		}
 		if err != nil {
-			log.ErrorContext(ctx, "read claim-checked payload", "err", err)
+			log.ErrorContext(ctx, "read claim-checked payload", "error", err)
 			return retry
 		}
 	}
@@ -353,7 +353,7 @@ func (h *Handler) podBatch(ctx context.Context, log *slog.Logger, body []byte) o
 			BatchID:  b.ID, State: v1.BatchFailed, Message: err.Error(),
 		}
 		if perr := h.deps.Results.PutBatchResult(ctx, failed); perr != nil {
-			log.ErrorContext(ctx, "store failed batch result", "err", perr)
+			log.ErrorContext(ctx, "store failed batch result", "error", perr)
 		}
 		return poison
 	case errors.Is(err, provisioning.ErrLaunchIncomplete):
@@ -374,7 +374,7 @@ func (h *Handler) registrations(ctx context.Context, log *slog.Logger, body []by
 	result := done
 	for _, n := range r.Nodes {
 		if err := h.register(ctx, log, n.Name); err != nil {
-			log.ErrorContext(ctx, "register node; redelivering", "node", n.Name, "err", err)
+			log.ErrorContext(ctx, "register node; redelivering", "node", n.Name, "error", err)
 			result = retry
 		}
 	}
@@ -433,8 +433,8 @@ func (h *Handler) tag(ctx context.Context, log *slog.Logger, claim v1.NodeClaim)
 	}
 	r, err := h.deps.Tagger.Tag(ctx, claim)
 	if err != nil {
-		log.WarnContext(ctx, "tag instance after registration; garbage collection retries", "nodeclaim", claim.Name, "err", err)
+		log.WarnContext(ctx, "tag instance after registration; garbage collection retries", "nodeclaim", claim.Name, "error", err)
 		return
 	}
-	log.InfoContext(ctx, "instance tagged", "nodeclaim", claim.Name, "instance", r.InstanceID, "added", r.Added, "gone", r.Gone)
+	log.InfoContext(ctx, "instance tagged", "nodeclaim", claim.Name, "instance-id", r.InstanceID, "added", r.Added, "gone", r.Gone)
 }
