@@ -139,8 +139,11 @@ spec:
 		if r.Took > disruptionLambdaTimeout {
 			t.Errorf("disruption run at %s took %s, more than the Lambda's %s", r.At.Format(time.TimeOnly), r.Took, disruptionLambdaTimeout)
 		}
+		// Of the runs that decided on every NodeClaim and started an Empty
+		// command, report the one with the most candidates (the
+		// scale-down's).
 		for _, c := range r.Commands {
-			if acted == nil && c.Method == string(disruption.MethodEmpty) && r.Decided == n {
+			if c.Method == string(disruption.MethodEmpty) && r.Decided == n && (acted == nil || c.Candidates > emptied(acted)) {
 				acted = &runs[i]
 			}
 		}
@@ -187,6 +190,17 @@ func capacitySum(nodes []corev1.Node) corev1.ResourceList {
 		}
 	}
 	return sum
+}
+
+// emptied is the largest Empty command's candidate count in r.
+func emptied(r *stack.DisruptionRun) int {
+	most := 0
+	for _, c := range r.Commands {
+		if c.Method == string(disruption.MethodEmpty) {
+			most = max(most, c.Candidates)
+		}
+	}
+	return most
 }
 
 func longest(runs []stack.DisruptionRun) time.Duration {
