@@ -151,6 +151,14 @@ func deployment(name string, replicas int32, cpu, mem string) *appsv1.Deployment
 // and the last status after timeout.
 func eventually(t testing.TB, s *stack.Stack, timeout time.Duration, what string, cond func(ctx context.Context, st stack.Status) bool) stack.Status {
 	t.Helper()
+	return eventuallyEvery(t, s, 200*time.Millisecond, timeout, what, cond)
+}
+
+// eventuallyEvery is eventually polling every interval: a large cluster's
+// Status is a list of every Node, NodeClaim and Pod, whose cost grows with
+// the cluster.
+func eventuallyEvery(t testing.TB, s *stack.Stack, interval, timeout time.Duration, what string, cond func(ctx context.Context, st stack.Status) bool) stack.Status {
+	t.Helper()
 	ctx := t.Context()
 	deadline := time.Now().Add(timeout)
 	var st stack.Status
@@ -163,7 +171,7 @@ func eventually(t testing.TB, s *stack.Stack, timeout time.Duration, what string
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not after %s (last status %+v, err %v)", what, timeout, st, err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 

@@ -224,11 +224,79 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 				return ctx.Err()
 			case <-t.C:
 				ictx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-disruption"})
-				if _, err := decider.Handle(ictx, nil); err != nil && ctx.Err() == nil {
+				begin := time.Now()
+				out, err := decider.Handle(ictx, nil)
+				s.runs.add(newDisruptionRun(begin, time.Since(begin), out, err))
+				if err != nil && ctx.Err() == nil {
 					s.log.Warn("disruption invocation failed", "err", err)
 				}
 			}
 		}
 	})
 	return true, nil
+}
+
+// DisruptionRun is one invocation of the disruption handler
+// (functions/disruption) by the stack's 10-second ticker.
+type DisruptionRun struct {
+	// At is when the invocation began; Took is its wall time, the figure
+	// the disruption Lambda's timeout bounds.
+	At   time.Time
+	Took time.Duration
+	// Snapshot is the ID of the cluster snapshot evaluated; empty when the
+	// run skipped (no snapshot or config yet).
+	Snapshot string
+	// Decided counts the NodeClaims the evaluation placed: the candidates
+	// of the commands it started plus the NodeClaims it left undisrupted
+	// (Output.Blocked).
+	Decided int
+	// Commands are the started commands' methods with their candidate
+	// counts, in Evaluate's order.
+	Commands []DisruptionCommand
+	// Err is the invocation's error, if any.
+	Err string
+}
+
+// DisruptionCommand is one command a DisruptionRun started.
+type DisruptionCommand struct {
+	Method     string
+	Candidates int
+}
+
+func newDisruptionRun(at time.Time, took time.Duration, out disruptionhandler.Output, err error) DisruptionRun {
+	r := DisruptionRun{At: at, Took: took, Snapshot: out.Snapshot, Decided: out.Blocked}
+	for _, st := range out.Started {
+		r.Decided += len(st.Candidates)
+		r.Commands = append(r.Commands, DisruptionCommand{Method: st.Method, Candidates: len(st.Candidates)})
+	}
+	if err != nil {
+		r.Err = err.Error()
+	}
+	return r
+}
+
+// maxDisruptionRuns bounds the runs kept: about 20 minutes of ticks.
+const maxDisruptionRuns = 128
+
+// disruptionRuns keeps the latest runs; safe for concurrent use.
+type disruptionRuns struct {
+	mu   sync.Mutex
+	runs []DisruptionRun
+}
+
+func (d *disruptionRuns) add(r DisruptionRun) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.runs = append(d.runs, r)
+	if len(d.runs) > maxDisruptionRuns {
+		d.runs = append([]DisruptionRun(nil), d.runs[len(d.runs)-maxDisruptionRuns:]...)
+	}
+}
+
+// DisruptionRuns returns the disruption handler's latest invocations
+// (at most 128), oldest first; empty when disruption is not wired.
+func (s *Stack) DisruptionRuns() []DisruptionRun {
+	s.runs.mu.Lock()
+	defer s.runs.mu.Unlock()
+	return append([]DisruptionRun(nil), s.runs.runs...)
 }

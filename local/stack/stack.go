@@ -177,8 +177,11 @@ type Stack struct {
 	// Sim is the EC2/SSM simulator.
 	Sim *ec2sim.Server
 
-	opts     Options
-	restCfg  *rest.Config
+	opts    Options
+	restCfg *rest.Config
+	// observe backs Observe (status.go): counts at 1,000 nodes, read
+	// several times a second, must not cost more than the cluster's work.
+	observe  observeClients
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	closers  []func()
@@ -199,6 +202,8 @@ type Stack struct {
 	// sfn is the local Step Functions of the disruption executions
 	// (startDisruption; Executions).
 	sfn *localSFN
+	// runs records the disruption ticker's invocations (DisruptionRuns).
+	runs disruptionRuns
 	// interruptionWired is set when the interruption queue and handler
 	// run (startInterruption).
 	interruptionWired bool
@@ -298,6 +303,9 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	if s.Dynamic, err = dynamic.NewForConfig(s.restCfg); err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	if s.observe, err = newObserveClients(s.restCfg); err != nil {
+		return nil, err
 	}
 	progress("applying the CRDs (NodePool, NodeClaim, EC2NodeClass)")
 	if err := applyCRDs(ctx, s.Dynamic); err != nil {

@@ -44,9 +44,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -371,12 +373,27 @@ func (h *Handler) registrations(ctx context.Context, log *slog.Logger, body []by
 		return poison
 	}
 	log = log.With("registrations", r.ID)
-	result := done
+	// Nodes register independently (each a read and a version-checked
+	// write of its own NodeClaim, Node and instance), so up to
+	// provisioning.DefaultLaunchParallelism at once: a message carries up
+	// to MaxNodesPerMessage Nodes, and one after the other they took a
+	// second each on the 1,000-node end-to-end run.
+	var failed atomic.Bool
+	var g errgroup.Group
+	g.SetLimit(provisioning.DefaultLaunchParallelism)
 	for _, n := range r.Nodes {
-		if err := h.register(ctx, log, n.Name); err != nil {
-			log.ErrorContext(ctx, "register node; redelivering", "node", n.Name, "error", err)
-			result = retry
-		}
+		g.Go(func() error {
+			if err := h.register(ctx, log, n.Name); err != nil {
+				log.ErrorContext(ctx, "register node; redelivering", "node", n.Name, "error", err)
+				failed.Store(true)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // every Go returns nil; failures set failed
+	result := done
+	if failed.Load() {
+		result = retry
 	}
 	if len(r.Removed) > 0 {
 		// A removed Node needs nothing here: garbage collection deletes a

@@ -49,12 +49,17 @@ func (p *provisioner) Provision(_ context.Context, b *v1.PodBatch, now time.Time
 
 // registrar answers every node with a patch that registers it, or the
 // scripted error for its name.
+// registrar records the Nodes it registers; safe for the handler's
+// concurrent registrations.
 type registrar struct {
+	mu    sync.Mutex
 	errs  map[string]error
 	nodes []string
 }
 
 func (r *registrar) Register(_ context.Context, n *corev1.Node, _ time.Time) (provisioning.Registration, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.nodes = append(r.nodes, n.Name)
 	if err := r.errs[n.Name]; err != nil {
 		return provisioning.Registration{}, err
@@ -239,7 +244,9 @@ func TestHandle(t *testing.T) {
 			if diff := cmp.Diff(tt.wantBatches, f.prov.batches, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("provisioned batches mismatch (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.wantRegisters, f.reg.nodes, cmpopts.EquateEmpty()); diff != "" {
+			// The Nodes of a message register concurrently: the order is
+			// not a promise.
+			if diff := cmp.Diff(tt.wantRegisters, f.reg.nodes, cmpopts.EquateEmpty(), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 				t.Errorf("registered nodes mismatch (-want +got):\n%s", diff)
 			}
 			var states []v1.BatchState

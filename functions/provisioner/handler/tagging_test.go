@@ -5,11 +5,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/functions/provisioner/handler"
@@ -27,13 +29,17 @@ func (r linkingRegistrar) Register(ctx context.Context, n *corev1.Node, now time
 	return reg, err
 }
 
-// tagger records the NodeClaims it tags and fails with err.
+// tagger records the NodeClaims it tags and fails with err; safe for the
+// handler's concurrent registrations.
 type tagger struct {
+	mu     sync.Mutex
 	claims []string
 	err    error
 }
 
 func (t *tagger) Tag(_ context.Context, c v1.NodeClaim) (provisioning.TagResult, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.claims = append(t.claims, c.Name)
 	return provisioning.TagResult{NodeClaim: c.Name, Err: t.err}, t.err
 }
@@ -76,7 +82,8 @@ func TestHandleTagsInstancesAfterRegistration(t *testing.T) {
 			if diff := cmp.Diff(tt.wantRetry, failures(resp)); diff != "" {
 				t.Errorf("redelivered records mismatch (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.wantTags, tg.claims); diff != "" {
+			// Nodes register concurrently: the order is not a promise.
+			if diff := cmp.Diff(tt.wantTags, tg.claims, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 				t.Errorf("tagged NodeClaims mismatch (-want +got):\n%s", diff)
 			}
 		})
