@@ -359,10 +359,10 @@ func (h *Handler) podBatch(ctx context.Context, log *slog.Logger, body []byte) o
 		}
 		return poison
 	case errors.Is(err, provisioning.ErrLaunchIncomplete):
-		log.WarnContext(ctx, "batch incomplete; redelivering", append(attrs, "err", err)...)
+		log.WarnContext(ctx, "batch incomplete; redelivering", append(attrs, "error", err)...)
 		return retry
 	}
-	log.ErrorContext(ctx, "provision batch; redelivering", append(attrs, "err", err)...)
+	log.ErrorContext(ctx, "provision batch; redelivering", append(attrs, "error", err)...)
 	return retry
 }
 
