@@ -3,6 +3,7 @@ package provision_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -159,5 +160,48 @@ func TestReplacementLaunchStaysWithinItsAccess(t *testing.T) {
 	}
 	if calls := e.calls["disrupttask"].Calls(); !slices.ContainsFunc(calls, func(c awstest.DynamoDBCall) bool { return c.Op == "PutItem" }) {
 		t.Errorf("no DynamoDB write recorded for disrupttask: the test drove nothing")
+	}
+}
+
+// TestAdoptionRefusalIsRecordedWithItsCondition runs gc on a snapshot
+// holding a Karpenter NodeClaim whose NodePool does not exist: the refusal
+// is an event record carrying the condition Adopted False for the
+// forwarder to set on that NodeClaim, and gc's write of it is within its
+// access (the recorder's check when the test ends).
+func TestAdoptionRefusalIsRecordedWithItsCondition(t *testing.T) {
+	e := newEnv(t)
+	e.postConfig(t, onDemandM5)
+	foreign := v1.NodeClaim{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1.Group + "/v1", Kind: v1.KindNodeClaim},
+		ObjectMeta: metav1.ObjectMeta{Name: "gone-x7k2p", UID: "uid-gone", CreationTimestamp: metav1.NewTime(e.clock.Now().Add(-24 * time.Hour)),
+			Labels: map[string]string{v1.LabelNodePool: "gone"}},
+		Spec: v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
+		Status: v1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-0a1b2c3d4e5f60718", NodeName: "ip-10-0-1-17.ec2.internal"},
+	}
+	snap := v1.ClusterSnapshot{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindClusterSnapshot},
+		ID:       "snap-1-0", Cluster: cluster, CreatedAt: metav1.NewTime(e.clock.Now()), SnapshotID: "snap-1", Part: 0, Parts: 1,
+		ForeignNodeClaims: []v1.NodeClaim{foreign},
+	}
+	if status := e.api.do(t, http.MethodPost, v1.RouteSnapshots, snap.ID, snap, nil); status != http.StatusAccepted {
+		t.Fatalf("POST snapshot: status %d", status)
+	}
+	e.runGC()
+	recs, err := e.store.ListEvents(context.Background(), e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		if r.NodeClaim == foreign.Name && r.Condition != nil {
+			got = append(got, r.Reason+" "+r.Condition.Type+"="+string(r.Condition.Status)+" "+r.Condition.Reason)
+		}
+	}
+	want := []string{"AdoptionNodePoolNotFound Adopted=False AdoptionNodePoolNotFound"}
+	if !slices.Equal(got, want) {
+		t.Errorf("refusal records with a condition = %q, want %q", got, want)
+	}
+	if !slices.ContainsFunc(e.calls["gc"].Calls(), func(c awstest.DynamoDBCall) bool { return c.Op == "PutItem" && c.PartitionKey == cluster+"#EVENT" }) {
+		t.Errorf("gc recorded no event write: the access check checked nothing")
 	}
 }
