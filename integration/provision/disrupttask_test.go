@@ -175,7 +175,7 @@ func TestAdoptionRefusalIsRecordedWithItsCondition(t *testing.T) {
 		TypeMeta: metav1.TypeMeta{APIVersion: v1.Group + "/v1", Kind: v1.KindNodeClaim},
 		ObjectMeta: metav1.ObjectMeta{Name: "gone-x7k2p", UID: "uid-gone", CreationTimestamp: metav1.NewTime(e.clock.Now().Add(-24 * time.Hour)),
 			Labels: map[string]string{v1.LabelNodePool: "gone"}},
-		Spec: v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
+		Spec:   v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
 		Status: v1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-0a1b2c3d4e5f60718", NodeName: "ip-10-0-1-17.ec2.internal"},
 	}
 	snap := v1.ClusterSnapshot{
