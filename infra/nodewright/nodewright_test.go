@@ -407,6 +407,23 @@ func TestDefaultDeployment(t *testing.T) {
 		}
 	})
 
+	t.Run("should limit the disrupttask role to budgets, NodeClaims, its commands and fleet requests, events and unavailability marks", func(t *testing.T) {
+		got := tableGrants("Disrupttask")
+		write := cl + "NODECLAIM," + cl + "BUDGET," + cl + "EVENT," + cl + "OFFERING," + cl + "SUBNET," + cl + "PAYLOAD#fleet-request/*"
+		want := []tableGrant{
+			{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "PAYLOAD#disruption/*," + write},
+			{"dynamodb:PutItem,dynamodb:DeleteItem", table, write},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("disrupttask role's DynamoDB statements mismatch (-want +got):\n%s", diff)
+		}
+		for _, g := range got {
+			if strings.Contains(g.Keys, "IDEMPOTENCY") || strings.Contains(g.Keys, "SNAPSHOT") || strings.Contains(g.Keys, "LEASE") {
+				t.Errorf("disrupttask may %s %s", g.Actions, g.Keys)
+			}
+		}
+	})
+
 	t.Run("should let a state machine invoke exactly the functions and table its placeholders name", func(t *testing.T) {
 		var got []string
 		for _, st := range c.identityStatements() {

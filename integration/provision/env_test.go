@@ -103,6 +103,7 @@ type env struct {
 	gc          *gchandler.Handler
 	// calls records each function's DynamoDB calls, by function name.
 	calls map[string]*awstest.DynamoDBRecorder
+	ssm   *ssm.Client
 	// ec2API is what the provisioner calls: ec2, possibly wrapped.
 	ec2API *flakyEC2
 	log    *bytes.Buffer
@@ -146,6 +147,7 @@ func newEnv(t testing.TB) *env {
 	loop := &http.Client{Transport: ec2sim.LoopbackTransport(simSrv.Client().Transport)}
 	e.ec2 = ec2.New(ec2.Options{Region: region, BaseEndpoint: aws.String(simSrv.URL), Credentials: creds, HTTPClient: loop, RetryMaxAttempts: 1})
 	ssmClient := ssm.New(ssm.Options{Region: region, BaseEndpoint: aws.String(simSrv.URL), Credentials: creds, HTTPClient: loop})
+	e.ssm = ssmClient
 	e.ec2API = &flakyEC2{Client: e.ec2}
 
 	// DynamoDB and SQS.
@@ -228,6 +230,14 @@ func newEnv(t testing.TB) *env {
 	t.Cleanup(apiSrv.Close)
 	e.api = &apiClient{base: apiSrv.URL + stage, now: e.clock.Now}
 	return e
+}
+
+// recorder returns a new recorder of fn's DynamoDB calls, checked with
+// the others when the test ends.
+func (e *env) recorder(fn string) *awstest.DynamoDBRecorder {
+	r := &awstest.DynamoDBRecorder{Next: e.ddb, PartitionKey: "pk"}
+	e.calls[fn] = r
+	return r
 }
 
 // checkAccess reports each DynamoDB call a function made that its role, as

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"sort"
 	"time"
 
@@ -73,6 +72,9 @@ type AdoptionInput struct {
 	Nodes []corev1.Node
 	// Instances are the cluster's instances (listed by its launch tags).
 	Instances []Instance
+	// Now is when adoption decides: the lastTransitionTime of the adopted
+	// records' Adopted condition.
+	Now time.Time
 }
 
 // PlanAdoption decides which foreign NodeClaims nodewright records as its
@@ -88,7 +90,8 @@ type AdoptionInput struct {
 // which static drift compares), spec and status (providerID, imageID,
 // nodeName, capacity, allocatable, conditions), plus v1.AnnotationAdoptedFrom
 // and Karpenter's tagging annotations (the instance is already tagged:
-// adoption never retags), and its UID (the object stays in the cluster as
+// adoption never retags), the condition Adopted True (reason Adopted, at
+// in.Now), and its UID (the object stays in the cluster as
 // the record's mirror). Finalizers, owner references and resource version
 // are not carried: the record is nodewright's. Every other foreign
 // NodeClaim is refused with a reason and left alone; with
@@ -150,7 +153,7 @@ func PlanAdoption(in AdoptionInput) (adopt []v1.NodeClaim, refused []AdoptionRef
 			refuse(AdoptionInstanceNotFound, "not adopted: no running instance %s tagged %s%s=%s, %s=%s and %s=%s", id,
 				v1.TagKeyClusterPrefix, in.Cluster, tagValueOwned, v1.TagKeyEKSClusterName, in.Cluster, v1.TagKeyNodePool, pool)
 		default:
-			adopt = append(adopt, adoptedRecord(c, nodeByProvider[c.Status.ProviderID]))
+			adopt = append(adopt, adoptedRecord(c, nodeByProvider[c.Status.ProviderID], in.Now))
 		}
 	}
 	sort.Slice(adopt, func(i, j int) bool { return adopt[i].Name < adopt[j].Name })
@@ -179,9 +182,14 @@ func nodeClassName(c *v1.NodeClaim) string {
 	return c.Spec.NodeClassRef.Name
 }
 
+// ReasonAdopted is the reason of the Adopted condition (True) on an adopted
+// node's record and, through its mirror, on its Karpenter NodeClaim.
+const ReasonAdopted = "Adopted"
+
 // adoptedRecord is the record PlanAdoption stores for c, whose Node is
-// node.
-func adoptedRecord(c *v1.NodeClaim, node string) v1.NodeClaim {
+// node, decided at now: c with condition Adopted True (replacing the False
+// one a refusal set before).
+func adoptedRecord(c *v1.NodeClaim, node string, now time.Time) v1.NodeClaim {
 	out := v1.NodeClaim{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1.Group + "/v1", Kind: v1.KindNodeClaim},
 		ObjectMeta: metav1.ObjectMeta{
@@ -196,7 +204,9 @@ func adoptedRecord(c *v1.NodeClaim, node string) v1.NodeClaim {
 		Spec:   c.Spec,
 		Status: c.Status,
 	}
-	out.Status.Conditions = slices.Clone(c.Status.Conditions)
+	out.Status.Conditions = v1.SetCondition(c.Status.Conditions, v1.ConditionTypeAdopted, metav1.ConditionTrue, ReasonAdopted,
+		fmt.Sprintf("adopted from Karpenter: a NodeClaim of NodePool %q; nodewright disrupts it within the NodePool's budgets", c.Labels[v1.LabelNodePool]),
+		c.Generation, now)
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
@@ -308,7 +318,7 @@ func (a *Adopter) Adopt(ctx context.Context, now time.Time) (AdoptionResult, err
 	}
 	adopt, refused := PlanAdoption(AdoptionInput{
 		Cluster: a.cluster, Foreign: report.Foreign, KarpenterActive: report.KarpenterActive,
-		Stored: stored, NodePools: pools, NodeClasses: classes, Nodes: report.Nodes, Instances: instances,
+		Stored: stored, NodePools: pools, NodeClasses: classes, Nodes: report.Nodes, Instances: instances, Now: now,
 	})
 	res := AdoptionResult{Refused: refused}
 	var errs []error

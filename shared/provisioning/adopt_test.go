@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,11 +51,31 @@ func adoptionInput(t testing.TB, claim v1.NodeClaim) provisioning.AdoptionInput 
 		NodeClasses: []v1.EC2NodeClass{nodeClass(t)},
 		Nodes:       []corev1.Node{gcNode("ip-10-0-1-17.ec2.internal", claim.Status.ProviderID, true)},
 		Instances:   []provisioning.Instance{inst},
+		Now:         t0.Add(time.Hour),
 	}
 }
 
 func TestPlanAdoption(t *testing.T) {
 	claim := karpenterClaim(t)
+	t.Run("should adopt a refused NodeClaim with its Adopted condition turned True", func(t *testing.T) {
+		refusedOnce := claim
+		refusedOnce.Status.Conditions = v1.SetCondition(claim.Status.Conditions, v1.ConditionTypeAdopted, metav1.ConditionFalse,
+			string(provisioning.AdoptionNodePoolNotFound), "not adopted", 0, t0)
+		adopt, _ := provisioning.PlanAdoption(adoptionInput(t, refusedOnce))
+		if len(adopt) != 1 {
+			t.Fatalf("PlanAdoption() adopted %d, want 1", len(adopt))
+		}
+		var adopted []metav1.Condition
+		for _, c := range adopt[0].Status.Conditions {
+			if c.Type == v1.ConditionTypeAdopted {
+				adopted = append(adopted, c)
+			}
+		}
+		if len(adopted) != 1 || adopted[0].Status != metav1.ConditionTrue || adopted[0].Reason != provisioning.ReasonAdopted ||
+			!adopted[0].LastTransitionTime.Equal(&metav1.Time{Time: t0.Add(time.Hour)}) {
+			t.Errorf("Adopted conditions %+v, want one, True, reason Adopted, changed at the adoption", adopted)
+		}
+	})
 	t.Run("should adopt a registered Karpenter NodeClaim as it is, without finalizers, owner references or resource version", func(t *testing.T) {
 		adopt, refused := provisioning.PlanAdoption(adoptionInput(t, claim))
 		if len(refused) != 0 || len(adopt) != 1 {
@@ -69,6 +90,11 @@ func TestPlanAdoption(t *testing.T) {
 			want.Annotations[k] = v
 		}
 		want.Annotations[v1.AnnotationAdoptedFrom] = provisioning.AdoptedFromKarpenter
+		want.Status.Conditions = append(slices.Clone(claim.Status.Conditions), metav1.Condition{
+			Type: v1.ConditionTypeAdopted, Status: metav1.ConditionTrue, Reason: provisioning.ReasonAdopted, ObservedGeneration: claim.Generation,
+			Message:            `adopted from Karpenter: a NodeClaim of NodePool "default"; nodewright disrupts it within the NodePool's budgets`,
+			LastTransitionTime: metav1.NewTime(t0.Add(time.Hour)),
+		})
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("adopted record mismatch (-want +got):\n%s", diff)
 		}

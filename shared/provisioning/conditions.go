@@ -1,7 +1,6 @@
 package provisioning
 
 import (
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,28 +43,9 @@ func isTrue(claim *v1.NodeClaim, t string) bool {
 	return c != nil && c.Status == metav1.ConditionTrue
 }
 
-// setCondition returns conds with condition t set. LastTransitionTime moves
-// to now only when the status changes, as the Kubernetes condition
-// convention requires. The input slice is not modified.
+// setCondition is v1.SetCondition.
 func setCondition(conds []metav1.Condition, t string, status metav1.ConditionStatus, reason, message string, generation int64, now time.Time) []metav1.Condition {
-	out := slices.Clone(conds)
-	if reason == "" {
-		reason = t
-	}
-	for i := range out {
-		if out[i].Type != t {
-			continue
-		}
-		if out[i].Status != status {
-			out[i].LastTransitionTime = metav1.NewTime(now)
-		}
-		out[i].Status, out[i].Reason, out[i].Message, out[i].ObservedGeneration = status, reason, message, generation
-		return out
-	}
-	return append(out, metav1.Condition{
-		Type: t, Status: status, Reason: reason, Message: message,
-		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
-	})
+	return v1.SetCondition(conds, t, status, reason, message, generation, now)
 }
 
 // setClaimCondition sets condition t on claim and recomputes Ready: True

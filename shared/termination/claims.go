@@ -234,26 +234,9 @@ func clearClaim(c *v1.NodeClaim, holder string) bool {
 	return true
 }
 
-// setCondition returns conds with condition t set; LastTransitionTime moves
-// only when the status changes. The input is not modified.
+// setCondition is v1.SetCondition.
 func setCondition(conds []metav1.Condition, t string, status metav1.ConditionStatus, reason, message string, generation int64, now time.Time) []metav1.Condition {
-	out := slices.Clone(conds)
-	if reason == "" {
-		reason = t
-	}
-	for i := range out {
-		if out[i].Type != t {
-			continue
-		}
-		if out[i].Status != status {
-			out[i].LastTransitionTime = metav1.NewTime(now)
-		}
-		out[i].Status, out[i].Reason, out[i].Message, out[i].ObservedGeneration = status, reason, message, generation
-		return out
-	}
-	return append(out, metav1.Condition{
-		Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
-	})
+	return v1.SetCondition(conds, t, status, reason, message, generation, now)
 }
 
 // conditionTrue reports whether c's condition t is True.

@@ -78,6 +78,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -113,9 +114,11 @@ type Relay interface {
 	Relay(ctx context.Context, records []v1.EventRecord) (int, error)
 }
 
-// Mirror keeps NodeClaim mirrors in the cluster (mirror.Mirror).
+// Mirror keeps NodeClaim mirrors in the cluster (mirror.Mirror), and sets
+// the conditions event records carry on Karpenter's NodeClaims.
 type Mirror interface {
 	Sync(ctx context.Context, claims []v1.NodeClaim) (mirror.Result, error)
+	SetCondition(ctx context.Context, cur *unstructured.Unstructured, c metav1.Condition) (bool, error)
 }
 
 // Informer is the part of a shared informer the loop uses to be told of
@@ -735,6 +738,48 @@ func (f *Forwarder) relayEvents(ctx context.Context) {
 	}
 	if n > 0 {
 		f.log.Info("wrote events of event records", "created", n)
+	}
+	f.setConditions(ctx, list.Items)
+}
+
+// setConditions sets the condition a record carries (the Adopted False of
+// a refused adoption) on the Karpenter NodeClaim it names, when the cache
+// holds that NodeClaim and it is not nodewright's (a mirror, or taken over
+// after adoption). Every poll looks again, so a failed write, or a
+// condition someone removed, is set by the next; an unchanged one is not
+// written.
+func (f *Forwarder) setConditions(ctx context.Context, records []v1.EventRecord) {
+	if f.src.NodeClaims == nil {
+		return
+	}
+	var objs map[string]*unstructured.Unstructured
+	for _, rec := range records {
+		if rec.Condition == nil || rec.NodeClaim == "" {
+			continue
+		}
+		if objs == nil {
+			list, err := unstructuredList(f.src.NodeClaims)
+			if err != nil {
+				f.log.Error("list nodeclaims for the conditions of event records", "err", err)
+				return
+			}
+			objs = make(map[string]*unstructured.Unstructured, len(list))
+			for _, u := range list {
+				objs[u.GetName()] = u
+			}
+		}
+		u, ok := objs[rec.NodeClaim]
+		if !ok || !foreign(u) || adopted(u) {
+			continue
+		}
+		wrote, err := f.mirror.SetCondition(ctx, u, *rec.Condition)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			f.log.Error("set the condition of an event record", "nodeclaim", rec.NodeClaim, "type", rec.Condition.Type, "err", err)
+		case wrote:
+			f.log.Info("set nodeclaim condition", "nodeclaim", rec.NodeClaim, "type", rec.Condition.Type,
+				"status", rec.Condition.Status, "reason", rec.Condition.Reason)
+		}
 	}
 }
 

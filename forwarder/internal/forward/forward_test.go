@@ -145,8 +145,9 @@ func (e *fakeEmitter) Emit(_ context.Context, r v1.PodBatchResult, pods map[type
 }
 
 type fakeMirror struct {
-	mu    sync.Mutex
-	syncs [][]string
+	mu         sync.Mutex
+	syncs      [][]string
+	conditions []string
 }
 
 func (m *fakeMirror) Sync(_ context.Context, claims []v1.NodeClaim) (mirror.Result, error) {
@@ -158,6 +159,14 @@ func (m *fakeMirror) Sync(_ context.Context, claims []v1.NodeClaim) (mirror.Resu
 	}
 	m.syncs = append(m.syncs, names)
 	return mirror.Result{}, nil
+}
+
+// SetCondition records "name type=status reason" and writes nothing.
+func (m *fakeMirror) SetCondition(_ context.Context, cur *unstructured.Unstructured, c metav1.Condition) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.conditions = append(m.conditions, cur.GetName()+" "+c.Type+"="+string(c.Status)+" "+c.Reason)
+	return true, nil
 }
 
 func (m *fakeMirror) count() int {

@@ -146,7 +146,7 @@ func (w *karpenterWatch) handler(now func() time.Time) cache.ResourceEventHandle
 			if !foreign(o) || !foreign(n) {
 				return
 			}
-			if !equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"]) ||
+			if !equality.Semantic.DeepEqual(withoutOwnConditions(o.Object["status"]), withoutOwnConditions(n.Object["status"])) ||
 				!equality.Semantic.DeepEqual(o.Object["spec"], n.Object["spec"]) ||
 				!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
 				(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) {
@@ -154,6 +154,39 @@ func (w *karpenterWatch) handler(now func() time.Time) cache.ResourceEventHandle
 			}
 		},
 	}
+}
+
+// withoutOwnConditions returns a NodeClaim's status without the
+// conditions the forwarder itself sets on Karpenter's NodeClaims
+// (v1.ConditionTypeAdopted, see Forwarder.setConditions), so that its own
+// write never counts as a sign of Karpenter's controller. status is not
+// modified.
+func withoutOwnConditions(status any) any {
+	st, ok := status.(map[string]any)
+	if !ok {
+		return status
+	}
+	conds, ok := st["conditions"].([]any)
+	if !ok {
+		return status
+	}
+	out := make(map[string]any, len(st))
+	for k, v := range st {
+		out[k] = v
+	}
+	kept := make([]any, 0, len(conds))
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == v1.ConditionTypeAdopted {
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(kept) == 0 {
+		delete(out, "conditions")
+	} else {
+		out["conditions"] = kept
+	}
+	return out
 }
 
 // foreign reports whether a NodeClaim object is not one of nodewright's

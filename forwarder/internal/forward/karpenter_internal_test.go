@@ -149,3 +149,79 @@ func TestSnapshotWithForeignNodeClaimsIsRepostedWithinTheAdoptionAge(t *testing.
 		t.Errorf("maxAge() with foreign NodeClaims = %s, want 1m0s (the gc Lambda adopts only from a snapshot at most 2m old)", got)
 	}
 }
+
+func TestKarpenterWatchIgnoresTheForwardersAdoptedCondition(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	w := &karpenterWatch{}
+	h := w.handler(func() time.Time { return now }).(cache.ResourceEventHandlerDetailedFuncs)
+	claim := func(conds ...map[string]any) *unstructured.Unstructured {
+		st := map[string]any{"lastPodEventTime": "a"}
+		if len(conds) > 0 {
+			list := []any{}
+			for _, c := range conds {
+				list = append(list, c)
+			}
+			st["conditions"] = list
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{"status": st}}
+		u.SetName("default-x7k2p")
+		return u
+	}
+	ready := map[string]any{"type": "Ready", "status": "True"}
+	refused := map[string]any{"type": v1.ConditionTypeAdopted, "status": "False", "reason": "AdoptionNodePoolNotFound"}
+	h.UpdateFunc(claim(), claim(refused))
+	h.UpdateFunc(claim(ready), claim(ready, refused))
+	if got := w.active(t.Context(), now); got != "" {
+		t.Fatalf("active() = %q after the forwarder set the Adopted condition, want inactive: its own write is no sign of Karpenter", got)
+	}
+	h.UpdateFunc(claim(ready, refused), claim(map[string]any{"type": "Ready", "status": "False"}, refused))
+	if got := w.active(t.Context(), now); !strings.Contains(got, "its NodeClaim default-x7k2p changed") {
+		t.Errorf("active() = %q after Karpenter changed another condition, want active", got)
+	}
+}
+
+// conditionMirror records the conditions SetCondition is asked to set.
+type conditionMirror struct{ set []string }
+
+func (m *conditionMirror) Sync(context.Context, []v1.NodeClaim) (mirror.Result, error) {
+	return mirror.Result{}, nil
+}
+
+func (m *conditionMirror) SetCondition(_ context.Context, cur *unstructured.Unstructured, c metav1.Condition) (bool, error) {
+	m.set = append(m.set, cur.GetName()+" "+c.Type+"="+string(c.Status)+" "+c.Reason)
+	return true, nil
+}
+
+func TestRefusedAdoptionConditionIsSetOnlyOnKarpentersNodeClaim(t *testing.T) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, c := range []struct {
+		name                string
+		labels, annotations map[string]string
+	}{
+		{name: "karpenters"},
+		{name: "a-mirror", labels: map[string]string{mirror.LabelMirror: "true"}},
+		{name: "taken-over", annotations: map[string]string{v1.AnnotationAdoptedFrom: "karpenter"}},
+	} {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetName(c.name)
+		u.SetLabels(c.labels)
+		u.SetAnnotations(c.annotations)
+		if err := idx.Add(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &conditionMirror{}
+	f := New(Options{}, Sources{NodeClaims: cache.NewGenericLister(idx, schema.GroupResource{Group: v1.Group, Resource: "nodeclaims"})}, nil, nil, m, nil)
+	refused := &metav1.Condition{Type: v1.ConditionTypeAdopted, Status: metav1.ConditionFalse, Reason: "AdoptionNodePoolNotFound"}
+	f.setConditions(t.Context(), []v1.EventRecord{
+		{ID: "1", NodeClaim: "karpenters", Condition: refused},
+		{ID: "2", NodeClaim: "a-mirror", Condition: refused},
+		{ID: "3", NodeClaim: "taken-over", Condition: refused},
+		{ID: "4", NodeClaim: "gone", Condition: refused},
+		{ID: "5", NodeClaim: "karpenters"},
+	})
+	want := []string{"karpenters Adopted=False AdoptionNodePoolNotFound"}
+	if strings.Join(m.set, "|") != strings.Join(want, "|") {
+		t.Errorf("conditions set = %q, want %q: only on Karpenter's own NodeClaim, once per record with a condition", m.set, want)
+	}
+}

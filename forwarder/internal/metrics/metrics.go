@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/forwarder/internal/intake"
@@ -239,6 +241,7 @@ func (r *Relay) Relay(ctx context.Context, records []v1.EventRecord) (int, error
 
 type mirrorer interface {
 	Sync(ctx context.Context, claims []v1.NodeClaim) (mirror.Result, error)
+	SetCondition(ctx context.Context, cur *unstructured.Unstructured, c metav1.Condition) (bool, error)
 }
 
 // Mirror counts the mirror writes next makes.
@@ -257,6 +260,15 @@ func (mr *Mirror) Sync(ctx context.Context, claims []v1.NodeClaim) (mirror.Resul
 	mr.m.mirrorWrites.WithLabelValues("update").Add(float64(r.Updated))
 	mr.m.mirrorWrites.WithLabelValues("delete").Add(float64(r.Deleted))
 	return r, err
+}
+
+// SetCondition sets through next and counts a write as an update.
+func (mr *Mirror) SetCondition(ctx context.Context, cur *unstructured.Unstructured, c metav1.Condition) (bool, error) {
+	wrote, err := mr.next.SetCondition(ctx, cur, c)
+	if wrote {
+		mr.m.mirrorWrites.WithLabelValues("update").Inc()
+	}
+	return wrote, err
 }
 
 // Handler serves /metrics from g, /healthz (200 while the process serves)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/forwarder/internal/forward"
@@ -87,6 +89,10 @@ type mirrorer struct{}
 
 func (mirrorer) Sync(context.Context, []v1.NodeClaim) (mirror.Result, error) {
 	return mirror.Result{Created: 2, Deleted: 1}, nil
+}
+
+func (mirrorer) SetCondition(context.Context, *unstructured.Unstructured, metav1.Condition) (bool, error) {
+	return false, nil
 }
 
 func TestDecorators(t *testing.T) {

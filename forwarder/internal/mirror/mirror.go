@@ -329,6 +329,54 @@ func (m *Mirror) update(ctx context.Context, cur, desired *unstructured.Unstruct
 	return changed, nil
 }
 
+// SetCondition sets condition c on the status of the NodeClaim cur (as
+// read from the cache) unless one of c's type already has its status,
+// reason and message, writing as FieldManager so that the forwarder's own
+// write never reads as Karpenter's. lastTransitionTime moves to c's only
+// when the status changes. It reports whether it wrote; a conflict or a
+// vanished object is an error the next call retries, and an object
+// carrying LabelMirror (whose status Sync owns) is left alone.
+func (m *Mirror) SetCondition(ctx context.Context, cur *unstructured.Unstructured, c metav1.Condition) (bool, error) {
+	if cur.GetLabels()[LabelMirror] == "true" {
+		return false, nil
+	}
+	var status v1.NodeClaimStatus
+	if raw, ok := cur.Object["status"]; ok {
+		data, err := json.Marshal(raw)
+		if err != nil {
+			return false, fmt.Errorf("set condition %s on nodeclaim %s: %w", c.Type, cur.GetName(), err)
+		}
+		if err := json.Unmarshal(data, &status); err != nil {
+			return false, fmt.Errorf("set condition %s on nodeclaim %s: status: %w", c.Type, cur.GetName(), err)
+		}
+	}
+	for _, have := range status.Conditions {
+		if have.Type == c.Type && have.Status == c.Status && have.Reason == c.Reason && have.Message == c.Message {
+			return false, nil
+		}
+	}
+	conds := v1.SetCondition(status.Conditions, c.Type, c.Status, c.Reason, c.Message, cur.GetGeneration(), c.LastTransitionTime.Time)
+	data, err := json.Marshal(conds)
+	if err != nil {
+		return false, fmt.Errorf("set condition %s on nodeclaim %s: %w", c.Type, cur.GetName(), err)
+	}
+	var list []any
+	if err := utiljson.Unmarshal(data, &list); err != nil {
+		return false, fmt.Errorf("set condition %s on nodeclaim %s: %w", c.Type, cur.GetName(), err)
+	}
+	next := cur.DeepCopy()
+	st, _ := next.Object["status"].(map[string]any)
+	if st == nil {
+		st = map[string]any{}
+	}
+	st["conditions"] = list
+	next.Object["status"] = st
+	if _, err := m.client.Resource(GVR).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return false, fmt.Errorf("set condition %s on nodeclaim %s: %w", c.Type, cur.GetName(), err)
+	}
+	return true, nil
+}
+
 // toMirror converts an API NodeClaim into the object to write: its name,
 // labels (plus LabelMirror), annotations, spec and status; no server-set
 // metadata, finalizers or owner references.

@@ -522,3 +522,46 @@ func TestSyncDeletesTheNodeOfATakenOverNodeClaimAUserDeleted(t *testing.T) {
 		t.Errorf("next Sync() = %+v, %v; want the delete request acted on once", got, err)
 	}
 }
+
+func TestSetConditionWritesKarpentersNodeClaimStatusOnceAsTheForwarder(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	karpenters := object(t, claim("default-x7k2p", launched("aws:///us-east-1a/i-0a1b2c3d4e5f60718")), false)
+	client := newClient(karpenters)
+	m := mirror.New(client)
+	refused := metav1.Condition{Type: v1.ConditionTypeAdopted, Status: metav1.ConditionFalse, Reason: "AdoptionNodePoolNotFound",
+		Message: "not adopted: its NodePool \"gone\" does not exist; the node is left alone", LastTransitionTime: metav1.NewTime(at)}
+	wrote, err := m.SetCondition(t.Context(), karpenters, refused)
+	if err != nil || !wrote {
+		t.Fatalf("SetCondition() = %v, %v; want a write", wrote, err)
+	}
+	got, err := client.Resource(mirror.GVR).Get(t.Context(), "default-x7k2p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c v1.NodeClaim
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, &c); err != nil {
+		t.Fatal(err)
+	}
+	var adopted []metav1.Condition
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == v1.ConditionTypeAdopted {
+			adopted = append(adopted, cond)
+		}
+	}
+	if len(adopted) != 1 || adopted[0].Status != metav1.ConditionFalse || adopted[0].Reason != refused.Reason || adopted[0].Message != refused.Message ||
+		!adopted[0].LastTransitionTime.Equal(&refused.LastTransitionTime) || len(c.Status.Conditions) != len(adopted)+1 {
+		t.Errorf("conditions %+v, want Launched kept and one Adopted False with the refusal's reason and message", c.Status.Conditions)
+	}
+	if c.Status.ProviderID == "" || len(c.Labels) != len(karpenters.GetLabels()) {
+		t.Errorf("status or labels changed beyond the condition: %+v", c)
+	}
+	if diff := cmp.Diff([]string{"update/status default-x7k2p", "get default-x7k2p"}, verbs(client)); diff != "" {
+		t.Errorf("calls mismatch (-want +got):\n%s", diff)
+	}
+	if wrote, err := m.SetCondition(t.Context(), got, refused); err != nil || wrote {
+		t.Errorf("SetCondition() again = %v, %v; want no write for an unchanged condition", wrote, err)
+	}
+	if wrote, err := m.SetCondition(t.Context(), object(t, claim("default-abc"), true), refused); err != nil || wrote {
+		t.Errorf("SetCondition() on a mirror = %v, %v; want no write (Sync owns a mirror's status)", wrote, err)
+	}
+}

@@ -35,6 +35,7 @@ import (
 	"github.com/nodewright/nodewright/local/lambdaserver"
 	"github.com/nodewright/nodewright/local/stepfunctions"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/termination"
@@ -98,7 +99,14 @@ func newEnv(t *testing.T, objects ...runtime.Object) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, cs: fake.NewClientset(objects...), clock: &clock{at: t0, tick: 10 * time.Second}, blocked: map[string]string{}, starter: &starter{}}
-	e.store = newStore(t)
+	// The handler's store records its calls: at the end each must be
+	// within the access ddbstore.Schema gives disrupttask (its role's
+	// dynamodb:LeadingKeys). The test's own setup and the fake launcher
+	// (standing in for the provisioning launch path, whose calls
+	// TestReplacementLaunchStaysWithinItsAccess in integration/provision
+	// records) use the unrecorded store.
+	var rs *ddbstore.Store
+	e.store, rs = newRecordedStores(t)
 	e.ec2 = &ec2{store: e.store, ice: map[string]bool{}}
 	e.cs.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "eviction" {
@@ -115,8 +123,8 @@ func newEnv(t *testing.T, objects ...runtime.Object) *env {
 	})
 	k := adapters.Kube{Client: kube.NewFromClientset(e.cs)}
 	svc, err := termination.New(termination.Ports{
-		Claims: adapters.TerminationClaims{Store: e.store}, Budgets: adapters.Budgets{Store: e.store}, Nodes: k, Pods: k, Rules: k, Volumes: k,
-		Launcher: e.ec2, Instances: e.ec2, Commands: adapters.Commands{Store: e.store, Now: e.clock.now}, Executions: e.starter,
+		Claims: adapters.TerminationClaims{Store: rs}, Budgets: adapters.Budgets{Store: rs}, Nodes: k, Pods: k, Rules: k, Volumes: k,
+		Launcher: e.ec2, Instances: e.ec2, Commands: adapters.Commands{Store: rs, Now: e.clock.now}, Executions: e.starter,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +133,7 @@ func newEnv(t *testing.T, objects ...runtime.Object) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.WithEvents(e.store)
+	h.WithEvents(rs)
 	e.server = lambdaserver.New()
 	if err := e.server.Register("disrupttask", func(ctx context.Context, in workflow.TaskInput) (any, error) {
 		if e.beforeStep != nil {
@@ -147,6 +155,16 @@ func newEnv(t *testing.T, objects ...runtime.Object) *env {
 
 func newStore(t *testing.T) *ddbstore.Store {
 	t.Helper()
+	s, _ := newRecordedStores(t)
+	return s
+}
+
+// newRecordedStores returns two stores over one new table: plain, and
+// recorded, whose every call is checked when the test ends against
+// ddbstore.Schema().Access["disrupttask"], the partition keys the CDK app
+// grants the disrupttask role.
+func newRecordedStores(t *testing.T) (plain, recorded *ddbstore.Store) {
+	t.Helper()
 	srv := kumo.NewServer()
 	t.Cleanup(srv.Close)
 	client := dynamodb.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")},
@@ -163,7 +181,27 @@ func newStore(t *testing.T) *ddbstore.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	calls := &awstest.DynamoDBRecorder{Next: client, PartitionKey: "pk"}
+	r, err := ddbstore.New(calls, table, testCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { checkAccess(t, calls) })
+	return s, r
+}
+
+// checkAccess reports each recorded call the disrupttask role, as the CDK
+// app builds it from ddbstore.Schema().Access, would deny.
+func checkAccess(t *testing.T, calls *awstest.DynamoDBRecorder) {
+	t.Helper()
+	access, ok := ddbstore.Schema().Access["disrupttask"]
+	if !ok {
+		t.Errorf("ddbstore.Schema().Access has no disrupttask entry: its role is granted the whole table")
+		return
+	}
+	for _, c := range calls.Denied(func(c awstest.DynamoDBCall) bool { return access.Allows(testCluster, c.Op, c.Index, c.PartitionKey) }) {
+		t.Errorf("disrupttask: %s %s %s: not in its access (ddbstore.Schema): its role would be denied", c.Op, c.Index, c.PartitionKey)
+	}
 }
 
 // definition returns a state machine with its placeholders filled.

@@ -176,7 +176,7 @@ func (f fixedLaunch) LaunchNodeClaims(context.Context, []v1.NodeClaim, time.Time
 }
 
 func TestAdaptersTranslateErrors(t *testing.T) {
-	store := newStore(t)
+	_, store := newRecordedStores(t)
 	if _, err := (adapters.TerminationClaims{Store: store}).GetNodeClaim(t.Context(), "missing"); !errors.Is(err, termination.ErrNotFound) || !errors.Is(err, ddbstore.ErrNotFound) {
 		t.Errorf("GetNodeClaim(missing) error = %v, want termination.ErrNotFound (keeping ddbstore's)", err)
 	}

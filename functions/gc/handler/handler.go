@@ -37,9 +37,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
@@ -281,7 +283,10 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error)
 }
 
 // adopt runs adoption and records an event for each refusal but
-// AdoptionKarpenterActive (the forwarder reports that on every NodePool).
+// AdoptionKarpenterActive (the forwarder reports that on every NodePool,
+// and writes nothing on Karpenter's objects while its controller runs),
+// carrying the condition Adopted False with the refusal's reason and
+// message for the forwarder to set on the Karpenter NodeClaim.
 // The event's ID is derived from the NodeClaim and the reason, so a refusal
 // repeated every run is one record.
 func (h *Handler) adopt(ctx context.Context) (provisioning.AdoptionResult, []error) {
@@ -302,6 +307,8 @@ func (h *Handler) adopt(ctx context.Context) (provisioning.AdoptionResult, []err
 		e := ddbstore.Event{
 			ID: "adoption-" + r.NodeClaim + "-" + string(r.Reason), Time: now, Type: "Warning",
 			Reason: string(r.Reason), Message: r.Message, NodeClaim: r.NodeClaim, Node: r.Node,
+			Condition: &metav1.Condition{Type: v1.ConditionTypeAdopted, Status: metav1.ConditionFalse,
+				Reason: string(r.Reason), Message: r.Message, LastTransitionTime: metav1.NewTime(now)},
 		}
 		if err := h.events.PutEvent(ctx, e, now, ddbstore.EventTTL); err != nil {
 			errs = append(errs, fmt.Errorf("record adoption refusal of %s: %w", r.NodeClaim, err))

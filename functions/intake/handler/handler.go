@@ -714,6 +714,7 @@ func eventRecord(e ddbstore.Event) v1.EventRecord {
 	return v1.EventRecord{
 		ID: e.ID, Time: metav1.NewTime(e.Time), Type: e.Type, Reason: e.Reason, Message: e.Message,
 		NodeClaim: e.NodeClaim, Node: e.Node, Pod: e.Pod, PodUID: types.UID(e.PodUID), NodePool: e.NodePool,
+		Condition: e.Condition,
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	kjson "sigs.k8s.io/json"
@@ -97,7 +98,9 @@ func locate(data []byte, t reflect.Type, path string, whole error) *FieldError {
 		if fe := walk(sub, st, sp); fe != nil {
 			return fe
 		}
-	} else if sub, st, sp := firstBadLeaf(data, t, path); sub != nil {
+	} else if at := firstBadLeaf(data, t, map[reflect.Type]reflect.Value{}); at >= 0 {
+		// Just inside the leaf, so narrow descends to it.
+		sub, st, sp := narrow(data, t, path, at+1)
 		if fe := walk(sub, st, sp); fe != nil {
 			return fe
 		}
@@ -136,9 +139,9 @@ func narrow(data []byte, t reflect.Type, path string, off int) ([]byte, reflect.
 			nextPath string
 			nextAt   int
 		)
-		members(data, t, path, func(v []byte, vs int, mt reflect.Type, mp string) bool {
+		members(data, t, func(v []byte, vs int, mt reflect.Type, m member) bool {
 			if vs < off && off <= vs+len(v) {
-				next, nextT, nextPath, nextAt = v, mt, mp, vs
+				next, nextT, nextPath, nextAt = v, mt, m.path(path), vs
 				return true
 			}
 			return false
@@ -151,33 +154,85 @@ func narrow(data []byte, t reflect.Type, path string, off int) ([]byte, reflect.
 	}
 }
 
-// firstBadLeaf returns the first value in document order, among those t's
-// fields name, whose type decodes itself (a quantity, a time, an
-// int-or-string) and refuses its bytes, with its type and path; nil when
-// none does. It decodes only those values, one at a time.
-func firstBadLeaf(data []byte, t reflect.Type, path string) ([]byte, reflect.Type, string) {
+// firstBadLeaf returns the offset in data of the first value in document
+// order, among those t's fields name, whose type decodes itself (a
+// quantity, a time, an int-or-string) and refuses its bytes; -1 when none
+// does. It calls only those values' own decoders, one at a time, on one
+// reused value per type (scratch), and builds no field path: the caller
+// narrows to the offset it returns.
+func firstBadLeaf(data []byte, t reflect.Type, scratch map[reflect.Type]reflect.Value) int {
 	if isLeaf(t) {
-		if hasUnmarshaler(t) && kjson.UnmarshalCaseSensitivePreserveInts(data, reflect.New(t).Interface()) != nil {
-			return data, t, path
+		if hasUnmarshaler(t) && refuses(data, t, scratch) {
+			return 0
 		}
-		return nil, nil, ""
+		return -1
 	}
-	var bad []byte
-	var badT reflect.Type
-	var badPath string
-	members(data, t, path, func(v []byte, _ int, mt reflect.Type, mp string) bool {
-		bad, badT, badPath = firstBadLeaf(v, mt, mp)
-		return bad != nil
+	bad := -1
+	members(data, t, func(v []byte, at int, mt reflect.Type, _ member) bool {
+		if in := firstBadLeaf(v, mt, scratch); in >= 0 {
+			bad = at + in
+			return true
+		}
+		return false
 	})
-	return bad, badT, badPath
+	return bad
+}
+
+// refuses reports whether data (valid JSON) does not decode as t, a type
+// that decodes itself. Where t's pointer is a json.Unmarshaler (every
+// self-decoding type of the API: quantities, times, int-or-strings), its
+// UnmarshalJSON is called directly, as the decoder would, on a zeroed value
+// from scratch; any other type is decoded by the decoder.
+func refuses(data []byte, t reflect.Type, scratch map[reflect.Type]reflect.Value) bool {
+	base := t
+	for base.Kind() == reflect.Pointer {
+		base = base.Elem()
+	}
+	if base != t && bytes.Equal(data, []byte("null")) {
+		return false // a nil pointer
+	}
+	if !reflect.PointerTo(base).Implements(unmarshalerType) {
+		return kjson.UnmarshalCaseSensitivePreserveInts(data, reflect.New(t).Interface()) != nil
+	}
+	v, ok := scratch[base]
+	if !ok {
+		v = reflect.New(base)
+		scratch[base] = v
+	}
+	v.Elem().SetZero()
+	return v.Interface().(json.Unmarshaler).UnmarshalJSON(data) != nil
+}
+
+// member is a value's place in its parent object or list: its key, as the
+// raw JSON string, or its index.
+type member struct {
+	key    []byte
+	index  int
+	mapKey bool
+}
+
+// path returns the member's field path below parent: "parent.key" for a
+// struct field, "parent[key]" for a map entry, "parent[i]" for a list item.
+func (m member) path(parent string) string {
+	if m.key == nil {
+		return fmt.Sprintf("%s[%d]", parent, m.index)
+	}
+	var key string
+	if json.Unmarshal(m.key, &key) != nil {
+		key = string(m.key)
+	}
+	if m.mapKey {
+		return parent + "[" + key + "]"
+	}
+	return join(parent, key)
 }
 
 // members calls visit with each member of the object or list data (valid
 // JSON, decoded as the struct, map, slice or array t) that t's fields name:
-// its value, the value's offset in data, its type and its path, in document
-// order, until visit returns true. Keys are decoded only for the members
-// visited.
-func members(data []byte, t reflect.Type, path string, visit func(v []byte, at int, mt reflect.Type, mp string) bool) {
+// its value, the value's offset in data, its type and its place (member),
+// in document order, until visit returns true. It allocates nothing for a
+// member whose key has no escape.
+func members(data []byte, t reflect.Type, visit func(v []byte, at int, mt reflect.Type, m member) bool) {
 	base := t
 	for base.Kind() == reflect.Pointer {
 		base = base.Elem()
@@ -196,15 +251,13 @@ func members(data []byte, t reflect.Type, path string, visit func(v []byte, at i
 			ke := skipValue(data, i)
 			vs := skipSpace(data, skipSpace(data, ke)+1) // past ':'
 			ve := skipValue(data, vs)
-			var key string
-			if json.Unmarshal(data[i:ke], &key) == nil {
-				if base.Kind() == reflect.Map {
-					if visit(data[vs:ve], vs, base.Elem(), path+"["+key+"]") {
-						return
-					}
-				} else if ft, ok := fields[key]; ok && visit(data[vs:ve], vs, ft, join(path, key)) {
+			raw := data[i:ke]
+			if base.Kind() == reflect.Map {
+				if visit(data[vs:ve], vs, base.Elem(), member{key: raw, mapKey: true}) {
 					return
 				}
+			} else if ft, ok := field(fields, raw); ok && visit(data[vs:ve], vs, ft, member{key: raw}) {
+				return
 			}
 			i = skipSpace(data, ve)
 			if i < len(data) && data[i] == ',' {
@@ -214,7 +267,7 @@ func members(data []byte, t reflect.Type, path string, visit func(v []byte, at i
 	case data[i] == '[' && (base.Kind() == reflect.Slice || base.Kind() == reflect.Array):
 		for n, j := 0, skipSpace(data, i+1); j < len(data) && data[j] != ']'; n++ {
 			ve := skipValue(data, j)
-			if visit(data[j:ve], j, base.Elem(), fmt.Sprintf("%s[%d]", path, n)) {
+			if visit(data[j:ve], j, base.Elem(), member{index: n}) {
 				return
 			}
 			j = skipSpace(data, ve)
@@ -223,6 +276,21 @@ func members(data []byte, t reflect.Type, path string, visit func(v []byte, at i
 			}
 		}
 	}
+}
+
+// field looks up the field of the raw JSON key (quotes included) in fields;
+// a key without an escape is looked up without allocating.
+func field(fields map[string]reflect.Type, raw []byte) (reflect.Type, bool) {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+		ft, ok := fields[string(raw[1:len(raw)-1])]
+		return ft, ok
+	}
+	var key string
+	if json.Unmarshal(raw, &key) != nil {
+		return nil, false
+	}
+	ft, ok := fields[key]
+	return ft, ok
 }
 
 func skipSpace(data []byte, i int) int {
@@ -362,9 +430,21 @@ func isLeaf(t reflect.Type) bool {
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
+// fieldsByType caches jsonFields' maps, one per struct type.
+var fieldsByType sync.Map // reflect.Type -> map[string]reflect.Type
+
 // jsonFields maps the JSON names of t's fields (following inline embedded
-// structs) to their types.
+// structs) to their types. The map is shared: callers must not modify it.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsByType.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := buildFields(t)
+	fieldsByType.Store(t, m)
+	return m
+}
+
+func buildFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for i := range t.NumField() {
 		f := t.Field(i)

@@ -1,6 +1,9 @@
 package v1
 
 import (
+	"slices"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -63,4 +66,35 @@ const (
 	ConditionTypeInstanceTerminating  = "InstanceTerminating"
 	ConditionTypeConsistentStateFound = "ConsistentStateFound"
 	ConditionTypeDisruptionReason     = "DisruptionReason"
+	// ConditionTypeAdopted is nodewright's condition on a Karpenter
+	// NodeClaim it looked at for adoption (not a Karpenter condition):
+	// False, with the refusal's reason (AdoptionNodePoolNotFound, ...) and
+	// message, while the node is left alone; True (reason Adopted) on the
+	// record of an adopted node, which its taken-over object mirrors.
+	ConditionTypeAdopted = "Adopted"
 )
+
+// SetCondition returns conds with condition t set to status, reason (t
+// when empty), message and generation. LastTransitionTime moves to now
+// only when the status changes, as the Kubernetes condition convention
+// requires. The input slice is not modified.
+func SetCondition(conds []metav1.Condition, t string, status metav1.ConditionStatus, reason, message string, generation int64, now time.Time) []metav1.Condition {
+	out := slices.Clone(conds)
+	if reason == "" {
+		reason = t
+	}
+	for i := range out {
+		if out[i].Type != t {
+			continue
+		}
+		if out[i].Status != status {
+			out[i].LastTransitionTime = metav1.NewTime(now)
+		}
+		out[i].Status, out[i].Reason, out[i].Message, out[i].ObservedGeneration = status, reason, message, generation
+		return out
+	}
+	return append(out, metav1.Condition{
+		Type: t, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
+	})
+}

@@ -753,6 +753,12 @@ type EventRecord struct {
 	// NodePool names the NodePool the event is about, when no NodeClaim,
 	// Node or Pod is named (a budget that blocks the pool's disruptions).
 	NodePool string `json:"nodePool,omitempty"`
+	// Condition, when set, is a status condition the forwarder also sets
+	// on the NodeClaim object named NodeClaim, if that object is not
+	// nodewright's (a Karpenter NodeClaim): today the Adopted condition
+	// (ConditionTypeAdopted, False) of a refused adoption. Its
+	// lastTransitionTime is when the writer decided.
+	Condition *metav1.Condition `json:"condition,omitempty"`
 }
 
 // NodeClassStatusList answers GET RouteNodeClasses: what the Lambdas last

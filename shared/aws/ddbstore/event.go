@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const (
@@ -57,6 +58,9 @@ type Event struct {
 	// NodePool names the NodePool the event is about, when it is about
 	// the pool rather than one of its nodes.
 	NodePool string `json:"nodePool,omitempty"`
+	// Condition, when set, is the status condition the forwarder also sets
+	// on the Karpenter NodeClaim named NodeClaim (v1.EventRecord.Condition).
+	Condition *metav1.Condition `json:"condition,omitempty"`
 }
 
 // Involved reports whether e names an object to write its Event on: a

@@ -114,6 +114,7 @@ func Schema() TableSchema {
 			"provisioner":    provisionerAccess(),
 			"gc":             gcAccess(),
 			"disruption":     disruptionAccess(),
+			"disrupttask":    disruptTaskAccess(),
 		},
 	}
 }
@@ -191,6 +192,33 @@ func disruptionAccess() Access {
 		Write: []string{pkNodeClaim, pkPayload + "#*", pkEvent, pkNodeClassStatus},
 	}
 }
+
+// disruptTaskAccess is what the disruption task Lambda (every task state
+// of the disruption and interruption state machines) touches: it reads the
+// commands the disruption Lambda stored (payload disruption/<execution>)
+// and, for the replacements' launch (the provisioning launch path), the
+// config, unavailable offerings and subnets; it writes budget leases,
+// NodeClaims (claims, replacements, deletions), event records, the
+// offerings and subnets a launch finds unavailable, and the CreateFleet
+// request stored under its ClientToken (payload fleet-request/<token>,
+// replayed by a retry). It touches no idempotency key, snapshot, batch or
+// node-class resolution.
+func disruptTaskAccess() Access {
+	return Access{
+		Read: []string{pkConfig, pkPayload + "#" + payloadDisruption + "*"},
+		Write: []string{pkNodeClaim, pkBudget, pkEvent, pkOffering, pkSubnet,
+			pkPayload + "#" + payloadFleetRequest + "*"},
+	}
+}
+
+// The payload key prefixes of disruptTaskAccess: the commands
+// termination.CommandRef names, and the CreateFleet requests the fleet
+// adapter stores (functions/internal/adapters FleetRequests). The recording
+// tests of disrupttask fail if either moves.
+const (
+	payloadDisruption   = "disruption/"
+	payloadFleetRequest = "fleet-request/"
+)
 
 // TableDefinition returns the CreateTable request for a table called name,
 // built from Schema.
