@@ -118,3 +118,61 @@ func TestDeleteNodeDrainsAndTerminates(t *testing.T) {
 		taintedAt.Sub(deletedAt).Round(100*time.Millisecond), podGoneAt.Sub(deletedAt).Round(100*time.Millisecond),
 		nodeGoneAt.Sub(deletedAt).Round(100*time.Millisecond))
 }
+
+// TestDeleteNodePoolDrainsAndRemovesItsNodes is issue 19 item 6: deleting
+// a NodePool deletes every NodeClaim of it, as Karpenter's ownerReference
+// cascade does: each of its nodes is drained and terminated by one
+// delete-<nodeclaim>-<hash> execution, and the Node removed; nothing
+// launches for its pods (no NodePool is left).
+func TestDeleteNodePoolDrainsAndRemovesItsNodes(t *testing.T) {
+	s := startStack(t, func(o *stack.Options) { o.Disruption = true })
+	if !s.Wired().Drift {
+		t.Skip("the delete execution needs the local Step Functions engine (make sfn-deps)")
+	}
+	ctx := t.Context()
+	applyGuide(t, s, "ec2nodeclass.yaml")
+	if err := s.Apply(ctx, poolYAML("doomed", "1", "")); err != nil {
+		t.Fatal(err)
+	}
+	d := deployment("doomed", 2, "500m", "512Mi")
+	spreadOnePerNode(d)
+	if _, err := s.Kube.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, s, 3*time.Minute, "two pods Running on two nodes", func(_ context.Context, st stack.Status) bool {
+		return st.RunningPods == 2 && st.PendingPods == 0 && st.ReadyNodes == 2
+	})
+	nodes, err := s.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := claimOfNode(t, s, nodes.Items)
+	if err := s.Dynamic.Resource(nodePoolResource).Delete(ctx, "doomed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, s, 4*time.Minute, "the NodePool's nodes gone and their instances terminated", func(_ context.Context, st stack.Status) bool {
+		return st.Nodes == 0 && st.Instances == 0
+	})
+	for _, n := range nodes.Items {
+		exec, ok := finishedExecution(t, s, "delete-"+claims[n.Name]+"-", 30*time.Second)
+		if !ok {
+			t.Errorf("no finished delete-%s-<hash> execution for node %s (executions %+v)", claims[n.Name], n.Name, s.Executions())
+			continue
+		}
+		if exec.Status != "SUCCEEDED" {
+			t.Errorf("execution %s: %s %s %s", exec.Name, exec.Status, exec.Error, exec.Cause)
+		}
+	}
+	n := 0
+	for _, e := range s.Executions() {
+		if strings.HasPrefix(e.Name, "delete-") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d delete executions, want 2, one per NodeClaim (executions %+v)", n, s.Executions())
+	}
+	if got := len(s.Sim.CallsTo("CreateFleet")); got != 2 {
+		t.Errorf("CreateFleet calls = %d, want the 2 first launches only", got)
+	}
+}

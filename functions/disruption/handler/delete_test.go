@@ -109,3 +109,51 @@ func TestHandleStartsNoDeleteForANodeNotBeingDeleted(t *testing.T) {
 		}
 	}
 }
+
+// TestHandleDrainsAndDeletesTheNodeClaimsOfADeletedNodePool is issue 19
+// item 6: once the synced configuration no longer holds a NodePool, each
+// of its registered NodeClaims gets one delete-<nodeclaim>-<hash>
+// execution (Method Deleted: drain, terminate, no budget), as Karpenter's
+// ownerReference cascade deletes them, and a later poll starts no second.
+func TestHandleDrainsAndDeletesTheNodeClaimsOfADeletedNodePool(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	cur, err := e.store.GetConfig(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cur.Config
+	next.NodePools = nil
+	next.CreatedAt = t0.Add(-time.Minute)
+	next.Generation = cur.Config.Generation + 1
+	if _, err := e.store.PutConfig(t.Context(), next, cur.Version); err != nil {
+		t.Fatal(err)
+	}
+
+	first, err := e.handler(t, t0).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("Handle() error = %v", err)
+	}
+	var deleted []handler.Started
+	for _, s := range first.Started {
+		if s.Method == "Deleted" {
+			deleted = append(deleted, s)
+		}
+	}
+	if len(deleted) != 1 || !strings.HasPrefix(deleted[0].Execution, "delete-general-a-") || !cmp.Equal(deleted[0].Candidates, []string{"general-a"}) {
+		t.Fatalf("Started = %+v (warnings %v), want one delete-general-a-<hash> execution", first.Started, first.Warnings)
+	}
+	in := e.executions(t)[deleted[0].Execution]
+	if in.Method != "Deleted" || in.Budget.Budgeted || len(in.Replacements) != 0 || !strings.Contains(in.Reason, `NodePool "general"`) {
+		t.Errorf("execution input = %+v, want an unbudgeted Deleted drain naming the NodePool", in)
+	}
+	second, err := e.handler(t, t0.Add(10*time.Second)).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range second.Started {
+		if s.Method == "Deleted" && !s.AlreadyExisted {
+			t.Errorf("second poll started %+v, want nothing new", s)
+		}
+	}
+}

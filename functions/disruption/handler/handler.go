@@ -396,7 +396,9 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	out.Events = h.recordDecisionEvents(ctx, decisionEvents(res, now), now)
 	out.DriftConditions = h.recordDriftConditions(ctx, in.NodeClaims, res.Drift, now)
 	var errs []error
-	start, held := disruption.HoldAdopted(append(res.Commands, deletionCommands(in, now)...), in.NodeClaims, snap.KarpenterActive)
+	cmds := append(res.Commands, deletionCommands(in, now)...)
+	cmds = append(cmds, ownerDeletionCommands(in, cfg.Config, cmds, now)...)
+	start, held := disruption.HoldAdopted(cmds, in.NodeClaims, snap.KarpenterActive)
 	for _, cmd := range held {
 		out.Held = append(out.Held, cmd.ID)
 		h.d.Log.InfoContext(ctx, "disruption held: Karpenter's controller is active", "command-id", cmd.ID, "reason", snap.KarpenterActive)
@@ -499,6 +501,62 @@ func deletionCommands(in disruption.Input, now time.Time) []disruption.Command {
 		})
 	}
 	slices.SortFunc(out, func(a, b disruption.Command) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// ownerDeletionCommands returns one Deleted command per NodeClaim of in
+// whose NodePool or EC2NodeClass the synced configuration no longer holds
+// (disruption.OwnerDeleted decides), when the claim has a registered Node,
+// no live execution claims it and no command of taken already names it.
+// Command IDs are "delete-<nodeclaim>-<8 hex>", the hash over the
+// NodeClaim, its UID and the owner that is gone, so every poll derives the
+// same execution name. A claim not registered yet is left to a later poll
+// (or to garbage collection's launch and registration timeouts).
+func ownerDeletionCommands(in disruption.Input, cfg ddbstore.Config, taken []disruption.Command, now time.Time) []disruption.Command {
+	named := map[string]bool{}
+	for _, c := range taken {
+		for _, cand := range c.Candidates {
+			named[cand.NodeClaim] = true
+		}
+	}
+	claims := map[string]*v1.NodeClaim{}
+	for i := range in.NodeClaims {
+		claims[in.NodeClaims[i].Name] = &in.NodeClaims[i]
+	}
+	byName := map[string]*corev1.Node{}
+	byProvider := map[string]*corev1.Node{}
+	for i := range in.Nodes {
+		n := &in.Nodes[i]
+		byName[n.Name] = n
+		if n.Spec.ProviderID != "" {
+			byProvider[n.Spec.ProviderID] = n
+		}
+	}
+	var out []disruption.Command
+	for _, d := range disruption.OwnerDeleted(in.NodeClaims, cfg.NodePools, cfg.NodeClasses) {
+		c := claims[d.NodeClaim]
+		if c == nil || named[c.Name] || termination.ClaimOf(c).Live(now) {
+			continue
+		}
+		n := byName[c.Status.NodeName]
+		if n == nil && c.Status.ProviderID != "" {
+			n = byProvider[c.Status.ProviderID]
+		}
+		if n == nil {
+			continue
+		}
+		sum := sha256.Sum256([]byte(c.Name + "\x00" + string(c.UID) + "\x00" + d.Owner))
+		pool := c.Labels[v1.LabelNodePool]
+		out = append(out, disruption.Command{
+			ID: "delete-" + c.Name + "-" + hex.EncodeToString(sum[:4]), Method: MethodDeleted, Decision: disruption.DecisionDelete,
+			NodePool: pool, Replacements: []disruption.Replacement{},
+			Candidates: []disruption.Candidate{{
+				NodeClaim: c.Name, Node: n.Name, NodePool: pool, ProviderID: cmp.Or(c.Status.ProviderID, n.Spec.ProviderID),
+				InstanceType: n.Labels[v1.LabelInstanceType], Zone: n.Labels[v1.LabelTopologyZone], CapacityType: n.Labels[v1.LabelCapacityType],
+			}},
+			Reason: d.Reason,
+		})
+	}
 	return out
 }
 
