@@ -49,8 +49,12 @@ type Recorder struct {
 }
 
 // New returns a recorder for cluster. out is the Lambda's stdout (the
-// log stream CloudWatch Logs reads), now stamps the EMF lines.
+// log stream CloudWatch Logs reads; nil discards the EMF lines and keeps
+// storing), now stamps the EMF lines.
 func New(store Store, out io.Writer, log *slog.Logger, cluster string, now func() time.Time) *Recorder {
+	if out == nil {
+		out = io.Discard
+	}
 	return &Recorder{store: store, out: out, log: log, cluster: cluster, now: now}
 }
 

@@ -129,7 +129,7 @@ func intakeAccess() Access {
 		keys = append(keys, pkIdempotency+"#"+scope+"#*")
 	}
 	write := append(keys, pkPayload+"#*", pkConfig, pkSnapshot, pkSnapshot+"#*")
-	read := []string{pkBatch + "#*", pkNodeClaim, pkEvent, pkNodeClassStatus}
+	read := []string{pkBatch + "#*", pkNodeClaim, pkEvent, pkNodeClassStatus, pkMetric}
 	return Access{Read: read, Write: write}
 }
 
@@ -141,7 +141,7 @@ func intakeAccess() Access {
 func interruptionAccess() Access {
 	return Access{
 		Read:    []string{pkNodeClaim},
-		Write:   []string{pkIdempotency + "#" + ScopeInterruption + "#*", pkOffering, pkEvent},
+		Write:   []string{pkIdempotency + "#" + ScopeInterruption + "#*", pkOffering, pkEvent, pkMetric},
 		Indexes: []string{IndexByInstance},
 	}
 }
@@ -165,7 +165,7 @@ func instanceStatusAccess() Access {
 func provisionerAccess() Access {
 	return Access{
 		Read:    []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkPayload + "#*"},
-		Write:   []string{pkNodeClaim, pkBatch + "#*", pkOffering, pkSubnet, pkNodeClassStatus, pkPayload + "#*"},
+		Write:   []string{pkNodeClaim, pkBatch + "#*", pkOffering, pkSubnet, pkNodeClassStatus, pkPayload + "#*", pkMetric},
 		Indexes: []string{IndexByInstance},
 	}
 }
@@ -176,7 +176,7 @@ func provisionerAccess() Access {
 // and deletes NodeClaims, and records an event for each adoption it refuses;
 // nothing else.
 func gcAccess() Access {
-	return Access{Read: []string{pkConfig, pkSnapshot, pkSnapshot + "#*"}, Write: []string{pkNodeClaim, pkEvent}}
+	return Access{Read: []string{pkConfig, pkSnapshot, pkSnapshot + "#*"}, Write: []string{pkNodeClaim, pkEvent, pkMetric}}
 }
 
 // disruptionAccess is what the scheduled disruption evaluation touches: it
@@ -188,7 +188,7 @@ func gcAccess() Access {
 func disruptionAccess() Access {
 	return Access{
 		Read:  []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkOffering},
-		Write: []string{pkNodeClaim, pkPayload + "#*", pkEvent, pkNodeClassStatus},
+		Write: []string{pkNodeClaim, pkPayload + "#*", pkEvent, pkNodeClassStatus, pkMetric},
 	}
 }
 
