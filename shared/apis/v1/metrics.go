@@ -8,12 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// RouteMetrics answers GET with a MetricList: the decision metrics the
-// Lambdas stored (nodewright's counters survive any process, so the
-// forwarder serves them as Karpenter's in-memory counters would be served
-// by a controller that never restarted).
-const RouteMetrics = "/v1/metrics"
-
 // KindMetricList is the kind of RouteMetrics' answer.
 const KindMetricList = "MetricList"
 
