@@ -18,8 +18,11 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -162,6 +165,16 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 			nodeClaims.Informer().HasSynced,
 			claims.Informer().HasSynced, pvs.Informer().HasSynced, classes.Informer().HasSynced,
 		},
+	}
+	karpenter := metrics.NewKarpenter(client.Metrics, metrics.Cluster{
+		Nodes: func() ([]*corev1.Node, error) { return nodes.Lister().List(labels.Everything()) },
+		Pods:  func() ([]*corev1.Pod, error) { return pods.Lister().List(labels.Everything()) },
+		Limits: func() (map[string]corev1.ResourceList, error) {
+			return nodePoolLimits(nodePools.Lister())
+		},
+	}, version, commit, 10*time.Second, time.Now)
+	if err := reg.Register(karpenter); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	a.handler = metrics.Handler(reg, a.ready)
 
@@ -319,4 +332,35 @@ func (a *app) run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// nodePoolLimits reads each cached NodePool's spec.limits (resource name ->
+// quantity); a NodePool without limits or with one that does not parse is
+// left out, as the NodePool validation refuses it.
+func nodePoolLimits(l cache.GenericLister) (map[string]corev1.ResourceList, error) {
+	objs, err := l.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]corev1.ResourceList{}
+	for _, o := range objs {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		raw, found, _ := unstructured.NestedMap(u.Object, "spec", "limits")
+		if !found {
+			continue
+		}
+		list := corev1.ResourceList{}
+		for k, v := range raw {
+			q, err := resource.ParseQuantity(fmt.Sprint(v))
+			if err != nil {
+				continue
+			}
+			list[corev1.ResourceName(k)] = q
+		}
+		out[u.GetName()] = list
+	}
+	return out, nil
 }

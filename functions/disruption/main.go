@@ -29,6 +29,7 @@ func wire(_ context.Context, awsCfg aws.Config) (any, error) {
 		return nil, err
 	}
 	clients := handler.Clients{
+		Metrics:  os.Stdout,
 		DynamoDB: dynamodb.NewFromConfig(awsCfg),
 		EC2:      ec2.NewFromConfig(awsCfg),
 		SSM:      ssm.NewFromConfig(awsCfg),

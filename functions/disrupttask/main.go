@@ -32,6 +32,7 @@ func wire(_ context.Context, awsCfg aws.Config) (any, error) {
 		return nil, err
 	}
 	h, err := handler.New(cfg, handler.Clients{
+		Metrics:  os.Stdout,
 		DynamoDB: dynamodb.NewFromConfig(awsCfg),
 		EC2:      ec2.NewFromConfig(awsCfg),
 		SSM:      ssm.NewFromConfig(awsCfg),

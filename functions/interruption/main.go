@@ -28,7 +28,7 @@ func wire(_ context.Context, awsCfg aws.Config) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := handler.New(cfg, handler.Clients{DynamoDB: dynamodb.NewFromConfig(awsCfg), SFN: sfn.NewFromConfig(awsCfg)},
+	h, err := handler.New(cfg, handler.Clients{DynamoDB: dynamodb.NewFromConfig(awsCfg), SFN: sfn.NewFromConfig(awsCfg), Metrics: os.Stdout},
 		lambdakit.NewLogger(os.Stdout, cfg.LogLevel).With("function", "interruption"), time.Now)
 	if err != nil {
 		return nil, err

@@ -28,6 +28,7 @@ var apiRoutes = []apiRoute{
 	{method: "GET", path: "/v1/nodeclaims"},
 	{method: "GET", path: "/v1/events"},
 	{method: "GET", path: "/v1/nodeclasses"},
+	{method: "GET", path: "/v1/metrics"},
 }
 
 // snapshotRoute receives the forwarder's cluster snapshots, at least every

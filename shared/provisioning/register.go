@@ -111,6 +111,11 @@ type Registration struct {
 	// Warnings are Karpenter's warning events for the NodeClaim, as
 	// "Reason: message" (e.g. UnregisteredTaintMissing).
 	Warnings []string
+	// FirstRegistration is true when this decision links the Node to a
+	// NodeClaim that had none (status.nodeName was empty): the moment
+	// Karpenter counts karpenter_nodes_created_total. Registrar.Register
+	// reports it only with the write that made it so.
+	FirstRegistration bool
 }
 
 // Register links a Node that joined to the NodeClaim whose providerID it
@@ -186,6 +191,7 @@ func Register(node *corev1.Node, claims []v1.NodeClaim, now time.Time) (Registra
 	}
 	after := *node
 	reg.Patch.Apply(&after)
+	reg.FirstRegistration = stored.Status.NodeName == ""
 	claim.Status.NodeName = node.Name
 	setClaimCondition(&claim, v1.ConditionTypeRegistered, metav1.ConditionTrue, "", "", now)
 
@@ -346,6 +352,7 @@ func (r *Registrar) Register(ctx context.Context, node *corev1.Node, now time.Ti
 		}
 		reg, err := Register(node, []v1.NodeClaim{claim}, now)
 		if err != nil || !reg.Changed {
+			reg.FirstRegistration = false // nothing written: an earlier call registered it
 			return reg, err
 		}
 		updated, err := r.claims.UpdateNodeClaim(ctx, reg.NodeClaim)

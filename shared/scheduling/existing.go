@@ -79,14 +79,7 @@ func activePod(p *corev1.Pod) bool {
 	return p != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
 }
 
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
-}
+func ownedByDaemonSet(p *corev1.Pod) bool { return v1.OwnedByDaemonSet(p) }
 
 // buildNodes prepares existing capacity: usage per pool for limits (every
 // node, including those marked for deletion), and the nodes pods may use

@@ -17,6 +17,12 @@ import (
 // execution that launched it.
 const AnnotationReplacementFor = "nodewright.dev/replacement-for"
 
+// AnnotationReplacementReason holds, on a replacement NodeClaim, the
+// disruption method of the command that launched it ("Drifted",
+// "Underutilized", ...): the reason karpenter_nodeclaims_created_total
+// counts it under (lower-cased), as Karpenter labels a replacement.
+const AnnotationReplacementReason = "nodewright.dev/replacement-reason"
+
 // Execution is a disruption command ready to start: its execution name,
 // its input, and the replacement NodeClaims to store under
 // Input.CommandRef before the start.
@@ -79,6 +85,7 @@ func Prepare(cmd disruption.Command, budgets []disruption.BudgetStatus, decidedA
 			claim.Annotations = map[string]string{}
 		}
 		claim.Annotations[AnnotationReplacementFor] = name
+		claim.Annotations[AnnotationReplacementReason] = string(cmd.Method)
 		planned = append(planned, claim)
 		types := r.InstanceTypes
 		if len(types) > workflow.MaxListedInstanceTypes {

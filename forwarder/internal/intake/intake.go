@@ -257,6 +257,14 @@ func (c *Client) Events(ctx context.Context) (v1.EventList, error) {
 	return out, err
 }
 
+// Metrics returns the decision metrics the Lambdas stored (GET
+// v1.RouteMetrics); see v1.MetricList.
+func (c *Client) Metrics(ctx context.Context) (v1.MetricList, error) {
+	var out v1.MetricList
+	err := c.do(ctx, http.MethodGet, v1.RouteMetrics, "", nil, &out)
+	return out, err
+}
+
 // NodeClasses returns what the API last resolved for each EC2NodeClass
 // (GET v1.RouteNodeClasses, every page); see v1.NodeClassStatusList.
 func (c *Client) NodeClasses(ctx context.Context) (v1.NodeClassStatusList, error) {

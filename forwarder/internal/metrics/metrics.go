@@ -1,7 +1,8 @@
 // Package metrics measures the forwarder with Prometheus: decorators around
 // the intake API, the event emitter, the event record relay and the
-// NodeClaim mirror count what they do, and Handler serves /metrics, /healthz and /readyz. All metric names
-// start with nodewright_forwarder_.
+// NodeClaim mirror count what they do (nodewright_forwarder_*), Karpenter
+// serves Karpenter's karpenter_* metrics from stored and cluster state, and
+// Handler serves /metrics, /healthz and /readyz.
 package metrics
 
 import (

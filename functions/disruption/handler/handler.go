@@ -44,6 +44,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -56,6 +57,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/functions/internal/adapters"
+	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
@@ -66,6 +68,7 @@ import (
 	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/termination"
+	"github.com/nodewright/nodewright/shared/workflow"
 )
 
 // CommandTTL is how long the replacements of a started command stay
@@ -231,6 +234,9 @@ type Deps struct {
 	Stale staleReleaser
 	Log   *slog.Logger
 	Now   func() time.Time
+	// Metrics records the decisions (disrupted NodeClaims, decisions,
+	// eligible nodes); nil records none.
+	Metrics *decisionmetrics.Recorder
 }
 
 // EC2API is the EC2 client as the decider uses it (*ec2.Client).
@@ -253,6 +259,9 @@ type Clients struct {
 	// Kube is the cluster's API (*kube.Client); nil when Endpoint is not
 	// configured.
 	Kube adapters.KubeAPI
+	// Metrics receives the decision metrics as CloudWatch EMF lines (the
+	// Lambda's stdout); nil stores them without logging them.
+	Metrics io.Writer
 }
 
 // New wires the handler the way the Lambda runs it.
@@ -273,6 +282,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		Starter:     st,
 		Log:         log,
 		Now:         now,
+		Metrics:     decisionmetrics.New(store, c.Metrics, log, cfg.Cluster, now),
 	}
 	if c.Kube != nil {
 		k := adapters.Kube{Client: c.Kube}
@@ -395,6 +405,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	}
 	out.Events = h.recordDecisionEvents(ctx, decisionEvents(res, now), now)
 	out.DriftConditions = h.recordDriftConditions(ctx, in.NodeClaims, res.Drift, now)
+	h.recordEligible(ctx, res)
 	var errs []error
 	cmds := append(res.Commands, deletionCommands(in, now)...)
 	cmds = append(cmds, ownerDeletionCommands(in, cfg.Config, cmds, now)...)
@@ -445,6 +456,9 @@ func (h *Handler) start(ctx context.Context, cmd disruption.Command, budgets []d
 		return fail(err)
 	}
 	s.AlreadyExisted = exe.AlreadyExisted
+	if !exe.AlreadyExisted {
+		h.recordStarted(ctx, cmd, ex.Input.Candidates, len(ex.Replacements) > 0)
+	}
 	h.d.Log.InfoContext(ctx, "disruption started", "execution", ex.Name, "arn", exe.ARN, "already-existed", exe.AlreadyExisted,
 		"method", ex.Input.Method, "nodepool", ex.Input.NodePool, "candidates", s.Candidates, "reason", ex.Input.Reason)
 	return s, nil
@@ -628,4 +642,58 @@ func pdbs(in []v1.PDBSummary) []policyv1.PodDisruptionBudget {
 		out = append(out, pdb)
 	}
 	return out
+}
+
+// voluntaryMethods are the methods karpenter_voluntary_disruption_eligible_nodes
+// reports, each set on every evaluation (0 when none).
+var voluntaryMethods = []disruption.Method{disruption.MethodDrifted, disruption.MethodEmpty, disruption.MethodExpired, disruption.MethodUnderutilized}
+
+// recordEligible sets karpenter_voluntary_disruption_eligible_nodes{reason}:
+// for drift, every NodeClaim this evaluation found drifted (eligible
+// whether or not a budget lets it go now); for the other methods, the
+// candidates of this evaluation's commands.
+func (h *Handler) recordEligible(ctx context.Context, res disruption.Result) {
+	if h.d.Metrics == nil {
+		return
+	}
+	n := map[disruption.Method]int{}
+	for _, d := range res.Drift {
+		if d.Reason != "" {
+			n[disruption.MethodDrifted]++
+		}
+	}
+	for _, cmd := range res.Commands {
+		if cmd.Method != disruption.MethodDrifted {
+			n[cmd.Method] += len(cmd.Candidates)
+		}
+	}
+	for _, m := range voluntaryMethods {
+		h.d.Metrics.EligibleNodes(ctx, string(m), n[m])
+	}
+}
+
+// recordStarted counts an execution Step Functions had not seen:
+// for a voluntary method, karpenter_nodeclaims_disrupted_total per
+// candidate and one karpenter_voluntary_disruption_decisions_total.
+func (h *Handler) recordStarted(ctx context.Context, cmd disruption.Command, candidates []workflow.Candidate, replace bool) {
+	if !slices.Contains(voluntaryMethods, cmd.Method) {
+		return // a Node being deleted is the user's disruption, not counted (as Karpenter)
+	}
+	for _, c := range candidates {
+		h.d.Metrics.NodeClaimDisrupted(ctx, string(cmd.Method), c.NodePool, c.CapacityType)
+	}
+	decision := "delete"
+	if replace {
+		decision = "replace"
+	}
+	consolidation := ""
+	switch {
+	case cmd.Method == disruption.MethodEmpty:
+		consolidation = "empty"
+	case cmd.Method == disruption.MethodUnderutilized && len(candidates) > 1:
+		consolidation = "multi"
+	case cmd.Method == disruption.MethodUnderutilized:
+		consolidation = "single"
+	}
+	h.d.Metrics.DisruptionDecision(ctx, decision, string(cmd.Method), consolidation)
 }

@@ -27,10 +27,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/nodewright/nodewright/functions/internal/adapters"
+	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 	"github.com/nodewright/nodewright/shared/aws/awserr"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
@@ -105,6 +107,9 @@ type Clients struct {
 	SFN      sfnstarter.API
 	// Kube is the cluster's API (*kube.Client).
 	Kube adapters.KubeAPI
+	// Metrics receives the decision metrics as CloudWatch EMF lines (the
+	// Lambda's stdout); nil stores them without logging them.
+	Metrics io.Writer
 }
 
 // New wires the handler the way the Lambda runs it: termination.Service
@@ -119,16 +124,18 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	}
 	resolver := nodeclass.New(c.EC2, c.SSM, now)
 	fl := fleet.New(c.EC2)
+	rec := decisionmetrics.New(store, c.Metrics, log, cfg.Cluster, now)
 	prov, err := adapters.NewProvisioner(store, resolver, fl, adapters.ProvisionerConfig{
 		KubernetesVersion: cfg.KubernetesVersion,
 		Cluster:           nodeclass.Cluster{Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS},
 		Options:           provisioning.ProvisionerOptions{Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio},
+		Metrics:           rec, Controller: "disruption",
 	}, now)
 	if err != nil {
 		return nil, fmt.Errorf("disrupttask: %w", err)
 	}
 	svc, err := termination.New(termination.Ports{
-		Claims: adapters.TerminationClaims{Store: store}, Budgets: adapters.Budgets{Store: store},
+		Claims: adapters.TerminationClaims{Store: store, Metrics: rec}, Budgets: adapters.Budgets{Store: store},
 		Nodes: adapters.Kube{Client: c.Kube}, Pods: adapters.Kube{Client: c.Kube}, Rules: adapters.Kube{}, Volumes: adapters.Kube{Client: c.Kube},
 		Launcher: adapters.ReplacementLauncher{Provisioner: prov}, Instances: fl,
 		Commands: adapters.Commands{Store: store, Now: now}, Executions: adapters.Starter{API: c.SFN},

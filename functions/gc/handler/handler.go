@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -40,6 +41,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/functions/internal/adapters"
+	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
@@ -94,6 +96,9 @@ type Clients struct {
 	DynamoDB ddbstore.API
 	EC2      EC2API
 	Nodes    NodeAPI
+	// Metrics receives the decision metrics as CloudWatch EMF lines (the
+	// Lambda's stdout); nil stores them without logging them.
+	Metrics io.Writer
 }
 
 // collector runs one garbage-collection pass (*provisioning.Collector).
@@ -142,7 +147,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
-	claims := adapters.Claims{Store: store}
+	claims := adapters.Claims{Store: store, Metrics: decisionmetrics.New(store, c.Metrics, log, cfg.Cluster, now)}
 	instances := adapters.Instances{Fleet: fleet.New(c.EC2), Cluster: cfg.Cluster}
 	col, err := provisioning.NewCollector(cfg.Cluster, claims, instances, c.Nodes)
 	if err != nil {

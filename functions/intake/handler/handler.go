@@ -117,6 +117,7 @@ type store interface {
 	ListNodeClaimsPage(ctx context.Context, after string, limit int) ([]v1.NodeClaim, bool, error)
 	ListNodeClassStatusesPage(ctx context.Context, after string, limit int) ([]v1.NodeClassStatus, bool, error)
 	ListEvents(ctx context.Context, now time.Time) ([]ddbstore.Event, error)
+	ListMetrics(ctx context.Context) ([]v1.MetricSample, error)
 	ListNodeClassStatuses(ctx context.Context) ([]v1.NodeClassStatus, error)
 }
 
@@ -209,6 +210,8 @@ func (h *Handler) route(ctx context.Context, req events.APIGatewayProxyRequest) 
 		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getEvents(ctx) }}}
 	case path == v1.RouteNodeClasses:
 		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClasses(ctx, req) }}}
+	case path == v1.RouteMetrics:
+		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getMetrics(ctx) }}}
 	default:
 		return errorResponse(http.StatusNotFound, v1.ErrorResponse{Message: fmt.Sprintf("no route %s", req.Path)})
 	}
@@ -676,6 +679,17 @@ func (h *Handler) getEvents(ctx context.Context) events.APIGatewayProxyResponse 
 		return h.failed(ctx, "list events", err)
 	}
 	return jsonResponse(http.StatusOK, list)
+}
+
+// getMetrics answers every stored metric series (see v1.MetricList). The
+// series are few (one per metric and label set: NodePools x reasons x
+// capacity types), far below v1.MaxMessageBytes.
+func (h *Handler) getMetrics(ctx context.Context) events.APIGatewayProxyResponse {
+	items, err := h.deps.Store.ListMetrics(ctx)
+	if err != nil {
+		return h.failed(ctx, "list metrics", err)
+	}
+	return jsonResponse(http.StatusOK, v1.MetricList{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindMetricList}, Items: items})
 }
 
 // eventListEnvelope is room left in an EventList answer for everything but

@@ -20,9 +20,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/provisioning"
+	"github.com/nodewright/nodewright/shared/termination"
 )
 
 // storeError keeps the store's error (and its message) while also matching
@@ -52,8 +54,15 @@ func translate(err error) error {
 }
 
 // Claims is the NodeClaim store of provisioning (claimStore,
-// registrationStore, gcClaimStore) over ddbstore.
-type Claims struct{ Store *ddbstore.Store }
+// registrationStore, gcClaimStore) over ddbstore. With Metrics set it
+// counts each NodeClaim it creates (karpenter_nodeclaims_created_total;
+// not an adopted one, which Karpenter created) and each it deletes
+// (karpenter_nodeclaims_terminated_total, read before the delete for its
+// labels).
+type Claims struct {
+	Store   *ddbstore.Store
+	Metrics *decisionmetrics.Recorder
+}
 
 // ListNodeClaims lists every NodeClaim, strongly consistent.
 func (c Claims) ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
@@ -71,6 +80,13 @@ func (c Claims) GetNodeClaim(ctx context.Context, name string) (v1.NodeClaim, er
 // taken.
 func (c Claims) CreateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error) {
 	created, err := c.Store.PutNodeClaim(ctx, claim)
+	if err == nil && created.Annotations[v1.AnnotationAdoptedFrom] == "" {
+		reason := created.Annotations[termination.AnnotationReplacementReason]
+		if reason == "" {
+			reason = "provisioning"
+		}
+		c.Metrics.NodeClaimCreated(ctx, created, reason)
+	}
 	return created, translate(err)
 }
 
@@ -84,7 +100,24 @@ func (c Claims) UpdateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.Nod
 // DeleteNodeClaim deletes a NodeClaim at resourceVersion; ErrConflict or
 // ErrNotFound otherwise.
 func (c Claims) DeleteNodeClaim(ctx context.Context, name, resourceVersion string) error {
-	return translate(c.Store.DeleteNodeClaim(ctx, v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: resourceVersion}}))
+	return translate(DeleteCounted(ctx, c.Store, c.Metrics, name, resourceVersion))
+}
+
+// DeleteCounted deletes NodeClaim name at resourceVersion from store and,
+// when m is set and the delete succeeded, counts it terminated with the
+// labels of the claim read just before (the one place both the
+// provisioning and the disruption Lambdas delete through). Errors are the
+// store's.
+func DeleteCounted(ctx context.Context, store *ddbstore.Store, m *decisionmetrics.Recorder, name, resourceVersion string) error {
+	var before v1.NodeClaim
+	if m != nil {
+		before, _ = store.GetNodeClaim(ctx, name) // labels only; the delete decides
+	}
+	err := store.DeleteNodeClaim(ctx, v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: resourceVersion}})
+	if err == nil && m != nil && before.Name == name {
+		m.NodeClaimTerminated(ctx, before)
+	}
+	return err
 }
 
 // NodeClaimByProviderID finds the NodeClaim of a node; ErrNotFound when

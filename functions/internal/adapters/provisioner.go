@@ -2,8 +2,10 @@ package adapters
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
@@ -23,6 +25,13 @@ type ProvisionerConfig struct {
 	Options provisioning.ProvisionerOptions
 	// OnResolved is NodeClasses.OnResolved (nil: nothing is called).
 	OnResolved func(ctx context.Context, nc v1.EC2NodeClass)
+	// Metrics counts the NodeClaims created and deleted and measures each
+	// launch (karpenter_cloudprovider_*, controller Controller); nil
+	// records nothing.
+	Metrics *decisionmetrics.Recorder
+	// Controller names the caller in karpenter_cloudprovider_* labels
+	// ("provisioner", "disruption").
+	Controller string
 }
 
 // NewProvisioner wires provisioning.Provisioner over these adapters the
@@ -34,14 +43,55 @@ type ProvisionerConfig struct {
 // ClientToken (FleetRequests) so a retry replays it. now is the clock of the adapters
 // that stamp records. Errors are NewProvisioner's (a missing port).
 func NewProvisioner(store *ddbstore.Store, resolver *nodeclass.Resolver, fl *fleet.Client, cfg ProvisionerConfig, now func() time.Time) (*provisioning.Provisioner, error) {
+	var launcher launcherPort = Launcher{Fleet: fl, Templates: resolver, Cluster: cfg.Cluster, Requests: FleetRequests{Store: store, Now: now}}
+	if cfg.Metrics != nil {
+		launcher = measuredLauncher{next: launcher, m: cfg.Metrics, controller: cfg.Controller, now: now}
+	}
 	return provisioning.NewProvisioner(provisioning.ProvisionerPorts{
-		Claims:    Claims{Store: store},
+		Claims:    Claims{Store: store, Metrics: cfg.Metrics},
 		Config:    Config{Store: store},
 		NodeClass: NodeClasses{Resolver: resolver, KubernetesVersion: cfg.KubernetesVersion, OnResolved: cfg.OnResolved},
 		Cluster:   Cluster{Store: store, Now: now},
 		Offerings: Offerings{Store: store},
 		Batches:   Batches{Store: store, Now: now},
-		Launcher:  Launcher{Fleet: fl, Templates: resolver, Cluster: cfg.Cluster, Requests: FleetRequests{Store: store, Now: now}},
+		Launcher:  launcher,
 		Subnets:   Subnets{Store: store},
 	}, cfg.Options)
+}
+
+// launcherPort is provisioning's launcher.
+type launcherPort interface {
+	Launch(ctx context.Context, req provisioning.LaunchRequest) (provisioning.LaunchResult, error)
+}
+
+// measuredLauncher measures each launch as Karpenter's cloud-provider
+// decorator does (karpenter_cloudprovider_duration_seconds{method="Create"},
+// karpenter_cloudprovider_errors_total with the error's kind).
+type measuredLauncher struct {
+	next       launcherPort
+	m          *decisionmetrics.Recorder
+	controller string
+	now        func() time.Time
+}
+
+func (l measuredLauncher) Launch(ctx context.Context, req provisioning.LaunchRequest) (provisioning.LaunchResult, error) {
+	start := l.now()
+	res, err := l.next.Launch(ctx, req)
+	l.m.CloudProviderCall(ctx, l.controller, "Create", l.now().Sub(start), launchErrorName(err))
+	return res, err
+}
+
+// launchErrorName is the error label of a failed launch: Karpenter's error
+// type names where one applies, else "LaunchError"; "" for success.
+func launchErrorName(err error) string {
+	var ice *provisioning.InsufficientCapacityError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &ice):
+		return "InsufficientCapacityError"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "Canceled"
+	}
+	return "LaunchError"
 }

@@ -8,8 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
@@ -54,7 +54,11 @@ func kubeErr(err error) error {
 }
 
 // TerminationClaims is termination's NodeClaim store over ddbstore.
-type TerminationClaims struct{ Store *ddbstore.Store }
+type TerminationClaims struct {
+	Store *ddbstore.Store
+	// Metrics, when set, counts each deleted NodeClaim terminated.
+	Metrics *decisionmetrics.Recorder
+}
 
 // ListNodeClaims lists every NodeClaim.
 func (c TerminationClaims) ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
@@ -76,7 +80,7 @@ func (c TerminationClaims) UpdateNodeClaim(ctx context.Context, claim v1.NodeCla
 
 // DeleteNodeClaim deletes a NodeClaim at resourceVersion.
 func (c TerminationClaims) DeleteNodeClaim(ctx context.Context, name, resourceVersion string) error {
-	return storeErr(c.Store.DeleteNodeClaim(ctx, v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: resourceVersion}}))
+	return storeErr(DeleteCounted(ctx, c.Store, c.Metrics, name, resourceVersion))
 }
 
 // Budgets is termination's budget store over ddbstore's budget leases.

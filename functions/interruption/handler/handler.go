@@ -15,12 +15,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
@@ -122,6 +124,7 @@ type Handler struct {
 	starter starter
 	log     *slog.Logger
 	now     func() time.Time
+	metrics *decisionmetrics.Recorder
 }
 
 // Clients are the API clients New wires the handler with.
@@ -129,6 +132,9 @@ type Clients struct {
 	DynamoDB ddbstore.API
 	// SFN starts executions of Config.StateMachineARN.
 	SFN sfnstarter.API
+	// Metrics receives the decision metrics as CloudWatch EMF lines (the
+	// Lambda's stdout); nil stores them without logging them.
+	Metrics io.Writer
 }
 
 // New wires the handler the way the Lambda runs it: the DynamoDB store
@@ -147,7 +153,8 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	if cfg.Parallelism < 1 {
 		return nil, errors.New("interruption: Parallelism must be at least 1")
 	}
-	return &Handler{cfg: cfg, store: store, starter: starter, log: log, now: now}, nil
+	return &Handler{cfg: cfg, store: store, starter: starter, log: log, now: now,
+		metrics: decisionmetrics.New(store, c.Metrics, log, cfg.Cluster, now)}, nil
 }
 
 // outcome is what became of one record.
@@ -264,6 +271,9 @@ func (h *Handler) handleMessage(ctx context.Context, msg interruption.Message) (
 	if seen {
 		return outcomeDuplicate, nil
 	}
+	// Counted once per event that names this cluster's instances (the
+	// queue also carries every other cluster's events of the account).
+	h.metrics.InterruptionReceived(ctx, string(msg.Kind))
 	for _, t := range targets {
 		if err := h.act(ctx, msg, handling, t, now); err != nil {
 			return "", fmt.Errorf("nodeclaim %s: %w", t.claim.Name, err)
@@ -300,8 +310,12 @@ func (h *Handler) act(ctx context.Context, msg interruption.Message, handling in
 			EventID:    msg.EventID,
 			Deadline:   msg.Deadline.UTC().Truncate(time.Second),
 		}
-		if _, err := h.starter.Start(ctx, interruption.ExecutionName(claim.Name, msg.EventID), in); err != nil {
+		exe, err := h.starter.Start(ctx, interruption.ExecutionName(claim.Name, msg.EventID), in)
+		if err != nil {
 			return err
+		}
+		if !exe.AlreadyExisted {
+			h.metrics.NodeClaimDisrupted(ctx, string(msg.Kind), claim.Labels[v1.LabelNodePool], claim.Labels[v1.LabelCapacityType])
 		}
 		notices = append(notices, interruption.TerminatingNotice())
 	}

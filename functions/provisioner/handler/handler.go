@@ -43,6 +43,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/functions/internal/adapters"
+	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
@@ -134,6 +136,9 @@ type Clients struct {
 	SSM      nodeclass.SSMAPI
 	// Nodes reads and updates Nodes (*kube.Client).
 	Nodes NodeAPI
+	// Metrics receives the decision metrics as CloudWatch EMF lines (the
+	// Lambda's stdout); nil stores them without logging them.
+	Metrics io.Writer
 }
 
 // New wires the handler from cfg and clients the way the Lambda runs it:
@@ -146,6 +151,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		return nil, fmt.Errorf("provisioner: %w", err)
 	}
 	resolver := nodeclass.New(c.EC2, c.SSM, now)
+	rec := decisionmetrics.New(store, c.Metrics, log, cfg.Cluster, now)
 	prov, err := adapters.NewProvisioner(store, resolver, fleet.New(c.EC2), adapters.ProvisionerConfig{
 		KubernetesVersion: cfg.KubernetesVersion,
 		Cluster:           nodeclass.Cluster{Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS},
@@ -153,11 +159,12 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 			Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio, LaunchParallelism: cfg.LaunchParallelism,
 		},
 		OnResolved: RecordNodeClassStatus(store, log, now),
+		Metrics:    rec, Controller: "provisioner",
 	}, now)
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)
 	}
-	reg, err := provisioning.NewRegistrar(adapters.Claims{Store: store})
+	reg, err := provisioning.NewRegistrar(adapters.Claims{Store: store, Metrics: rec})
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)
 	}
@@ -167,7 +174,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	}
 	return NewWithDeps(Deps{
 		Provisioner: prov, Registrar: reg, Tagger: tagger, Nodes: c.Nodes, Payloads: store,
-		Results: adapters.Batches{Store: store, Now: now}, Log: log, Now: now,
+		Results: adapters.Batches{Store: store, Now: now}, Log: log, Now: now, Metrics: rec,
 	})
 }
 
@@ -239,6 +246,8 @@ type Deps struct {
 	Results     results
 	Log         *slog.Logger
 	Now         func() time.Time
+	// Metrics records the round's decision metrics; nil records none.
+	Metrics *decisionmetrics.Recorder
 }
 
 // Handler consumes the provisioning queue. It holds no state between
@@ -336,7 +345,11 @@ func (h *Handler) podBatch(ctx context.Context, log *slog.Logger, body []byte) o
 	}
 	log = log.With("batch", b.ID, "pods", len(b.Pods))
 	start := time.Now()
-	res, err := h.deps.Provisioner.Provision(ctx, b, h.deps.Now())
+	round := h.deps.Now()
+	res, err := h.deps.Provisioner.Provision(ctx, b, round)
+	if err == nil && !res.Replayed && !res.Resumed {
+		h.deps.Metrics.SchedulingRound(ctx, h.deps.Now().Sub(round))
+	}
 	counts := map[provisioning.LaunchStatus]int{}
 	for _, l := range res.Launches {
 		counts[l.Status]++
@@ -435,6 +448,9 @@ func (h *Handler) register(ctx context.Context, log *slog.Logger, name string) e
 		if err != nil {
 			return fmt.Errorf("update node: %w", err)
 		}
+	}
+	if reg.FirstRegistration {
+		h.deps.Metrics.NodeRegistered(ctx, reg.NodeClaim)
 	}
 	log.InfoContext(ctx, "node registered", "node", name, "nodeclaim", reg.NodeClaim.Name, "changed", reg.Changed, "patched", !reg.Patch.IsEmpty())
 	h.tag(ctx, log, reg.NodeClaim)

@@ -94,6 +94,9 @@ const (
 	RouteNodeClaims    = "/v1/nodeclaims"
 	RouteEvents        = "/v1/events"
 	RouteNodeClasses   = "/v1/nodeclasses"
+	// RouteMetrics answers GET with a MetricList: the decision metrics the
+	// Lambdas stored, which outlive every process.
+	RouteMetrics = "/v1/metrics"
 )
 
 // Query parameters of the paged GET routes (see Paging above).
@@ -369,6 +372,17 @@ func summarizeContainers(cs []corev1.Container) []ContainerSummary {
 // Pod returns a corev1.Pod carrying everything in the summary, for the
 // solver. Fields the summary does not carry are zero. The pod shares no
 // memory with s.
+// OwnedByDaemonSet reports whether a DaemonSet owns p (an owner reference
+// of kind DaemonSet): such pods are daemonset overhead, not workload.
+func OwnedByDaemonSet(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
 func (s PodSummary) Pod() *corev1.Pod {
 	p := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},

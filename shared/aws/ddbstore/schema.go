@@ -130,7 +130,7 @@ func intakeAccess() Access {
 		keys = append(keys, pkIdempotency+"#"+scope+"#*")
 	}
 	write := append(keys, pkPayload+"#*", pkConfig, pkSnapshot, pkSnapshot+"#*")
-	read := []string{pkBatch + "#*", pkNodeClaim, pkEvent, pkNodeClassStatus}
+	read := []string{pkBatch + "#*", pkNodeClaim, pkEvent, pkNodeClassStatus, pkMetric}
 	return Access{Read: read, Write: write}
 }
 
@@ -142,7 +142,7 @@ func intakeAccess() Access {
 func interruptionAccess() Access {
 	return Access{
 		Read:    []string{pkNodeClaim},
-		Write:   []string{pkIdempotency + "#" + ScopeInterruption + "#*", pkOffering, pkEvent},
+		Write:   []string{pkIdempotency + "#" + ScopeInterruption + "#*", pkOffering, pkEvent, pkMetric},
 		Indexes: []string{IndexByInstance},
 	}
 }
@@ -166,7 +166,7 @@ func instanceStatusAccess() Access {
 func provisionerAccess() Access {
 	return Access{
 		Read:    []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkPayload + "#*"},
-		Write:   []string{pkNodeClaim, pkBatch + "#*", pkOffering, pkSubnet, pkNodeClassStatus, pkPayload + "#*"},
+		Write:   []string{pkNodeClaim, pkBatch + "#*", pkOffering, pkSubnet, pkNodeClassStatus, pkPayload + "#*", pkMetric},
 		Indexes: []string{IndexByInstance},
 	}
 }
@@ -177,7 +177,7 @@ func provisionerAccess() Access {
 // and deletes NodeClaims, and records an event for each adoption it refuses;
 // nothing else.
 func gcAccess() Access {
-	return Access{Read: []string{pkConfig, pkSnapshot, pkSnapshot + "#*"}, Write: []string{pkNodeClaim, pkEvent}}
+	return Access{Read: []string{pkConfig, pkSnapshot, pkSnapshot + "#*"}, Write: []string{pkNodeClaim, pkEvent, pkMetric}}
 }
 
 // disruptionAccess is what the scheduled disruption evaluation touches: it
@@ -189,7 +189,7 @@ func gcAccess() Access {
 func disruptionAccess() Access {
 	return Access{
 		Read:  []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkOffering},
-		Write: []string{pkNodeClaim, pkPayload + "#*", pkEvent, pkNodeClassStatus},
+		Write: []string{pkNodeClaim, pkPayload + "#*", pkEvent, pkNodeClassStatus, pkMetric},
 	}
 }
 
@@ -201,13 +201,14 @@ func disruptionAccess() Access {
 // NodeClaims (claims, replacements, deletions), event records, the
 // offerings and subnets a launch finds unavailable, and the CreateFleet
 // request stored under its ClientToken (payload fleet-request/<token>,
-// replayed by a retry). It touches no idempotency key, snapshot, batch or
-// node-class resolution.
+// replayed by a retry), and the decision metrics' series (replacements
+// created, NodeClaims terminated). It touches no idempotency key, snapshot,
+// batch or node-class resolution.
 func disruptTaskAccess() Access {
 	return Access{
 		Read: []string{pkConfig, pkPayload + "#" + payloadDisruption + "*"},
 		Write: []string{pkNodeClaim, pkBudget, pkEvent, pkOffering, pkSubnet,
-			pkPayload + "#" + payloadFleetRequest + "*"},
+			pkPayload + "#" + payloadFleetRequest + "*", pkMetric},
 	}
 }
 

@@ -1,0 +1,116 @@
+package decisionmetrics_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
+
+var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+type update struct {
+	Op     string
+	Name   string
+	Labels map[string]string
+	Value  float64
+}
+
+type fakeStore struct {
+	got []update
+	err error
+}
+
+func (f *fakeStore) AddCounter(_ context.Context, name string, labels map[string]string, d float64) error {
+	f.got = append(f.got, update{"add", name, labels, d})
+	return f.err
+}
+
+func (f *fakeStore) SetGauge(_ context.Context, name string, labels map[string]string, v float64) error {
+	f.got = append(f.got, update{"set", name, labels, v})
+	return f.err
+}
+
+func (f *fakeStore) Observe(_ context.Context, name string, labels map[string]string, v float64) error {
+	f.got = append(f.got, update{"observe", name, labels, v})
+	return f.err
+}
+
+func TestRecorderStoresAndLogsEachUpdateOnce(t *testing.T) {
+	st := &fakeStore{}
+	var out bytes.Buffer
+	r := decisionmetrics.New(st, &out, slog.New(slog.NewTextHandler(io.Discard, nil)), "prod", func() time.Time { return t0 })
+	claim := v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abc", Labels: map[string]string{v1.LabelNodePool: "default"}}}
+	r.NodeClaimCreated(t.Context(), claim, "Drifted")
+	r.CloudProviderCall(t.Context(), "provisioner", "Create", 1500*time.Millisecond, "InsufficientCapacityError")
+
+	want := []update{
+		{"add", v1.MetricNodeClaimsCreated, map[string]string{"reason": "drifted", "nodepool": "default", "min_values_relaxed": "false"}, 1},
+		{"observe", v1.MetricCloudProviderSeconds, map[string]string{"controller": "provisioner", "method": "Create", "provider": "aws"}, 1.5},
+		{"add", v1.MetricCloudProviderErrors, map[string]string{"controller": "provisioner", "method": "Create", "provider": "aws", "error": "InsufficientCapacityError"}, 1},
+	}
+	if diff := cmp.Diff(want, st.got); diff != "" {
+		t.Errorf("stored updates mismatch (-want +got):\n%s", diff)
+	}
+	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
+	if len(lines) != 3 {
+		t.Fatalf("EMF lines = %d, want 3:\n%s", len(lines), out.String())
+	}
+	var first map[string]any
+	if err := json.Unmarshal(lines[0], &first); err != nil {
+		t.Fatal(err)
+	}
+	wantFirst := map[string]any{
+		"_aws": map[string]any{
+			"Timestamp": float64(t0.UnixMilli()),
+			"CloudWatchMetrics": []any{map[string]any{
+				"Namespace":  "Nodewright",
+				"Dimensions": []any{[]any{"cluster", "min_values_relaxed", "nodepool", "reason"}},
+				"Metrics":    []any{map[string]any{"Name": v1.MetricNodeClaimsCreated, "Unit": "Count"}},
+			}},
+		},
+		"cluster": "prod", "min_values_relaxed": "false", "nodepool": "default", "reason": "drifted",
+		v1.MetricNodeClaimsCreated: float64(1),
+	}
+	if diff := cmp.Diff(wantFirst, first); diff != "" {
+		t.Errorf("EMF line mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRecorderLogsAStoreFailureAndStillEmits(t *testing.T) {
+	st := &fakeStore{err: errors.New("ProvisionedThroughputExceededException")}
+	var out, logs bytes.Buffer
+	r := decisionmetrics.New(st, &out, slog.New(slog.NewTextHandler(&logs, nil)), "prod", func() time.Time { return t0 })
+	r.InterruptionReceived(t.Context(), "spot_interrupted")
+	if !bytes.Contains(logs.Bytes(), []byte("metric not stored")) {
+		t.Errorf("log = %q, want a warning naming the unstored metric", logs.String())
+	}
+	if !bytes.Contains(out.Bytes(), []byte(`"message_type":"spot_interrupted"`)) {
+		t.Errorf("EMF = %q, want the update logged regardless", out.String())
+	}
+}
+
+func TestEMFLogsAnEmptyLabelAsNone(t *testing.T) {
+	line, err := decisionmetrics.EMF(t0, "prod", v1.MetricCounter, v1.MetricNodeClaimsDisrupted, map[string]string{"capacity_type": ""}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(line, []byte(`"capacity_type":"none"`)) {
+		t.Errorf("EMF = %s, want capacity_type none", line)
+	}
+}
+
+func TestNilRecorderRecordsNothing(t *testing.T) {
+	var r *decisionmetrics.Recorder
+	r.EligibleNodes(t.Context(), "drifted", 2) // must not panic
+}
