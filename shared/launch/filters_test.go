@@ -35,7 +35,7 @@ func TestTruncateKeepsMinValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cands := []launch.Candidate{mk("a.1", "a"), mk("a.2", "a"), mk("a.3", "a"), mk("b.1", "b"), mk("c.1", "c")}
-			kept, _ := launch.Narrow(tt.r, cands, tt.max, nil)
+			kept := launch.Narrow(tt.r, cands, tt.max, nil)
 			var got []string
 			for _, c := range kept {
 				got = append(got, c.Type.Name)

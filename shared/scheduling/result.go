@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,13 +118,13 @@ func (s *solver) narrow(c *nclaim, r requirements.Requirements, limited bool, li
 	spotFilter := ct == nil || ct.Has(v1.CapacityTypeSpot) && ct.Has(v1.CapacityTypeOnDemand)
 	for {
 		fitting := s.fittingUpTo(c.tl, c.cur, &c.used, limited, limitCap, upTo)
-		cands := candidates(r, fitting)
+		cands := s.claimCandidates(c.reqID, fitting)
 		complete := len(fitting) < upTo || upTo >= len(c.tl.types)
 		bound, plain, od := 0.0, false, math.Inf(1)
 		if !complete && len(cands) > 0 {
 			bound = cands[len(cands)-1].Price()
 			for i := range cands {
-				if launch.Exotic(cands[i].Type) {
+				if fitting[cands[i].Ref].exotic {
 					continue
 				}
 				plain = true
@@ -134,13 +135,13 @@ func (s *solver) narrow(c *nclaim, r requirements.Requirements, limited bool, li
 				}
 			}
 		}
-		kept, _ := launch.Narrow(r, cands, s.maxTypes, nil)
+		kept := launch.Narrow(r, cands, s.maxTypes, nil)
 		if complete || plain && (!spotFilter || od <= bound) && len(kept) == s.maxTypes && kept[len(kept)-1].Price() < bound {
 			types := make([]*ptype, len(kept))
 			for i, cd := range kept {
 				types[i] = fitting[cd.Ref]
 			}
-			return types, kept
+			return types, slices.Clone(kept)
 		}
 		upTo *= 2
 	}
