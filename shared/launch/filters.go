@@ -111,13 +111,10 @@ func (f *OfferFilter) Allows(o *catalog.Offering) bool {
 }
 
 // Allowed returns the offerings of offers that f allows and keep (nil
-// accepts all) reports true for, as a new slice (nil when none): non-spot
-// offerings first in their order, then spot offerings cheapest first. The
-// order does not change any plan; it lets Narrow's spot-price filter trim
-// a candidate's spot offerings by reslicing instead of copying.
+// accepts all) reports true for, as a new slice (nil when none), in
+// Arrange's layout.
 func (f *OfferFilter) Allowed(offers catalog.Offerings, keep func(*catalog.Offering) bool) catalog.Offerings {
 	var out catalog.Offerings
-	spot := 0
 	for i := range offers {
 		o := &offers[i]
 		if !f.Allows(o) || keep != nil && !keep(o) {
@@ -127,25 +124,29 @@ func (f *OfferFilter) Allowed(offers catalog.Offerings, keep func(*catalog.Offer
 			out = make(catalog.Offerings, 0, len(offers)-i)
 		}
 		out = append(out, *o)
-		if o.CapacityType == v1.CapacityTypeSpot {
-			spot++
-		}
 	}
-	if spot > 0 {
-		slices.SortStableFunc(out, func(a, b catalog.Offering) int {
-			as, bs := a.CapacityType == v1.CapacityTypeSpot, b.CapacityType == v1.CapacityTypeSpot
-			switch {
-			case as && bs:
-				return cmp.Compare(a.Price, b.Price)
-			case as:
-				return 1
-			case bs:
-				return -1
-			}
-			return 0
-		})
-	}
+	Arrange(out)
 	return out
+}
+
+// Arrange reorders offers in place: non-spot offerings first in their
+// order, then spot offerings cheapest first. The order of a candidate's
+// offerings does not change any plan; this layout lets Narrow's spot-price
+// filter trim a candidate's spot offerings by reslicing instead of
+// copying.
+func Arrange(offers catalog.Offerings) {
+	slices.SortStableFunc(offers, func(a, b catalog.Offering) int {
+		as, bs := a.CapacityType == v1.CapacityTypeSpot, b.CapacityType == v1.CapacityTypeSpot
+		switch {
+		case as && bs:
+			return cmp.Compare(a.Price, b.Price)
+		case as:
+			return 1
+		case bs:
+			return -1
+		}
+		return 0
+	})
 }
 
 // Candidate is an instance type and its offerings still in play.
@@ -209,32 +210,18 @@ func Narrow(r requirements.Requirements, cands []Candidate, max int, rej *[]Reje
 	return kept
 }
 
-// sortByPrice sorts cands by their cheapest offering, then name, stably;
-// each candidate's price is computed once.
+// sortByPrice sorts cands by their cheapest offering, then name, stably.
+// Callers usually pass cands already in that order, which costs one pass.
 func sortByPrice(cands []Candidate) {
-	sorted := true
-	prices := make([]float64, len(cands))
-	for i := range cands {
-		prices[i] = cands[i].Price()
-		if i > 0 && cmp.Or(cmp.Compare(prices[i-1], prices[i]), strings.Compare(cands[i-1].Type.Name, cands[i].Type.Name)) > 0 {
-			sorted = false
+	order := func(a, b *Candidate) int {
+		return cmp.Or(cmp.Compare(a.Price(), b.Price()), strings.Compare(a.Type.Name, b.Type.Name))
+	}
+	for i := 1; i < len(cands); i++ {
+		if order(&cands[i-1], &cands[i]) > 0 {
+			slices.SortStableFunc(cands, func(a, b Candidate) int { return order(&a, &b) })
+			return
 		}
 	}
-	if sorted {
-		return
-	}
-	idx := make([]int, len(cands))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		return cmp.Or(cmp.Compare(prices[a], prices[b]), strings.Compare(cands[a].Type.Name, cands[b].Type.Name))
-	})
-	out := make([]Candidate, len(cands))
-	for i, j := range idx {
-		out[i] = cands[j]
-	}
-	copy(cands, out)
 }
 
 func hasMinValues(r requirements.Requirements) bool {

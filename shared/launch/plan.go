@@ -145,6 +145,13 @@ func New(req Request) (Plan, error) {
 // Choose picks the capacity type of cands (the output of Narrow) and orders
 // their offerings of it; the first is the expected offering.
 func Choose(cands []Candidate) Plan {
+	return ChooseInto(nil, cands)
+}
+
+// ChooseInto is Choose with the plan's Offerings built in buf's storage
+// (grown when too small), so that a caller that only reads the plan before
+// its next call can reuse one buffer: the solver does, once per claim.
+func ChooseInto(buf []Offering, cands []Candidate) Plan {
 	p := Plan{Candidates: cands, CapacityType: capacityType(cands)}
 	n := 0
 	for _, c := range cands {
@@ -154,7 +161,10 @@ func Choose(cands []Candidate) Plan {
 			}
 		}
 	}
-	p.Offerings = make([]Offering, 0, n)
+	if cap(buf) < n {
+		buf = make([]Offering, 0, n)
+	}
+	p.Offerings = buf[:0]
 	for _, c := range cands {
 		start := len(p.Offerings)
 		for _, o := range c.Offerings {

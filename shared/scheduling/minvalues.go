@@ -24,7 +24,8 @@ func candidates(r requirements.Requirements, types []*ptype) []launch.Candidate 
 
 // claimCandidates is candidates for a claim's requirement set: each type's
 // allowed offerings are computed once per (requirement set, type) and
-// shared by every claim with that set (launch.Narrow never writes to them).
+// shared by every claim with that set (launch.Narrow never writes to them;
+// when the set allows all of a type's offerings, they are its own).
 // The result lives in a buffer the next call reuses.
 func (s *solver) claimCandidates(reqID int32, types []*ptype) []launch.Candidate {
 	if s.allowed == nil {
@@ -40,7 +41,10 @@ func (s *solver) claimCandidates(reqID int32, types []*ptype) []launch.Candidate
 			if !fset {
 				f, fset = launch.NewOfferFilter(s.reqs.get(reqID)), true
 			}
-			offers = f.Allowed(t.offers, nil)
+			offers = t.offers
+			if !allAllowed(&f, t.offers) {
+				offers = f.Allowed(t.offers, nil)
+			}
 			s.allowed[k] = offers
 		}
 		if len(offers) > 0 {
@@ -49,6 +53,16 @@ func (s *solver) claimCandidates(reqID int32, types []*ptype) []launch.Candidate
 	}
 	s.candBuf = out
 	return out
+}
+
+// allAllowed reports whether f allows every offering of offers.
+func allAllowed(f *launch.OfferFilter, offers catalog.Offerings) bool {
+	for i := range offers {
+		if !f.Allows(&offers[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // allowedKey names a type's allowed offerings under one requirement set.

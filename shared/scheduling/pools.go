@@ -286,6 +286,9 @@ func (s *solver) buildPoolTypes(p *pool) {
 		if _, ok := typeAdmits(r, t); !ok {
 			continue
 		}
+		// In the launch model's layout, so that a claim whose requirements
+		// allow every offering shares them (claimCandidates).
+		launch.Arrange(t.offers)
 		t.capacity, t.alloc = s.typeVectors(it)
 		for _, d := range p.daemons {
 			if !daemonFitsType(d, t) {

@@ -87,6 +87,8 @@ type solver struct {
 	// (claimCandidates).
 	allowed map[allowedKey]catalog.Offerings
 	candBuf []launch.Candidate
+	// offerBuf holds the launch plan expectedOffering builds.
+	offerBuf []launch.Offering
 	// strategy selects how pods are ordered and packed onto new claims.
 	strategy strategy
 	// byPods indexes every claim by pod count (first-fit strategies).
