@@ -18,7 +18,8 @@
 // fails); see docs/compatibility.md.
 //
 // Its users: the solver (shared/scheduling) narrows each new NodeClaim's
-// candidates and predicts its expected offering with Narrow and Choose;
+// candidates and predicts its expected offering with Narrow and ChooseInto
+// (Choose in a reused buffer);
 // the fleet adapter (shared/aws/fleet) renders New's Plan into
 // CreateFleetInput; both see the same answer for the same claim. The
 // package is pure: no I/O, no clock, no SDK.

@@ -110,6 +110,45 @@ func (f *OfferFilter) Allows(o *catalog.Offering) bool {
 	return true
 }
 
+// Allowed returns the offerings of offers that f allows and keep (nil
+// accepts all) reports true for, as a new slice (nil when none), in
+// Arrange's layout.
+func (f *OfferFilter) Allowed(offers catalog.Offerings, keep func(*catalog.Offering) bool) catalog.Offerings {
+	var out catalog.Offerings
+	for i := range offers {
+		o := &offers[i]
+		if !f.Allows(o) || keep != nil && !keep(o) {
+			continue
+		}
+		if out == nil {
+			out = make(catalog.Offerings, 0, len(offers)-i)
+		}
+		out = append(out, *o)
+	}
+	Arrange(out)
+	return out
+}
+
+// Arrange reorders offers in place: non-spot offerings first in their
+// order, then spot offerings cheapest first. The order of a candidate's
+// offerings does not change any plan; this layout lets Narrow's spot-price
+// filter trim a candidate's spot offerings by reslicing instead of
+// copying.
+func Arrange(offers catalog.Offerings) {
+	slices.SortStableFunc(offers, func(a, b catalog.Offering) int {
+		as, bs := a.CapacityType == v1.CapacityTypeSpot, b.CapacityType == v1.CapacityTypeSpot
+		switch {
+		case as && bs:
+			return cmp.Compare(a.Price, b.Price)
+		case as:
+			return 1
+		case bs:
+			return -1
+		}
+		return 0
+	})
+}
+
 // Candidate is an instance type and its offerings still in play.
 type Candidate struct {
 	Type *catalog.InstanceType
@@ -137,24 +176,26 @@ type Rejection struct {
 // skipped when r carries minValues, which they could break), a sort by
 // cheapest offering then name, and truncate to max (MaxInstanceTypes when
 // max <= 0) keeping every minValues key of r satisfiable when cands
-// satisfied it. It may reorder cands and rewrite their Offerings slices; the
-// result shares cands' backing storage. Rejections are appended to rej.
-func Narrow(r requirements.Requirements, cands []Candidate, max int, rej []Rejection) ([]Candidate, []Rejection) {
+// satisfied it. It may reorder cands and replace a candidate's Offerings
+// with a new, shorter slice, but never writes to the storage of an
+// Offerings slice, so candidates may share their type's offerings. The
+// result shares cands' backing storage. When rej is not nil, each filter
+// that removed types appends a Rejection naming them; with nil, no
+// rejection is built (the solver's hot path).
+func Narrow(r requirements.Requirements, cands []Candidate, max int, rej *[]Rejection) []Candidate {
 	if max <= 0 {
 		max = MaxInstanceTypes
 	}
 	if !hasMinValues(r) {
-		cands, rej = dropExotic(cands, rej)
+		cands = dropExotic(cands, rej)
 		if ct := r[v1.LabelCapacityType]; ct == nil || ct.Has(v1.CapacityTypeSpot) && ct.Has(v1.CapacityTypeOnDemand) {
-			cands, rej = dropPricierSpot(cands, rej)
+			cands = dropPricierSpot(cands, rej)
 		}
 	}
-	slices.SortStableFunc(cands, func(a, b Candidate) int {
-		return cmp.Or(cmp.Compare(a.Price(), b.Price()), strings.Compare(a.Type.Name, b.Type.Name))
-	})
+	sortByPrice(cands)
 	kept := truncate(r, cands, max)
-	if len(kept) < len(cands) {
-		in := map[*catalog.InstanceType]bool{}
+	if rej != nil && len(kept) < len(cands) {
+		in := make(map[*catalog.InstanceType]bool, len(kept))
 		for _, c := range kept {
 			in[c.Type] = true
 		}
@@ -164,9 +205,23 @@ func Narrow(r requirements.Requirements, cands []Candidate, max int, rej []Rejec
 				names = append(names, c.Type.Name)
 			}
 		}
-		rej = append(rej, Rejection{Filter: FilterTruncate, InstanceTypes: names})
+		*rej = append(*rej, Rejection{Filter: FilterTruncate, InstanceTypes: names})
 	}
-	return kept, rej
+	return kept
+}
+
+// sortByPrice sorts cands by their cheapest offering, then name, stably.
+// Callers usually pass cands already in that order, which costs one pass.
+func sortByPrice(cands []Candidate) {
+	order := func(a, b *Candidate) int {
+		return cmp.Or(cmp.Compare(a.Price(), b.Price()), strings.Compare(a.Type.Name, b.Type.Name))
+	}
+	for i := 1; i < len(cands); i++ {
+		if order(&cands[i-1], &cands[i]) > 0 {
+			slices.SortStableFunc(cands, func(a, b Candidate) int { return order(&a, &b) })
+			return
+		}
+	}
 }
 
 func hasMinValues(r requirements.Requirements) bool {
@@ -186,26 +241,49 @@ func Exotic(it *catalog.InstanceType) bool {
 	return gpu || acc || strings.Contains(it.Labels[v1.LabelInstanceSize], "metal")
 }
 
-// dropExotic removes exotic types unless nothing else is left.
-func dropExotic(cands []Candidate, rej []Rejection) ([]Candidate, []Rejection) {
-	var names []string
-	for _, c := range cands {
+// dropExotic removes exotic types unless nothing else is left, naming
+// them in rej when it is not nil. Exotic is evaluated once per candidate.
+func dropExotic(cands []Candidate, rej *[]Rejection) []Candidate {
+	var exotic []bool
+	n := 0
+	for i, c := range cands {
 		if Exotic(c.Type) {
+			if exotic == nil {
+				exotic = make([]bool, len(cands))
+			}
+			exotic[i] = true
+			n++
+		}
+	}
+	if n == 0 || n == len(cands) {
+		return cands
+	}
+	var names []string
+	if rej != nil {
+		names = make([]string, 0, n)
+	}
+	out := cands[:0]
+	for i, c := range cands {
+		switch {
+		case !exotic[i]:
+			out = append(out, c)
+		case rej != nil:
 			names = append(names, c.Type.Name)
 		}
 	}
-	if len(names) == 0 || len(names) == len(cands) {
-		return cands, rej
+	clear(cands[len(out):])
+	if rej != nil {
+		*rej = append(*rej, Rejection{Filter: FilterExotic, InstanceTypes: names})
 	}
-	out := slices.DeleteFunc(cands, func(c Candidate) bool { return Exotic(c.Type) })
-	return out, append(rej, Rejection{Filter: FilterExotic, InstanceTypes: names})
+	return out
 }
 
 // dropPricierSpot removes spot offerings priced above the cheapest
-// on-demand offering of any candidate, then candidates left with none. With
-// no on-demand offering it changes nothing. Offerings slices are rewritten
-// in place (Narrow's contract).
-func dropPricierSpot(cands []Candidate, rej []Rejection) ([]Candidate, []Rejection) {
+// on-demand offering of any candidate, then candidates left with none,
+// naming those in rej when it is not nil. With no on-demand offering it
+// changes nothing. A candidate that loses offerings gets a new Offerings
+// slice; the old one's storage is not written (Narrow's contract).
+func dropPricierSpot(cands []Candidate, rej *[]Rejection) []Candidate {
 	od, found := 0.0, false
 	for _, c := range cands {
 		for _, o := range c.Offerings {
@@ -215,25 +293,37 @@ func dropPricierSpot(cands []Candidate, rej []Rejection) ([]Candidate, []Rejecti
 		}
 	}
 	if !found {
-		return cands, rej
+		return cands
 	}
 	pricier := func(o catalog.Offering) bool { return o.CapacityType == v1.CapacityTypeSpot && o.Price > od }
 	var names []string
 	out := cands[:0]
 	for _, c := range cands {
-		if slices.ContainsFunc(c.Offerings, pricier) {
-			c.Offerings = slices.DeleteFunc(c.Offerings, pricier)
+		if first := slices.IndexFunc(c.Offerings, pricier); first >= 0 {
+			if rest := c.Offerings[first:]; !slices.ContainsFunc(rest, func(o catalog.Offering) bool { return !pricier(o) }) {
+				// The pricier offerings are a suffix (OfferFilter.Allowed's
+				// layout): reslice.
+				c.Offerings = c.Offerings[:first:first]
+			} else {
+				kept := make(catalog.Offerings, 0, len(c.Offerings))
+				for _, o := range c.Offerings {
+					if !pricier(o) {
+						kept = append(kept, o)
+					}
+				}
+				c.Offerings = kept
+			}
 		}
 		if len(c.Offerings) > 0 {
 			out = append(out, c)
-		} else {
+		} else if rej != nil {
 			names = append(names, c.Type.Name)
 		}
 	}
 	if len(names) > 0 {
-		rej = append(rej, Rejection{Filter: FilterSpotPrice, InstanceTypes: names})
+		*rej = append(*rej, Rejection{Filter: FilterSpotPrice, InstanceTypes: names})
 	}
-	return out, rej
+	return out
 }
 
 // values returns the values candidate c offers for key under r: its name

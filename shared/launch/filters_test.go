@@ -1,6 +1,7 @@
 package launch_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,7 +36,7 @@ func TestTruncateKeepsMinValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cands := []launch.Candidate{mk("a.1", "a"), mk("a.2", "a"), mk("a.3", "a"), mk("b.1", "b"), mk("c.1", "c")}
-			kept, _ := launch.Narrow(tt.r, cands, tt.max, nil)
+			kept := launch.Narrow(tt.r, cands, tt.max, nil)
 			var got []string
 			for _, c := range kept {
 				got = append(got, c.Type.Name)
@@ -44,5 +45,55 @@ func TestTruncateKeepsMinValues(t *testing.T) {
 				t.Errorf("Narrow() mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestNarrowLeavesSharedOfferingsUntouched(t *testing.T) {
+	offer := func(zone, ct string, price float64) catalog.Offering {
+		return catalog.Offering{Zone: zone, CapacityType: ct, Price: price, Available: true}
+	}
+	mk := func(name string, offers ...catalog.Offering) *catalog.InstanceType {
+		return &catalog.InstanceType{Name: name, Labels: map[string]string{"node.kubernetes.io/instance-type": name}, Offerings: offers}
+	}
+	// b's spot offerings cost more than a's on-demand one, so the
+	// spot-price filter drops them: once from Arrange's layout (spot last),
+	// once from a layout with spot first.
+	a := mk("a", offer("z1", "on-demand", 1), offer("z1", "spot", 0.5))
+	arranged := mk("b", offer("z1", "on-demand", 3), offer("z2", "spot", 2), offer("z1", "spot", 2.5))
+	mixed := mk("c", offer("z1", "spot", 2.5), offer("z1", "on-demand", 4), offer("z2", "spot", 2))
+	for _, it := range []*catalog.InstanceType{a, arranged, mixed} {
+		before := slices.Clone(it.Offerings)
+		cands := []launch.Candidate{{Type: a, Offerings: a.Offerings}, {Type: it, Offerings: it.Offerings}}
+		var rej []launch.Rejection
+		kept := launch.Narrow(requirements.Requirements{}, cands, 0, &rej)
+		if diff := cmp.Diff(before, it.Offerings); diff != "" {
+			t.Errorf("%s: Narrow wrote to the offerings it was given (-before +after):\n%s", it.Name, diff)
+		}
+		if it == a {
+			continue
+		}
+		if len(kept) != 2 || len(kept[1].Offerings) != 1 || kept[1].Offerings[0].CapacityType != "on-demand" {
+			t.Errorf("%s: kept %+v, want a, then %s with only its on-demand offering", it.Name, kept, it.Name)
+		}
+		if launch.Narrow(requirements.Requirements{}, []launch.Candidate{{Type: it, Offerings: it.Offerings}}, 0, nil) == nil {
+			t.Errorf("%s: Narrow without a rejection list dropped the only candidate", it.Name)
+		}
+	}
+}
+
+func TestChooseIntoPlansAsChooseInTheGivenBuffer(t *testing.T) {
+	it := &catalog.InstanceType{Name: "a", Offerings: catalog.Offerings{
+		{Zone: "z2", CapacityType: "spot", Price: 1, Available: true},
+		{Zone: "z1", CapacityType: "spot", Price: 1, Available: true},
+		{Zone: "z1", CapacityType: "on-demand", Price: 2, Available: true},
+	}}
+	cands := []launch.Candidate{{Type: it, Offerings: it.Offerings}}
+	buf := make([]launch.Offering, 0, 8)
+	got := launch.ChooseInto(buf, cands)
+	if diff := cmp.Diff(launch.Choose(cands), got); diff != "" {
+		t.Errorf("ChooseInto() differs from Choose() (-want +got):\n%s", diff)
+	}
+	if &got.Offerings[:1][0] != &buf[:1][0] {
+		t.Errorf("ChooseInto() did not build the offerings in the buffer it was given")
 	}
 }

@@ -95,15 +95,7 @@ func New(req Request) (Plan, error) {
 	filter := NewOfferFilter(req.Requirements)
 	var rej []Rejection
 	var incompatible, tooSmall, noOffer []string
-	n := 0
-	for _, it := range req.InstanceTypes {
-		if it != nil {
-			n += len(it.Offerings)
-		}
-	}
-	// One backing array holds every candidate's offerings; each owns its
-	// own region of it.
-	backing := make(catalog.Offerings, 0, n)
+	keep := func(o *catalog.Offering) bool { return o.Available && (req.Zones == nil || req.Zones[o.Zone]) }
 	cands := make([]Candidate, 0, len(req.InstanceTypes))
 	for i, it := range req.InstanceTypes {
 		if it == nil {
@@ -117,18 +109,12 @@ func New(req Request) (Plan, error) {
 			tooSmall = append(tooSmall, it.Name)
 			continue
 		}
-		start := len(backing)
-		for j := range it.Offerings {
-			o := &it.Offerings[j]
-			if o.Available && (req.Zones == nil || req.Zones[o.Zone]) && filter.Allows(o) {
-				backing = append(backing, *o)
-			}
-		}
-		if len(backing) == start {
+		offers := filter.Allowed(it.Offerings, keep)
+		if len(offers) == 0 {
 			noOffer = append(noOffer, it.Name)
 			continue
 		}
-		cands = append(cands, Candidate{Type: it, Offerings: backing[start:len(backing):len(backing)], Ref: i})
+		cands = append(cands, Candidate{Type: it, Offerings: offers, Ref: i})
 	}
 	for _, r := range []Rejection{{FilterCompatible, incompatible}, {FilterFits, tooSmall}, {FilterOffering, noOffer}} {
 		if len(r.InstanceTypes) > 0 {
@@ -145,7 +131,7 @@ func New(req Request) (Plan, error) {
 	}
 	all := len(cands)
 	metBefore, _, _ := MinValuesShortfall(req.Requirements, cands)
-	cands, rej = Narrow(req.Requirements, cands, max, rej)
+	cands = Narrow(req.Requirements, cands, max, &rej)
 	if all > max && metBefore == "" {
 		if key, _, _ := MinValuesShortfall(req.Requirements, cands); key != "" {
 			return Plan{Rejected: rej}, fmt.Errorf("instance types: minValues of %q cannot be met by %d instance types", key, max)
@@ -159,7 +145,26 @@ func New(req Request) (Plan, error) {
 // Choose picks the capacity type of cands (the output of Narrow) and orders
 // their offerings of it; the first is the expected offering.
 func Choose(cands []Candidate) Plan {
+	return ChooseInto(nil, cands)
+}
+
+// ChooseInto is Choose with the plan's Offerings built in buf's storage
+// (grown when too small), so that a caller that only reads the plan before
+// its next call can reuse one buffer: the solver does, once per claim.
+func ChooseInto(buf []Offering, cands []Candidate) Plan {
 	p := Plan{Candidates: cands, CapacityType: capacityType(cands)}
+	n := 0
+	for _, c := range cands {
+		for _, o := range c.Offerings {
+			if o.CapacityType == p.CapacityType {
+				n++
+			}
+		}
+	}
+	if cap(buf) < n {
+		buf = make([]Offering, 0, n)
+	}
+	p.Offerings = buf[:0]
 	for _, c := range cands {
 		start := len(p.Offerings)
 		for _, o := range c.Offerings {

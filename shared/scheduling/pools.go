@@ -69,6 +69,8 @@ type ptype struct {
 	ds     vec
 	ports  []hostPort
 	offers []catalog.Offering
+	// exotic is launch.Exotic of the type, computed once.
+	exotic bool
 }
 
 // daemon is a DaemonSet reduced to what overhead needs.
@@ -275,7 +277,7 @@ func (s *solver) buildPoolTypes(p *pool) {
 		if it == nil {
 			continue
 		}
-		t := &ptype{it: it, name: it.Name}
+		t := &ptype{it: it, name: it.Name, exotic: launch.Exotic(it)}
 		for _, o := range it.Offerings {
 			if o.Available {
 				t.offers = append(t.offers, o)
@@ -284,6 +286,9 @@ func (s *solver) buildPoolTypes(p *pool) {
 		if _, ok := typeAdmits(r, t); !ok {
 			continue
 		}
+		// In the launch model's layout, so that a claim whose requirements
+		// allow every offering shares them (claimCandidates).
+		launch.Arrange(t.offers)
 		t.capacity, t.alloc = s.typeVectors(it)
 		for _, d := range p.daemons {
 			if !daemonFitsType(d, t) {

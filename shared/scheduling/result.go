@@ -23,10 +23,8 @@ func replaceAll(s, old, new string) string { return strings.ReplaceAll(s, old, n
 // final is a claim as it will be written: its candidates and the offering
 // CreateFleet is expected to pick, as the launch model plans them.
 type final struct {
-	c     *nclaim
-	types []*ptype
-	// cands are types as launch candidates (their allowed offerings).
-	cands    []launch.Candidate
+	c        *nclaim
+	types    []*ptype
 	expected ExpectedOffering
 }
 
@@ -93,7 +91,7 @@ func (s *solver) finalize() []final {
 			}
 			slack[p] = sl
 		}
-		s.finals = append(s.finals, final{c: c, types: types, cands: cands, expected: expectedOffering(cands)})
+		s.finals = append(s.finals, final{c: c, types: types, expected: s.expectedOffering(cands)})
 	}
 	return s.finals
 }
@@ -106,8 +104,9 @@ func (s *solver) finalize() []final {
 // prefix's last price). The prefix's answer is the full list's when it has
 // a non-exotic type (the exotic filter decides the same), its cheapest
 // on-demand offering is at most bound (no later type lowers the spot-price
-// threshold, when that filter applies), and it keeps maxTypes candidates all priced below bound. With
-// minValues every fitting type is passed.
+// threshold, when that filter applies), and it keeps maxTypes candidates
+// all priced below bound. With minValues every fitting type is passed. The candidates returned live in
+// a buffer the next call reuses.
 func (s *solver) narrow(c *nclaim, r requirements.Requirements, limited bool, limitCap *vec) ([]*ptype, []launch.Candidate) {
 	upTo := len(c.tl.types)
 	if !c.tl.minValues {
@@ -117,13 +116,13 @@ func (s *solver) narrow(c *nclaim, r requirements.Requirements, limited bool, li
 	spotFilter := ct == nil || ct.Has(v1.CapacityTypeSpot) && ct.Has(v1.CapacityTypeOnDemand)
 	for {
 		fitting := s.fittingUpTo(c.tl, c.cur, &c.used, limited, limitCap, upTo)
-		cands := candidates(r, fitting)
+		cands := s.claimCandidates(c.reqID, fitting)
 		complete := len(fitting) < upTo || upTo >= len(c.tl.types)
 		bound, plain, od := 0.0, false, math.Inf(1)
 		if !complete && len(cands) > 0 {
 			bound = cands[len(cands)-1].Price()
 			for i := range cands {
-				if launch.Exotic(cands[i].Type) {
+				if fitting[cands[i].Ref].exotic {
 					continue
 				}
 				plain = true
@@ -134,7 +133,7 @@ func (s *solver) narrow(c *nclaim, r requirements.Requirements, limited bool, li
 				}
 			}
 		}
-		kept, _ := launch.Narrow(r, cands, s.maxTypes, nil)
+		kept := launch.Narrow(r, cands, s.maxTypes, nil)
 		if complete || plain && (!spotFilter || od <= bound) && len(kept) == s.maxTypes && kept[len(kept)-1].Price() < bound {
 			types := make([]*ptype, len(kept))
 			for i, cd := range kept {
@@ -245,13 +244,19 @@ func (s *solver) newClaim(f final, name string) NewClaim {
 	relaxed := c.minValuesRelaxed
 	lowered := map[string]int{}
 	if relaxed || s.bestEffort {
-		// BestEffort: lower each unreachable minValues to what remains.
+		// BestEffort: lower each unreachable minValues to what remains
+		// (the spot-price filter never runs with minValues, so the
+		// candidates' offerings are the allowed ones).
+		var cands []launch.Candidate
 		for _, k := range r.Keys() {
 			req := r[k]
 			if req.MinValues == nil {
 				continue
 			}
-			if n := launch.DistinctValues(r, f.cands, k); n < *req.MinValues {
+			if cands == nil {
+				cands = candidates(r, types)
+			}
+			if n := launch.DistinctValues(r, cands, k); n < *req.MinValues {
 				lowered[k] = n
 				relaxed = true
 			}
@@ -343,9 +348,10 @@ func ptrTo[T any](v T) *T { return &v }
 
 // expectedOffering is the offering CreateFleet would pick: the first of
 // the launch model's plan for the candidates (launch.Choose), zero with
-// none.
-func expectedOffering(cands []launch.Candidate) ExpectedOffering {
-	p := launch.Choose(cands)
+// none. The plan's offerings are built in a buffer reused per claim.
+func (s *solver) expectedOffering(cands []launch.Candidate) ExpectedOffering {
+	p := launch.ChooseInto(s.offerBuf, cands)
+	s.offerBuf = p.Offerings
 	o, ok := p.Expected()
 	if !ok {
 		return ExpectedOffering{}

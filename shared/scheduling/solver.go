@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -90,6 +91,12 @@ type solver struct {
 	typeVecs map[*catalog.InstanceType][2]vec
 	// finals caches finalize.
 	finals []final
+	// allowed caches each type's allowed offerings per requirement set
+	// (claimCandidates).
+	allowed map[allowedKey]catalog.Offerings
+	candBuf []launch.Candidate
+	// offerBuf holds the launch plan expectedOffering builds.
+	offerBuf []launch.Offering
 	// strategy selects how pods are ordered and packed onto new claims.
 	strategy strategy
 	// byPods indexes every claim by pod count (first-fit strategies).

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/workflow"
@@ -187,17 +188,15 @@ func (h *Handler) recordEvents(ctx context.Context, step string, st workflow.Dis
 	if h.events == nil || len(evs) == 0 {
 		return
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, eventWriters)
+	var g errgroup.Group
+	g.SetLimit(eventWriters)
 	for _, e := range evs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			if err := h.events.PutEvent(ctx, e, now, ddbstore.EventTTL); err != nil {
 				h.log.WarnContext(ctx, "event not recorded", "step", step, "execution", st.ID, "reason", e.Reason, "id", e.ID, "error", err)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // every write returns nil: a failed event is logged, not an error
 }
