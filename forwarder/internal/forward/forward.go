@@ -376,7 +376,7 @@ func (f *Forwarder) podLoop(ctx context.Context, pods *batcher.Batcher[string], 
 		}
 		dss, err := f.src.DaemonSets.List(labels.Everything())
 		if err != nil {
-			f.log.Error("list daemonsets for the pod batch", "err", err)
+			f.log.Error("list daemonsets for the pod batch", "error", err)
 			continue
 		}
 		batches, err := report.PodBatches(f.opts.Cluster, w.Closed, list, dss, f.src.Volumes)
