@@ -372,8 +372,8 @@ func TestDefaultDeployment(t *testing.T) {
 		}{
 			{"Provisioner", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "PAYLOAD#*," +
-					cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "PAYLOAD#*"},
+					cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "EVENT"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "PAYLOAD#*," + cl + "EVENT"},
 				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
 			}, true},
 			{"Gc", []tableGrant{

@@ -354,6 +354,15 @@ func TestInsufficientCapacityEndsOnAnotherOffering(t *testing.T) {
 		!unavailable[0].Until.Equal(e.clock.Now().Add(provisioning.UnavailableOfferingsTTL)) {
 		t.Errorf("unavailable offerings = %+v, want spot/m5.large/us-east-1a for 3 minutes", unavailable)
 	}
+	evs, err := e.store.ListEvents(context.Background(), e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := provisioning.ClaimName("default", "b1", 0)
+	if len(evs) != 1 || evs[0].Reason != "InsufficientCapacityError" || evs[0].Type != "Warning" || evs[0].NodeClaim != first ||
+		!strings.HasPrefix(evs[0].Message, "NodeClaim "+first+" event: ") {
+		t.Errorf("event records = %+v, want one InsufficientCapacityError Warning on NodeClaim %s", evs, first)
+	}
 
 	// Round 2: the forwarder's next batch carries the still-pending pod.
 	e.clock.Advance(15 * time.Second)

@@ -40,6 +40,9 @@ type launchState struct {
 	types map[string][]*catalog.InstanceType
 	// warnings name what was left out and why.
 	warnings []string
+	// noCompatible names the NodePools the solve found with no compatible
+	// instance type (scheduling.Result.NoCompatibleInstanceTypes).
+	noCompatible []string
 }
 
 // classList returns the resolved classes sorted by name.

@@ -264,6 +264,11 @@ type Result struct {
 	// round and why (invalid, not resolvable, not ready). Their pods are
 	// reported unschedulable by the solver.
 	Warnings []string
+	// NoCompatibleInstanceTypes names the NodePools whose requirements
+	// filtered out every instance type with an available offering in this
+	// call's solve (scheduling.Result.NoCompatibleInstanceTypes); empty
+	// when the call resumed a stored plan instead of solving.
+	NoCompatibleInstanceTypes []string
 }
 
 // Launch is what Provision did with one NodeClaim.
@@ -369,7 +374,7 @@ func (p *Provisioner) Provision(ctx context.Context, batch *v1.PodBatch, now tim
 		if err := p.ports.Batches.PutBatchResult(ctx, plan); err != nil {
 			return Result{}, fmt.Errorf("provision batch %s: store plan: %w", batch.ID, err)
 		}
-		res = Result{Batch: plan, Warnings: st.warnings}
+		res = Result{Batch: plan, Warnings: st.warnings, NoCompatibleInstanceTypes: st.noCompatible}
 	}
 
 	launchCtx, cancel := p.launchContext(ctx)
@@ -499,6 +504,7 @@ func (p *Provisioner) solve(ctx context.Context, batch *v1.PodBatch, st *launchS
 	for uid, reason := range plan.Unschedulable {
 		out.Unschedulable[types.UID(uid)] = reason
 	}
+	st.noCompatible = plan.NoCompatibleInstanceTypes
 	for i, nc := range plan.NewClaims {
 		claim := nc.NodeClaim
 		claim.Name = ClaimName(nc.NodePool, batch.ID, i)

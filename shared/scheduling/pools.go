@@ -31,6 +31,9 @@ type pool struct {
 	taints []corev1.Taint
 	// skip is why the pool cannot launch anything ("" when usable).
 	skip string
+	// noTypes is set when skip is that the pool's requirements filter out
+	// every instance type with an available offering.
+	noTypes bool
 	// types are the instance types the pool's requirements admit that have
 	// an available offering the requirements allow, in input order.
 	types []*ptype
@@ -204,6 +207,7 @@ func (s *solver) buildPools() error {
 		s.buildPoolTypes(p)
 		if len(p.types) == 0 {
 			p.skip = "has no compatible instance type: " + s.diagnoseNoTypes(p)
+			p.noTypes = true
 		}
 	}
 	return nil

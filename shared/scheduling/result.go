@@ -190,6 +190,11 @@ func (s *solver) result() Result {
 		}
 		res.NewClaims = append(res.NewClaims, s.newClaim(f, name))
 	}
+	for _, p := range s.pools {
+		if p.noTypes {
+			res.NoCompatibleInstanceTypes = append(res.NoCompatibleInstanceTypes, p.name)
+		}
+	}
 	return res
 }
 

@@ -86,6 +86,12 @@ type Result struct {
 	// NodePools rejected the pod and why (in NodePool order), or why the
 	// provisioner does not act on it at all.
 	Unschedulable map[string]string
+	// NoCompatibleInstanceTypes names, in NodePool order, the usable
+	// NodePools whose requirements filter out every instance type with an
+	// available offering, so they could launch nothing for any pod
+	// (karpenter: the provisioner's NoCompatibleInstanceTypes event on the
+	// NodePool; karpenter-spec.md section 3). Nil when there are none.
+	NoCompatibleInstanceTypes []string `json:",omitempty"`
 }
 
 // NewClaim is one NodeClaim to launch and the pods it will host.

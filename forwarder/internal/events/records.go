@@ -52,42 +52,58 @@ type Objects interface {
 // karpenter.sh/v1). Nodes, NodeClaims and NodePools are cluster-scoped, so
 // their Events go to the "default" namespace, as client-go's recorder puts
 // them. A Pod's UID is the record's when it carries one, since an evicted
-// pod is often gone by the time its record is relayed. The Event's name is RecordEventName of
-// the record ID, so a record listed again, or relayed again by the next
-// leader, is created once: AlreadyExists counts as done. A Relay remembers
+// pod is often gone by the time its record is relayed. Events go through
+// client-go's EventCorrelator, as the pod Events do (see the package doc):
+// a record identical to one already relayed (same object, type, reason and
+// message, such as a decision recorded again in its next window) is
+// patched onto the Event written for the first, count + 1 and
+// lastTimestamp moved, rather than created again, similar records beyond
+// client-go's limits are aggregated, and a flood for one object is rate
+// limited (a record the spam filter drops counts as done). A new Event's
+// name is RecordEventName of the record ID, so a record listed again, or
+// relayed again by the next leader (whose correlator starts empty), is
+// created once: AlreadyExists counts as done. A Relay remembers
 // the records it has written while the API still lists them, so a poll
 // writes only new records. It is safe for use by one goroutine.
 type Relay struct {
-	client   corev1client.EventsGetter
+	w        *correlated
 	objects  Objects
 	now      func() time.Time
 	instance string
-	done     map[string]bool
+	// done maps the IDs of records written (or given up on) to when the
+	// API last listed them.
+	done map[string]time.Time
 }
+
+// recordMemory is how long a Relay remembers a record the API stopped
+// listing: the API keeps a record for an hour (the Lambdas' event record
+// TTL), so a record listed again within it is the same event, and is not
+// counted twice by the correlator.
+const recordMemory = time.Hour
 
 // NewRelay returns a Relay that writes through client, looks UIDs up in
 // objects, stamps a record without a time with now and names instance
 // (this replica's pod name) as the reporting instance.
 func NewRelay(client corev1client.EventsGetter, objects Objects, now func() time.Time, instance string) *Relay {
-	return &Relay{client: client, objects: objects, now: now, instance: instance, done: map[string]bool{}}
+	return &Relay{w: newCorrelated(client, now), objects: objects, now: now, instance: instance, done: map[string]time.Time{}}
 }
 
 // Relay writes an Event for every record not written before, in order. It
-// returns how many Events it created and every error, joined: a record
+// returns how many Events it wrote (created or counted) and every error, joined: a record
 // without an ID, a reason or an object (NodeClaim, Node, Pod or
 // NodePool), with a Pod that is not "<namespace>/<name>", or with a Type
 // other than Normal or Warning, is reported once and skipped for good; a
 // failed UID lookup or
 // create is retried by the next call that lists the record. records are
-// the API's whole current list: remembered IDs it no longer lists are
-// forgotten.
+// the API's whole current list: an ID it has not listed for recordMemory
+// is forgotten.
 func (r *Relay) Relay(ctx context.Context, records []v1.EventRecord) (int, error) {
-	listed := make(map[string]bool, len(records))
+	now := r.now()
 	var created int
 	var errs []error
 	for _, rec := range records {
-		listed[rec.ID] = true
-		if r.done[rec.ID] {
+		if _, ok := r.done[rec.ID]; ok {
+			r.done[rec.ID] = now
 			continue
 		}
 		if ctx.Err() != nil {
@@ -95,7 +111,7 @@ func (r *Relay) Relay(ctx context.Context, records []v1.EventRecord) (int, error
 			break
 		}
 		if err := checkRecord(rec); err != nil {
-			r.done[rec.ID] = true
+			r.done[rec.ID] = now
 			errs = append(errs, err)
 			continue
 		}
@@ -104,20 +120,22 @@ func (r *Relay) Relay(ctx context.Context, records []v1.EventRecord) (int, error
 			errs = append(errs, err)
 			continue
 		}
-		_, err = r.client.Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+		wrote, err := r.w.write(ev)
 		switch {
 		case err == nil:
-			created++
+			if wrote {
+				created++
+			}
 		case apierrors.IsAlreadyExists(err):
 		default:
 			errs = append(errs, fmt.Errorf("create %s event for record %s on %s %s: %w",
 				rec.Reason, rec.ID, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, err))
 			continue
 		}
-		r.done[rec.ID] = true
+		r.done[rec.ID] = now
 	}
-	for id := range r.done {
-		if !listed[id] {
+	for id, at := range r.done {
+		if now.Sub(at) >= recordMemory {
 			delete(r.done, id)
 		}
 	}

@@ -234,13 +234,13 @@ func TestRelay(t *testing.T) {
 			wantEvents:  []recorded{{Name: events.RecordEventName("r1"), Reason: "SpotInterrupted", Object: nodeRef}},
 		},
 		{
-			name: "should forget a record the API no longer lists",
+			name: "should not write again a record the API stopped listing for less than its lifetime",
 			calls: []call{
 				{records: []v1.EventRecord{record("r1")}, wantCreated: 1},
 				{records: nil},
-				{records: []v1.EventRecord{record("r1")}}, // created again: AlreadyExists, done
+				{records: []v1.EventRecord{record("r1")}}, // remembered: neither created nor counted again
 			},
-			wantCreates: 2,
+			wantCreates: 1,
 			wantEvents:  []recorded{{Name: events.RecordEventName("r1"), Reason: "SpotInterrupted", Object: nodeRef}},
 		},
 	}
@@ -309,6 +309,36 @@ func TestRelayWritesTheRecordAsAnEvent(t *testing.T) {
 	}
 }
 
+func TestRelayCountsARepeatedRecordOnTheEventOfTheFirst(t *testing.T) {
+	client := fake.NewClientset()
+	r := events.NewRelay(client.CoreV1(), cluster(), func() time.Time { return epoch }, "forwarder-0")
+	// The disruption Lambda records a still-blocked node again in its next
+	// window: a new ID, the same object, reason and message.
+	blocked := func(id string) v1.EventRecord {
+		return record(id, func(r *v1.EventRecord) {
+			r.Type, r.Reason, r.Message = "Normal", "DisruptionBlocked", `Cannot disrupt Node: pod shop/db-0 has karpenter.sh/do-not-disrupt: "true"`
+		})
+	}
+	for i, recs := range [][]v1.EventRecord{{blocked("w1")}, {blocked("w1"), blocked("w2")}} {
+		if n, err := r.Relay(t.Context(), recs); err != nil || n != 1 {
+			t.Fatalf("call %d: Relay() = %d, %v; want 1 written", i, n, err)
+		}
+	}
+	evs, err := client.CoreV1().Events(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) != 1 {
+		t.Fatalf("events = %d, want the repeat counted on the first one", len(evs.Items))
+	}
+	if got := evs.Items[0]; got.Name != events.RecordEventName("w1") || got.Count != 2 || got.InvolvedObject != nodeRef {
+		t.Errorf("event = %s count %d on %+v, want %s count 2 on the Node", got.Name, got.Count, got.InvolvedObject, events.RecordEventName("w1"))
+	}
+	if got := creates(client); got != 1 {
+		t.Errorf("create calls = %d, want 1 (the repeat is a patch)", got)
+	}
+}
+
 func TestRecordEventName(t *testing.T) {
 	tests := []struct {
 		name string
@@ -332,6 +362,46 @@ func TestRecordEventName(t *testing.T) {
 				t.Errorf("RecordEventName(%q) = RecordEventName(%q) = %q", tt.id, other, got)
 			}
 			seen[got] = tt.id
+		})
+	}
+}
+
+func TestRelayWritesEachKarpenterReasonOnItsObject(t *testing.T) {
+	tests := []struct {
+		name string
+		rec  v1.EventRecord
+		want corev1.ObjectReference
+	}{
+		{name: "should write NoCompatibleInstanceTypes on the NodePool",
+			rec:  v1.EventRecord{ID: "NoCompatibleInstanceTypes:default:20300102T0304", Type: "Warning", Reason: "NoCompatibleInstanceTypes", NodePool: "default", Message: "NodePool requirements filtered out all compatible available instance types"},
+			want: poolRef},
+		{name: "should write InsufficientCapacityError on the NodeClaim",
+			rec:  v1.EventRecord{ID: "InsufficientCapacityError:default-abc", Type: "Warning", Reason: "InsufficientCapacityError", NodeClaim: "default-abc", Message: "NodeClaim default-abc event: no capacity"},
+			want: claimRef},
+		{name: "should write NodeClassNotReady on the NodeClaim",
+			rec:  v1.EventRecord{ID: "NodeClassNotReady:default-abc", Type: "Warning", Reason: "NodeClassNotReady", NodeClaim: "default-abc", Message: `NodeClaim default-abc event: EC2NodeClass "default" is missing, invalid or not ready`},
+			want: claimRef},
+		{name: "should write the Node's DisruptionBlocked on the Node",
+			rec:  v1.EventRecord{ID: "DisruptionBlocked:default-abc:w:1", Type: "Normal", Reason: "DisruptionBlocked", NodeClaim: "default-abc", Node: "ip-10-0-0-1", Message: "Cannot disrupt Node: pod shop/db-0 is protected by PodDisruptionBudget shop/db (0 disruptions allowed)"},
+			want: nodeRef},
+		{name: "should write the NodeClaim's DisruptionBlocked on the NodeClaim",
+			rec:  v1.EventRecord{ID: "DisruptionBlocked:nodeclaim:default-abc:w:1", Type: "Normal", Reason: "DisruptionBlocked", NodeClaim: "default-abc", Message: "Cannot disrupt NodeClaim: pod shop/db-0 is protected by PodDisruptionBudget shop/db (0 disruptions allowed)"},
+			want: claimRef},
+		{name: "should write the NodeClaim's Unconsolidatable on the NodeClaim",
+			rec:  v1.EventRecord{ID: "Unconsolidatable:nodeclaim:default-abc:w:1", Type: "Normal", Reason: "Unconsolidatable", NodeClaim: "default-abc", Message: "Can't replace with a cheaper node"},
+			want: claimRef},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			r := events.NewRelay(client.CoreV1(), cluster(), func() time.Time { return epoch }, "forwarder-0")
+			if n, err := r.Relay(t.Context(), []v1.EventRecord{tt.rec}); err != nil || n != 1 {
+				t.Fatalf("Relay() = %d, %v; want 1 written", n, err)
+			}
+			want := []recorded{{Name: events.RecordEventName(tt.rec.ID), Reason: tt.rec.Reason, Object: tt.want}}
+			if diff := cmp.Diff(want, recordEvents(t, client)); diff != "" {
+				t.Errorf("events mismatch (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

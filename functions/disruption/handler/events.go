@@ -31,9 +31,13 @@ const (
 const EventWindow = ddbstore.EventTTL
 
 // decisionEvents are the event records of an evaluation (Karpenter's
-// disruption controller's events), at most one per NodeClaim. A blocked
-// NodeClaim's event is its disruption.Blocked.Event, which the evaluation
-// sets where it decides the reason; the reason's wording decides nothing:
+// disruption controller's events), at most one pair per NodeClaim: one on
+// its Node and one on the NodeClaim, as Karpenter writes them (karpenter:
+// pkg/controllers/disruption/events.go Blocked and Unconsolidatable; the
+// NodeClaim's DisruptionBlocked reads "Cannot disrupt NodeClaim: ...",
+// Unconsolidatable reads the same on both). A blocked NodeClaim's event is
+// its disruption.Blocked.Event, which the evaluation sets where it decides
+// the reason; the reason's wording decides nothing:
 //
 //   - DisruptionBlocked on the Node of a NodeClaim that may not be
 //     disrupted at all now: not initialized, do-not-disrupt on the Node,
@@ -64,13 +68,16 @@ func decisionEvents(res disruption.Result, now time.Time) []ddbstore.Event {
 		if reason == "" || b.Node == "" {
 			continue
 		}
-		msg := sentence(b.Reason)
+		nodeMsg, claimMsg := sentence(b.Reason), sentence(b.Reason)
 		if reason == ReasonDisruptionBlocked {
-			msg = "Cannot disrupt Node: " + b.Reason
+			nodeMsg, claimMsg = "Cannot disrupt Node: "+b.Reason, "Cannot disrupt NodeClaim: "+b.Reason
 		}
 		out = append(out, ddbstore.Event{
-			ID:   strings.Join([]string{reason, b.NodeClaim, window, digest(msg)}, ":"),
-			Time: now, Type: "Normal", Reason: reason, Message: msg, NodeClaim: b.NodeClaim, Node: b.Node,
+			ID:   strings.Join([]string{reason, b.NodeClaim, window, digest(nodeMsg)}, ":"),
+			Time: now, Type: "Normal", Reason: reason, Message: nodeMsg, NodeClaim: b.NodeClaim, Node: b.Node,
+		}, ddbstore.Event{
+			ID:   strings.Join([]string{reason, "nodeclaim", b.NodeClaim, window, digest(claimMsg)}, ":"),
+			Time: now, Type: "Normal", Reason: reason, Message: claimMsg, NodeClaim: b.NodeClaim,
 		})
 	}
 	for _, st := range res.Budgets {

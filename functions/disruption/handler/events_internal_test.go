@@ -11,7 +11,8 @@ import (
 )
 
 // TestDecisionEventsFollowBlockedEvent checks that a blocked NodeClaim's
-// record follows its Blocked.Event alone: the reasons are shared/disruption's
+// records (one on its Node, one on the NodeClaim, as Karpenter writes
+// them) follow its Blocked.Event alone: the reasons are shared/disruption's
 // sentences, and the last cases reword them to show that the wording
 // decides nothing.
 func TestDecisionEventsFollowBlockedEvent(t *testing.T) {
@@ -24,25 +25,25 @@ func TestDecisionEventsFollowBlockedEvent(t *testing.T) {
 		want             []record
 	}{
 		{name: "should block a node annotated do-not-disrupt", why: `the Node is annotated karpenter.sh/do-not-disrupt: "true"`, event: blocked, node: "node-a",
-			want: []record{{ReasonDisruptionBlocked, `Cannot disrupt Node: the Node is annotated karpenter.sh/do-not-disrupt: "true"`, "a", "node-a"}}},
+			want: []record{{ReasonDisruptionBlocked, `Cannot disrupt Node: the Node is annotated karpenter.sh/do-not-disrupt: "true"`, "a", "node-a"}, {ReasonDisruptionBlocked, `Cannot disrupt NodeClaim: the Node is annotated karpenter.sh/do-not-disrupt: "true"`, "a", ""}}},
 		{name: "should block a node with a do-not-disrupt pod", why: `pod shop/db-0 has karpenter.sh/do-not-disrupt: "true"`, event: blocked, node: "node-a",
-			want: []record{{ReasonDisruptionBlocked, `Cannot disrupt Node: pod shop/db-0 has karpenter.sh/do-not-disrupt: "true"`, "a", "node-a"}}},
+			want: []record{{ReasonDisruptionBlocked, `Cannot disrupt Node: pod shop/db-0 has karpenter.sh/do-not-disrupt: "true"`, "a", "node-a"}, {ReasonDisruptionBlocked, `Cannot disrupt NodeClaim: pod shop/db-0 has karpenter.sh/do-not-disrupt: "true"`, "a", ""}}},
 		{name: "should block a node whose pod a PDB protects", why: "pod shop/db-0 is protected by PodDisruptionBudget shop/db (0 disruptions allowed)", event: blocked, node: "node-a",
-			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: pod shop/db-0 is protected by PodDisruptionBudget shop/db (0 disruptions allowed)", "a", "node-a"}}},
+			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: pod shop/db-0 is protected by PodDisruptionBudget shop/db (0 disruptions allowed)", "a", "node-a"}, {ReasonDisruptionBlocked, "Cannot disrupt NodeClaim: pod shop/db-0 is protected by PodDisruptionBudget shop/db (0 disruptions allowed)", "a", ""}}},
 		{name: "should block a nominated node", why: "nominated: pending pod shop/web-3 is expected to land on it", event: blocked, node: "node-a",
-			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: nominated: pending pod shop/web-3 is expected to land on it", "a", "node-a"}}},
+			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: nominated: pending pod shop/web-3 is expected to land on it", "a", "node-a"}, {ReasonDisruptionBlocked, "Cannot disrupt NodeClaim: nominated: pending pod shop/web-3 is expected to land on it", "a", ""}}},
 		{name: "should block an uninitialized node", why: "not initialized: the NodeClaim's Initialized condition is not True", event: blocked, node: "node-a",
-			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: not initialized: the NodeClaim's Initialized condition is not True", "a", "node-a"}}},
+			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: not initialized: the NodeClaim's Initialized condition is not True", "a", "node-a"}, {ReasonDisruptionBlocked, "Cannot disrupt NodeClaim: not initialized: the NodeClaim's Initialized condition is not True", "a", ""}}},
 		{name: "should block a node of an unknown NodePool", why: `NodePool "gone" not found`, event: blocked, node: "node-a",
-			want: []record{{ReasonDisruptionBlocked, `Cannot disrupt Node: NodePool "gone" not found`, "a", "node-a"}}},
+			want: []record{{ReasonDisruptionBlocked, `Cannot disrupt Node: NodePool "gone" not found`, "a", "node-a"}, {ReasonDisruptionBlocked, `Cannot disrupt NodeClaim: NodePool "gone" not found`, "a", ""}}},
 		{name: "should block a drifted node whose pods cannot move", why: "drifted (AMIDrift), but pod shop/web-1 fits no node", event: blocked, node: "node-a",
-			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: drifted (AMIDrift), but pod shop/web-1 fits no node", "a", "node-a"}}},
+			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: drifted (AMIDrift), but pod shop/web-1 fits no node", "a", "node-a"}, {ReasonDisruptionBlocked, "Cannot disrupt NodeClaim: drifted (AMIDrift), but pod shop/web-1 fits no node", "a", ""}}},
 		{name: "should call a node without a cheaper replacement unconsolidatable", why: "can't replace with a cheaper node: every option's worst-case launch price is at least 0.0960/h", event: unconsolidatable, node: "node-a",
-			want: []record{{ReasonUnconsolidatable, "Can't replace with a cheaper node: every option's worst-case launch price is at least 0.0960/h", "a", "node-a"}}},
+			want: []record{{ReasonUnconsolidatable, "Can't replace with a cheaper node: every option's worst-case launch price is at least 0.0960/h", "a", "node-a"}, {ReasonUnconsolidatable, "Can't replace with a cheaper node: every option's worst-case launch price is at least 0.0960/h", "a", ""}}},
 		{name: "should call a node of a pool without consolidation unconsolidatable", why: "consolidation is disabled: NodePool general has consolidateAfter: Never", event: unconsolidatable, node: "node-a",
-			want: []record{{ReasonUnconsolidatable, "Consolidation is disabled: NodePool general has consolidateAfter: Never", "a", "node-a"}}},
+			want: []record{{ReasonUnconsolidatable, "Consolidation is disabled: NodePool general has consolidateAfter: Never", "a", "node-a"}, {ReasonUnconsolidatable, "Consolidation is disabled: NodePool general has consolidateAfter: Never", "a", ""}}},
 		{name: "should call a spot node short of cheaper types unconsolidatable", why: "SpotToSpotConsolidation needs 15 cheaper instance types than the candidate, found 3", event: unconsolidatable, node: "node-a",
-			want: []record{{ReasonUnconsolidatable, "SpotToSpotConsolidation needs 15 cheaper instance types than the candidate, found 3", "a", "node-a"}}},
+			want: []record{{ReasonUnconsolidatable, "SpotToSpotConsolidation needs 15 cheaper instance types than the candidate, found 3", "a", "node-a"}, {ReasonUnconsolidatable, "SpotToSpotConsolidation needs 15 cheaper instance types than the candidate, found 3", "a", ""}}},
 		{name: "should record nothing for a spent budget", why: "drifted (AMIDrift), but the Drifted budget of NodePool general is spent: 1 allowed, 1 of 3 nodes already disrupting", node: "node-a"},
 		{name: "should record nothing while consolidateAfter runs", why: "not consolidatable yet: consolidateAfter 30s runs from the last pod event or initialization at 2030-01-02T03:00:00Z until 2030-01-02T03:00:30Z", node: "node-a"},
 		{name: "should record nothing for another method acting", why: "not evaluated: the Drifted method acted in this evaluation (one method per evaluation)", node: "node-a"},
@@ -52,9 +53,9 @@ func TestDecisionEventsFollowBlockedEvent(t *testing.T) {
 		{name: "should record nothing for an unregistered NodeClaim", why: "not registered: no Node has joined for this NodeClaim yet"},
 		{name: "should record nothing for a NodeClaim without a Node whatever its event", why: "not initialized: no Node yet", event: blocked},
 		{name: "should block by the event whatever the wording", why: "kept: budgets say no", event: blocked, node: "node-a",
-			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: kept: budgets say no", "a", "node-a"}}},
+			want: []record{{ReasonDisruptionBlocked, "Cannot disrupt Node: kept: budgets say no", "a", "node-a"}, {ReasonDisruptionBlocked, "Cannot disrupt NodeClaim: kept: budgets say no", "a", ""}}},
 		{name: "should call unconsolidatable by the event whatever the wording", why: "the PodDisruptionBudget wording changed", event: unconsolidatable, node: "node-a",
-			want: []record{{ReasonUnconsolidatable, "The PodDisruptionBudget wording changed", "a", "node-a"}}},
+			want: []record{{ReasonUnconsolidatable, "The PodDisruptionBudget wording changed", "a", "node-a"}, {ReasonUnconsolidatable, "The PodDisruptionBudget wording changed", "a", ""}}},
 		{name: "should record nothing without an event whatever the wording", why: `nominated: the Node is annotated karpenter.sh/do-not-disrupt: "true"`, node: "node-a"},
 	}
 	for _, tt := range tests {
@@ -63,7 +64,11 @@ func TestDecisionEventsFollowBlockedEvent(t *testing.T) {
 			var got []record
 			for _, e := range decisionEvents(res, now) {
 				got = append(got, record{e.Reason, e.Message, e.NodeClaim, e.Node})
-				if wantID := e.Reason + ":a:20300102T0300:"; !strings.HasPrefix(e.ID, wantID) || e.Type != "Normal" || !e.Time.Equal(now) {
+				wantID := e.Reason + ":a:20300102T0300:"
+				if e.Node == "" {
+					wantID = e.Reason + ":nodeclaim:a:20300102T0300:"
+				}
+				if !strings.HasPrefix(e.ID, wantID) || e.Type != "Normal" || !e.Time.Equal(now) {
 					t.Errorf("record ID %q, type %q, time %v; want ID %s<digest>, Normal, %v", e.ID, e.Type, e.Time, wantID, now)
 				}
 			}

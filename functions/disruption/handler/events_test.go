@@ -28,8 +28,11 @@ func (e env) eventRecords(t *testing.T) ([]string, []string) {
 	var got, ids []string
 	for _, r := range recs {
 		obj := "Node " + r.Node
-		if r.NodePool != "" {
+		switch {
+		case r.NodePool != "":
 			obj = "NodePool " + r.NodePool
+		case r.Node == "":
+			obj = "NodeClaim " + r.NodeClaim
 		}
 		got = append(got, r.Reason+" on "+obj+": "+r.Message)
 		ids = append(ids, r.ID)
@@ -70,7 +73,10 @@ func TestHandleRecordsWhyNodesAreNotDisrupted(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: []string{`DisruptionBlocked on Node node-a: Cannot disrupt Node: the NodeClaim is annotated karpenter.sh/do-not-disrupt: "true"`},
+			want: []string{
+				`DisruptionBlocked on Node node-a: Cannot disrupt Node: the NodeClaim is annotated karpenter.sh/do-not-disrupt: "true"`,
+				`DisruptionBlocked on NodeClaim general-a: Cannot disrupt NodeClaim: the NodeClaim is annotated karpenter.sh/do-not-disrupt: "true"`,
+			},
 		},
 		{
 			name: "should record DisruptionBlocked on the NodePool for each reason its budget blocks, and nothing on its node",
@@ -88,7 +94,10 @@ func TestHandleRecordsWhyNodesAreNotDisrupted(t *testing.T) {
 			prepare: func(t *testing.T, e env) {
 				e.editPool(t, func(np *v1.NodePool) { np.Spec.Disruption.ConsolidateAfter = v1.NillableDuration{Raw: "Never"} })
 			},
-			want: []string{"Unconsolidatable on Node node-a: Consolidation is disabled: NodePool general has consolidateAfter: Never"},
+			want: []string{
+				"Unconsolidatable on Node node-a: Consolidation is disabled: NodePool general has consolidateAfter: Never",
+				"Unconsolidatable on NodeClaim general-a: Consolidation is disabled: NodePool general has consolidateAfter: Never",
+			},
 		},
 		{
 			name: "should record nothing when the node is disrupted",

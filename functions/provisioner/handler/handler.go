@@ -174,7 +174,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	}
 	return NewWithDeps(Deps{
 		Provisioner: prov, Registrar: reg, Tagger: tagger, Nodes: c.Nodes, Payloads: store,
-		Results: adapters.Batches{Store: store, Now: now}, Log: log, Now: now, Metrics: rec,
+		Results: adapters.Batches{Store: store, Now: now}, Events: store, Log: log, Now: now, Metrics: rec,
 	})
 }
 
@@ -244,11 +244,22 @@ type Deps struct {
 	Nodes       NodeAPI
 	Payloads    payloads
 	Results     results
-	Log         *slog.Logger
-	Now         func() time.Time
+	// Events records the provisioning events (provisioning.Events) for the
+	// forwarder to write as Kubernetes Events (*ddbstore.Store).
+	Events EventRecorder
+	Log    *slog.Logger
+	Now    func() time.Time
 	// Metrics records the round's decision metrics; nil records none.
 	Metrics *decisionmetrics.Recorder
 }
+
+// EventRecorder records event records for the forwarder to write as
+// Kubernetes Events (*ddbstore.Store).
+type EventRecorder interface {
+	PutEvent(ctx context.Context, e ddbstore.Event, now time.Time, ttl time.Duration) error
+}
+
+var _ EventRecorder = (*ddbstore.Store)(nil)
 
 // Handler consumes the provisioning queue. It holds no state between
 // invocations.
@@ -258,7 +269,7 @@ type Handler struct{ deps Deps }
 // one.
 func NewWithDeps(deps Deps) (*Handler, error) {
 	if deps.Provisioner == nil || deps.Registrar == nil || deps.Nodes == nil || deps.Payloads == nil ||
-		deps.Results == nil || deps.Log == nil || deps.Now == nil {
+		deps.Results == nil || deps.Events == nil || deps.Log == nil || deps.Now == nil {
 		return nil, errors.New("provisioner: every dependency is required")
 	}
 	return &Handler{deps: deps}, nil
@@ -350,6 +361,7 @@ func (h *Handler) podBatch(ctx context.Context, log *slog.Logger, body []byte) o
 	if err == nil && !res.Replayed && !res.Resumed {
 		h.deps.Metrics.SchedulingRound(ctx, h.deps.Now().Sub(round))
 	}
+	h.recordEvents(ctx, log, provisioning.Events(res, round), round)
 	counts := map[provisioning.LaunchStatus]int{}
 	for _, l := range res.Launches {
 		counts[l.Status]++
@@ -377,6 +389,22 @@ func (h *Handler) podBatch(ctx context.Context, log *slog.Logger, body []byte) o
 	}
 	log.ErrorContext(ctx, "provision batch; redelivering", append(attrs, "error", err)...)
 	return retry
+}
+
+// recordEvents writes a provisioning round's event records (also those of
+// a round that failed part-way: a NodeClaim deleted for insufficient
+// capacity stays deleted on redelivery). A failed write is logged and
+// never fails the message: an Event is a report, not an effect.
+func (h *Handler) recordEvents(ctx context.Context, log *slog.Logger, recs []v1.EventRecord, now time.Time) {
+	for _, r := range recs {
+		e := ddbstore.Event{
+			ID: r.ID, Time: r.Time.Time, Type: r.Type, Reason: r.Reason, Message: r.Message,
+			NodeClaim: r.NodeClaim, Node: r.Node, Pod: r.Pod, PodUID: string(r.PodUID), NodePool: r.NodePool,
+		}
+		if err := h.deps.Events.PutEvent(ctx, e, now, ddbstore.EventTTL); err != nil {
+			log.WarnContext(ctx, "event not recorded", "reason", r.Reason, "nodeclaim", r.NodeClaim, "nodepool", r.NodePool, "error", err)
+		}
+	}
 }
 
 func (h *Handler) registrations(ctx context.Context, log *slog.Logger, body []byte) outcome {

@@ -35,6 +35,8 @@ type provisioner struct {
 	mu      sync.Mutex
 	errs    map[string]error
 	batches []string
+	// launches are the launches every answer reports.
+	launches []provisioning.Launch
 }
 
 func (p *provisioner) Provision(_ context.Context, b *v1.PodBatch, now time.Time) (provisioning.Result, error) {
@@ -44,7 +46,7 @@ func (p *provisioner) Provision(_ context.Context, b *v1.PodBatch, now time.Time
 		return provisioning.Result{}, fmt.Errorf("now = %v, want the handler's clock", now)
 	}
 	p.batches = append(p.batches, b.ID)
-	return provisioning.Result{Batch: v1.PodBatchResult{BatchID: b.ID, State: v1.BatchSolved}}, p.errs[b.ID]
+	return provisioning.Result{Batch: v1.PodBatchResult{BatchID: b.ID, State: v1.BatchSolved}, Launches: p.launches}, p.errs[b.ID]
 }
 
 // registrar answers every node with a patch that registers it, or the
@@ -99,6 +101,26 @@ func (r *results) PutBatchResult(_ context.Context, res v1.PodBatchResult) error
 	return nil
 }
 
+// recorder records the event records written, failing every write with
+// err when set.
+type recorder struct {
+	mu   sync.Mutex
+	err  error
+	evs  []ddbstore.Event
+	ttls []time.Duration
+}
+
+func (r *recorder) PutEvent(_ context.Context, e ddbstore.Event, _ time.Time, ttl time.Duration) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return r.err
+	}
+	r.evs = append(r.evs, e)
+	r.ttls = append(r.ttls, ttl)
+	return nil
+}
+
 // failingNodes fails every UpdateNode.
 type failingNodes struct{ handler.NodeAPI }
 
@@ -113,6 +135,7 @@ type fixture struct {
 	results  *results
 	payloads payloads
 	nodes    handler.NodeAPI
+	events   *recorder
 }
 
 func newFixture() *fixture {
@@ -121,7 +144,7 @@ func newFixture() *fixture {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-a", Taints: []corev1.Taint{unregistered}}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-b", Taints: []corev1.Taint{unregistered}}},
 	)
-	f := &fixture{prov: &provisioner{errs: map[string]error{}}, reg: &registrar{errs: map[string]error{}}, clients: cs, results: &results{}}
+	f := &fixture{prov: &provisioner{errs: map[string]error{}}, reg: &registrar{errs: map[string]error{}}, clients: cs, results: &results{}, events: &recorder{}}
 	f.nodes = kube.NewFromClientset(cs)
 	return f
 }
@@ -129,7 +152,7 @@ func newFixture() *fixture {
 func (f *fixture) handler(t *testing.T) *handler.Handler {
 	t.Helper()
 	h, err := handler.NewWithDeps(handler.Deps{
-		Provisioner: f.prov, Registrar: f.reg, Nodes: f.nodes, Payloads: f.payloads, Results: f.results,
+		Provisioner: f.prov, Registrar: f.reg, Nodes: f.nodes, Payloads: f.payloads, Results: f.results, Events: f.events,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 },
 	})
 	if err != nil {
@@ -399,5 +422,42 @@ func TestRecordNodeClassStatus(t *testing.T) {
 				t.Errorf("log = %q; want %q", logs.String(), tt.wantLog)
 			}
 		})
+	}
+}
+
+func TestHandleRecordsTheRoundsProvisioningEvents(t *testing.T) {
+	f := newFixture()
+	f.prov.launches = []provisioning.Launch{
+		{NodeClaim: "default-a", Status: provisioning.Launched, ProviderID: "aws:///us-east-1a/i-a"},
+		{NodeClaim: "default-b", Status: provisioning.InsufficientCapacity, Reason: "InsufficientInstanceCapacity: no m5.large in us-east-1a"},
+		{NodeClaim: "default-c", Status: provisioning.NodeClassNotReady, Reason: `EC2NodeClass "default" is missing, invalid or not ready`},
+	}
+	resp, err := f.handler(t).Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{record("m1", "PodBatch", batch("b1"))}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle() = %v, %v; want the batch acknowledged", failures(resp), err)
+	}
+	want := []ddbstore.Event{
+		{ID: "InsufficientCapacityError:default-b", Time: t0, Type: "Warning", Reason: "InsufficientCapacityError", NodeClaim: "default-b",
+			Message: "NodeClaim default-b event: InsufficientInstanceCapacity: no m5.large in us-east-1a"},
+		{ID: "NodeClassNotReady:default-c", Time: t0, Type: "Warning", Reason: "NodeClassNotReady", NodeClaim: "default-c",
+			Message: `NodeClaim default-c event: EC2NodeClass "default" is missing, invalid or not ready`},
+	}
+	if diff := cmp.Diff(want, f.events.evs, cmpopts.EquateApproxTime(0)); diff != "" {
+		t.Errorf("recorded events mismatch (-want +got):\n%s", diff)
+	}
+	for _, ttl := range f.events.ttls {
+		if ttl != ddbstore.EventTTL {
+			t.Errorf("event ttl = %v, want ddbstore.EventTTL", ttl)
+		}
+	}
+}
+
+func TestHandleAcknowledgesTheBatchWhenItsEventsCannotBeRecorded(t *testing.T) {
+	f := newFixture()
+	f.prov.launches = []provisioning.Launch{{NodeClaim: "default-b", Status: provisioning.InsufficientCapacity, Reason: "no capacity"}}
+	f.events.err = errors.New("ProvisionedThroughputExceededException")
+	resp, err := f.handler(t).Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{record("m1", "PodBatch", batch("b1"))}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle() = %v, %v; want the batch acknowledged (an Event is a report, not an effect)", failures(resp), err)
 	}
 }

@@ -67,7 +67,7 @@ func TestHandleTagsInstancesAfterRegistration(t *testing.T) {
 				reg = linkingRegistrar{f.reg}
 			}
 			h, err := handler.NewWithDeps(handler.Deps{
-				Provisioner: f.prov, Registrar: reg, Tagger: tg, Nodes: f.nodes, Payloads: f.payloads, Results: f.results,
+				Provisioner: f.prov, Registrar: reg, Tagger: tg, Nodes: f.nodes, Payloads: f.payloads, Results: f.results, Events: f.events,
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 },
 			})
 			if err != nil {

@@ -162,11 +162,13 @@ func instanceStatusAccess() Access {
 // node registers), batch results, unavailable offerings and subnets,
 // node-class resolutions, and the CreateFleet request stored under its
 // ClientToken before the call (payload fleet-request/<token>, replayed by a
-// retry); it touches no lease, budget or idempotency key.
+// retry), and the round's event records (NoCompatibleInstanceTypes,
+// InsufficientCapacityError, NodeClassNotReady); it touches no lease,
+// budget or idempotency key.
 func provisionerAccess() Access {
 	return Access{
 		Read:    []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkPayload + "#*"},
-		Write:   []string{pkNodeClaim, pkBatch + "#*", pkOffering, pkSubnet, pkNodeClassStatus, pkPayload + "#*", pkMetric},
+		Write:   []string{pkNodeClaim, pkBatch + "#*", pkOffering, pkSubnet, pkNodeClassStatus, pkPayload + "#*", pkMetric, pkEvent},
 		Indexes: []string{IndexByInstance},
 	}
 }
