@@ -33,16 +33,16 @@ func TestKilledOrRedeliveredLambdas(t *testing.T) {
 	})
 }
 
-// The intake invocation of the next message (a snapshot, pod batch or
-// registration, whichever the forwarder posts first) dies after it
-// applied but before it recorded the apply: the forwarder's retry is
+// The intake invocation of the next node registration (the new node's,
+// whose loss would let gc's registration timeout terminate it) dies after
+// it applied but before it recorded the apply: the forwarder's retry is
 // answered 409 with Retry-After while the dead invocation's claim stands,
 // and is applied once after the claim lapsed; no answer for the message
 // is a 2xx before that, none a Duplicate before it was recorded.
 func intakeKilledMidApplyIsRetriedUntilAppliedOnce(t *testing.T, s *stack.Stack) {
 	ctx := t.Context()
 	before := len(s.IntakeAnswers())
-	if err := s.KillLambda("intake", time.Second, 1); err != nil {
+	if err := s.KillLambda("intake:"+v1.RouteRegistrations, time.Second, 1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Kube.AppsV1().Deployments("default").Create(ctx, deployment("killed-intake", 1, "100m", "128Mi"), metav1.CreateOptions{}); err != nil {
@@ -69,7 +69,7 @@ func intakeKilledMidApplyIsRetriedUntilAppliedOnce(t *testing.T, s *stack.Stack)
 		}
 	}
 	t.Logf("answers to message %s: %+v", key, got)
-	if len(got) < 3 || !got[0].Killed || got[0].Status != http.StatusBadGateway {
+	if len(got) < 3 || !got[0].Killed || got[0].Status != http.StatusBadGateway || got[0].Path != v1.RouteRegistrations {
 		t.Fatalf("answers to %s = %+v; want the killed invocation's 502, then 409s, then one 2xx", key, got)
 	}
 	applied := 0

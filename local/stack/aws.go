@@ -30,8 +30,8 @@ import (
 	provisionerhandler "github.com/nodewright/nodewright/functions/provisioner/handler"
 	"github.com/nodewright/nodewright/local/ec2sim"
 	"github.com/nodewright/nodewright/shared/apis/crds"
-	"github.com/nodewright/nodewright/shared/aws/queue"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/queue"
 )
 
 // apiFront stands in for API Gateway with a Lambda proxy integration in
@@ -76,7 +76,7 @@ func (g *apiFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		killed    bool
 	)
 	if r.Header.Get(v1.HeaderIdempotencyKey) != "" {
-		killAfter, killed = g.faults.takeIntakeKill()
+		killAfter, killed = g.faults.takeIntakeKill(req.Path)
 	}
 	var cancel context.CancelFunc = func() {}
 	if killed {

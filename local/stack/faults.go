@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,7 +19,7 @@ type faults struct {
 	mu          sync.Mutex
 	kills       []time.Duration
 	redeliver   int
-	intakeKills []time.Duration
+	intakeKills []intakeKill
 	answers     []IntakeAnswer
 	redelivered []string // kinds of the messages redelivered
 }
@@ -39,16 +40,24 @@ type IntakeAnswer struct {
 	Killed bool
 }
 
-// takeIntakeKill pops the next kill of an intake invocation, if any.
-func (f *faults) takeIntakeKill() (time.Duration, bool) {
+// intakeKill is a queued kill of an intake invocation on route ("": any).
+type intakeKill struct {
+	after time.Duration
+	route string
+}
+
+// takeIntakeKill pops the first queued kill of an intake invocation that
+// route matches, if any.
+func (f *faults) takeIntakeKill(route string) (time.Duration, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.intakeKills) == 0 {
-		return 0, false
+	for i, k := range f.intakeKills {
+		if k.route == "" || k.route == route {
+			f.intakeKills = append(f.intakeKills[:i], f.intakeKills[i+1:]...)
+			return k.after, true
+		}
 	}
-	d := f.intakeKills[0]
-	f.intakeKills = f.intakeKills[1:]
-	return d, true
+	return 0, false
 }
 
 func (f *faults) recordAnswer(a IntakeAnswer) {
@@ -157,7 +166,8 @@ func (s *Stack) Redelivered() []string {
 }
 
 // KillLambda makes the next n invocations of the function name
-// ("provisioner", "intake" or "disrupttask") die after running for after,
+// ("provisioner", "intake", "intake:<route>" such as
+// "intake:/v1/registrations", or "disrupttask") die after running for after,
 // as a Lambda whose process is killed mid-call: the handler's context is
 // cancelled then, what it did before stays done, and the invocation fails
 // (a provisioner message is left for redelivery; an intake request is
@@ -170,14 +180,15 @@ func (s *Stack) Redelivered() []string {
 // after. It returns an error for any other function, or for disrupttask
 // when disruption is not wired.
 func (s *Stack) KillLambda(name string, after time.Duration, n int) error {
-	switch name {
-	case "intake":
+	if route, ok := strings.CutPrefix(name, "intake"); ok && (route == "" || strings.HasPrefix(route, ":/")) {
 		s.faults.mu.Lock()
 		defer s.faults.mu.Unlock()
 		for range n {
-			s.faults.intakeKills = append(s.faults.intakeKills, after)
+			s.faults.intakeKills = append(s.faults.intakeKills, intakeKill{after: after, route: strings.TrimPrefix(route, ":")})
 		}
 		return nil
+	}
+	switch name {
 	case "provisioner":
 		s.faults.mu.Lock()
 		defer s.faults.mu.Unlock()
