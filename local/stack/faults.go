@@ -97,6 +97,7 @@ func killed(ctx context.Context, wait bool) bool {
 	}
 	if wait {
 		time.Sleep(time.Until(m.at))
+		return true
 	}
 	return !time.Now().Before(m.at)
 }

@@ -47,12 +47,8 @@ func TestKilledIntakeNeverRecordsItsApply(t *testing.T) {
 	// A nil store: reaching it would panic, so only a dead invocation
 	// passes.
 	k := killableStore{}
-	start := time.Now()
 	if err := k.CompleteApply(context.WithoutCancel(ctx), "msg", "id", "holder", time.Now(), time.Minute); !errors.Is(err, errKilled) {
 		t.Errorf("CompleteApply of a killed invocation = %v, want errKilled", err)
-	}
-	if waited := time.Since(start); waited < 50*time.Millisecond {
-		t.Errorf("CompleteApply returned after %v, before the kill at 50ms: a call still running dies at the kill", waited)
 	}
 	if err := k.AbandonApply(context.WithoutCancel(ctx), "msg", "id", "holder"); !errors.Is(err, errKilled) {
 		t.Errorf("AbandonApply of a killed invocation = %v, want errKilled", err)
