@@ -323,6 +323,14 @@ func TestMigrationFromKarpenter(t *testing.T) {
 	pool := decodeYAML(t, poolYAML("migrate", "1", ""), v1.DecodeNodePool)
 	class := decodeYAML(t, classYAML, v1.DecodeEC2NodeClass)
 	nodes := launchAsKarpenter(t, s, pool, class, 3)
+	written := map[string]string{} // Karpenter's NodeClaim -> its resourceVersion as Karpenter left it
+	for _, k := range nodes {
+		c, err := s.Dynamic.Resource(stack.NodeClaimResource).Get(ctx, k.claim, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		written[k.claim] = c.GetResourceVersion()
+	}
 	if _, err := s.Kube.AppsV1().Deployments("default").Create(ctx, spreadOnePerNode(deployment("spread", 3, "500m", "512Mi")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -355,6 +363,23 @@ func TestMigrationFromKarpenter(t *testing.T) {
 	}
 	if calls := s.Sim.CallsTo("CreateFleet"); len(calls) != 3 {
 		t.Errorf("CreateFleet called %d times while Karpenter runs, want only Karpenter's 3", len(calls))
+	}
+	for _, k := range nodes {
+		// No write at all from the forwarder on Karpenter's NodeClaims
+		// while Karpenter runs: neither an Adopted condition nor a field.
+		c, err := s.Dynamic.Resource(stack.NodeClaimResource).Get(ctx, k.claim, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rv := c.GetResourceVersion(); rv != written[k.claim] {
+			t.Errorf("Karpenter's NodeClaim %s written while Karpenter runs (resourceVersion %s -> %s): managed fields %+v, status %v",
+				k.claim, written[k.claim], rv, c.GetManagedFields(), c.Object["status"])
+		}
+		for _, mf := range c.GetManagedFields() {
+			if mf.Manager == "nodewright-forwarder" {
+				t.Errorf("Karpenter's NodeClaim %s has fields managed by nodewright-forwarder while Karpenter runs: %+v", k.claim, mf)
+			}
+		}
 	}
 	if log := tail(s.LogPath("forwarder"), 400); !strings.Contains(log, "Karpenter's controller is active") {
 		t.Errorf("the forwarder's log does not say that Karpenter's controller is active:\n%s", log)
@@ -420,14 +445,14 @@ func TestMigrationFromKarpenter(t *testing.T) {
 	}
 
 	// kubectl get nodeclaims lists each node once, the mirror being
-	// Karpenter's object taken over.
-	eventually(t, s, 30*time.Second, "one NodeClaim per node, taken over as mirrors", func(ctx context.Context, _ stack.Status) bool {
+	// Karpenter's object taken over, and condition Adopted True.
+	eventually(t, s, 30*time.Second, "one NodeClaim per node, taken over as mirrors, each Adopted=True", func(ctx context.Context, _ stack.Status) bool {
 		list, err := s.Dynamic.Resource(stack.NodeClaimResource).List(ctx, metav1.ListOptions{})
 		if err != nil || len(list.Items) != len(nodes) {
 			return false
 		}
 		for _, c := range list.Items {
-			if c.GetLabels()["nodewright.dev/mirror"] != "true" {
+			if c.GetLabels()["nodewright.dev/mirror"] != "true" || conditionStatus(c.Object, v1.ConditionTypeAdopted) != "True" {
 				return false
 			}
 		}
@@ -495,4 +520,18 @@ func TestMigrationFromKarpenter(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// conditionStatus is the status of the condition of type ct in an
+// object's status.conditions, or "" when it has none.
+func conditionStatus(obj map[string]any, ct string) string {
+	conds, _, _ := unstructured.NestedSlice(obj, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == ct {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
 }

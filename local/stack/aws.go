@@ -31,6 +31,7 @@ import (
 	"github.com/nodewright/nodewright/local/ec2sim"
 	"github.com/nodewright/nodewright/shared/apis/crds"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/queue"
 )
 
 // apiFront stands in for API Gateway with a Lambda proxy integration in
@@ -40,6 +41,7 @@ import (
 // accepted, and the caller is reported as the forwarder's role.
 type apiFront struct {
 	intake *intakehandler.Handler
+	faults *faults
 	seq    atomic.Int64
 }
 
@@ -69,7 +71,36 @@ func (g *apiFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.MultiValueQueryStringParameters[k] = vs
 	}
 	ctx := lambdacontext.NewContext(r.Context(), &lambdacontext.LambdaContext{AwsRequestID: req.RequestContext.RequestID})
+	var (
+		killAfter time.Duration
+		killed    bool
+	)
+	if r.Header.Get(v1.HeaderIdempotencyKey) != "" {
+		killAfter, killed = g.faults.takeIntakeKill(req.Path)
+	}
+	var cancel context.CancelFunc = func() {}
+	if killed {
+		ctx, cancel = withKill(ctx, killAfter)
+	}
 	resp, err := g.intake.Handle(ctx, req)
+	cancel()
+	answer := IntakeAnswer{Method: r.Method, Path: req.Path, IdempotencyKey: r.Header.Get(v1.HeaderIdempotencyKey), Killed: killed}
+	switch {
+	case killed:
+		// A Lambda killed mid-call answers nothing: API Gateway answers
+		// 502, whatever the handler did before it died.
+		answer.Status = http.StatusBadGateway
+	case err != nil:
+		answer.Status = http.StatusBadGateway
+	default:
+		answer.Status, answer.RetryAfter = resp.StatusCode, resp.Headers["Retry-After"]
+		answer.Duplicate = strings.Contains(resp.Body, `"duplicate":true`)
+	}
+	g.faults.recordAnswer(answer)
+	if killed {
+		http.Error(w, "Internal server error", http.StatusBadGateway)
+		return
+	}
 	if err != nil {
 		// API Gateway answers a failed integration with 502.
 		http.Error(w, "Internal server error", http.StatusBadGateway)
@@ -164,7 +195,7 @@ func (p *queuePump) invoke(ctx context.Context, msgs []sqstypes.Message) {
 			// Retried after a short visibility timeout rather than the
 			// queue's 6 minutes, so that the local stack recovers quickly.
 			_, err = p.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(p.url), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 2})
-		} else if p.faults.takeRedelivery() {
+		} else if p.faults.takeRedelivery(aws.ToString(m.MessageAttributes[queue.AttrKind].StringValue)) {
 			// Delivered again at once, as SQS's at-least-once delivery
 			// may (fault injected).
 			_, err = p.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(p.url), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})

@@ -135,6 +135,12 @@ type Options struct {
 	// them (the disruption handler's BUDGET_LEASE; zero: the production
 	// 15 minutes). A few seconds lets a test outlast a lease.
 	BudgetLease time.Duration
+	// ApplyLease is how long an intake request holds a message ID while
+	// applying it, and so how long a message whose intake invocation
+	// died mid-apply is answered 409 (the intake's APPLY_LEASE; zero: the
+	// production 30 s). A few seconds keeps a KillLambda("intake") test
+	// short.
+	ApplyLease time.Duration
 	// Disruption wires consolidation, drift and expiry (the disruption
 	// handler on a ticker, the disruption state machine on
 	// aws-local-stepfunctions, the disrupttask handler behind
@@ -438,6 +444,9 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if opts.BudgetLease > 0 {
 		env["BUDGET_LEASE"] = opts.BudgetLease.String()
 	}
+	if opts.ApplyLease > 0 {
+		env["APPLY_LEASE"] = opts.ApplyLease.String()
+	}
 	getenv := func(k string) string { return env[k] }
 	store, err := ddbstore.New(ddb, table, opts.ClusterName)
 	if err != nil {
@@ -452,7 +461,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("intake config: %w", err)
 	}
-	intake, err := intakehandler.New(icfg, intakehandler.Deps{Store: store, Queue: sender, Log: s.log.With("function", "intake"), Now: time.Now})
+	intake, err := intakehandler.New(icfg, intakehandler.Deps{Store: killableStore{store}, Queue: killableSender{sender}, Log: s.log.With("function", "intake"), Now: time.Now})
 	if err != nil {
 		return fmt.Errorf("intake: %w", err)
 	}
@@ -495,7 +504,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 		}
 	}
 
-	front, err := s.serve(&apiFront{intake: intake})
+	front, err := s.serve(&apiFront{intake: intake, faults: &s.faults})
 	if err != nil {
 		return fmt.Errorf("intake front: %w", err)
 	}
