@@ -509,6 +509,8 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	s.goLoop(runCtx, pump.run)
 	s.goLoop(runCtx, bridge.Run)
 	s.goLoop(runCtx, func(ctx context.Context) error { return runTicker(ctx, opts.GCInterval, gc, s.log) })
+	vp := volumeProvisioner{kube: s.Kube, interval: 250 * time.Millisecond, log: s.log.With("component", "volume-provisioner")}
+	s.goLoop(runCtx, vp.run)
 	return nil
 }
 
