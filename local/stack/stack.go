@@ -12,6 +12,7 @@
 //	      -> provisioner handler -> ec2sim (EC2 + SSM over HTTP) + DynamoDB + kube-apiserver
 //	gc ticker (EventBridge Scheduler stand-in) -> gc handler
 //	node bridge (local/kwoknode): running simulator instances -> kwok-managed Nodes
+//	volume provisioner (volumes.go): the stand-in CSI driver VolumeProvisioner (EBS-style zonal PersistentVolumes)
 //
 // The AWS stand-ins and the Lambda handlers run inside the process that
 // calls Up; the control plane and the forwarder are child processes, each
@@ -518,6 +519,8 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	s.goLoop(runCtx, pump.run)
 	s.goLoop(runCtx, bridge.Run)
 	s.goLoop(runCtx, func(ctx context.Context) error { return runTicker(ctx, opts.GCInterval, gc, s.log) })
+	vp := volumeProvisioner{kube: s.Kube, interval: 250 * time.Millisecond, log: s.log.With("component", "volume-provisioner")}
+	s.goLoop(runCtx, vp.run)
 	return nil
 }
 

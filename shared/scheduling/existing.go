@@ -26,6 +26,9 @@ type enode struct {
 	// daemonset overhead.
 	avail vec
 	ports []hostPort
+	// vols counts attached volumes against the node's CSI attach limits;
+	// nil when the node has none.
+	vols *attachments
 	// doms holds, per topology key, the node's domain (one entry) or none.
 	doms [][]int32
 	// pool is the owning NodePool name ("" when unmanaged).
@@ -218,6 +221,9 @@ func (s *solver) newNode(en *ExistingNode) *enode {
 		}
 	}
 	node.avail, _ = s.res.vector(alloc)
+	if len(en.VolumeLimits) > 0 {
+		node.vols = &attachments{limits: en.VolumeLimits, used: map[string]map[string]bool{}}
+	}
 	var daemonUsed vec
 	for _, p := range en.Pods {
 		if !activePod(p) {
@@ -230,6 +236,9 @@ func (s *solver) newNode(en *ExistingNode) *enode {
 			daemonUsed.add(&r, n)
 		}
 		node.ports = append(node.ports, podHostPorts(&p.Spec)...)
+		if node.vols != nil && len(p.Spec.Volumes) > 0 {
+			node.vols.add(s.volumeIndex().volumeUses(p))
+		}
 	}
 	// Remaining daemonset overhead: compatible DaemonSets' requests minus
 	// daemon pods already bound, floored at zero (karpenter:

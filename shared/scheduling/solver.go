@@ -329,11 +329,7 @@ func (s *solver) buildPods() error {
 		}
 		var volReqs []corev1.NodeSelectorRequirement
 		if len(p.Spec.Volumes) > 0 {
-			if s.vols == nil {
-				ix := newVolumeIndex(s.in.Volumes)
-				s.vols = &ix
-			}
-			r, why := s.vols.volumeRequirements(p)
+			r, why := s.volumeIndex().volumeRequirements(p)
 			if why != "" {
 				pi.ignored = why
 				continue
@@ -607,6 +603,13 @@ func (s *solver) tryNode(pi *podInfo, node *enode) bool {
 	if !nodeAdmits(node.reqs, s.reqs.get(e.reqID)) {
 		return false
 	}
+	var uses []volumeUse
+	if node.vols != nil && len(pi.pod.Spec.Volumes) > 0 {
+		uses = s.volumeIndex().volumeUses(pi.pod)
+		if d, _ := node.vols.exceeds(uses); d != "" {
+			return false
+		}
+	}
 	view := &topoView{h: node.h, node: node}
 	var fail *topoFail
 	s.narrowBuf, fail = s.checkTopology(e, view, s.narrowBuf)
@@ -616,6 +619,9 @@ func (s *solver) tryNode(pi *podInfo, node *enode) bool {
 	node.avail.sub(&pi.req, n)
 	s.nodeTree.update(node.idx, &node.avail)
 	node.ports = append(node.ports, pi.cls.ports...)
+	if len(uses) > 0 {
+		node.vols.add(uses)
+	}
 	s.changes++
 	pi.host = node.h
 	pi.rec = s.record(pi.cls, e, view, nil)

@@ -58,6 +58,17 @@ type ExistingNode struct {
 	// MarkedForDeletion excludes the node from placement; its reschedulable
 	// pods should be passed in Input.Pods by the caller.
 	MarkedForDeletion bool
+	// VolumeLimits are the node's CSINode attach limits: CSI driver name ->
+	// spec.drivers[].allocatable.count, the most volumes of that driver the
+	// node can attach (for the EBS CSI driver, per instance type). A pod is
+	// not placed on the node when its claims of a driver, with the distinct
+	// claims of the node's Pods and of pods placed there before it, would
+	// exceed that driver's count (karpenter: ExistingNode.CanAdd,
+	// VolumeUsage.ExceedsLimits; karpenter-spec section 3). Claims are
+	// resolved to drivers through Input.Volumes. A driver not listed (nil:
+	// no CSINode) has no limit. New NodeClaims are never limited, as in
+	// Karpenter.
+	VolumeLimits map[string]int
 }
 
 // Options are the scheduler settings (karpenter-spec §10.3).

@@ -155,3 +155,103 @@ func volumeKey(reqs []corev1.NodeSelectorRequirement) string {
 	}
 	return b.String()
 }
+
+// volumeUse is one claim a pod's volume names and the CSI driver that
+// attaches it.
+type volumeUse struct {
+	driver string
+	claim  string // namespace/name
+}
+
+// volumeUses returns the claims of pod's volumes with their CSI driver: a
+// bound claim's PersistentVolume's spec.csi.driver, an unbound claim's
+// StorageClass provisioner (a generic ephemeral volume's template stands
+// in for its claim until it exists), as Karpenter's volume usage resolves
+// them (karpenter: pkg/scheduling/volumeusage.go). A claim whose driver
+// cannot be found (claim, volume or class absent, or a volume that is not
+// CSI) is not counted.
+func (ix volumeIndex) volumeUses(pod *corev1.Pod) []volumeUse {
+	var out []volumeUse
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		claimName, ok := v1.ClaimName(pod, vol)
+		if !ok {
+			continue
+		}
+		key := pod.Namespace + "/" + claimName
+		var spec *corev1.PersistentVolumeClaimSpec
+		if claim, found := ix.claims[key]; found {
+			spec = &claim.Spec
+		} else if vol.Ephemeral != nil && vol.Ephemeral.VolumeClaimTemplate != nil {
+			spec = &vol.Ephemeral.VolumeClaimTemplate.Spec
+		} else {
+			continue
+		}
+		var driver string
+		switch {
+		case spec.VolumeName != "":
+			if pv := ix.volumes[spec.VolumeName]; pv != nil && pv.Spec.CSI != nil {
+				driver = pv.Spec.CSI.Driver
+			}
+		case spec.StorageClassName != nil:
+			if sc := ix.classes[*spec.StorageClassName]; sc != nil {
+				driver = sc.Provisioner
+			}
+		}
+		if driver != "" {
+			out = append(out, volumeUse{driver: driver, claim: key})
+		}
+	}
+	return out
+}
+
+// attachments counts the volumes attached to an existing node per CSI
+// driver against the node's limits (ExistingNode.VolumeLimits).
+type attachments struct {
+	limits map[string]int
+	used   map[string]map[string]bool // driver -> claim keys
+}
+
+// exceeds returns the first driver whose limit the node would pass with
+// uses added, counting each claim once, whether already on the node or
+// named twice (karpenter: VolumeUsage.ExceedsLimits); a driver without a
+// limit is never exceeded.
+func (a *attachments) exceeds(uses []volumeUse) (driver string, limit int) {
+	var added map[string]map[string]bool
+	for _, u := range uses {
+		limit, ok := a.limits[u.driver]
+		if !ok || a.used[u.driver][u.claim] || added[u.driver][u.claim] {
+			continue
+		}
+		if added == nil {
+			added = map[string]map[string]bool{}
+		}
+		if added[u.driver] == nil {
+			added[u.driver] = map[string]bool{}
+		}
+		added[u.driver][u.claim] = true
+		if len(a.used[u.driver])+len(added[u.driver]) > limit {
+			return u.driver, limit
+		}
+	}
+	return "", 0
+}
+
+// add records uses on the node.
+func (a *attachments) add(uses []volumeUse) {
+	for _, u := range uses {
+		if a.used[u.driver] == nil {
+			a.used[u.driver] = map[string]bool{}
+		}
+		a.used[u.driver][u.claim] = true
+	}
+}
+
+// volumeIndex indexes in.Volumes at its first use.
+func (s *solver) volumeIndex() *volumeIndex {
+	if s.vols == nil {
+		ix := newVolumeIndex(s.in.Volumes)
+		s.vols = &ix
+	}
+	return s.vols
+}

@@ -203,3 +203,100 @@ func TestSolveVolumeTopologyOnExistingNodes(t *testing.T) {
 		t.Errorf("should place a pod with a zonal volume on the existing node in its zone (-want +got):\n%s", diff)
 	}
 }
+
+// withClaimAs gives a pod a volume named vol of claim.
+func withClaimAs(vol, claim string) st.PodOption {
+	return func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+	}
+}
+
+func TestSolveCSIAttachLimitsOnExistingNodes(t *testing.T) {
+	const ebs, efs = "ebs.csi.aws.com", "efs.csi.aws.com"
+	efsClass := zonalClass("efs", "us-east-1a")
+	efsClass.Provisioner = efs
+	vols := scheduling.Volumes{
+		Claims: []corev1.PersistentVolumeClaim{
+			boundClaim("default", "data-0", "pv-0"), unboundClaim("default", "data-1", "zonal-a"),
+			unboundClaim("default", "data-2", "zonal-a"), unboundClaim("default", "shared", "efs"),
+		},
+		PersistentVolumes: []corev1.PersistentVolume{zonalVolume("pv-0", "us-east-1a")},
+		StorageClasses:    []storagev1.StorageClass{zonalClass("zonal-a", "us-east-1a"), efsClass},
+	}
+	types := testTypes()
+	// node-a runs db-0, whose claim data-0 is an attached EBS volume.
+	bound := st.Pod("db-0", st.Requests("100m", "128Mi"), withClaim("data-0"))
+	for _, tc := range []struct {
+		name   string
+		limits map[string]int
+		pods   []*corev1.Pod
+		// onNode are the pods placed on node-a; the others get a new NodeClaim.
+		onNode []string
+	}{
+		{
+			name:   "should not place a pod on a node whose EBS attach limit its claim would exceed",
+			limits: map[string]int{ebs: 1},
+			pods:   []*corev1.Pod{st.Pod("db-1", st.Requests("1", "1Gi"), withClaim("data-1"))},
+		},
+		{
+			name:   "should place a pod on a node with room under its EBS attach limit",
+			limits: map[string]int{ebs: 2},
+			pods:   []*corev1.Pod{st.Pod("db-1", st.Requests("1", "1Gi"), withClaim("data-1"))},
+			onNode: []string{"db-1"},
+		},
+		{
+			name:   "should count a claim already attached to the node once",
+			limits: map[string]int{ebs: 1},
+			pods:   []*corev1.Pod{st.Pod("reader", st.Requests("1", "1Gi"), withClaim("data-0"))},
+			onNode: []string{"reader"},
+		},
+		{
+			name:   "should count only the claims of the limited driver",
+			limits: map[string]int{ebs: 1, efs: 5},
+			pods:   []*corev1.Pod{st.Pod("web", st.Requests("1", "1Gi"), withClaim("shared"))},
+			onNode: []string{"web"},
+		},
+		{
+			name:   "should count the volumes of pods placed on the node earlier in the solve",
+			limits: map[string]int{ebs: 2},
+			pods: []*corev1.Pod{
+				// Larger first: db-1 is placed before db-2.
+				st.Pod("db-1", st.Requests("1500m", "1Gi"), withClaim("data-1")),
+				st.Pod("db-2", st.Requests("1", "1Gi"), withClaim("data-2")),
+			},
+			onNode: []string{"db-1"},
+		},
+		{
+			name:   "should count every new claim of one pod",
+			limits: map[string]int{ebs: 2},
+			pods:   []*corev1.Pod{st.Pod("db-12", st.Requests("1", "1Gi"), withClaimAs("a", "data-1"), withClaimAs("b", "data-2"))},
+		},
+		{
+			name:   "should not limit a node without CSINode limits",
+			pods:   []*corev1.Pod{st.Pod("db-1", st.Requests("1", "1Gi"), withClaim("data-1"))},
+			onNode: []string{"db-1"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodeA := st.Existing(st.Node("node-a", st.NodeType(types[4], "us-east-1a", v1.CapacityTypeOnDemand), st.ManagedBy("default")), bound)
+			nodeA.VolumeLimits = tc.limits
+			in := input([]v1.NodePool{st.NodePool("default")}, tc.pods, withVolumes(vols), st.WithNodes(nodeA))
+			got := viewOf(in, solve(t, in))
+			want := map[string]string{}
+			for _, p := range tc.onNode {
+				want[p] = "node-a"
+			}
+			if diff := cmp.Diff(want, got.Placements); diff != "" {
+				t.Errorf("placements (-want +got):\n%s", diff)
+			}
+			var inClaims int
+			for _, c := range got.Claims {
+				inClaims += len(c.Pods)
+			}
+			if want := len(tc.pods) - len(tc.onNode); inClaims != want || len(got.Unschedulable) != 0 {
+				t.Errorf("pods on new NodeClaims = %d, unschedulable %v; want %d and none", inClaims, got.Unschedulable, want)
+			}
+		})
+	}
+}
