@@ -760,7 +760,7 @@ func (f *Forwarder) setConditions(ctx context.Context, records []v1.EventRecord)
 		if objs == nil {
 			list, err := unstructuredList(f.src.NodeClaims)
 			if err != nil {
-				f.log.Error("list nodeclaims for the conditions of event records", "err", err)
+				f.log.Error("list nodeclaims for the conditions of event records", "error", err)
 				return
 			}
 			objs = make(map[string]*unstructured.Unstructured, len(list))
@@ -775,7 +775,7 @@ func (f *Forwarder) setConditions(ctx context.Context, records []v1.EventRecord)
 		wrote, err := f.mirror.SetCondition(ctx, u, *rec.Condition)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			f.log.Error("set the condition of an event record", "nodeclaim", rec.NodeClaim, "type", rec.Condition.Type, "err", err)
+			f.log.Error("set the condition of an event record", "nodeclaim", rec.NodeClaim, "type", rec.Condition.Type, "error", err)
 		case wrote:
 			f.log.Info("set nodeclaim condition", "nodeclaim", rec.NodeClaim, "type", rec.Condition.Type,
 				"status", rec.Condition.Status, "reason", rec.Condition.Reason)
