@@ -218,8 +218,8 @@ func TestRenderValues(t *testing.T) {
 			t.Errorf("tolerations (-want +got):\n%s", diff)
 		}
 		c := spec["containers"].([]any)[0].(map[string]any)
-		// Helm merges given values into the defaults: the memory limit stays.
-		want := map[string]any{"requests": map[string]any{"cpu": "1", "memory": "1Gi"}, "limits": map[string]any{"memory": "1Gi"}}
+		// Helm merges given values into the defaults: the default memory limit (2Gi) stays.
+		want := map[string]any{"requests": map[string]any{"cpu": "1", "memory": "1Gi"}, "limits": map[string]any{"memory": "2Gi"}}
 		if diff := cmp.Diff(want, c["resources"]); diff != "" {
 			t.Errorf("resources (-want +got):\n%s", diff)
 		}
