@@ -253,7 +253,7 @@ func TestDefaultDeployment(t *testing.T) {
 			paths = append(paths, render(r.Properties["PathPart"]))
 		}
 		slices.Sort(paths)
-		if diff := cmp.Diff([]string{"config", "events", "nodeclaims", "nodeclasses", "podbatches", "registrations", "snapshots", "v1", "{id}"}, paths); diff != "" {
+		if diff := cmp.Diff([]string{"config", "events", "metrics", "nodeclaims", "nodeclasses", "podbatches", "registrations", "snapshots", "v1", "{id}"}, paths); diff != "" {
 			t.Errorf("resources mismatch (-want +got):\n%s", diff)
 		}
 	})
@@ -350,7 +350,7 @@ func TestDefaultDeployment(t *testing.T) {
 		own := cl + "IDEMPOTENCY#batch#*," + cl + "IDEMPOTENCY#config#*," + cl + "IDEMPOTENCY#registrations#*," + cl + "IDEMPOTENCY#snapshot#*," +
 			cl + "PAYLOAD#*," + cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*"
 		want := []tableGrant{
-			{"dynamodb:GetItem,dynamodb:Query", table, cl + "BATCH#*," + cl + "NODECLAIM," + cl + "EVENT," + cl + "NODECLASSSTATUS," + own},
+			{"dynamodb:GetItem,dynamodb:Query", table, cl + "BATCH#*," + cl + "NODECLAIM," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC," + own},
 			{"dynamodb:PutItem,dynamodb:DeleteItem", table, own},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -372,22 +372,22 @@ func TestDefaultDeployment(t *testing.T) {
 		}{
 			{"Provisioner", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "PAYLOAD#*," +
-					cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "EVENT"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "PAYLOAD#*," + cl + "EVENT"},
+					cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "METRIC," + cl + "EVENT"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "PAYLOAD#*," + cl + "METRIC," + cl + "EVENT"},
 				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
 			}, true},
 			{"Gc", []tableGrant{
-				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "NODECLAIM," + cl + "EVENT"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "EVENT"},
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "NODECLAIM," + cl + "EVENT," + cl + "METRIC"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "EVENT," + cl + "METRIC"},
 			}, true},
 			{"Disruption", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "OFFERING," +
-					cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS"},
+					cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC"},
 			}, true},
 			{"Interruption", []tableGrant{
-				{"dynamodb:GetItem,dynamodb:Query", table, cl + "NODECLAIM," + cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT"},
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "NODECLAIM," + cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT," + cl + "METRIC"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT," + cl + "METRIC"},
 				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
 			}, false},
 			{"Instancestatus", []tableGrant{
@@ -409,7 +409,7 @@ func TestDefaultDeployment(t *testing.T) {
 
 	t.Run("should limit the disrupttask role to budgets, NodeClaims, its commands and fleet requests, events and unavailability marks", func(t *testing.T) {
 		got := tableGrants("Disrupttask")
-		write := cl + "NODECLAIM," + cl + "BUDGET," + cl + "EVENT," + cl + "OFFERING," + cl + "SUBNET," + cl + "PAYLOAD#fleet-request/*"
+		write := cl + "NODECLAIM," + cl + "BUDGET," + cl + "EVENT," + cl + "OFFERING," + cl + "SUBNET," + cl + "PAYLOAD#fleet-request/*," + cl + "METRIC"
 		want := []tableGrant{
 			{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "PAYLOAD#disruption/*," + write},
 			{"dynamodb:PutItem,dynamodb:DeleteItem", table, write},
