@@ -482,40 +482,61 @@ const MethodDeleted disruption.Method = "Deleted"
 // instant, so every poll of the same deletion derives the same execution
 // name within termination.ExecutionName's window. Sorted by NodeClaim.
 func deletionCommands(in disruption.Input, now time.Time) []disruption.Command {
+	nodeOf := claimNodes(in.Nodes)
+	var out []disruption.Command
+	for i := range in.NodeClaims {
+		c := &in.NodeClaims[i]
+		n := nodeOf(c)
+		if n == nil || n.DeletionTimestamp == nil || c.DeletionTimestamp != nil || termination.ClaimOf(c).Live(now) {
+			continue
+		}
+		out = append(out, deletedCommand(c, n, string(n.UID)+"\x00"+n.DeletionTimestamp.UTC().Format(time.RFC3339),
+			fmt.Sprintf("Node %s was deleted at %s; its termination finalizer drains it and terminates its instance (no budget, no replacement first)",
+				n.Name, n.DeletionTimestamp.UTC().Format(time.RFC3339))))
+	}
+	slices.SortFunc(out, func(a, b disruption.Command) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// claimNodes returns the lookup of a NodeClaim's Node among nodes: by
+// status.nodeName, else by providerID; nil when neither names one.
+func claimNodes(nodes []corev1.Node) func(*v1.NodeClaim) *corev1.Node {
 	byName := map[string]*corev1.Node{}
 	byProvider := map[string]*corev1.Node{}
-	for i := range in.Nodes {
-		n := &in.Nodes[i]
+	for i := range nodes {
+		n := &nodes[i]
 		byName[n.Name] = n
 		if n.Spec.ProviderID != "" {
 			byProvider[n.Spec.ProviderID] = n
 		}
 	}
-	var out []disruption.Command
-	for i := range in.NodeClaims {
-		c := &in.NodeClaims[i]
-		n := byName[c.Status.NodeName]
-		if n == nil && c.Status.ProviderID != "" {
-			n = byProvider[c.Status.ProviderID]
+	return func(c *v1.NodeClaim) *corev1.Node {
+		if n := byName[c.Status.NodeName]; n != nil {
+			return n
 		}
-		if n == nil || n.DeletionTimestamp == nil || c.DeletionTimestamp != nil || termination.ClaimOf(c).Live(now) {
-			continue
+		if c.Status.ProviderID != "" {
+			return byProvider[c.Status.ProviderID]
 		}
-		sum := sha256.Sum256([]byte(c.Name + "\x00" + string(n.UID) + "\x00" + n.DeletionTimestamp.UTC().Format(time.RFC3339)))
-		pool := c.Labels[v1.LabelNodePool]
-		out = append(out, disruption.Command{
-			ID: "delete-" + c.Name + "-" + hex.EncodeToString(sum[:4]), Method: MethodDeleted, Decision: disruption.DecisionDelete,
-			NodePool: pool, Replacements: []disruption.Replacement{},
-			Candidates: []disruption.Candidate{{
-				NodeClaim: c.Name, Node: n.Name, NodePool: pool, ProviderID: cmp.Or(c.Status.ProviderID, n.Spec.ProviderID),
-				InstanceType: n.Labels[v1.LabelInstanceType], Zone: n.Labels[v1.LabelTopologyZone], CapacityType: n.Labels[v1.LabelCapacityType],
-			}},
-			Reason: fmt.Sprintf("Node %s was deleted at %s; its termination finalizer drains it and terminates its instance (no budget, no replacement first)",
-				n.Name, n.DeletionTimestamp.UTC().Format(time.RFC3339)),
-		})
+		return nil
 	}
-	slices.SortFunc(out, func(a, b disruption.Command) int { return cmp.Compare(a.ID, b.ID) })
-	return out
+}
+
+// deletedCommand is the Deleted command that drains and deletes claim c on
+// Node n: ID "delete-<nodeclaim>-<8 hex>", the hash over the claim's name
+// and key (what makes this deletion the same one on every poll), no budget
+// and no replacement.
+func deletedCommand(c *v1.NodeClaim, n *corev1.Node, key, reason string) disruption.Command {
+	sum := sha256.Sum256([]byte(c.Name + "\x00" + key))
+	pool := c.Labels[v1.LabelNodePool]
+	return disruption.Command{
+		ID: "delete-" + c.Name + "-" + hex.EncodeToString(sum[:4]), Method: MethodDeleted, Decision: disruption.DecisionDelete,
+		NodePool: pool, Replacements: []disruption.Replacement{},
+		Candidates: []disruption.Candidate{{
+			NodeClaim: c.Name, Node: n.Name, NodePool: pool, ProviderID: cmp.Or(c.Status.ProviderID, n.Spec.ProviderID),
+			InstanceType: n.Labels[v1.LabelInstanceType], Zone: n.Labels[v1.LabelTopologyZone], CapacityType: n.Labels[v1.LabelCapacityType],
+		}},
+		Reason: reason,
+	}
 }
 
 // ownerDeletionCommands returns one Deleted command per NodeClaim of in
@@ -537,39 +558,18 @@ func ownerDeletionCommands(in disruption.Input, cfg ddbstore.Config, taken []dis
 	for i := range in.NodeClaims {
 		claims[in.NodeClaims[i].Name] = &in.NodeClaims[i]
 	}
-	byName := map[string]*corev1.Node{}
-	byProvider := map[string]*corev1.Node{}
-	for i := range in.Nodes {
-		n := &in.Nodes[i]
-		byName[n.Name] = n
-		if n.Spec.ProviderID != "" {
-			byProvider[n.Spec.ProviderID] = n
-		}
-	}
+	nodeOf := claimNodes(in.Nodes)
 	var out []disruption.Command
 	for _, d := range disruption.OwnerDeleted(in.NodeClaims, cfg.NodePools, cfg.NodeClasses) {
 		c := claims[d.NodeClaim]
 		if c == nil || named[c.Name] || termination.ClaimOf(c).Live(now) {
 			continue
 		}
-		n := byName[c.Status.NodeName]
-		if n == nil && c.Status.ProviderID != "" {
-			n = byProvider[c.Status.ProviderID]
-		}
+		n := nodeOf(c)
 		if n == nil {
 			continue
 		}
-		sum := sha256.Sum256([]byte(c.Name + "\x00" + string(c.UID) + "\x00" + d.Owner))
-		pool := c.Labels[v1.LabelNodePool]
-		out = append(out, disruption.Command{
-			ID: "delete-" + c.Name + "-" + hex.EncodeToString(sum[:4]), Method: MethodDeleted, Decision: disruption.DecisionDelete,
-			NodePool: pool, Replacements: []disruption.Replacement{},
-			Candidates: []disruption.Candidate{{
-				NodeClaim: c.Name, Node: n.Name, NodePool: pool, ProviderID: cmp.Or(c.Status.ProviderID, n.Spec.ProviderID),
-				InstanceType: n.Labels[v1.LabelInstanceType], Zone: n.Labels[v1.LabelTopologyZone], CapacityType: n.Labels[v1.LabelCapacityType],
-			}},
-			Reason: d.Reason,
-		})
+		out = append(out, deletedCommand(c, n, string(c.UID)+"\x00"+d.Owner, d.Reason))
 	}
 	return out
 }
