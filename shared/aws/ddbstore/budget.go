@@ -278,14 +278,7 @@ func (s *Store) writeBudget(ctx context.Context, nodePool string, version int64,
 			attrLeases:  &types.AttributeValueMemberM{Value: m},
 		},
 	}
-	if version == 0 {
-		in.ConditionExpression = strPtr("attribute_not_exists(#pk)")
-		in.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
-	} else {
-		in.ConditionExpression = strPtr("#ver = :expected")
-		in.ExpressionAttributeNames = map[string]string{"#ver": attrVersion}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":expected": num(version)}
-	}
+	putIfVersion(in, version)
 	_, err := s.api.PutItem(ctx, in)
 	return err
 }

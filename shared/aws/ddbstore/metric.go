@@ -109,15 +109,8 @@ func (s *Store) updateMetric(ctx context.Context, typ v1.MetricType, name string
 				attrPK: str(pk), attrSK: str(sk), attrKind: str(kindMetric),
 				attrBody: str(string(body)), attrVersion: num(version + 1),
 			},
-			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 		}
-		if version == 0 {
-			in.ConditionExpression = strPtr("attribute_not_exists(#pk)")
-		} else {
-			in.ConditionExpression = strPtr("#ver = :expected")
-			in.ExpressionAttributeNames = map[string]string{"#ver": attrVersion}
-			in.ExpressionAttributeValues = map[string]types.AttributeValue{":expected": num(version)}
-		}
+		putIfVersion(in, version)
 		_, err = s.api.PutItem(ctx, in)
 		if isConditionFailed(err) {
 			continue

@@ -114,6 +114,20 @@ func (s *Store) DeleteNodeClaim(ctx context.Context, claim v1.NodeClaim) error {
 	return nil
 }
 
+// putIfVersion makes in an optimistic write at version: the item must not
+// exist when version is 0, else its version attribute must equal version
+// (the write fails with ConditionalCheckFailedException otherwise).
+func putIfVersion(in *dynamodb.PutItemInput, version int64) {
+	if version == 0 {
+		in.ConditionExpression = strPtr("attribute_not_exists(#pk)")
+		in.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
+		return
+	}
+	in.ConditionExpression = strPtr("#ver = :expected")
+	in.ExpressionAttributeNames = map[string]string{"#ver": attrVersion}
+	in.ExpressionAttributeValues = map[string]types.AttributeValue{":expected": num(version)}
+}
+
 // versionCondition is "version = :expected", plus "AND uid = :uid" when uid
 // is set. Versions restart at 1 when a name is deleted and created again;
 // the UID check keeps a writer holding the old incarnation from passing the

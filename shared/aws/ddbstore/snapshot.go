@@ -225,14 +225,7 @@ func (s *Store) makeCurrent(ctx context.Context, sid string, parts int, createdM
 			attrUntilMs:     num(until.UnixMilli()),
 			attrExpiresAt:   num(ttlSeconds(until)),
 		}}
-		if version == 0 {
-			in.ConditionExpression = strPtr("attribute_not_exists(#pk)")
-			in.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
-		} else {
-			in.ConditionExpression = strPtr("#ver = :expected")
-			in.ExpressionAttributeNames = map[string]string{"#ver": attrVersion}
-			in.ExpressionAttributeValues = map[string]types.AttributeValue{":expected": num(version)}
-		}
+		putIfVersion(in, version)
 		_, err = s.api.PutItem(ctx, in)
 		if isConditionFailed(err) {
 			continue
