@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite the CLI golden files under testdata/golden")
@@ -93,6 +94,57 @@ func TestCompletionScriptForEveryShell(t *testing.T) {
 		code, stdout, stderr := runCLI(t, "", "completion", shell)
 		if code != 0 || !strings.Contains(stdout, "nodewright") || stderr != "" {
 			t.Errorf("completion %s: exit %d, stderr %q, %d bytes of script", shell, code, stderr, len(stdout))
+		}
+	}
+}
+
+// Shell completion covers flag values: -o's formats, impair's --check and
+// ice's capacity type, and file completion of YAML/JSON for -f.
+func TestCompletionOfFlagValues(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string // the completions, then cobra's directive (:4 no file completion, :8 files of these extensions)
+	}{
+		{"should complete plan -o with the output formats", []string{"plan", "-o", ""}, []string{"table", "json", "yaml", ":4"}},
+		{"should complete disruption --output with the output formats", []string{"disruption", "--output", ""}, []string{"table", "json", "yaml", ":4"}},
+		{"should complete impair --check with the status checks", []string{"local", "impair", "i-0aaa", "--check", ""}, []string{"instance", "system", ":4"}},
+		{"should complete ice's third argument with the capacity types", []string{"local", "ice", "m5.large", "us-east-1a", ""}, []string{"on-demand", "spot", ":4"}},
+		{"should complete plan's flags", []string{"plan", "--fail"}, []string{"--fail-unschedulable", ":4"}},
+		{"should complete -f with YAML and JSON files", []string{"validate", "-f", ""}, []string{"yaml", "yml", "json", ":8"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, _ := runCLI(t, "", append([]string{"__complete"}, tt.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			lines := strings.Split(strings.TrimSpace(stdout), "\n")
+			var got []string
+			for _, l := range lines {
+				name, _, _ := strings.Cut(l, "\t")
+				got = append(got, name)
+			}
+			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("completions %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// Flags take one dash or two, as under Go's flag package: -now, --now,
+// -f and --f all parse.
+func TestFlagsTakeOneDashOrTwo(t *testing.T) {
+	fixed := func() time.Time { return time.Time{} }
+	for _, args := range [][]string{
+		{"-f", "a.yaml", "-now", "2026-01-01T00:00:00Z", "-o", "json", "-feature-gates=SpotToSpotConsolidation=true"},
+		{"--f", "a.yaml", "--now", "2026-01-01T00:00:00Z", "--o", "json", "--feature-gates", "SpotToSpotConsolidation=true"},
+		{"--filename=a.yaml", "--now=2026-01-01T00:00:00Z", "--output=json", "--feature-gates=SpotToSpotConsolidation=true"},
+	} {
+		var stderr strings.Builder
+		cfg, err := parseDisruptionFlags(args, &stderr, fixed)
+		if err != nil || cfg.Output != "json" || !cfg.Gates.SpotToSpotConsolidation || cfg.Now.IsZero() || len(cfg.Files) != 1 {
+			t.Errorf("parseDisruptionFlags(%q) = %+v, %v (%s); want json, the gate, the instant and one file", args, cfg, err, stderr.String())
 		}
 	}
 }
