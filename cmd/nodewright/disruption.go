@@ -172,9 +172,32 @@ type disruptionReport struct {
 // types and evaluates. Warnings go to stderr; an error means invalid input
 // or a failed evaluation.
 func evaluateDisruption(ctx context.Context, cfg disruptionConfig, stdin io.Reader, stderr io.Writer) (disruptionReport, error) {
-	objs, err := manifest.ReadPaths(cfg.Files, stdin)
+	objs, err := loadManifests(cfg.Files, stdin, stderr)
 	if err != nil {
-		return disruptionReport{}, fmt.Errorf("read manifests:\n%w", err)
+		return disruptionReport{}, err
+	}
+	snap, err := disruptionSnapshot(objs, cfg.Region, cfg.SpotPriceRatio, stderr)
+	if err != nil {
+		return disruptionReport{}, err
+	}
+	in := snap.Input
+	in.Now, in.FeatureGates = cfg.Now, cfg.Gates
+	res, err := disruption.Evaluate(ctx, in)
+	if err != nil {
+		return disruptionReport{}, fmt.Errorf("evaluate: %w", err)
+	}
+	return disruptionReport{
+		Now: cfg.Now.UTC().Format(time.RFC3339), Region: snap.Region, PriceSource: snap.PriceSource,
+		Result: res, Ignored: snap.Ignored,
+	}, nil
+}
+
+// loadManifests reads the manifests of files ("-" is stdin), prints the
+// non-strict warnings to stderr and fails on strict ones.
+func loadManifests(files []string, stdin io.Reader, stderr io.Writer) ([]manifest.Object, error) {
+	objs, err := manifest.ReadPaths(files, stdin)
+	if err != nil {
+		return nil, fmt.Errorf("read manifests:\n%w", err)
 	}
 	for _, o := range objs {
 		for _, w := range o.Warnings {
@@ -184,47 +207,56 @@ func evaluateDisruption(ctx context.Context, cfg disruptionConfig, stdin io.Read
 		}
 	}
 	if err := strictErrors(objs); err != nil {
-		return disruptionReport{}, fmt.Errorf("invalid input:\n%w", err)
+		return nil, fmt.Errorf("invalid input:\n%w", err)
 	}
-	if cfg.Region, err = chooseRegion(cfg.Region, objs, stderr); err != nil {
-		return disruptionReport{}, err
+	return objs, nil
+}
+
+// snapshot is a disruption.Input built from manifests, with where its
+// region and prices come from and the objects left out.
+type snapshot struct {
+	disruption.Input
+	Region, PriceSource string
+	Ignored             []workload.Note
+}
+
+// disruptionSnapshot checks objs, chooses the region (region: --region,
+// "" for the input's) and resolves every EC2NodeClass's instance types:
+// the input `nodewright disruption` evaluates and `nodewright rollout`
+// runs forward. Now and FeatureGates are left for the caller.
+func disruptionSnapshot(objs []manifest.Object, region string, spotPriceRatio float64, stderr io.Writer) (snapshot, error) {
+	region, err := chooseRegion(region, objs, stderr)
+	if err != nil {
+		return snapshot{}, err
 	}
 	cluster, err := workload.Build(objs)
 	if err != nil {
-		return disruptionReport{}, fmt.Errorf("invalid input:\n%w", err)
+		return snapshot{}, fmt.Errorf("invalid input:\n%w", err)
 	}
 	if err := defaultAndValidate(cluster); err != nil {
-		return disruptionReport{}, fmt.Errorf("invalid input:\n%w", err)
+		return snapshot{}, fmt.Errorf("invalid input:\n%w", err)
 	}
 	in := disruptionInput(cluster)
-	in.Now, in.FeatureGates = cfg.Now, cfg.Gates
 	var sources []string
 	for i := range in.NodeClasses {
 		nc := &in.NodeClasses[i]
-		types, src, _, err := provisioning.LaunchTypes(nc, nil, provisioning.LaunchOptions{Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio})
+		types, src, _, err := provisioning.LaunchTypes(nc, nil, provisioning.LaunchOptions{Region: region, SpotPriceRatio: spotPriceRatio})
 		if err != nil {
-			return disruptionReport{}, fmt.Errorf("%s: EC2NodeClass %q: resolve instance types: %w", cluster.Sources[v1.KindEC2NodeClass+"/"+nc.Name], nc.Name, err)
+			return snapshot{}, fmt.Errorf("%s: EC2NodeClass %q: resolve instance types: %w", cluster.Sources[v1.KindEC2NodeClass+"/"+nc.Name], nc.Name, err)
 		}
 		in.InstanceTypes[nc.Name] = types
 		if !slices.Contains(sources, src.Description) {
 			sources = append(sources, src.Description)
 		}
 	}
-	res, err := disruption.Evaluate(ctx, in)
-	if err != nil {
-		return disruptionReport{}, fmt.Errorf("evaluate: %w", err)
-	}
-	r := disruptionReport{
-		Now: cfg.Now.UTC().Format(time.RFC3339), Region: cfg.Region, PriceSource: strings.Join(sources, "; "),
-		Result: res, Ignored: cluster.Ignored,
-	}
+	s := snapshot{Input: in, Region: region, PriceSource: strings.Join(sources, "; "), Ignored: cluster.Ignored}
 	if len(sources) == 0 {
-		r.PriceSource = "none (no EC2NodeClass in the manifests)"
+		s.PriceSource = "none (no EC2NodeClass in the manifests)"
 	}
-	if r.Ignored == nil {
-		r.Ignored = []workload.Note{}
+	if s.Ignored == nil {
+		s.Ignored = []workload.Note{}
 	}
-	return r, nil
+	return s, nil
 }
 
 // disruptionInput flattens the manifest snapshot: every NodeClaim and Node,

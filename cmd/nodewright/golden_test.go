@@ -20,6 +20,7 @@ func TestGolden(t *testing.T) {
 	guide := []string{"-f", guideComplete, "--region", "ap-northeast-1", "--now", planNow}
 	drift := []string{"-f", "testdata/disruption/drift", "--now", disruptionNow}
 	invalid := []string{"-f", "testdata/plan/invalid-nodepool.yaml"}
+	pin := []string{"-f", "testdata/disruption/drift", "-f", "testdata/rollout/pin.yaml", "--from", disruptionNow, "--until", "2026-01-01T03:00:00Z"}
 	tests := []struct {
 		name string
 		args []string
@@ -32,6 +33,7 @@ func TestGolden(t *testing.T) {
 		{"validate-help", []string{"validate", "-h"}},
 		{"plan-help", []string{"plan", "--help"}},
 		{"disruption-help", []string{"disruption", "-h"}},
+		{"rollout-help", []string{"rollout", "-h"}},
 		{"local-help", []string{"local", "-h"}},
 		{"demo-help", []string{"demo", "-h"}},
 		{"version-help", []string{"version", "--help"}},
@@ -51,6 +53,11 @@ func TestGolden(t *testing.T) {
 		{"disruption-table", drift},
 		{"disruption-json", append(append([]string{}, drift...), "-o", "json")},
 		{"disruption-yaml", append(append([]string{}, drift...), "-o", "yaml")},
+		{"rollout-table", pin},
+		{"rollout-json", append(append([]string{}, pin...), "-o", "json")},
+		{"rollout-yaml", append(append([]string{}, pin...), "-o", "yaml")},
+		{"rollout-compare", append(append([]string{}, pin...), "--compare", "testdata/rollout/nightly.yaml")},
+		{"rollout-bad-until", append(append([]string{}, pin...)[:4], "--from", disruptionNow, "--until", "2025-01-01T00:00:00Z")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,6 +69,8 @@ func TestGolden(t *testing.T) {
 				args = append([]string{"plan"}, args...)
 			case strings.HasPrefix(tt.name, "disruption-") && tt.name != "disruption-help":
 				args = append([]string{"disruption"}, args...)
+			case strings.HasPrefix(tt.name, "rollout-") && tt.name != "rollout-help":
+				args = append([]string{"rollout"}, args...)
 			}
 			code, stdout, stderr := runCLI(t, "", args...)
 			got := fmt.Sprintf("$ nodewright %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(args, " "), code, stdout, stderr)

@@ -92,7 +92,7 @@ left pods unschedulable.`,
 	root.SetOut(c.stdout)
 	root.SetErr(c.stderr)
 	root.AddCommand(newDemoCommand(c), newDisruptionCommand(c), newLocalCommand(c), newPlanCommand(c),
-		newValidateCommand(c), newVersionCommand(c))
+		newRolloutCommand(c), newValidateCommand(c), newVersionCommand(c))
 	return root
 }
 

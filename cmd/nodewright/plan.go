@@ -17,7 +17,6 @@ import (
 	"github.com/nodewright/nodewright/cmd/nodewright/internal/workload"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
-	"github.com/nodewright/nodewright/shared/manifest"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
@@ -197,19 +196,9 @@ func runPlan(ctx context.Context, cfg planConfig, parseErr error, stdin io.Reade
 // solves. Warnings go to stderr; an error means invalid input or a failed
 // solve.
 func plan(ctx context.Context, cfg planConfig, stdin io.Reader, stderr io.Writer) (workload.Report, error) {
-	objs, err := manifest.ReadPaths(cfg.Files, stdin)
+	objs, err := loadManifests(cfg.Files, stdin, stderr)
 	if err != nil {
-		return workload.Report{}, fmt.Errorf("read manifests:\n%w", err)
-	}
-	for _, o := range objs {
-		for _, w := range o.Warnings {
-			if !manifest.Strict(w) {
-				fmt.Fprintf(stderr, "warning: %s: %s %q: %s\n", o.Source, o.Kind, o.Name, w.Error())
-			}
-		}
-	}
-	if err := strictErrors(objs); err != nil {
-		return workload.Report{}, fmt.Errorf("invalid input:\n%w", err)
+		return workload.Report{}, err
 	}
 	if cfg.Region, err = chooseRegion(cfg.Region, objs, stderr); err != nil {
 		return workload.Report{}, err

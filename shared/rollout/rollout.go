@@ -267,6 +267,11 @@ func (s *sim) start(now time.Time, c disruption.Command) {
 	if repl == nil {
 		repl = []string{}
 	}
+	if c.Method == disruption.MethodExpired && len(c.Replacements) == 0 && len(c.Candidates) > 0 {
+		// apply models provisioning's new node for the evicted pods.
+		k := c.Candidates[0]
+		repl = []string{fmt.Sprintf("%s %s %s (provisioning, after the drain)", k.InstanceType, k.CapacityType, k.Zone)}
+	}
 	for _, cand := range c.Candidates {
 		claim := s.claim(cand.NodeClaim)
 		if claim != nil && claim.Spec.TerminationGracePeriod != nil && claim.Spec.TerminationGracePeriod.Duration < drain {
