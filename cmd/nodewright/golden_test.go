@@ -157,3 +157,67 @@ func TestFlagsTakeOneDashOrTwo(t *testing.T) {
 		}
 	}
 }
+
+// demoRollout is the forecast of the demo's AMI pin that docs/rollout-demo.svg
+// shows: the first node goes at 01:59, the second waits out the demo
+// NodePool's 02:00-03:00 zero budget.
+var demoRollout = []string{"rollout", "-f", "../../deploy/demo/guide-complete/nodepool.yaml", "-f", "../../deploy/demo/rollout/cluster.yaml",
+	"-f", "../../deploy/demo/rollout/pin.yaml", "--from", "2026-01-06T01:59:00Z", "--until", "2026-01-06T04:00:00Z"}
+
+// The rollout picture renders for the demo's cluster, and the one in docs/
+// is what the command draws now (go test -run TestRolloutPictureOfTheDemo
+// -update redraws it).
+func TestRolloutPictureOfTheDemo(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "rollout.svg")
+	code, stdout, stderr := runCLI(t, "", append(append([]string{}, demoRollout...), "--svg", svg)...)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{"production-1", "2026-01-06 01:59:00", "2026-01-06 03:00:00", "The rollout finishes at 2026-01-06 03:02:30 UTC."} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	got, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg xmlns=\"http://www.w3.org/2000/svg\"", "production-2 Drifted", "fill-opacity=\"0.12\"", "</svg>"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+	docs := filepath.Join("..", "..", "docs", "rollout-demo.svg")
+	if *update {
+		if err := os.WriteFile(docs, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want, err := os.ReadFile(docs); err != nil || string(want) != string(got) {
+		t.Errorf("%s differs from what rollout draws now (err %v); go test -run TestRolloutPictureOfTheDemo -update redraws it", docs, err)
+	}
+}
+
+// The change replaces objects of the same kind and name: a NodePool given
+// later wins, and an unknown pool in --compare is an error naming it.
+func TestRolloutChangeReplacesAndCompareNamesUnknownPools(t *testing.T) {
+	code, _, stderr := runCLI(t, "", "rollout", "-f", "testdata/disruption/drift", "--from", disruptionNow, "--until", "2026-01-01T02:00:00Z",
+		"--compare", "testdata/rollout/pin.yaml")
+	if code != 1 || !strings.Contains(stderr, "no NodePool in the file") {
+		t.Errorf("--compare without a NodePool: exit %d, stderr %q; want 1 naming the problem", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "", "rollout", "-f", "testdata/disruption/drift", "-f", "testdata/rollout/nightly.yaml",
+		"--from", disruptionNow, "--until", "2026-01-01T01:30:00Z", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, `"NodePool general: replaced by testdata/rollout/nightly.yaml#1"`) {
+		t.Errorf("changes do not name the NodePool replaced:\n%s", stdout)
+	}
+	// nightly.yaml closes the Drifted budget until 02:00: only the
+	// forceful expiration acts before then.
+	if strings.Contains(stdout, `"method": "Drifted"`) || !strings.Contains(stdout, `"method": "Expired"`) {
+		t.Errorf("want only the Expired step before 02:00 under the replaced budgets:\n%s", stdout)
+	}
+}
