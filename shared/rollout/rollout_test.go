@@ -253,3 +253,43 @@ func TestForecastRejectsBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkForecast48h is a two-day forecast (2,881 evaluations) of the
+// 30 drifted nodes under the nightly budgets.
+func BenchmarkForecast48h(b *testing.B) {
+	in := drifted30(nightly)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rollout.Forecast(context.Background(), in, rollout.Options{From: day}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// terminationGracePeriod caps the drain: with 20s on every NodeClaim a
+// drift replacement is done Boot + 20s after it starts, and an expired
+// node with a do-not-disrupt pod is gone 20s after its drain starts
+// instead of never.
+func TestForecastTerminationGracePeriodCapsTheDrain(t *testing.T) {
+	in := drifted30(nightly)
+	for i := range in.NodeClaims {
+		in.NodeClaims[i].Spec.TerminationGracePeriod = v1.NewDuration(20 * time.Second)
+	}
+	tl := forecast(t, in, rollout.Options{From: at("01:59:00"), Until: at("02:01:00")})
+	if len(tl.Steps) == 0 || !tl.Steps[0].Done.Equal(at("02:01:50")) {
+		t.Errorf("steps %+v; want the first, started 02:00:00, done at 02:01:50 (90s boot + 20s)", tl.Steps)
+	}
+	in.NodeClasses[0].Status.AMIs[0].ID = "ami-old"
+	for i := range in.NodeClaims {
+		in.NodeClaims[i].Spec.ExpireAfter = v1.MustParseNillable("25h")
+	}
+	tl = forecast(t, in, rollout.Options{From: day, Until: at("01:05:00")})
+	for _, s := range tl.Steps {
+		if s.NodeClaim == "n-07" && !s.Done.Equal(at("01:00:20")) {
+			t.Errorf("expired do-not-disrupt node done at %s, want 01:00:20", s.Done)
+		}
+	}
+	if len(tl.Never) != 0 {
+		t.Errorf("never = %+v, want none: terminationGracePeriod ends every drain", tl.Never)
+	}
+}
