@@ -183,6 +183,16 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		Limits: func() (map[string]corev1.ResourceList, error) {
 			return nodePoolLimits(nodePools.Lister())
 		},
+		NodePools: func() ([]string, error) {
+			objs, err := nodePools.Lister().List(labels.Everything())
+			names := make([]string, 0, len(objs))
+			for _, o := range objs {
+				if m, ok := o.(metav1.Object); ok {
+					names = append(names, m.GetName())
+				}
+			}
+			return names, err
+		},
 	}, version, commit, 10*time.Second, time.Now)
 	if err := reg.Register(karpenter); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)

@@ -57,7 +57,16 @@ type Cluster struct {
 	Pods  func() ([]*corev1.Pod, error)
 	// Limits returns each NodePool's spec.limits.
 	Limits func() (map[string]corev1.ResourceList, error)
+	// NodePools lists the cached NodePools' names; a stored per-NodePool
+	// gauge (poolGauges) of a NodePool not listed is not served, as
+	// Karpenter deletes those series with their NodePool. Nil (or an
+	// error) serves every stored series.
+	NodePools func() ([]string, error)
 }
+
+// poolGauges are the stored gauges that describe a NodePool's current
+// state (labeled nodepool), served only while the NodePool exists.
+var poolGauges = map[string]bool{v1.MetricNodePoolsAllowedDisruptions: true}
 
 // Karpenter serves Karpenter's metrics (v1.Metric*): the counters,
 // gauges and histograms the Lambdas stored (read through stored, at most
@@ -112,6 +121,13 @@ func (k *Karpenter) samples() []v1.MetricSample {
 
 func (k *Karpenter) collectStored(ch chan<- prometheus.Metric) {
 	samples := k.samples()
+	if k.cluster.NodePools != nil {
+		if pools, err := k.cluster.NodePools(); err == nil {
+			samples = slices.DeleteFunc(slices.Clone(samples), func(s v1.MetricSample) bool {
+				return poolGauges[s.Name] && !slices.Contains(pools, s.Labels["nodepool"])
+			})
+		}
+	}
 	// One label set per metric name, the union of its series' labels (a
 	// label a series lacks is served empty), as Prometheus requires.
 	names := map[string]map[string]bool{}

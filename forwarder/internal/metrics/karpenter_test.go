@@ -334,3 +334,22 @@ func TestKarpenterDerivesPodStartupFromReadyTransitions(t *testing.T) {
 		t.Errorf("count, sum = %d, %v; want 4 ready pods, 135 s", count, sum)
 	}
 }
+
+func TestKarpenterServesAllowedDisruptionsOnlyForExistingNodePools(t *testing.T) {
+	list := storedList()
+	list.Items = append(list.Items, v1.MetricSample{Name: v1.MetricNodePoolsAllowedDisruptions, Type: v1.MetricGauge,
+		Labels: map[string]string{"nodepool": "deleted", "reason": "Drifted"}, Value: 3})
+	c := cluster()
+	c.NodePools = func() ([]string, error) { return []string{"default"}, nil }
+	k := metrics.NewKarpenter(func(context.Context) (v1.MetricList, error) { return list, nil }, c, "v0.1.0", "abc123", 10*time.Second, func() time.Time { return t0 })
+	fams := gather(t, k)
+	if got, ok := value(fams[v1.MetricNodePoolsAllowedDisruptions], map[string]string{"nodepool": "default"}); !ok || got != 1 {
+		t.Errorf("allowed disruptions of the existing NodePool = %v (served %v), want 1", got, ok)
+	}
+	if got, ok := value(fams[v1.MetricNodePoolsAllowedDisruptions], map[string]string{"nodepool": "deleted"}); ok {
+		t.Errorf("allowed disruptions of a deleted NodePool served (%v), want its series gone as Karpenter deletes it", got)
+	}
+	if got, ok := value(fams[v1.MetricNodeClaimsCreated], map[string]string{"reason": "provisioning"}); !ok || got != 3 {
+		t.Errorf("created_total = %v (served %v), want counters kept", got, ok)
+	}
+}
