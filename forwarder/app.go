@@ -115,8 +115,19 @@ func trimPod(p *corev1.Pod) *corev1.Pod {
 	t.Status.Phase = p.Status.Phase
 	t.Status.NominatedNodeName = p.Status.NominatedNodeName
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
+		switch c.Type {
+		case corev1.PodScheduled:
 			t.Status.Conditions = append(t.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
+		case corev1.PodReady: // karpenter_pods_startup_duration_seconds
+			t.Status.Conditions = append(t.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+		}
+	}
+	// Limits for karpenter_nodes_total_{pod,daemon}_limits.
+	for i := range t.Spec.Containers {
+		for _, c := range p.Spec.Containers {
+			if c.Name == t.Spec.Containers[i].Name && len(c.Resources.Limits) > 0 {
+				t.Spec.Containers[i].Resources.Limits = c.Resources.Limits.DeepCopy()
+			}
 		}
 	}
 	return t
@@ -171,6 +182,16 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		Pods:  func() ([]*corev1.Pod, error) { return pods.Lister().List(labels.Everything()) },
 		Limits: func() (map[string]corev1.ResourceList, error) {
 			return nodePoolLimits(nodePools.Lister())
+		},
+		NodePools: func() ([]string, error) {
+			objs, err := nodePools.Lister().List(labels.Everything())
+			names := make([]string, 0, len(objs))
+			for _, o := range objs {
+				if m, ok := o.(metav1.Object); ok {
+					names = append(names, m.GetName())
+				}
+			}
+			return names, err
 		},
 	}, version, commit, 10*time.Second, time.Now)
 	if err := reg.Register(karpenter); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -364,6 +365,26 @@ func TestTrimKeepsWhatTheForwarderReads(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("the Ready transition and container limits the Karpenter metrics read are kept", func(t *testing.T) {
+		ready := metav1.NewTime(now.Add(12 * time.Second))
+		p := running.DeepCopy()
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+		p.Status.Conditions[0].LastTransitionTime = ready
+		p.Status.Conditions[0].Message = "all containers ready"
+		obj, err := trim(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := obj.(*corev1.Pod)
+		wantConds := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: ready}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+		if diff := cmp.Diff(wantConds, got.Status.Conditions); diff != "" {
+			t.Errorf("trimmed conditions mismatch (-want +got):\n%s", diff)
+		}
+		if lim := got.Spec.Containers[0].Resources.Limits.Memory(); lim.Cmp(resource.MustParse("1Gi")) != 0 {
+			t.Errorf("trimmed memory limit = %v, want 1Gi", lim)
+		}
+	})
 
 	t.Run("node images and managedFields are dropped", func(t *testing.T) {
 		n := &corev1.Node{

@@ -3,6 +3,7 @@ package stack_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -11,26 +12,36 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/local/stack"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
-// TestDisruptionEventsReachTheCluster drifts the only node of a pool (an
-// AMI pin, budget 1) and checks that the disruption's event records become
-// the Kubernetes Events Karpenter would have written, through the
-// forwarder's relay: DisruptionTerminating on the drifted Node, Evicted on
-// the pod it ran (in the pod's namespace, with the pod's UID, so `kubectl
-// describe pod` would list it), and DisruptionLaunching on the replacement
-// NodeClaim. It logs how long after the drifted node was tainted each
-// Event appeared (the relay polls every 10 s).
-func TestDisruptionEventsReachTheCluster(t *testing.T) {
+// TestDisruptionEventsAndKarpenterMetricsReachTheCluster scales a pool up
+// to one node, drifts it (an AMI pin, budget 1) and then consolidates it
+// away, and checks what a Karpenter operator watches:
+//   - the disruption's event records become the Kubernetes Events Karpenter
+//     would have written, through the forwarder's relay: DisruptionTerminating
+//     on the drifted Node, Evicted on the pod it ran (in the pod's namespace,
+//     with the pod's UID, so `kubectl describe pod` would list it), and
+//     DisruptionLaunching on the replacement NodeClaim; it logs how long
+//     after the drifted node was tainted each Event appeared (the relay
+//     polls every 10 s);
+//   - the forwarder's /metrics serves Karpenter's metrics with its labels and
+//     values that match what happened (karpenter_nodeclaims_created_total ==
+//     the NodeClaims launched, karpenter_nodeclaims_disrupted_total by reason
+//     == the disruption executions started, ...), and serves the same
+//     counters after the forwarder is killed and started again (they are
+//     derived from stored state, not counted in its memory).
+func TestDisruptionEventsAndKarpenterMetricsReachTheCluster(t *testing.T) {
 	s := startStack(t, func(o *stack.Options) { o.Disruption = true })
 	if !s.Wired().Drift {
 		t.Skip("drift needs the local Step Functions engine (make sfn-deps)")
 	}
 	ctx := t.Context()
 	applyGuide(t, s, "ec2nodeclass.yaml")
-	if err := s.Apply(ctx, poolYAML("drift", "1", "")); err != nil {
+	if err := s.Apply(ctx, limitedPool("Never")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Kube.AppsV1().Deployments("default").Create(ctx, deployment("moved", 1, "500m", "512Mi"), metav1.CreateOptions{}); err != nil {
@@ -126,4 +137,90 @@ func TestDisruptionEventsReachTheCluster(t *testing.T) {
 		t.Logf("%s on %s %s: seen %s after the node was tainted (tainted %s after the pin)",
 			w.reason, w.kind, name, seen[i].Round(time.Second), tainted.Sub(pinned).Round(time.Second))
 	}
+
+	// Karpenter's metrics while the replacement runs the pod: the gauges
+	// derived from the cluster, and the drift counted.
+	live := eventuallyMetrics(t, s, time.Minute, "after the drift", []metricWant{
+		{name: v1.MetricNodeClaimsCreated, labels: map[string]string{"reason": "provisioning", "nodepool": "drift", "min_values_relaxed": "false"}, want: 1},
+		{name: v1.MetricNodeClaimsCreated, labels: map[string]string{"reason": "drifted", "nodepool": "drift", "min_values_relaxed": "false"}, want: 1},
+		{name: v1.MetricNodePoolsAllowedDisruptions, labels: map[string]string{"nodepool": "drift", "reason": "Drifted"}, want: 1},
+		{name: v1.MetricNodesAllocatable, labels: map[string]string{"nodepool": "drift", "resource_type": "pods", "capacity_type": "on-demand", "arch": "amd64"}, want: 1, atLeast: true},
+		{name: v1.MetricNodesTotalPodRequests, labels: map[string]string{"nodepool": "drift", "resource_type": "pods"}, want: 1},
+		{name: v1.MetricNodePoolsUsage, labels: map[string]string{"nodepool": "drift", "resource_type": "cpu"}, want: 1, atLeast: true},
+		{name: v1.MetricNodePoolsLimit, labels: map[string]string{"nodepool": "drift", "resource_type": "cpu"}, want: 100},
+		{name: v1.MetricPodsState, labels: map[string]string{"namespace": "default", "nodepool": "drift", "phase": "Running"}, want: 1},
+		{name: v1.MetricPodsStartupSeconds + "_count", want: 1, atLeast: true},
+		{name: v1.MetricSchedulerQueueDepth, labels: map[string]string{"controller": "provisioner"}, want: 0},
+		{name: v1.MetricBuildInfo, want: 1},
+	})
+	// The pod moved onto an initialized replacement, so it may have been
+	// Ready within its creation's second: any number, not NaN (the pod
+	// became Ready within the summary's 10 minutes).
+	if q, ok := live.sum(v1.MetricPodsStartupSeconds, map[string]string{"quantile": "0.5"}); !ok || math.IsNaN(q) || q < 0 {
+		t.Errorf("%s{quantile=\"0.5\"} = %v (served %v), want the seconds from the pod's creation to its Ready", v1.MetricPodsStartupSeconds, q, ok)
+	}
+
+	// Consolidation: the pod goes, the pool consolidates its empty node.
+	if err := s.Apply(ctx, limitedPool("0s")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Kube.AppsV1().Deployments("default").Patch(ctx, "moved", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, s, 4*time.Minute, "the empty node consolidated", func(_ context.Context, st stack.Status) bool {
+		return st.Nodes == 0 && st.NodeClaims == 0
+	})
+	if _, ok := finishedExecution(t, s, "empty-", time.Minute); !ok {
+		t.Fatalf("no finished empty-<nodeclaim>-<hash> execution: %v", executionNames(s))
+	}
+	launched, drifts, empties := launchedNodeClaims(s), startedExecutions(s, "drift-"), startedExecutions(s, "empty-")
+	t.Logf("launched %d NodeClaims; started %d drift and %d empty executions", launched, drifts, empties)
+	if launched != 2 || drifts != 1 || empties != 1 {
+		t.Fatalf("launched %d NodeClaims, %d drift and %d empty executions; want 2, 1 and 1 (the scenario did not run as planned: %v)", launched, drifts, empties, executionNames(s))
+	}
+	counted := []metricWant{
+		{name: v1.MetricNodeClaimsCreated, want: float64(launched)},
+		{name: v1.MetricNodeClaimsCreated, labels: map[string]string{"reason": "provisioning", "nodepool": "drift"}, want: 1},
+		{name: v1.MetricNodeClaimsCreated, labels: map[string]string{"reason": "drifted", "nodepool": "drift"}, want: float64(drifts)},
+		{name: v1.MetricNodeClaimsDisrupted, labels: map[string]string{"reason": "drifted", "nodepool": "drift", "capacity_type": "on-demand"}, want: float64(drifts)},
+		{name: v1.MetricNodeClaimsDisrupted, labels: map[string]string{"reason": "empty", "nodepool": "drift", "capacity_type": "on-demand"}, want: float64(empties)},
+		{name: v1.MetricNodeClaimsDisrupted, want: float64(drifts + empties)},
+		{name: v1.MetricDisruptionDecisions, labels: map[string]string{"decision": "replace", "reason": "drifted"}, want: float64(drifts)},
+		{name: v1.MetricDisruptionDecisions, labels: map[string]string{"decision": "delete", "reason": "empty", "consolidation_type": "empty"}, want: float64(empties)},
+		{name: v1.MetricNodeClaimsTerminated, labels: map[string]string{"nodepool": "drift", "capacity_type": "on-demand"}, want: float64(launched)},
+		{name: v1.MetricNodesCreated, labels: map[string]string{"nodepool": "drift"}, want: float64(launched)},
+		{name: v1.MetricNodesTerminated, labels: map[string]string{"nodepool": "drift"}, want: float64(launched)},
+		{name: v1.MetricNodeClaimsTerminationSeconds + "_count", labels: map[string]string{"nodepool": "drift"}, want: float64(launched)},
+		{name: v1.MetricNodesTerminationSeconds + "_count", labels: map[string]string{"nodepool": "drift"}, want: float64(launched)},
+		{name: v1.MetricNodesTerminationSeconds, labels: map[string]string{"nodepool": "drift", "quantile": "1"}, want: 0.005, atLeast: true},
+		{name: v1.MetricNodePoolsAllowedDisruptions, labels: map[string]string{"nodepool": "drift", "reason": "Empty"}, want: 1},
+		{name: v1.MetricNodePoolsAllowedDisruptions, labels: map[string]string{"nodepool": "drift", "reason": "Underutilized"}, want: 1},
+		{name: v1.MetricDisruptionEligible, labels: map[string]string{"reason": "drifted"}, want: 0},
+		{name: v1.MetricCloudProviderSeconds + "_count", labels: map[string]string{"method": "Create", "provider": "aws"}, want: float64(launched), atLeast: true},
+		{name: v1.MetricSchedulingSeconds + "_count", labels: map[string]string{"controller": "provisioner"}, want: 1, atLeast: true},
+		{name: v1.MetricBuildInfo, want: 1},
+	}
+	before := eventuallyMetrics(t, s, time.Minute, "after the consolidation", counted)
+
+	// A restarted forwarder serves the same counters from the first scrape.
+	s.KillForwarder()
+	if err := s.StartForwarder(); err != nil {
+		t.Fatalf("StartForwarder() error = %v", err)
+	}
+	after := scrapeForwarder(t, s)
+	if bad := after.mismatches(counted); len(bad) > 0 {
+		t.Errorf("after the forwarder restarted, its /metrics has:\n%s", strings.Join(bad, "\n"))
+	}
+	if diff := diffCounters(before.counters(), after.counters()); len(diff) > 0 {
+		t.Errorf("counters changed across the forwarder's restart:\n%s", strings.Join(diff, "\n"))
+	}
+}
+
+// limitedPool is the drift test's pool (budget 1) with a cpu limit of 100
+// and consolidateAfter set to after ("Never" keeps its node; "0s"
+// consolidates it once empty).
+func limitedPool(after string) []byte {
+	pool := string(poolYAML("drift", "1", ""))
+	pool = strings.Replace(pool, "  disruption:\n", "  limits:\n    cpu: '100'\n  disruption:\n", 1)
+	return []byte(strings.Replace(pool, "consolidateAfter: Never", "consolidateAfter: "+after, 1))
 }

@@ -156,6 +156,7 @@ func (s *Stack) StartForwarder() error {
 		close(c.done)
 	}()
 	s.fwd = c
+	s.fwdMetrics = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	if s.PIDs != nil {
 		s.PIDs["forwarder"] = cmd.Process.Pid
 		_ = writeInfo(s.opts.Dir, s.Info)
@@ -190,6 +191,18 @@ func (s *Stack) KillForwarder() {
 	}
 	_ = syscall.Kill(-s.fwd.cmd.Process.Pid, syscall.SIGKILL)
 	<-s.fwd.done
+}
+
+// ForwarderMetricsURL returns the running forwarder's /metrics URL
+// (http://127.0.0.1:<port>/metrics; the port changes on every
+// StartForwarder), "" when it is not running.
+func (s *Stack) ForwarderMetricsURL() string {
+	s.fwdMu.Lock()
+	defer s.fwdMu.Unlock()
+	if s.fwd == nil || s.fwd.exited() {
+		return ""
+	}
+	return "http://" + s.fwdMetrics + "/metrics"
 }
 
 // ForwarderPID returns the forwarder's process ID, 0 when not running.

@@ -206,6 +206,9 @@ type Stack struct {
 	disruptionWired bool
 	// store is the DynamoDB store the handlers share (events.go).
 	store *ddbstore.Store
+	// fwdMetrics is the running forwarder's metrics address (host:port);
+	// guarded by fwdMu.
+	fwdMetrics string
 	// sfn is the local Step Functions of the disruption executions
 	// (startDisruption; Executions).
 	sfn *localSFN

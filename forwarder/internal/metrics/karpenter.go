@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"maps"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -38,17 +39,34 @@ var karpenterHelp = map[string]string{
 	v1.MetricPodsState:               "Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.",
 	v1.MetricSchedulerQueueDepth:     "The number of pods waiting to be scheduled.",
 	v1.MetricBuildInfo:               "A metric with a constant '1' value labeled by version from which nodewright was built.",
+
+	v1.MetricNodesTotalPodLimits:          "The resource limits of the non-DaemonSet pods bound to a node.",
+	v1.MetricNodesTotalDaemonLimits:       "The resource limits of the DaemonSet pods bound to a node.",
+	v1.MetricNodeClaimsTerminationSeconds: "Duration of NodeClaim termination in seconds: from its deletion mark until its instance is terminated and its record deleted.",
+	v1.MetricNodesTerminationSeconds:      "The time taken between a node's deletion request and the end of its termination, by owning nodepool; quantiles estimated from the stored buckets.",
+	v1.MetricNodePoolsAllowedDisruptions:  "Nodes a NodePool's disruption budgets let be disrupting at once, by NodePool and disruption reason; set by each disruption evaluation.",
+	v1.MetricPodsStartupSeconds:           "The time from pod creation until the pod is ready; quantiles over the pods that became ready in the last 10 minutes, count and sum over the active ready pods.",
 }
 
 // Cluster is what the forwarder's caches hold for the derived metrics.
 type Cluster struct {
 	// Nodes and Pods list the informer caches (the pod cache holds active
-	// pods only, trimmed to their summary and PodScheduled condition).
+	// pods only, trimmed to their summary, container limits and their
+	// PodScheduled and Ready conditions).
 	Nodes func() ([]*corev1.Node, error)
 	Pods  func() ([]*corev1.Pod, error)
 	// Limits returns each NodePool's spec.limits.
 	Limits func() (map[string]corev1.ResourceList, error)
+	// NodePools lists the cached NodePools' names; a stored per-NodePool
+	// gauge (poolGauges) of a NodePool not listed is not served, as
+	// Karpenter deletes those series with their NodePool. Nil (or an
+	// error) serves every stored series.
+	NodePools func() ([]string, error)
 }
+
+// poolGauges are the stored gauges that describe a NodePool's current
+// state (labeled nodepool), served only while the NodePool exists.
+var poolGauges = map[string]bool{v1.MetricNodePoolsAllowedDisruptions: true}
 
 // Karpenter serves Karpenter's metrics (v1.Metric*): the counters,
 // gauges and histograms the Lambdas stored (read through stored, at most
@@ -103,6 +121,13 @@ func (k *Karpenter) samples() []v1.MetricSample {
 
 func (k *Karpenter) collectStored(ch chan<- prometheus.Metric) {
 	samples := k.samples()
+	if k.cluster.NodePools != nil {
+		if pools, err := k.cluster.NodePools(); err == nil {
+			samples = slices.DeleteFunc(slices.Clone(samples), func(s v1.MetricSample) bool {
+				return poolGauges[s.Name] && !slices.Contains(pools, s.Labels["nodepool"])
+			})
+		}
+	}
 	// One label set per metric name, the union of its series' labels (a
 	// label a series lacks is served empty), as Prometheus requires.
 	names := map[string]map[string]bool{}
@@ -131,6 +156,10 @@ func (k *Karpenter) collectStored(ch chan<- prometheus.Metric) {
 		case v1.MetricGauge:
 			ch <- prometheus.MustNewConstMetric(descs[s.Name], prometheus.GaugeValue, s.Value, values...)
 		case v1.MetricHistogram:
+			if storedSummaries[s.Name] {
+				ch <- prometheus.MustNewConstSummary(descs[s.Name], s.Count, s.Sum, bucketQuantiles(s.Count, s.Buckets), values...)
+				continue
+			}
 			buckets := map[float64]uint64{}
 			for i, le := range v1.MetricBuckets {
 				if i < len(s.Buckets) {
@@ -141,6 +170,54 @@ func (k *Karpenter) collectStored(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// storedSummaries are the stored histograms Karpenter serves as summaries:
+// the forwarder serves them as summaries too, so that dashboards querying
+// their quantile label read them.
+var storedSummaries = map[string]bool{v1.MetricNodesTerminationSeconds: true}
+
+// summaryQuantiles are the quantiles of Karpenter's summaries (its
+// metrics.SummaryObjectives: 0, 0.5, 0.9, 0.99, 1).
+var summaryQuantiles = []float64{0, 0.5, 0.9, 0.99, 1}
+
+// bucketQuantiles estimates summaryQuantiles from a stored histogram's
+// cumulative bucket counts over v1.MetricBuckets (seconds), interpolating
+// linearly within the bucket that holds the rank, as PromQL's
+// histogram_quantile does: quantile 0 is the lower bound of the first
+// non-empty bucket, a rank beyond the last bucket (observations over
+// 600 s) is its upper bound. No observation gives NaN, as a summary with
+// none does.
+func bucketQuantiles(count uint64, buckets []uint64) map[float64]float64 {
+	out := make(map[float64]float64, len(summaryQuantiles))
+	for _, q := range summaryQuantiles {
+		out[q] = math.NaN()
+		if count == 0 {
+			continue
+		}
+		rank := q * float64(count)
+		out[q] = v1.MetricBuckets[len(v1.MetricBuckets)-1]
+		var below uint64
+		lower := 0.0
+		for i, le := range v1.MetricBuckets {
+			if i >= len(buckets) {
+				break
+			}
+			in := buckets[i] - below
+			if in > 0 && float64(buckets[i]) >= rank {
+				out[q] = lower + (le-lower)*(rank-float64(below))/float64(in)
+				break
+			}
+			below, lower = buckets[i], le
+		}
+	}
+	return out
+}
+
+// startupWindow is how far back karpenter_pods_startup_duration_seconds'
+// quantiles look: the 10-minute age of a Prometheus summary's
+// observations (client_golang's DefMaxAge), which Karpenter's summary
+// keeps.
+const startupWindow = 10 * time.Minute
 
 // nodeLabels are the labels of Karpenter's karpenter_nodes_* gauges.
 var nodeLabels = []string{"node_name", "nodepool", "resource_type", "arch", "capacity_type", "instance_type", "zone"}
@@ -157,6 +234,8 @@ func (k *Karpenter) collectCluster(ch chan<- prometheus.Metric) {
 	allocatable := prometheus.NewDesc(v1.MetricNodesAllocatable, karpenterHelp[v1.MetricNodesAllocatable], nodeLabels, nil)
 	podRequests := prometheus.NewDesc(v1.MetricNodesTotalPodRequests, karpenterHelp[v1.MetricNodesTotalPodRequests], nodeLabels, nil)
 	daemonRequests := prometheus.NewDesc(v1.MetricNodesTotalDaemonRequest, karpenterHelp[v1.MetricNodesTotalDaemonRequest], nodeLabels, nil)
+	podLimits := prometheus.NewDesc(v1.MetricNodesTotalPodLimits, karpenterHelp[v1.MetricNodesTotalPodLimits], nodeLabels, nil)
+	daemonLimits := prometheus.NewDesc(v1.MetricNodesTotalDaemonLimits, karpenterHelp[v1.MetricNodesTotalDaemonLimits], nodeLabels, nil)
 	usage := map[string]corev1.ResourceList{}
 	byNode := map[string][]*corev1.Pod{}
 	pending := 0
@@ -180,30 +259,30 @@ func (k *Karpenter) collectCluster(ch chan<- prometheus.Metric) {
 			return []string{n.Name, pool, string(res), n.Labels[corev1.LabelArchStable], n.Labels[v1.LabelCapacityType], n.Labels[corev1.LabelInstanceTypeStable], n.Labels[corev1.LabelTopologyZone]}
 		}
 		pod, daemon := corev1.ResourceList{}, corev1.ResourceList{}
+		podLim, daemonLim := corev1.ResourceList{}, corev1.ResourceList{}
 		for _, p := range byNode[n.Name] {
-			into := pod
+			into, lim := pod, podLim
 			if v1.OwnedByDaemonSet(p) {
-				into = daemon
+				into, lim = daemon, daemonLim
 			}
 			count := into[corev1.ResourcePods]
 			count.Add(*resource.NewQuantity(1, resource.DecimalSI))
 			into[corev1.ResourcePods] = count
 			for _, c := range p.Spec.Containers {
-				for res, q := range c.Resources.Requests {
-					cur := into[res]
-					cur.Add(q)
-					into[res] = cur
-				}
+				addAll(into, c.Resources.Requests)
+				addAll(lim, c.Resources.Limits)
 			}
 		}
 		for res, q := range n.Status.Allocatable {
 			ch <- prometheus.MustNewConstMetric(allocatable, prometheus.GaugeValue, q.AsApproximateFloat64(), lv(res)...)
 		}
-		for res, q := range pod {
-			ch <- prometheus.MustNewConstMetric(podRequests, prometheus.GaugeValue, q.AsApproximateFloat64(), lv(res)...)
-		}
-		for res, q := range daemon {
-			ch <- prometheus.MustNewConstMetric(daemonRequests, prometheus.GaugeValue, q.AsApproximateFloat64(), lv(res)...)
+		for _, g := range []struct {
+			desc *prometheus.Desc
+			list corev1.ResourceList
+		}{{podRequests, pod}, {daemonRequests, daemon}, {podLimits, podLim}, {daemonLimits, daemonLim}} {
+			for res, q := range g.list {
+				ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, q.AsApproximateFloat64(), lv(res)...)
+			}
 		}
 		if usage[pool] == nil {
 			usage[pool] = corev1.ResourceList{}
@@ -236,6 +315,56 @@ func (k *Karpenter) collectCluster(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(v1.MetricSchedulerQueueDepth, karpenterHelp[v1.MetricSchedulerQueueDepth], []string{"controller"}, nil),
 		prometheus.GaugeValue, float64(pending), "provisioner")
 	k.collectPods(ch, pods, nodes)
+	k.collectStartup(ch, pods)
+}
+
+// addAll adds every quantity of add into into.
+func addAll(into, add corev1.ResourceList) {
+	for res, q := range add {
+		cur := into[res]
+		cur.Add(q)
+		into[res] = cur
+	}
+}
+
+// collectStartup serves karpenter_pods_startup_duration_seconds, the
+// summary Karpenter observes once per pod when it becomes ready: the
+// seconds from the pod's creation to its Ready condition's last
+// transition to True. It is derived from the active pods at each scrape,
+// so every replica serves the same: the quantiles (summaryQuantiles,
+// exact, nearest rank) are over the pods that became ready within
+// startupWindow of now (NaN when none did, as a summary with no recent
+// observation), count and sum over every active ready pod (they drop when
+// pods end, unlike Karpenter's process-lifetime totals).
+func (k *Karpenter) collectStartup(ch chan<- prometheus.Metric, pods []*corev1.Pod) {
+	now := k.now()
+	var recent []float64
+	var count uint64
+	var sum float64
+	for _, p := range pods {
+		for _, c := range p.Status.Conditions {
+			if c.Type != corev1.PodReady || c.Status != corev1.ConditionTrue || c.LastTransitionTime.IsZero() {
+				continue
+			}
+			took := max(c.LastTransitionTime.Sub(p.CreationTimestamp.Time).Seconds(), 0)
+			count++
+			sum += took
+			if now.Sub(c.LastTransitionTime.Time) <= startupWindow {
+				recent = append(recent, took)
+			}
+		}
+	}
+	slices.Sort(recent)
+	quantiles := make(map[float64]float64, len(summaryQuantiles))
+	for _, q := range summaryQuantiles {
+		quantiles[q] = math.NaN()
+		if len(recent) > 0 {
+			i := int(math.Ceil(q*float64(len(recent)))) - 1
+			quantiles[q] = recent[min(max(i, 0), len(recent)-1)]
+		}
+	}
+	ch <- prometheus.MustNewConstSummary(prometheus.NewDesc(v1.MetricPodsStartupSeconds, karpenterHelp[v1.MetricPodsStartupSeconds], nil, nil),
+		count, sum, quantiles)
 }
 
 // collectPods serves karpenter_pods_state: 1 per active pod, labeled as

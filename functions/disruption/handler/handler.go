@@ -406,6 +406,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	out.Events = h.recordDecisionEvents(ctx, decisionEvents(res, now), now)
 	out.DriftConditions = h.recordDriftConditions(ctx, in.NodeClaims, res.Drift, now)
 	h.recordEligible(ctx, res)
+	h.recordBudgets(ctx, res.Budgets)
 	var errs []error
 	cmds := append(res.Commands, deletionCommands(in, now)...)
 	cmds = append(cmds, ownerDeletionCommands(in, cfg.Config, cmds, now)...)
@@ -669,6 +670,16 @@ func (h *Handler) recordEligible(ctx context.Context, res disruption.Result) {
 	}
 	for _, m := range voluntaryMethods {
 		h.d.Metrics.EligibleNodes(ctx, string(m), n[m])
+	}
+}
+
+// recordBudgets sets karpenter_nodepools_allowed_disruptions{nodepool,
+// reason} from the evaluation's budget report: every NodePool, every
+// budgeted reason, on every evaluation (Karpenter sets it for each
+// NodePool and reason it evaluates).
+func (h *Handler) recordBudgets(ctx context.Context, budgets []disruption.BudgetStatus) {
+	for _, b := range budgets {
+		h.d.Metrics.AllowedDisruptions(ctx, b.NodePool, string(b.Reason), b.Allowed)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/functions/disruption/handler"
+	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
@@ -287,6 +288,51 @@ func TestHandleStartsAnExecutionPerCommand(t *testing.T) {
 	}
 	if diff := cmp.Diff([]workflow.PoolBudget{{NodePool: "general", Allowed: 1}}, in.Budget.Pools); diff != "" {
 		t.Errorf("budget mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestHandleStoresEachNodePoolsAllowedDisruptions checks that an
+// evaluation stores karpenter_nodepools_allowed_disruptions for every
+// budgeted reason with Karpenter's labels (the default budget, 10% of one
+// node rounded up: 1), where the forwarder reads it, next to the
+// disruption it started.
+func TestHandleStoresEachNodePoolsAllowedDisruptions(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	st, err := sfnstarter.New(e.sfn, e.arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	now := func() time.Time { return t0 }
+	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35}, handler.Deps{
+		Store: e.handlerStore, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st, Log: log, Now: now,
+		Metrics: decisionmetrics.New(e.handlerStore, nil, log, testCluster, now),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Handle(t.Context(), nil); err != nil {
+		t.Fatalf("Handle() error = %v", err)
+	}
+	list, err := e.store.ListMetrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, m := range list {
+		if m.Name == v1.MetricNodePoolsAllowedDisruptions || m.Name == v1.MetricNodeClaimsDisrupted {
+			got[m.SeriesKey()] = m.Value
+		}
+	}
+	want := map[string]float64{
+		v1.SeriesKey(v1.MetricNodePoolsAllowedDisruptions, map[string]string{"nodepool": "general", "reason": "Drifted"}):                     1,
+		v1.SeriesKey(v1.MetricNodePoolsAllowedDisruptions, map[string]string{"nodepool": "general", "reason": "Empty"}):                       1,
+		v1.SeriesKey(v1.MetricNodePoolsAllowedDisruptions, map[string]string{"nodepool": "general", "reason": "Underutilized"}):               1,
+		v1.SeriesKey(v1.MetricNodeClaimsDisrupted, map[string]string{"nodepool": "general", "reason": "empty", "capacity_type": "on-demand"}): 1,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stored series mismatch (-want +got):\n%s", diff)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -141,7 +142,16 @@ func (r *Recorder) NodeClaimCreated(ctx context.Context, claim v1.NodeClaim, rea
 
 // NodeClaimTerminated counts karpenter_nodeclaims_terminated_total{nodepool,
 // capacity_type, zone} for a NodeClaim just deleted from the store, and
-// karpenter_nodes_terminated_total{nodepool} when it had a Node.
+// karpenter_nodes_terminated_total{nodepool} when it had a Node. A claim
+// marked deleting (deletionTimestamp, set when its termination began) also
+// observes the seconds from that mark to now, the recorder's clock, in
+// karpenter_nodeclaims_termination_duration_seconds{nodepool} and, with a
+// Node, karpenter_nodes_termination_duration_seconds{nodepool}: Karpenter
+// measures from the deletion request to the finalizer's removal; here the
+// span ends when the instance is terminated and the record deleted, which
+// comes after the Node is gone. A claim deleted without the mark (a launch
+// that failed, garbage collection) observes nothing, as Karpenter observes
+// only claims that went through its termination finalizer.
 func (r *Recorder) NodeClaimTerminated(ctx context.Context, claim v1.NodeClaim) {
 	pool := claim.Labels[v1.LabelNodePool]
 	r.record(ctx, v1.MetricCounter, v1.MetricNodeClaimsTerminated, map[string]string{
@@ -150,6 +160,27 @@ func (r *Recorder) NodeClaimTerminated(ctx context.Context, claim v1.NodeClaim) 
 	if claim.Status.NodeName != "" {
 		r.record(ctx, v1.MetricCounter, v1.MetricNodesTerminated, map[string]string{"nodepool": pool}, 1)
 	}
+	if r == nil || claim.DeletionTimestamp == nil {
+		return
+	}
+	took := max(r.now().Sub(claim.DeletionTimestamp.Time).Seconds(), 0)
+	r.record(ctx, v1.MetricHistogram, v1.MetricNodeClaimsTerminationSeconds, map[string]string{"nodepool": pool}, took)
+	if claim.Status.NodeName != "" {
+		r.record(ctx, v1.MetricHistogram, v1.MetricNodesTerminationSeconds, map[string]string{"nodepool": pool}, took)
+	}
+}
+
+// AllowedDisruptions sets karpenter_nodepools_allowed_disruptions{nodepool,
+// reason} to what one evaluation computed for a NodePool and a budgeted
+// reason: reason as Karpenter labels it (its DisruptionReason, "Drifted",
+// "Empty", "Underutilized", not lower-cased), allowed the nodes the active
+// budgets let be disrupting at once, or negative for no applicable budget,
+// served as Karpenter's unlimited (math.MaxInt32).
+func (r *Recorder) AllowedDisruptions(ctx context.Context, nodePool, reason string, allowed int) {
+	if allowed < 0 {
+		allowed = math.MaxInt32
+	}
+	r.record(ctx, v1.MetricGauge, v1.MetricNodePoolsAllowedDisruptions, map[string]string{"nodepool": nodePool, "reason": reason}, float64(allowed))
 }
 
 // NodeRegistered counts karpenter_nodes_created_total{nodepool} for a

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 
@@ -113,4 +114,65 @@ func TestEMFLogsAnEmptyLabelAsNone(t *testing.T) {
 func TestNilRecorderRecordsNothing(t *testing.T) {
 	var r *decisionmetrics.Recorder
 	r.EligibleNodes(t.Context(), "drifted", 2) // must not panic
+}
+
+func TestNodeClaimTerminatedObservesTheSpanFromItsDeletionMark(t *testing.T) {
+	labels := map[string]string{v1.LabelNodePool: "default", v1.LabelCapacityType: "spot", v1.LabelTopologyZone: "us-east-1b"}
+	marked := metav1.NewTime(t0.Add(-90 * time.Second))
+	tests := []struct {
+		name  string
+		claim v1.NodeClaim
+		want  []update
+	}{
+		{
+			name:  "should observe a terminated NodeClaim and its Node from the deletion mark",
+			claim: v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a", Labels: labels, DeletionTimestamp: &marked}, Status: v1.NodeClaimStatus{NodeName: "ip-10-0-1-5"}},
+			want: []update{
+				{"add", v1.MetricNodeClaimsTerminated, map[string]string{"nodepool": "default", "capacity_type": "spot", "zone": "us-east-1b"}, 1},
+				{"add", v1.MetricNodesTerminated, map[string]string{"nodepool": "default"}, 1},
+				{"observe", v1.MetricNodeClaimsTerminationSeconds, map[string]string{"nodepool": "default"}, 90},
+				{"observe", v1.MetricNodesTerminationSeconds, map[string]string{"nodepool": "default"}, 90},
+			},
+		},
+		{
+			name:  "should observe no node termination for a NodeClaim that never had a Node",
+			claim: v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-b", Labels: labels, DeletionTimestamp: &marked}},
+			want: []update{
+				{"add", v1.MetricNodeClaimsTerminated, map[string]string{"nodepool": "default", "capacity_type": "spot", "zone": "us-east-1b"}, 1},
+				{"observe", v1.MetricNodeClaimsTerminationSeconds, map[string]string{"nodepool": "default"}, 90},
+			},
+		},
+		{
+			name:  "should observe no duration for a NodeClaim deleted without a termination (launch failure, garbage collection)",
+			claim: v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-c", Labels: labels}, Status: v1.NodeClaimStatus{NodeName: "ip-10-0-1-6"}},
+			want: []update{
+				{"add", v1.MetricNodeClaimsTerminated, map[string]string{"nodepool": "default", "capacity_type": "spot", "zone": "us-east-1b"}, 1},
+				{"add", v1.MetricNodesTerminated, map[string]string{"nodepool": "default"}, 1},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &fakeStore{}
+			r := decisionmetrics.New(st, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), "prod", func() time.Time { return t0 })
+			r.NodeClaimTerminated(t.Context(), tt.claim)
+			if diff := cmp.Diff(tt.want, st.got); diff != "" {
+				t.Errorf("stored updates mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAllowedDisruptionsServesNoBudgetAsKarpentersUnlimited(t *testing.T) {
+	st := &fakeStore{}
+	r := decisionmetrics.New(st, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), "prod", func() time.Time { return t0 })
+	r.AllowedDisruptions(t.Context(), "default", "Drifted", 2)
+	r.AllowedDisruptions(t.Context(), "default", "Empty", -1)
+	want := []update{
+		{"set", v1.MetricNodePoolsAllowedDisruptions, map[string]string{"nodepool": "default", "reason": "Drifted"}, 2},
+		{"set", v1.MetricNodePoolsAllowedDisruptions, map[string]string{"nodepool": "default", "reason": "Empty"}, math.MaxInt32},
+	}
+	if diff := cmp.Diff(want, st.got); diff != "" {
+		t.Errorf("stored updates mismatch (-want +got):\n%s", diff)
+	}
 }

@@ -27,6 +27,20 @@ const (
 	MetricCloudProviderErrors  = "karpenter_cloudprovider_errors_total"
 	MetricCloudProviderSeconds = "karpenter_cloudprovider_duration_seconds"
 	MetricSchedulingSeconds    = "karpenter_scheduler_scheduling_duration_seconds"
+	// MetricNodeClaimsTerminationSeconds is a histogram {nodepool}: from a
+	// NodeClaim's deletionTimestamp to its removal from the store (its
+	// instance terminated).
+	MetricNodeClaimsTerminationSeconds = "karpenter_nodeclaims_termination_duration_seconds"
+	// MetricNodesTerminationSeconds is stored as a histogram {nodepool} and
+	// served as Karpenter's summary (quantiles 0, 0.5, 0.9, 0.99, 1
+	// estimated from the stored buckets): the same span, for a NodeClaim
+	// that had a Node.
+	MetricNodesTerminationSeconds = "karpenter_nodes_termination_duration_seconds"
+	// MetricNodePoolsAllowedDisruptions is a gauge {nodepool, reason}: the
+	// nodes a NodePool's budgets let be disrupting at once for a reason
+	// (Drifted, Empty, Underutilized; MaxInt32 when no budget applies), set
+	// by every disruption evaluation.
+	MetricNodePoolsAllowedDisruptions = "karpenter_nodepools_allowed_disruptions"
 
 	// Derived by the forwarder from the cluster it watches.
 	MetricNodesAllocatable        = "karpenter_nodes_allocatable"
