@@ -158,9 +158,9 @@ func (p *Provider) InstanceTypes(ctx context.Context, now time.Time) (*catalog.L
 // copying fields (see catalog.TypeFacts for which field is which).
 func Facts(it *ec2types.InstanceTypeInfo) catalog.TypeFacts {
 	f := catalog.TypeFacts{
-		Name:                string(it.InstanceType),
-		BareMetal:           aws.ToBool(it.BareMetal),
-		Hypervisor:          string(it.Hypervisor),
+		Name:       string(it.InstanceType),
+		BareMetal:  aws.ToBool(it.BareMetal),
+		Hypervisor: string(it.Hypervisor),
 	}
 	if pi := it.ProcessorInfo; pi != nil {
 		if len(pi.SupportedArchitectures) > 0 {
