@@ -568,7 +568,7 @@ func TestDefaultDeployment(t *testing.T) {
 	})
 
 	t.Run("should use a wildcard resource only for actions without resource-level permissions", func(t *testing.T) {
-		allowed := regexp.MustCompile(`^(ec2:Describe[A-Za-z]+|ec2:(Create|Delete)NetworkInterface|ec2:(Assign|Unassign)PrivateIpAddresses|xray:[A-Za-z]+|logs:(Create|Get|Update|Delete|List|Describe|Put)[A-Za-z]*)$`)
+		allowed := regexp.MustCompile(`^(ec2:Describe[A-Za-z]+|ec2:(Create|Delete)NetworkInterface|ec2:(Assign|Unassign)PrivateIpAddresses|xray:[A-Za-z]+|logs:(Create|Get|Update|Delete|List|Describe|Put)[A-Za-z]*|pricing:GetProducts)$`)
 		for _, st := range c.identityStatements() {
 			if !slices.Contains(st.resources, "*") {
 				continue
