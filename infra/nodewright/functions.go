@@ -74,6 +74,10 @@ const (
 	// grantCleanLaunchTemplates: DescribeLaunchTemplates, and
 	// DeleteLaunchTemplate on the cluster's launch templates.
 	grantCleanLaunchTemplates
+	// grantReadEC2Data: the four read actions of the live EC2 data
+	// refresh (DescribeInstanceTypes, DescribeInstanceTypeOfferings,
+	// DescribeSpotPriceHistory, pricing:GetProducts).
+	grantReadEC2Data
 )
 
 // kubeAccess is a function's Kubernetes identity: its role gets an EKS
@@ -156,7 +160,7 @@ var functions = []functionSpec{
 		memoryMiB:   512,
 		timeout:     50 * time.Second,
 		env:         []env{envCommon, envKube},
-		grants:      []grant{grantTable, grantListInstances, grantTerminateOwned, grantTagInstances, grantCleanLaunchTemplates},
+		grants:      []grant{grantTable, grantListInstances, grantTerminateOwned, grantTagInstances, grantCleanLaunchTemplates, grantReadEC2Data},
 		trigger:     trigger{kind: triggerSchedule, every: time.Minute},
 		kube:        &kubeAccess{group: "nodewright:gc"},
 	},

@@ -155,6 +155,18 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 		return []awsiam.PolicyStatement{
 			statement("ReadInstanceStatus", []string{"ec2:DescribeInstanceStatus"}, *jsii.Strings("*"), inRegion()),
 		}
+	case grantReadEC2Data:
+		// The gc Lambda is the one refresher of the live EC2 data
+		// (functions/gc). These Describe calls and the Price List API have
+		// no resource-level permissions (Service Authorization Reference),
+		// as in Karpenter's controller policy (karpenter-spec 4.1); the
+		// Pricing endpoint is in us-east-1 or ap-south-1, not the stack's
+		// region, so GetProducts carries no region condition.
+		return []awsiam.PolicyStatement{
+			statement("ReadEC2Data", []string{"ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes", "ec2:DescribeSpotPriceHistory"},
+				*jsii.Strings("*"), inRegion()),
+			statement("ReadPrices", []string{"pricing:GetProducts"}, *jsii.Strings("*"), nil),
+		}
 	case grantTerminate:
 		// The drain-and-replace and interruption steps terminate the
 		// instance of one NodeClaim record after draining its Node,

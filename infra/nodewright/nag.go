@@ -112,7 +112,7 @@ func addSuppressions(d *deployment) {
 				ss = append(ss,
 					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Created, appliesTo: []string{findingEC2Created}},
 					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Referenced, appliesTo: []string{findingEC2Reference}})
-			case grantListInstances, grantDescribeInstanceStatus:
+			case grantListInstances, grantDescribeInstanceStatus, grantReadEC2Data:
 				anyResource = true
 			case grantTerminate, grantTerminateOwned, grantTagInstances:
 				ec2Created = true
