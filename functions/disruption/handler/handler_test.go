@@ -305,7 +305,7 @@ func TestHandleStoresEachNodePoolsAllowedDisruptions(t *testing.T) {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	now := func() time.Time { return t0 }
-	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35}, handler.Deps{
+	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1"}, handler.Deps{
 		Store: e.handlerStore, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st, Log: log, Now: now,
 		Metrics: decisionmetrics.New(e.handlerStore, nil, log, testCluster, now),
 	})
