@@ -136,7 +136,7 @@ func PlanAdoption(in AdoptionInput) (adopt []v1.NodeClaim, refused []AdoptionRef
 		refuse := func(reason AdoptionRefusalReason, format string, args ...any) {
 			refused = append(refused, AdoptionRefusal{NodeClaim: c.Name, Node: c.Status.NodeName, Reason: reason, Message: fmt.Sprintf(format, args...)})
 		}
-		id, _ := instanceIDFromProviderID(c.Status.ProviderID)
+		_, id, _ := v1.ParseProviderID(c.Status.ProviderID)
 		inst := instances[id]
 		switch {
 		case in.KarpenterActive != "":

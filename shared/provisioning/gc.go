@@ -99,7 +99,7 @@ func PlanGarbageCollection(in GCInput) []Cleanup {
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
 		nodeByName[n.Name] = n
-		if id, err := instanceIDFromProviderID(n.Spec.ProviderID); err == nil {
+		if _, id, err := v1.ParseProviderID(n.Spec.ProviderID); err == nil {
 			nodeByInstance[id] = n
 		}
 	}
@@ -112,7 +112,7 @@ func PlanGarbageCollection(in GCInput) []Cleanup {
 	var out []Cleanup
 	for i := range in.NodeClaims {
 		c := &in.NodeClaims[i]
-		id, _ := instanceIDFromProviderID(c.Status.ProviderID)
+		_, id, _ := v1.ParseProviderID(c.Status.ProviderID)
 		if id != "" {
 			owned[id] = true
 		} else {
@@ -141,7 +141,7 @@ func PlanGarbageCollection(in GCInput) []Cleanup {
 			if node == nil {
 				node = nodeByName[c.Status.NodeName]
 			}
-			if node != nil && nodeReady(node) {
+			if node != nil && v1.NodeReady(node) {
 				continue
 			}
 			cleanup.Reason, cleanup.InstanceID = CleanupInstanceGone, ""
@@ -199,15 +199,6 @@ func carriesClusterTags(inst *Instance, cluster string) bool {
 	_, pool := inst.Tags[v1.TagKeyNodePool]
 	_, class := inst.Tags[v1.TagKeyEC2NodeClass]
 	return pool && class
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // gcClaimStore is the NodeClaim store as garbage collection uses it.

@@ -364,7 +364,7 @@ func newClaim(planned v1.NodeClaim, now time.Time) v1.NodeClaim {
 	c.Finalizers = []string{v1.TerminationFinalizer}
 	c.Status = v1.NodeClaimStatus{}
 	for _, t := range lifecycleConditions {
-		c.Status.Conditions = setCondition(c.Status.Conditions, t, metav1.ConditionUnknown, ReasonAwaitingReconciliation, "", c.Generation, now)
+		c.Status.Conditions = v1.SetCondition(c.Status.Conditions, t, metav1.ConditionUnknown, ReasonAwaitingReconciliation, "", c.Generation, now)
 	}
 	return c
 }

@@ -110,7 +110,7 @@ func (t *Tagger) Tag(ctx context.Context, claim v1.NodeClaim) (TagResult, error)
 	if !NeedsTagging(&claim) {
 		return r, nil
 	}
-	id, err := instanceIDFromProviderID(claim.Status.ProviderID)
+	_, id, err := v1.ParseProviderID(claim.Status.ProviderID)
 	if err != nil {
 		r.Err = fmt.Errorf("tag nodeclaim %s: %w", claim.Name, err)
 		return r, r.Err

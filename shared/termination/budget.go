@@ -203,7 +203,7 @@ func DisruptingElsewhere(pool string, nodes []corev1.Node, claims []v1.NodeClaim
 			continue
 		}
 		var why []string
-		if !nodeReady(n) {
+		if !v1.NodeReady(n) {
 			why = append(why, "NotReady")
 		}
 		if n.DeletionTimestamp != nil {
@@ -231,15 +231,6 @@ func DisruptingElsewhere(pool string, nodes []corev1.Node, claims []v1.NodeClaim
 	}
 	slices.Sort(out)
 	return out
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func hasDisruptedTaint(n *corev1.Node) bool {

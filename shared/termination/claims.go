@@ -217,7 +217,7 @@ func setClaim(c *v1.NodeClaim, st workflow.DisruptionState, now, until time.Time
 	c.Annotations[AnnotationClaimHolder] = st.ID
 	c.Annotations[AnnotationClaimMethod] = st.Method
 	c.Annotations[AnnotationClaimUntil] = until.UTC().Format(time.RFC3339)
-	c.Status.Conditions = setCondition(c.Status.Conditions, v1.ConditionTypeDisruptionReason, metav1.ConditionTrue, st.Method, st.Reason, c.Generation, now)
+	c.Status.Conditions = v1.SetCondition(c.Status.Conditions, v1.ConditionTypeDisruptionReason, metav1.ConditionTrue, st.Method, st.Reason, c.Generation, now)
 }
 
 // clearClaim removes holder's claim from c and reports whether it did.
@@ -232,11 +232,6 @@ func clearClaim(c *v1.NodeClaim, holder string) bool {
 		return cond.Type == v1.ConditionTypeDisruptionReason
 	})
 	return true
-}
-
-// setCondition is v1.SetCondition.
-func setCondition(conds []metav1.Condition, t string, status metav1.ConditionStatus, reason, message string, generation int64, now time.Time) []metav1.Condition {
-	return v1.SetCondition(conds, t, status, reason, message, generation, now)
 }
 
 // conditionTrue reports whether c's condition t is True.

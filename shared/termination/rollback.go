@@ -145,7 +145,7 @@ func (s *Service) removeReplacement(ctx context.Context, name string) (bool, err
 	if err != nil {
 		return false, fmt.Errorf("remove replacement %s: %w", name, err)
 	}
-	if id := instanceID(c.Status.ProviderID); id != "" {
+	if _, id, _ := v1.ParseProviderID(c.Status.ProviderID); id != "" {
 		if err := s.p.Instances.Terminate(ctx, id); err != nil {
 			return false, fmt.Errorf("remove replacement %s: terminate %s: %w", name, id, err)
 		}

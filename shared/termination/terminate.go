@@ -34,7 +34,7 @@ func (s *Service) Terminate(ctx context.Context, st workflow.DisruptionState, no
 			if conditionTrue(c, v1.ConditionTypeInstanceTerminating) {
 				return false, nil
 			}
-			c.Status.Conditions = setCondition(c.Status.Conditions, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "", "", c.Generation, now)
+			c.Status.Conditions = v1.SetCondition(c.Status.Conditions, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "", "", c.Generation, now)
 			return true, nil
 		})
 		switch {
@@ -45,7 +45,7 @@ func (s *Service) Terminate(ctx context.Context, st workflow.DisruptionState, no
 		case !errors.Is(err, ErrNotFound):
 			return out, fmt.Errorf("terminate: %w", err)
 		}
-		id := instanceID(providerID)
+		_, id, _ := v1.ParseProviderID(providerID)
 		if id == "" && st.Interruption != nil && st.Interruption.NodeClaim == cand.NodeClaim {
 			id = st.Interruption.InstanceID
 		}
@@ -63,20 +63,6 @@ func (s *Service) Terminate(ctx context.Context, st workflow.DisruptionState, no
 		}
 	}
 	return out, nil
-}
-
-// instanceID is the instance ID of an AWS providerID
-// ("aws:///<zone>/<instance-id>"), or "".
-func instanceID(providerID string) string {
-	rest, ok := strings.CutPrefix(providerID, "aws:///")
-	if !ok {
-		return ""
-	}
-	_, id, ok := strings.Cut(rest, "/")
-	if !ok || !strings.HasPrefix(id, "i-") {
-		return ""
-	}
-	return id
 }
 
 // Delete is StepDelete: for each candidate it removes the
