@@ -323,7 +323,7 @@ func (a *Adopter) Adopt(ctx context.Context, now time.Time) (AdoptionResult, err
 	res := AdoptionResult{Refused: refused}
 	var errs []error
 	for _, c := range adopt {
-		if _, err := a.claims.CreateNodeClaim(ctx, c); err != nil && !errors.Is(err, ErrAlreadyExists) {
+		if _, err := a.claims.CreateNodeClaim(ctx, c); err != nil && !errors.Is(err, v1.ErrAlreadyExists) {
 			errs = append(errs, fmt.Errorf("adopt nodeclaim %s: %w", c.Name, err))
 			continue
 		}

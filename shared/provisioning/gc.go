@@ -216,14 +216,14 @@ type instanceProvider interface {
 	// than return a partial list.
 	ListInstances(ctx context.Context) ([]Instance, error)
 	// TerminateInstance terminates one instance. It returns nil, or an
-	// error matching ErrNotFound, when the instance is already gone.
+	// error matching v1.ErrNotFound, when the instance is already gone.
 	TerminateInstance(ctx context.Context, id string) error
 }
 
 // nodeStore reads and deletes Nodes (shared/kube in production).
 type nodeStore interface {
 	ListNodes(ctx context.Context) ([]corev1.Node, error)
-	// DeleteNode deletes a Node; nil or an error matching ErrNotFound when
+	// DeleteNode deletes a Node; nil or an error matching v1.ErrNotFound when
 	// it is already gone.
 	DeleteNode(ctx context.Context, name string) error
 }
@@ -314,22 +314,22 @@ func (c *Collector) execute(ctx context.Context, cl Cleanup) CleanupResult {
 	if cl.NodeClaim != "" {
 		err := c.claims.DeleteNodeClaim(ctx, cl.NodeClaim, cl.ResourceVersion)
 		switch {
-		case errors.Is(err, ErrConflict):
+		case errors.Is(err, v1.ErrConflict):
 			r.Skipped = true
 			return r
-		case err != nil && !errors.Is(err, ErrNotFound):
+		case err != nil && !errors.Is(err, v1.ErrNotFound):
 			r.Err = fmt.Errorf("%s: delete nodeclaim %s: %w", cl.Reason, cl.NodeClaim, err)
 			return r
 		}
 	}
 	if cl.InstanceID != "" {
-		if err := c.instances.TerminateInstance(ctx, cl.InstanceID); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := c.instances.TerminateInstance(ctx, cl.InstanceID); err != nil && !errors.Is(err, v1.ErrNotFound) {
 			r.Err = fmt.Errorf("%s: terminate instance %s: %w", cl.Reason, cl.InstanceID, err)
 			return r
 		}
 	}
 	if cl.Node != "" {
-		if err := c.nodes.DeleteNode(ctx, cl.Node); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := c.nodes.DeleteNode(ctx, cl.Node); err != nil && !errors.Is(err, v1.ErrNotFound) {
 			r.Err = fmt.Errorf("%s: delete node %s: %w", cl.Reason, cl.Node, err)
 			return r
 		}

@@ -29,17 +29,9 @@ const (
 	LeakedInstanceGrace = 30 * time.Second
 )
 
-// Errors the ports return, compared with errors.Is. Adapters wrap their own
-// errors so that these match (see the package doc).
-var (
-	// ErrNotFound: the item does not exist (or no longer does).
-	ErrNotFound = errors.New("not found")
-	// ErrAlreadyExists: a create-only write found the item present.
-	ErrAlreadyExists = errors.New("already exists")
-	// ErrConflict: a version-checked write found the item changed since it
-	// was read (its resourceVersion differs).
-	ErrConflict = errors.New("conflict")
-)
+// The ports return the store errors of shared/apis/v1 (v1.ErrNotFound,
+// v1.ErrAlreadyExists, v1.ErrConflict), compared with errors.Is; the
+// adapters' own errors match them (see the package doc).
 
 // Errors the use cases return, compared with errors.Is.
 var (

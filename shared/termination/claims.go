@@ -117,7 +117,7 @@ func (s *Service) updateClaim(ctx context.Context, name string, mutate func(*v1.
 			return c, nil
 		}
 		updated, err := s.p.Claims.UpdateNodeClaim(ctx, next)
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, v1.ErrConflict) {
 			lastErr = err
 			continue
 		}
@@ -163,7 +163,7 @@ func (s *Service) claimCandidates(ctx context.Context, st workflow.DisruptionSta
 			setClaim(c, st, now, until)
 			return true, nil
 		})
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, v1.ErrNotFound) {
 			if st.Method == workflow.MethodInterrupted {
 				continue
 			}
@@ -201,7 +201,7 @@ func (s *Service) renewClaims(ctx context.Context, st workflow.DisruptionState, 
 			setClaim(c, st, now, until)
 			return true, nil
 		})
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, v1.ErrNotFound) {
 			return err
 		}
 	}

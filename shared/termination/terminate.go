@@ -42,7 +42,7 @@ func (s *Service) Terminate(ctx context.Context, st workflow.DisruptionState, no
 			if c.Status.ProviderID != "" {
 				providerID = c.Status.ProviderID
 			}
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, v1.ErrNotFound):
 			return out, fmt.Errorf("terminate: %w", err)
 		}
 		_, id, _ := v1.ParseProviderID(providerID)
@@ -112,7 +112,7 @@ func (s *Service) deleteNode(ctx context.Context, name string) (bool, error) {
 		}
 		return nil
 	})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, v1.ErrNotFound) {
 		return true, nil
 	}
 	if err != nil {
@@ -130,7 +130,7 @@ func (s *Service) deleteClaim(ctx context.Context, name string) (bool, error) {
 	var lastErr error
 	for range updateAttempts {
 		c, err := s.p.Claims.GetNodeClaim(ctx, name)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, v1.ErrNotFound) {
 			return true, nil
 		}
 		if err != nil {
@@ -140,9 +140,9 @@ func (s *Service) deleteClaim(ctx context.Context, name string) (bool, error) {
 		switch {
 		case err == nil:
 			return false, nil
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, v1.ErrNotFound):
 			return true, nil
-		case errors.Is(err, ErrConflict):
+		case errors.Is(err, v1.ErrConflict):
 			lastErr = err
 			continue
 		default:
