@@ -12,16 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/integration/harness"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
 
 // TestKwokNodeRunsDeploymentPods follows a Node from registration to
 // running Pods, as a kubelet-backed Node would go: kwok reports it Ready,
@@ -53,7 +45,7 @@ func TestKwokNodeRunsDeploymentPods(t *testing.T) {
 			return false, err
 		}
 		tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
-		return nodeReady(n) && !tainted, nil
+		return v1.NodeReady(n) && !tainted, nil
 	})
 
 	replicas := int32(3)
@@ -101,7 +93,7 @@ func TestKwokNodeRunsDeploymentPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nodeReady(n) {
+	if v1.NodeReady(n) {
 		t.Errorf("node %s without the %s annotation became Ready", unmanaged.Name, "kwok")
 	}
 }

@@ -32,13 +32,13 @@ type noClaims struct{}
 
 func (noClaims) ListNodeClaims(context.Context) ([]v1.NodeClaim, error) { return nil, nil }
 func (noClaims) GetNodeClaim(_ context.Context, name string) (v1.NodeClaim, error) {
-	return v1.NodeClaim{}, termination.ErrNotFound
+	return v1.NodeClaim{}, v1.ErrNotFound
 }
 func (noClaims) UpdateNodeClaim(context.Context, v1.NodeClaim) (v1.NodeClaim, error) {
-	return v1.NodeClaim{}, termination.ErrNotFound
+	return v1.NodeClaim{}, v1.ErrNotFound
 }
 func (noClaims) DeleteNodeClaim(context.Context, string, string) error {
-	return termination.ErrNotFound
+	return v1.ErrNotFound
 }
 
 type noInstances struct{}

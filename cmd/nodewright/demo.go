@@ -436,7 +436,7 @@ func (d *demoRun) drift(ctx context.Context, s *stack.Stack, replicas int) error
 				if in, ok := s.Sim.Instance(id); ok && in.ImageID == img.ID {
 					onNew++
 				}
-				if nodeReady(n) && !readyNode[id] {
+				if v1.NodeReady(&n) && !readyNode[id] {
 					readyNode[id] = true
 					d.say("drift: replacement node %s Ready (%s)", n.Name, id)
 				}
@@ -495,19 +495,15 @@ func describeDriftExecution(name string, old map[string]*driftNode) string {
 	return "NodeClaim " + claim + " drifted; launching its replacement"
 }
 
-// instanceID is the instance ID of an aws:///<zone>/<id> provider ID.
+// instanceID is the instance ID of an aws:///<zone>/<id> provider ID ("" for
+// any other form).
 func instanceID(providerID string) string {
-	return providerID[strings.LastIndex(providerID, "/")+1:]
+	_, id, _ := v1.ParseProviderID(providerID)
+	return id
 }
 
 func hasTaintKey(taints []corev1.Taint, key string) bool {
 	return slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == key })
-}
-
-func nodeReady(n corev1.Node) bool {
-	return slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
-		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-	})
 }
 
 // guidePool reads the guide-complete NodePool the demo applies.

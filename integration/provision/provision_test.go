@@ -159,7 +159,7 @@ func conditionStatus(c v1.NodeClaim, typ string) metav1.ConditionStatus {
 
 func instanceID(t testing.TB, providerID string) string {
 	t.Helper()
-	_, id, err := fleet.ParseProviderID(providerID)
+	_, id, err := v1.ParseProviderID(providerID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -366,7 +366,7 @@ func (e *evaluation) describe(n *node) {
 		}
 	}
 	n.price, n.priced = offeringPrice(n.it, n.labels)
-	n.ready = n.node != nil && nodeReady(n.node)
+	n.ready = n.node != nil && v1.NodeReady(n.node)
 	n.initialized = n.node != nil && initializedNote(n) == ""
 	n.deleting = c.DeletionTimestamp != nil || (n.node != nil && n.node.DeletionTimestamp != nil)
 	if n.deleting {
@@ -406,15 +406,6 @@ func offeringPrice(it *catalog.InstanceType, labels map[string]string) (float64,
 		return 0, ct == v1.CapacityTypeReserved
 	}
 	return best.Price, true
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // initializedNote returns why a registered node is not initialized, or "":

@@ -11,15 +11,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
-// ErrNotFound matches (errors.Is) the error returned for a Node or pod that
-// does not exist.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound (v1.ErrNotFound) matches (errors.Is) the error returned for
+// a Node or pod that does not exist.
+var ErrNotFound = v1.ErrNotFound
 
 // ErrConflict matches the error UpdateNode (and the methods built on it)
-// returns when the Node kept changing under it for every attempt.
-var ErrConflict = errors.New("object kept changing")
+// returns when the Node kept changing under it for every attempt; it
+// matches v1.ErrConflict too.
+var ErrConflict = fmt.Errorf("object kept changing: %w", v1.ErrConflict)
 
 // ErrMultipleNodes matches the error NodeByProviderID returns when more
 // than one Node carries the providerID.

@@ -136,7 +136,7 @@ func PlanAdoption(in AdoptionInput) (adopt []v1.NodeClaim, refused []AdoptionRef
 		refuse := func(reason AdoptionRefusalReason, format string, args ...any) {
 			refused = append(refused, AdoptionRefusal{NodeClaim: c.Name, Node: c.Status.NodeName, Reason: reason, Message: fmt.Sprintf(format, args...)})
 		}
-		id, _ := instanceIDFromProviderID(c.Status.ProviderID)
+		_, id, _ := v1.ParseProviderID(c.Status.ProviderID)
 		inst := instances[id]
 		switch {
 		case in.KarpenterActive != "":
@@ -323,7 +323,7 @@ func (a *Adopter) Adopt(ctx context.Context, now time.Time) (AdoptionResult, err
 	res := AdoptionResult{Refused: refused}
 	var errs []error
 	for _, c := range adopt {
-		if _, err := a.claims.CreateNodeClaim(ctx, c); err != nil && !errors.Is(err, ErrAlreadyExists) {
+		if _, err := a.claims.CreateNodeClaim(ctx, c); err != nil && !errors.Is(err, v1.ErrAlreadyExists) {
 			errs = append(errs, fmt.Errorf("adopt nodeclaim %s: %w", c.Name, err))
 			continue
 		}

@@ -43,15 +43,10 @@ func isTrue(claim *v1.NodeClaim, t string) bool {
 	return c != nil && c.Status == metav1.ConditionTrue
 }
 
-// setCondition is v1.SetCondition.
-func setCondition(conds []metav1.Condition, t string, status metav1.ConditionStatus, reason, message string, generation int64, now time.Time) []metav1.Condition {
-	return v1.SetCondition(conds, t, status, reason, message, generation, now)
-}
-
 // setClaimCondition sets condition t on claim and recomputes Ready: True
 // when Launched, Registered and Initialized are all True, else Unknown.
 func setClaimCondition(claim *v1.NodeClaim, t string, status metav1.ConditionStatus, reason, message string, now time.Time) {
-	claim.Status.Conditions = setCondition(claim.Status.Conditions, t, status, reason, message, claim.Generation, now)
+	claim.Status.Conditions = v1.SetCondition(claim.Status.Conditions, t, status, reason, message, claim.Generation, now)
 	ready := metav1.ConditionTrue
 	for _, dep := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized} {
 		if !isTrue(claim, dep) {
@@ -62,7 +57,7 @@ func setClaimCondition(claim *v1.NodeClaim, t string, status metav1.ConditionSta
 	if ready == metav1.ConditionTrue {
 		readyReason = v1.ConditionTypeReady
 	}
-	claim.Status.Conditions = setCondition(claim.Status.Conditions, v1.ConditionTypeReady, ready, readyReason, "", claim.Generation, now)
+	claim.Status.Conditions = v1.SetCondition(claim.Status.Conditions, v1.ConditionTypeReady, ready, readyReason, "", claim.Generation, now)
 }
 
 // since returns the time condition t of claim last changed, or the claim's

@@ -66,7 +66,7 @@
 // # Store errors
 //
 // The ports report missing, duplicate and stale items with errors that match
-// ErrNotFound, ErrAlreadyExists and ErrConflict under errors.Is. An adapter
+// v1.ErrNotFound, v1.ErrAlreadyExists and v1.ErrConflict under errors.Is. An adapter
 // whose own errors differ (shared/aws/ddbstore has its own sentinels and
 // *ConflictError) is wrapped at the edge to translate them.
 package provisioning

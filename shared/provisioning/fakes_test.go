@@ -70,7 +70,7 @@ func (s *store) GetNodeClaim(_ context.Context, name string) (v1.NodeClaim, erro
 	defer s.mu.Unlock()
 	c, ok := s.claims[name]
 	if !ok {
-		return v1.NodeClaim{}, fmt.Errorf("get nodeclaim %s: %w", name, provisioning.ErrNotFound)
+		return v1.NodeClaim{}, fmt.Errorf("get nodeclaim %s: %w", name, v1.ErrNotFound)
 	}
 	return c, nil
 }
@@ -79,7 +79,7 @@ func (s *store) CreateNodeClaim(_ context.Context, c v1.NodeClaim) (v1.NodeClaim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.claims[c.Name]; ok {
-		return v1.NodeClaim{}, fmt.Errorf("create nodeclaim %s: %w", c.Name, provisioning.ErrAlreadyExists)
+		return v1.NodeClaim{}, fmt.Errorf("create nodeclaim %s: %w", c.Name, v1.ErrAlreadyExists)
 	}
 	if c.ResourceVersion != "" {
 		return v1.NodeClaim{}, fmt.Errorf("create nodeclaim %s: resourceVersion set", c.Name)
@@ -99,10 +99,10 @@ func (s *store) UpdateNodeClaim(_ context.Context, c v1.NodeClaim) (v1.NodeClaim
 	}
 	cur, ok := s.claims[c.Name]
 	if !ok {
-		return v1.NodeClaim{}, fmt.Errorf("update nodeclaim %s: %w", c.Name, provisioning.ErrNotFound)
+		return v1.NodeClaim{}, fmt.Errorf("update nodeclaim %s: %w", c.Name, v1.ErrNotFound)
 	}
 	if cur.ResourceVersion != c.ResourceVersion {
-		return v1.NodeClaim{}, fmt.Errorf("update nodeclaim %s: %w", c.Name, provisioning.ErrConflict)
+		return v1.NodeClaim{}, fmt.Errorf("update nodeclaim %s: %w", c.Name, v1.ErrConflict)
 	}
 	v, _ := strconv.Atoi(cur.ResourceVersion)
 	c.ResourceVersion = strconv.Itoa(v + 1)
@@ -115,10 +115,10 @@ func (s *store) DeleteNodeClaim(_ context.Context, name, rv string) error {
 	defer s.mu.Unlock()
 	cur, ok := s.claims[name]
 	if !ok {
-		return fmt.Errorf("delete nodeclaim %s: %w", name, provisioning.ErrNotFound)
+		return fmt.Errorf("delete nodeclaim %s: %w", name, v1.ErrNotFound)
 	}
 	if cur.ResourceVersion != rv {
-		return fmt.Errorf("delete nodeclaim %s: %w", name, provisioning.ErrConflict)
+		return fmt.Errorf("delete nodeclaim %s: %w", name, v1.ErrConflict)
 	}
 	delete(s.claims, name)
 	s.deletes = append(s.deletes, name)
@@ -133,7 +133,7 @@ func (s *store) NodeClaimByProviderID(_ context.Context, providerID string) (v1.
 			return c, nil
 		}
 	}
-	return v1.NodeClaim{}, fmt.Errorf("nodeclaim with providerID %s: %w", providerID, provisioning.ErrNotFound)
+	return v1.NodeClaim{}, fmt.Errorf("nodeclaim with providerID %s: %w", providerID, v1.ErrNotFound)
 }
 
 func (s *store) BatchResult(_ context.Context, id string) (v1.PodBatchResult, bool, error) {

@@ -99,7 +99,7 @@ func PlanGarbageCollection(in GCInput) []Cleanup {
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
 		nodeByName[n.Name] = n
-		if id, err := instanceIDFromProviderID(n.Spec.ProviderID); err == nil {
+		if _, id, err := v1.ParseProviderID(n.Spec.ProviderID); err == nil {
 			nodeByInstance[id] = n
 		}
 	}
@@ -112,7 +112,7 @@ func PlanGarbageCollection(in GCInput) []Cleanup {
 	var out []Cleanup
 	for i := range in.NodeClaims {
 		c := &in.NodeClaims[i]
-		id, _ := instanceIDFromProviderID(c.Status.ProviderID)
+		_, id, _ := v1.ParseProviderID(c.Status.ProviderID)
 		if id != "" {
 			owned[id] = true
 		} else {
@@ -141,7 +141,7 @@ func PlanGarbageCollection(in GCInput) []Cleanup {
 			if node == nil {
 				node = nodeByName[c.Status.NodeName]
 			}
-			if node != nil && nodeReady(node) {
+			if node != nil && v1.NodeReady(node) {
 				continue
 			}
 			cleanup.Reason, cleanup.InstanceID = CleanupInstanceGone, ""
@@ -201,15 +201,6 @@ func carriesClusterTags(inst *Instance, cluster string) bool {
 	return pool && class
 }
 
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // gcClaimStore is the NodeClaim store as garbage collection uses it.
 type gcClaimStore interface {
 	// ListNodeClaims and DeleteNodeClaim are claimStore's.
@@ -225,14 +216,14 @@ type instanceProvider interface {
 	// than return a partial list.
 	ListInstances(ctx context.Context) ([]Instance, error)
 	// TerminateInstance terminates one instance. It returns nil, or an
-	// error matching ErrNotFound, when the instance is already gone.
+	// error matching v1.ErrNotFound, when the instance is already gone.
 	TerminateInstance(ctx context.Context, id string) error
 }
 
 // nodeStore reads and deletes Nodes (shared/kube in production).
 type nodeStore interface {
 	ListNodes(ctx context.Context) ([]corev1.Node, error)
-	// DeleteNode deletes a Node; nil or an error matching ErrNotFound when
+	// DeleteNode deletes a Node; nil or an error matching v1.ErrNotFound when
 	// it is already gone.
 	DeleteNode(ctx context.Context, name string) error
 }
@@ -323,22 +314,22 @@ func (c *Collector) execute(ctx context.Context, cl Cleanup) CleanupResult {
 	if cl.NodeClaim != "" {
 		err := c.claims.DeleteNodeClaim(ctx, cl.NodeClaim, cl.ResourceVersion)
 		switch {
-		case errors.Is(err, ErrConflict):
+		case errors.Is(err, v1.ErrConflict):
 			r.Skipped = true
 			return r
-		case err != nil && !errors.Is(err, ErrNotFound):
+		case err != nil && !errors.Is(err, v1.ErrNotFound):
 			r.Err = fmt.Errorf("%s: delete nodeclaim %s: %w", cl.Reason, cl.NodeClaim, err)
 			return r
 		}
 	}
 	if cl.InstanceID != "" {
-		if err := c.instances.TerminateInstance(ctx, cl.InstanceID); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := c.instances.TerminateInstance(ctx, cl.InstanceID); err != nil && !errors.Is(err, v1.ErrNotFound) {
 			r.Err = fmt.Errorf("%s: terminate instance %s: %w", cl.Reason, cl.InstanceID, err)
 			return r
 		}
 	}
 	if cl.Node != "" {
-		if err := c.nodes.DeleteNode(ctx, cl.Node); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := c.nodes.DeleteNode(ctx, cl.Node); err != nil && !errors.Is(err, v1.ErrNotFound) {
 			r.Err = fmt.Errorf("%s: delete node %s: %w", cl.Reason, cl.Node, err)
 			return r
 		}

@@ -315,7 +315,7 @@ func (g *gcEC2) TerminateInstance(_ context.Context, id string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if slices.Contains(g.terminated, id) {
-		return fmt.Errorf("terminate %s: %w", id, provisioning.ErrNotFound)
+		return fmt.Errorf("terminate %s: %w", id, v1.ErrNotFound)
 	}
 	g.terminated = append(g.terminated, id)
 	return nil

@@ -350,7 +350,7 @@ func (p *Provisioner) launchOne(ctx context.Context, planned v1.NodeClaim, st *l
 func (p *Provisioner) ensureClaim(ctx context.Context, planned v1.NodeClaim, now time.Time) (v1.NodeClaim, error) {
 	if now.Sub(planned.CreationTimestamp.Time) >= LaunchTimeout {
 		stored, err := p.ports.Claims.GetNodeClaim(ctx, planned.Name)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, v1.ErrNotFound) {
 			return v1.NodeClaim{}, errAbandoned
 		}
 		if err != nil {
@@ -362,7 +362,7 @@ func (p *Provisioner) ensureClaim(ctx context.Context, planned v1.NodeClaim, now
 	if err == nil {
 		return created, nil
 	}
-	if !errors.Is(err, ErrAlreadyExists) {
+	if !errors.Is(err, v1.ErrAlreadyExists) {
 		return v1.NodeClaim{}, fmt.Errorf("create nodeclaim %s: %w", planned.Name, err)
 	}
 	stored, err := p.ports.Claims.GetNodeClaim(ctx, planned.Name)
@@ -387,7 +387,7 @@ func newClaim(planned v1.NodeClaim, now time.Time) v1.NodeClaim {
 	c.Finalizers = []string{v1.TerminationFinalizer}
 	c.Status = v1.NodeClaimStatus{}
 	for _, t := range lifecycleConditions {
-		c.Status.Conditions = setCondition(c.Status.Conditions, t, metav1.ConditionUnknown, ReasonAwaitingReconciliation, "", c.Generation, now)
+		c.Status.Conditions = v1.SetCondition(c.Status.Conditions, t, metav1.ConditionUnknown, ReasonAwaitingReconciliation, "", c.Generation, now)
 	}
 	return c
 }
@@ -399,15 +399,15 @@ func (p *Provisioner) giveUp(ctx context.Context, claim v1.NodeClaim, status Lau
 	o := outcome{Launch: Launch{NodeClaim: claim.Name, Status: status, Reason: reason}}
 	for range 3 {
 		err := p.ports.Claims.DeleteNodeClaim(ctx, claim.Name, claim.ResourceVersion)
-		if err == nil || errors.Is(err, ErrNotFound) {
+		if err == nil || errors.Is(err, v1.ErrNotFound) {
 			return o
 		}
-		if !errors.Is(err, ErrConflict) {
+		if !errors.Is(err, v1.ErrConflict) {
 			o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("%s; delete nodeclaim: %v", reason, err), &claim
 			return o
 		}
 		claim, err = p.ports.Claims.GetNodeClaim(ctx, claim.Name)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, v1.ErrNotFound) {
 			return o
 		}
 		if err != nil {
@@ -432,15 +432,15 @@ func (p *Provisioner) recordLaunch(ctx context.Context, claim v1.NodeClaim, inst
 		case err == nil:
 			o.Status, o.ProviderID, o.claim = Launched, updated.Status.ProviderID, &updated
 			return o
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, v1.ErrNotFound):
 			o.Status, o.Reason = Abandoned, fmt.Sprintf("the NodeClaim was deleted while instance %s launched; garbage collection terminates the instance", inst.ID)
 			return o
-		case !errors.Is(err, ErrConflict):
+		case !errors.Is(err, v1.ErrConflict):
 			o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("instance %s launched; record it: %v", inst.ID, err), &claim
 			return o
 		}
 		claim, err = p.ports.Claims.GetNodeClaim(ctx, claim.Name)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, v1.ErrNotFound) {
 			o.Status, o.Reason = Abandoned, fmt.Sprintf("the NodeClaim was deleted while instance %s launched; garbage collection terminates the instance", inst.ID)
 			return o
 		}

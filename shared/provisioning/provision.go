@@ -26,18 +26,18 @@ type claimStore interface {
 	// ListNodeClaims returns every NodeClaim of the cluster, read with
 	// strong consistency, each with its current ResourceVersion.
 	ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
-	// GetNodeClaim returns one NodeClaim, or an error matching ErrNotFound.
+	// GetNodeClaim returns one NodeClaim, or an error matching v1.ErrNotFound.
 	GetNodeClaim(ctx context.Context, name string) (v1.NodeClaim, error)
 	// CreateNodeClaim stores a new NodeClaim (ResourceVersion empty) and
 	// returns it with its ResourceVersion; an error matching
-	// ErrAlreadyExists if the name is taken.
+	// v1.ErrAlreadyExists if the name is taken.
 	CreateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error)
 	// UpdateNodeClaim replaces the NodeClaim if its stored ResourceVersion
 	// is claim.ResourceVersion and returns it with the next one; errors
-	// match ErrConflict (changed since read) or ErrNotFound (gone).
+	// match v1.ErrConflict (changed since read) or v1.ErrNotFound (gone).
 	UpdateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error)
 	// DeleteNodeClaim deletes the NodeClaim if its ResourceVersion is still
-	// resourceVersion; errors match ErrNotFound or ErrConflict.
+	// resourceVersion; errors match v1.ErrNotFound or v1.ErrConflict.
 	DeleteNodeClaim(ctx context.Context, name, resourceVersion string) error
 }
 

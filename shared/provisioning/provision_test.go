@@ -276,7 +276,7 @@ func TestProvisionInsufficientCapacity(t *testing.T) {
 	if diff := cmp.Diff(wantMarks, e.offerings.marks); diff != "" {
 		t.Errorf("offerings marked unavailable mismatch (-want +got):\n%s", diff)
 	}
-	if _, err := e.store.GetNodeClaim(t.Context(), first); !errors.Is(err, provisioning.ErrNotFound) {
+	if _, err := e.store.GetNodeClaim(t.Context(), first); !errors.Is(err, v1.ErrNotFound) {
 		t.Errorf("NodeClaim %s after the capacity error: err = %v, want it deleted", first, err)
 	}
 	if len(res.Batch.NodeClaims) != 0 || len(res.Batch.Nominations) != 0 {
@@ -667,7 +667,7 @@ func TestProvisionDeletesNodeClaimsOfANodeClassThatIsNoLongerReady(t *testing.T)
 	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.NodeClassNotReady {
 		t.Errorf("launches = %+v, want one NodeClassNotReady", got)
 	}
-	if _, err := e.store.GetNodeClaim(t.Context(), name); !errors.Is(err, provisioning.ErrNotFound) {
+	if _, err := e.store.GetNodeClaim(t.Context(), name); !errors.Is(err, v1.ErrNotFound) {
 		t.Errorf("NodeClaim %s: err = %v, want it deleted", name, err)
 	}
 	if len(e.ec2.requests) != 1 {

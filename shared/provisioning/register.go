@@ -312,7 +312,7 @@ func taintString(t corev1.Taint) string {
 type registrationStore interface {
 	// NodeClaimByProviderID returns the NodeClaim whose status.providerID
 	// is providerID, with its current ResourceVersion, or an error
-	// matching ErrNotFound.
+	// matching v1.ErrNotFound.
 	NodeClaimByProviderID(ctx context.Context, providerID string) (v1.NodeClaim, error)
 	// UpdateNodeClaim is claimStore's version-checked update.
 	UpdateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error)
@@ -344,7 +344,7 @@ func (r *Registrar) Register(ctx context.Context, node *corev1.Node, now time.Ti
 	}
 	for range 3 {
 		claim, err := r.claims.NodeClaimByProviderID(ctx, node.Spec.ProviderID)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, v1.ErrNotFound) {
 			return Registration{}, fmt.Errorf("register node %s (%s): %w", node.Name, node.Spec.ProviderID, ErrNoNodeClaim)
 		}
 		if err != nil {
@@ -356,7 +356,7 @@ func (r *Registrar) Register(ctx context.Context, node *corev1.Node, now time.Ti
 			return reg, err
 		}
 		updated, err := r.claims.UpdateNodeClaim(ctx, reg.NodeClaim)
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, v1.ErrConflict) {
 			continue
 		}
 		if err != nil {
@@ -365,5 +365,5 @@ func (r *Registrar) Register(ctx context.Context, node *corev1.Node, now time.Ti
 		reg.NodeClaim = updated
 		return reg, nil
 	}
-	return Registration{}, fmt.Errorf("register node %s: nodeclaim kept changing: %w", node.Name, ErrConflict)
+	return Registration{}, fmt.Errorf("register node %s: nodeclaim kept changing: %w", node.Name, v1.ErrConflict)
 }

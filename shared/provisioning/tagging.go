@@ -43,10 +43,10 @@ func MissingTags(cluster string, claim *v1.NodeClaim, instanceTags map[string]st
 // production).
 type instanceTagger interface {
 	// InstanceTags returns the instance's tags, or an error matching
-	// ErrNotFound when it is gone.
+	// v1.ErrNotFound when it is gone.
 	InstanceTags(ctx context.Context, id string) (map[string]string, error)
 	// AddTags adds tags to the instance (CreateTags), or returns an error
-	// matching ErrNotFound when it is gone.
+	// matching v1.ErrNotFound when it is gone.
 	AddTags(ctx context.Context, id string, tags map[string]string) error
 }
 
@@ -110,14 +110,14 @@ func (t *Tagger) Tag(ctx context.Context, claim v1.NodeClaim) (TagResult, error)
 	if !NeedsTagging(&claim) {
 		return r, nil
 	}
-	id, err := instanceIDFromProviderID(claim.Status.ProviderID)
+	_, id, err := v1.ParseProviderID(claim.Status.ProviderID)
 	if err != nil {
 		r.Err = fmt.Errorf("tag nodeclaim %s: %w", claim.Name, err)
 		return r, r.Err
 	}
 	r.InstanceID = id
 	tags, err := t.instances.InstanceTags(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, v1.ErrNotFound) {
 		r.Gone = true
 		return r, nil
 	}
@@ -127,7 +127,7 @@ func (t *Tagger) Tag(ctx context.Context, claim v1.NodeClaim) (TagResult, error)
 	}
 	if missing := MissingTags(t.cluster, &claim, tags); missing != nil {
 		err := t.instances.AddTags(ctx, id, missing)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, v1.ErrNotFound) {
 			r.Gone = true
 			return r, nil
 		}
@@ -149,15 +149,15 @@ func (t *Tagger) Tag(ctx context.Context, claim v1.NodeClaim) (TagResult, error)
 		switch {
 		case err == nil:
 			return r, nil
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, v1.ErrNotFound):
 			r.Gone = true
 			return r, nil
-		case !errors.Is(err, ErrConflict):
+		case !errors.Is(err, v1.ErrConflict):
 			r.Err = fmt.Errorf("tag nodeclaim %s: record tagging: %w", claim.Name, err)
 			return r, r.Err
 		}
 		claim, err = t.claims.GetNodeClaim(ctx, claim.Name)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, v1.ErrNotFound) {
 			r.Gone = true
 			return r, nil
 		}
@@ -169,7 +169,7 @@ func (t *Tagger) Tag(ctx context.Context, claim v1.NodeClaim) (TagResult, error)
 			return r, nil
 		}
 	}
-	r.Err = fmt.Errorf("tag nodeclaim %s: record tagging: the NodeClaim kept changing: %w", claim.Name, ErrConflict)
+	r.Err = fmt.Errorf("tag nodeclaim %s: record tagging: the NodeClaim kept changing: %w", claim.Name, v1.ErrConflict)
 	return r, r.Err
 }
 

@@ -28,7 +28,7 @@ func (e *tagEC2) InstanceTags(_ context.Context, id string) (map[string]string, 
 	}
 	tags, ok := e.tags[id]
 	if !ok {
-		return nil, fmt.Errorf("instance %s: %w", id, provisioning.ErrNotFound)
+		return nil, fmt.Errorf("instance %s: %w", id, v1.ErrNotFound)
 	}
 	return maps.Clone(tags), nil
 }

@@ -2,9 +2,10 @@ package provisioning
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"time"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
 // Timers of the NodeClaim lifecycle (karpenter-spec sections 4 step 9, 5.1
@@ -28,17 +29,9 @@ const (
 	LeakedInstanceGrace = 30 * time.Second
 )
 
-// Errors the ports return, compared with errors.Is. Adapters wrap their own
-// errors so that these match (see the package doc).
-var (
-	// ErrNotFound: the item does not exist (or no longer does).
-	ErrNotFound = errors.New("not found")
-	// ErrAlreadyExists: a create-only write found the item present.
-	ErrAlreadyExists = errors.New("already exists")
-	// ErrConflict: a version-checked write found the item changed since it
-	// was read (its resourceVersion differs).
-	ErrConflict = errors.New("conflict")
-)
+// The ports return the store errors of shared/apis/v1 (v1.ErrNotFound,
+// v1.ErrAlreadyExists, v1.ErrConflict), compared with errors.Is; the
+// adapters' own errors match them (see the package doc).
 
 // Errors the use cases return, compared with errors.Is.
 var (
@@ -151,24 +144,10 @@ type Instance struct {
 
 // ProviderID is the instance's Kubernetes provider ID,
 // "aws:///<zone>/<instance-id>" (aws: pkg/utils/utils.go).
-func (i Instance) ProviderID() string { return "aws:///" + i.Zone + "/" + i.ID }
+func (i Instance) ProviderID() string { return v1.ProviderID(i.Zone, i.ID) }
 
 // EC2 instance states that mean the instance is on its way out or gone.
 const (
 	stateShuttingDown = "shutting-down"
 	stateTerminated   = "terminated"
 )
-
-// instanceIDFromProviderID returns the instance ID of an AWS providerID
-// "aws:///<zone>/<instance-id>" (aws: pkg/utils/utils.go ParseInstanceID).
-func instanceIDFromProviderID(providerID string) (string, error) {
-	rest, ok := strings.CutPrefix(providerID, "aws:///")
-	if ok {
-		var zone, id string
-		zone, id, ok = strings.Cut(rest, "/")
-		if ok && zone != "" && strings.HasPrefix(id, "i-") && !strings.Contains(id, "/") {
-			return id, nil
-		}
-	}
-	return "", fmt.Errorf("providerID %q: want aws:///<zone>/<instance-id>", providerID)
-}

@@ -86,7 +86,7 @@ func (s *Service) AcquireBudget(ctx context.Context, st workflow.DisruptionState
 			lease.Limit = max(allowed-len(elsewhere), 0)
 		}
 		err = s.p.Budgets.AcquireBudget(ctx, pool, st.ID, perPool[pool], lease.Limit, now, leaseDuration(st))
-		if errors.Is(err, ErrBudgetExhausted) {
+		if errors.Is(err, v1.ErrBudgetExhausted) {
 			return out, workflow.NewError(workflow.ErrBudgetExhausted, fmt.Errorf(
 				"nodepool %s allows %d %s disruptions; %d nodes disrupting elsewhere %v, leases held by %v; %d requested: %w",
 				pool, allowed, st.Method, len(elsewhere), elsewhere, lease.Holders, perPool[pool], err))
@@ -115,7 +115,7 @@ func (s *Service) renew(ctx context.Context, st workflow.DisruptionState, now ti
 	}
 	for _, pool := range slices.Sorted(maps.Keys(candidatesPerPool(st))) {
 		err := s.p.Budgets.RenewBudget(ctx, pool, st.ID, now, leaseDuration(st))
-		if errors.Is(err, ErrLeaseLapsed) {
+		if errors.Is(err, v1.ErrLeaseLapsed) {
 			return workflow.NewError(workflow.ErrNoLongerEligible, fmt.Errorf("renew budget lease of nodepool %s: %w", pool, err))
 		}
 		if err != nil {
@@ -164,7 +164,7 @@ func (s *Service) releaseClaims(ctx context.Context, st workflow.DisruptionState
 			did = clearClaim(c, st.ID)
 			return did, nil
 		})
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, v1.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -203,7 +203,7 @@ func DisruptingElsewhere(pool string, nodes []corev1.Node, claims []v1.NodeClaim
 			continue
 		}
 		var why []string
-		if !nodeReady(n) {
+		if !v1.NodeReady(n) {
 			why = append(why, "NotReady")
 		}
 		if n.DeletionTimestamp != nil {
@@ -231,15 +231,6 @@ func DisruptingElsewhere(pool string, nodes []corev1.Node, claims []v1.NodeClaim
 	}
 	slices.Sort(out)
 	return out
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func hasDisruptedTaint(n *corev1.Node) bool {

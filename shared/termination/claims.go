@@ -117,7 +117,7 @@ func (s *Service) updateClaim(ctx context.Context, name string, mutate func(*v1.
 			return c, nil
 		}
 		updated, err := s.p.Claims.UpdateNodeClaim(ctx, next)
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, v1.ErrConflict) {
 			lastErr = err
 			continue
 		}
@@ -163,7 +163,7 @@ func (s *Service) claimCandidates(ctx context.Context, st workflow.DisruptionSta
 			setClaim(c, st, now, until)
 			return true, nil
 		})
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, v1.ErrNotFound) {
 			if st.Method == workflow.MethodInterrupted {
 				continue
 			}
@@ -201,7 +201,7 @@ func (s *Service) renewClaims(ctx context.Context, st workflow.DisruptionState, 
 			setClaim(c, st, now, until)
 			return true, nil
 		})
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, v1.ErrNotFound) {
 			return err
 		}
 	}
@@ -217,7 +217,7 @@ func setClaim(c *v1.NodeClaim, st workflow.DisruptionState, now, until time.Time
 	c.Annotations[AnnotationClaimHolder] = st.ID
 	c.Annotations[AnnotationClaimMethod] = st.Method
 	c.Annotations[AnnotationClaimUntil] = until.UTC().Format(time.RFC3339)
-	c.Status.Conditions = setCondition(c.Status.Conditions, v1.ConditionTypeDisruptionReason, metav1.ConditionTrue, st.Method, st.Reason, c.Generation, now)
+	c.Status.Conditions = v1.SetCondition(c.Status.Conditions, v1.ConditionTypeDisruptionReason, metav1.ConditionTrue, st.Method, st.Reason, c.Generation, now)
 }
 
 // clearClaim removes holder's claim from c and reports whether it did.
@@ -232,11 +232,6 @@ func clearClaim(c *v1.NodeClaim, holder string) bool {
 		return cond.Type == v1.ConditionTypeDisruptionReason
 	})
 	return true
-}
-
-// setCondition is v1.SetCondition.
-func setCondition(conds []metav1.Condition, t string, status metav1.ConditionStatus, reason, message string, generation int64, now time.Time) []metav1.Condition {
-	return v1.SetCondition(conds, t, status, reason, message, generation, now)
 }
 
 // conditionTrue reports whether c's condition t is True.

@@ -207,7 +207,7 @@ func (s *Service) drainNode(ctx context.Context, st workflow.DisruptionState, ca
 	switch {
 	case err == nil:
 		deadline = terminationDeadline(&c, st)
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, v1.ErrNotFound):
 		deadline = terminationDeadline(&v1.NodeClaim{}, st)
 	default:
 		return nd, false, fmt.Errorf("drain %s: %w", cand.Node, err)

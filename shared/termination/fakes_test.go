@@ -55,7 +55,7 @@ func (s *claims) GetNodeClaim(_ context.Context, name string) (v1.NodeClaim, err
 	defer s.mu.Unlock()
 	c, ok := s.m[name]
 	if !ok {
-		return v1.NodeClaim{}, fmt.Errorf("get nodeclaim %s: %w", name, termination.ErrNotFound)
+		return v1.NodeClaim{}, fmt.Errorf("get nodeclaim %s: %w", name, v1.ErrNotFound)
 	}
 	return c, nil
 }
@@ -65,10 +65,10 @@ func (s *claims) UpdateNodeClaim(_ context.Context, c v1.NodeClaim) (v1.NodeClai
 	defer s.mu.Unlock()
 	cur, ok := s.m[c.Name]
 	if !ok {
-		return v1.NodeClaim{}, fmt.Errorf("update nodeclaim %s: %w", c.Name, termination.ErrNotFound)
+		return v1.NodeClaim{}, fmt.Errorf("update nodeclaim %s: %w", c.Name, v1.ErrNotFound)
 	}
 	if cur.ResourceVersion != c.ResourceVersion {
-		return v1.NodeClaim{}, fmt.Errorf("update nodeclaim %s: %w", c.Name, termination.ErrConflict)
+		return v1.NodeClaim{}, fmt.Errorf("update nodeclaim %s: %w", c.Name, v1.ErrConflict)
 	}
 	v, _ := strconv.Atoi(cur.ResourceVersion)
 	c.ResourceVersion = strconv.Itoa(v + 1)
@@ -81,10 +81,10 @@ func (s *claims) DeleteNodeClaim(_ context.Context, name, rv string) error {
 	defer s.mu.Unlock()
 	cur, ok := s.m[name]
 	if !ok {
-		return fmt.Errorf("delete nodeclaim %s: %w", name, termination.ErrNotFound)
+		return fmt.Errorf("delete nodeclaim %s: %w", name, v1.ErrNotFound)
 	}
 	if cur.ResourceVersion != rv {
-		return fmt.Errorf("delete nodeclaim %s: %w", name, termination.ErrConflict)
+		return fmt.Errorf("delete nodeclaim %s: %w", name, v1.ErrConflict)
 	}
 	delete(s.m, name)
 	return nil
@@ -136,7 +136,7 @@ func (b *budgets) AcquireBudget(_ context.Context, pool, holder string, nodes, l
 		}
 	}
 	if used+nodes > limit {
-		return fmt.Errorf("acquire budget of %s: %d of %d leased, %d requested: %w", pool, used, limit, nodes, termination.ErrBudgetExhausted)
+		return fmt.Errorf("acquire budget of %s: %d of %d leased, %d requested: %w", pool, used, limit, nodes, v1.ErrBudgetExhausted)
 	}
 	if b.leases[pool] == nil {
 		b.leases[pool] = map[string]lease{}
@@ -150,7 +150,7 @@ func (b *budgets) RenewBudget(_ context.Context, pool, holder string, now time.T
 	defer b.mu.Unlock()
 	l, ok := b.leases[pool][holder]
 	if !ok || !now.Before(l.until) {
-		return fmt.Errorf("renew budget of %s for %s: %w", pool, holder, termination.ErrLeaseLapsed)
+		return fmt.Errorf("renew budget of %s for %s: %w", pool, holder, v1.ErrLeaseLapsed)
 	}
 	b.leases[pool][holder] = lease{nodes: l.nodes, until: now.Add(ttl)}
 	return nil
@@ -202,7 +202,7 @@ type kubeAPI struct{ c *kube.Client }
 
 func notFound(err error) error {
 	if errors.Is(err, kube.ErrNotFound) {
-		return fmt.Errorf("%w: %w", termination.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", v1.ErrNotFound, err)
 	}
 	return err
 }
@@ -299,7 +299,7 @@ type commands map[string][]v1.NodeClaim
 func (c commands) Replacements(_ context.Context, ref string) ([]v1.NodeClaim, error) {
 	r, ok := c[ref]
 	if !ok {
-		return nil, fmt.Errorf("payload %s: %w", ref, termination.ErrNotFound)
+		return nil, fmt.Errorf("payload %s: %w", ref, v1.ErrNotFound)
 	}
 	return r, nil
 }

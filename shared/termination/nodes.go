@@ -63,9 +63,9 @@ func (s *Service) Taint(ctx context.Context, st workflow.DisruptionState, now ti
 			return nil
 		})
 		switch {
-		case errors.Is(err, ErrNotFound) && workflow.IsBudgetedMethod(st.Method):
+		case errors.Is(err, v1.ErrNotFound) && workflow.IsBudgetedMethod(st.Method):
 			return out, workflow.NewError(workflow.ErrNoLongerEligible, fmt.Errorf("taint: node %s is gone", cand.Node))
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, v1.ErrNotFound):
 			o.Outcome = "node gone"
 		case err != nil:
 			return out, fmt.Errorf("taint: %w", err)
@@ -126,7 +126,7 @@ func (s *Service) Revalidate(ctx context.Context, st workflow.DisruptionState, n
 // may) and how many pods its drain would move.
 func (s *Service) revalidate(ctx context.Context, st workflow.DisruptionState, cand workflow.Candidate, now time.Time) ([]string, int, error) {
 	c, err := s.p.Claims.GetNodeClaim(ctx, cand.NodeClaim)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, v1.ErrNotFound) {
 		return []string{"nodeclaim " + cand.NodeClaim + " is gone"}, 0, nil
 	}
 	if err != nil {
@@ -146,7 +146,7 @@ func (s *Service) revalidate(ctx context.Context, st workflow.DisruptionState, c
 		return why, 0, nil
 	}
 	n, err := s.p.Nodes.GetNode(ctx, cand.Node)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, v1.ErrNotFound) {
 		return append(why, "node "+cand.Node+" is gone"), 0, nil
 	}
 	if err != nil {
@@ -231,7 +231,7 @@ func (s *Service) BeginTermination(ctx context.Context, st workflow.DisruptionSt
 			return changed, nil
 		})
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, v1.ErrNotFound):
 			o.Outcome = "nodeclaim gone"
 		case err != nil:
 			return out, fmt.Errorf("begin termination: %w", err)
@@ -253,7 +253,7 @@ func (s *Service) BeginTermination(ctx context.Context, st workflow.DisruptionSt
 				n.Annotations[AnnotationExcludedFromLB] = "true"
 				return nil
 			})
-			if err != nil && !errors.Is(err, ErrNotFound) {
+			if err != nil && !errors.Is(err, v1.ErrNotFound) {
 				return out, fmt.Errorf("begin termination: %w", err)
 			}
 		}

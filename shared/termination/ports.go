@@ -12,20 +12,9 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
-// Errors the ports return, compared with errors.Is. Adapters wrap their own
-// errors so that these match.
-var (
-	// ErrNotFound: the object does not exist (or no longer does).
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: a version-checked write found the object changed since
-	// it was read.
-	ErrConflict = errors.New("conflict")
-	// ErrBudgetExhausted: a lease would take a NodePool past its limit.
-	ErrBudgetExhausted = errors.New("disruption budget exhausted")
-	// ErrLeaseLapsed: a renewal found the holder's lease expired or
-	// released; a lapsed lease is never taken again by a renewal.
-	ErrLeaseLapsed = errors.New("budget lease lapsed")
-)
+// The ports return the store errors of shared/apis/v1 (v1.ErrNotFound,
+// v1.ErrConflict, v1.ErrBudgetExhausted, v1.ErrLeaseLapsed), compared with
+// errors.Is; the adapters' own errors match them.
 
 // claimStore is the NodeClaim store (DynamoDB). Update and Delete check
 // the claim's resourceVersion.
@@ -33,13 +22,13 @@ type claimStore interface {
 	// ListNodeClaims returns every NodeClaim, strongly consistent.
 	ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
 	// GetNodeClaim returns one NodeClaim, or an error matching
-	// ErrNotFound.
+	// v1.ErrNotFound.
 	GetNodeClaim(ctx context.Context, name string) (v1.NodeClaim, error)
 	// UpdateNodeClaim replaces the NodeClaim if its stored ResourceVersion
-	// is claim.ResourceVersion; errors match ErrConflict or ErrNotFound.
+	// is claim.ResourceVersion; errors match v1.ErrConflict or v1.ErrNotFound.
 	UpdateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error)
 	// DeleteNodeClaim deletes it at resourceVersion; errors match
-	// ErrConflict or ErrNotFound.
+	// v1.ErrConflict or v1.ErrNotFound.
 	DeleteNodeClaim(ctx context.Context, name, resourceVersion string) error
 }
 
@@ -48,11 +37,11 @@ type claimStore interface {
 type budgetStore interface {
 	// AcquireBudget leases nodes of nodePool's budget to holder until
 	// now+ttl, replacing holder's earlier lease; it returns an error
-	// matching ErrBudgetExhausted when the unexpired leases of the pool,
+	// matching v1.ErrBudgetExhausted when the unexpired leases of the pool,
 	// this one included, would exceed limit.
 	AcquireBudget(ctx context.Context, nodePool, holder string, nodes, limit int, now time.Time, ttl time.Duration) error
 	// RenewBudget extends holder's unexpired lease of nodePool to now+ttl,
-	// keeping its nodes; it returns an error matching ErrLeaseLapsed when
+	// keeping its nodes; it returns an error matching v1.ErrLeaseLapsed when
 	// holder holds no lease unexpired at now (it lapsed or was released),
 	// and never creates one.
 	RenewBudget(ctx context.Context, nodePool, holder string, now time.Time, ttl time.Duration) error
@@ -66,10 +55,10 @@ type budgetStore interface {
 type nodeAPI interface {
 	// ListNodes returns every Node of the cluster.
 	ListNodes(ctx context.Context) ([]corev1.Node, error)
-	// GetNode returns a Node, or an error matching ErrNotFound.
+	// GetNode returns a Node, or an error matching v1.ErrNotFound.
 	GetNode(ctx context.Context, name string) (*corev1.Node, error)
 	// UpdateNode applies mutate to the current Node and writes it, re-
-	// reading on conflicts; an error matching ErrNotFound when it is gone.
+	// reading on conflicts; an error matching v1.ErrNotFound when it is gone.
 	UpdateNode(ctx context.Context, name string, mutate func(*corev1.Node) error) error
 	// DeleteNode deletes a Node; a Node already gone is success.
 	DeleteNode(ctx context.Context, name string) error
@@ -129,7 +118,7 @@ type volumeAPI interface {
 	// VolumeAttachments whose spec.nodeName is node.
 	ListVolumeAttachments(ctx context.Context, node string) ([]storagev1.VolumeAttachment, error)
 	// BoundVolume returns the PersistentVolume the claim namespace/name is
-	// bound to, "" while unbound, or an error matching ErrNotFound.
+	// bound to, "" while unbound, or an error matching v1.ErrNotFound.
 	BoundVolume(ctx context.Context, namespace, name string) (string, error)
 }
 
@@ -177,7 +166,7 @@ type instanceTerminator interface {
 // disruption Lambda before it starts an execution (ddbstore payloads).
 type commandStore interface {
 	// Replacements returns the NodeClaims stored under ref, or an error
-	// matching ErrNotFound.
+	// matching v1.ErrNotFound.
 	Replacements(ctx context.Context, ref string) ([]v1.NodeClaim, error)
 }
 

@@ -37,7 +37,7 @@ func (s *Service) LaunchReplacements(ctx context.Context, st workflow.Disruption
 		return out, errors.New("launch replacements: no command store or launcher")
 	}
 	planned, err := s.p.Commands.Replacements(ctx, st.CommandRef)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, v1.ErrNotFound) {
 		return out, workflow.NewError(workflow.ErrInvalidInput, fmt.Errorf("launch replacements: nothing stored under %q: %w", st.CommandRef, err))
 	}
 	if err != nil {
@@ -108,7 +108,7 @@ func (s *Service) CheckReplacements(ctx context.Context, st workflow.DisruptionS
 	var waiting []string
 	for _, r := range st.Replacements {
 		c, err := s.p.Claims.GetNodeClaim(ctx, r.NodeClaim)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, v1.ErrNotFound) {
 			return out, workflow.NewError(workflow.ErrReplacementFailed, fmt.Errorf("replacement %s was deleted: its launch or registration failed", r.NodeClaim))
 		}
 		if err != nil {

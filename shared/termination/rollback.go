@@ -96,7 +96,7 @@ func (s *Service) giveBack(ctx context.Context, st workflow.DisruptionState, can
 		given = true
 		return true, nil
 	})
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, v1.ErrNotFound) {
 		return given, fmt.Errorf("give back nodeclaim %s: %w", cand.NodeClaim, err)
 	}
 	if cand.Node == "" {
@@ -106,7 +106,7 @@ func (s *Service) giveBack(ctx context.Context, st workflow.DisruptionState, can
 		if n.Annotations[AnnotationClaimHolder] != st.ID {
 			return nil
 		}
-		if !held && !errors.Is(err, ErrNotFound) {
+		if !held && !errors.Is(err, v1.ErrNotFound) {
 			// The NodeClaim went to another execution, which will
 			// re-taint; leave the Node to it.
 			return nil
@@ -129,7 +129,7 @@ func (s *Service) giveBack(ctx context.Context, st workflow.DisruptionState, can
 		given = true
 		return nil
 	})
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, v1.ErrNotFound) {
 		return given, fmt.Errorf("give back node %s: %w", cand.Node, err)
 	}
 	return given, nil
@@ -139,13 +139,13 @@ func (s *Service) giveBack(ctx context.Context, st workflow.DisruptionState, can
 // Node and NodeClaim; it reports whether there was anything to remove.
 func (s *Service) removeReplacement(ctx context.Context, name string) (bool, error) {
 	c, err := s.p.Claims.GetNodeClaim(ctx, name)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, v1.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("remove replacement %s: %w", name, err)
 	}
-	if id := instanceID(c.Status.ProviderID); id != "" {
+	if _, id, _ := v1.ParseProviderID(c.Status.ProviderID); id != "" {
 		if err := s.p.Instances.Terminate(ctx, id); err != nil {
 			return false, fmt.Errorf("remove replacement %s: terminate %s: %w", name, id, err)
 		}

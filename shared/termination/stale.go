@@ -77,7 +77,7 @@ func (s *Service) ReleaseStale(ctx context.Context, now time.Time) ([]StaleRelea
 			r.Outcome = "given back"
 			_, err = s.giveBack(ctx, st, st.Candidates[0])
 		}
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, v1.ErrNotFound) {
 			r.Error = err.Error()
 			errs = append(errs, fmt.Errorf("release stale claim on %s: %w", c.Name, err))
 		}

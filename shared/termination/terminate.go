@@ -34,7 +34,7 @@ func (s *Service) Terminate(ctx context.Context, st workflow.DisruptionState, no
 			if conditionTrue(c, v1.ConditionTypeInstanceTerminating) {
 				return false, nil
 			}
-			c.Status.Conditions = setCondition(c.Status.Conditions, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "", "", c.Generation, now)
+			c.Status.Conditions = v1.SetCondition(c.Status.Conditions, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "", "", c.Generation, now)
 			return true, nil
 		})
 		switch {
@@ -42,10 +42,10 @@ func (s *Service) Terminate(ctx context.Context, st workflow.DisruptionState, no
 			if c.Status.ProviderID != "" {
 				providerID = c.Status.ProviderID
 			}
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, v1.ErrNotFound):
 			return out, fmt.Errorf("terminate: %w", err)
 		}
-		id := instanceID(providerID)
+		_, id, _ := v1.ParseProviderID(providerID)
 		if id == "" && st.Interruption != nil && st.Interruption.NodeClaim == cand.NodeClaim {
 			id = st.Interruption.InstanceID
 		}
@@ -63,20 +63,6 @@ func (s *Service) Terminate(ctx context.Context, st workflow.DisruptionState, no
 		}
 	}
 	return out, nil
-}
-
-// instanceID is the instance ID of an AWS providerID
-// ("aws:///<zone>/<instance-id>"), or "".
-func instanceID(providerID string) string {
-	rest, ok := strings.CutPrefix(providerID, "aws:///")
-	if !ok {
-		return ""
-	}
-	_, id, ok := strings.Cut(rest, "/")
-	if !ok || !strings.HasPrefix(id, "i-") {
-		return ""
-	}
-	return id
 }
 
 // Delete is StepDelete: for each candidate it removes the
@@ -126,7 +112,7 @@ func (s *Service) deleteNode(ctx context.Context, name string) (bool, error) {
 		}
 		return nil
 	})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, v1.ErrNotFound) {
 		return true, nil
 	}
 	if err != nil {
@@ -144,7 +130,7 @@ func (s *Service) deleteClaim(ctx context.Context, name string) (bool, error) {
 	var lastErr error
 	for range updateAttempts {
 		c, err := s.p.Claims.GetNodeClaim(ctx, name)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, v1.ErrNotFound) {
 			return true, nil
 		}
 		if err != nil {
@@ -154,9 +140,9 @@ func (s *Service) deleteClaim(ctx context.Context, name string) (bool, error) {
 		switch {
 		case err == nil:
 			return false, nil
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, v1.ErrNotFound):
 			return true, nil
-		case errors.Is(err, ErrConflict):
+		case errors.Is(err, v1.ErrConflict):
 			lastErr = err
 			continue
 		default:

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/workflow"
 )
 
@@ -76,7 +77,7 @@ func (s *Service) awaitVolumes(ctx context.Context, st workflow.DisruptionState,
 	if len(attachments) > 0 {
 		_, err := s.p.Nodes.GetNode(ctx, nd.Node)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, v1.ErrNotFound):
 			nd.Drained = true
 			nd.Volumes = &workflow.VolumeDetachment{Status: workflow.VolumesNodeGone}
 			return nd, false, nil
@@ -95,7 +96,7 @@ func (s *Service) awaitVolumes(ctx context.Context, st workflow.DisruptionState,
 			for _, claim := range claimNames(p) {
 				pv, err := s.p.Volumes.BoundVolume(ctx, p.Namespace, claim)
 				switch {
-				case errors.Is(err, ErrNotFound):
+				case errors.Is(err, v1.ErrNotFound):
 					continue
 				case err != nil:
 					return nd, false, fmt.Errorf("volume detachment of %s: %w", nd.Node, err)

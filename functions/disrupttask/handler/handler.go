@@ -34,6 +34,7 @@ import (
 	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awserr"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
@@ -196,7 +197,7 @@ var errUnknownStep = errors.New("unknown step")
 // rules name the workflow errors of the failures the use cases pass
 // through from the ports.
 var rules = []lambdakit.Rule{
-	lambdakit.Is(termination.ErrConflict, workflow.ErrConflict),
+	lambdakit.Is(v1.ErrConflict, workflow.ErrConflict),
 	func(err error) (string, bool) { return workflow.ErrThrottled, awserr.Classify(err) == awserr.Throttled },
 }
 

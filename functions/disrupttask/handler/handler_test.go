@@ -102,7 +102,7 @@ func TestHandleNamesErrors(t *testing.T) {
 		{name: "should keep a workflow error's name", step: workflow.StepAcquireBudget,
 			err: fmt.Errorf("acquire: %w", workflow.NewError(workflow.ErrBudgetExhausted, errors.New("no room"))), wantT: workflow.ErrBudgetExhausted},
 		{name: "should report a version conflict as Conflict", step: workflow.StepTaint,
-			err: fmt.Errorf("claim: %w", termination.ErrConflict), wantT: workflow.ErrConflict},
+			err: fmt.Errorf("claim: %w", v1.ErrConflict), wantT: workflow.ErrConflict},
 		{name: "should report a deadline as Timeout", step: workflow.StepDrain, err: context.DeadlineExceeded, wantT: workflow.ErrTimeout},
 		{name: "should report anything else as Internal", step: workflow.StepDelete, err: errors.New("boom"), wantT: workflow.ErrInternal},
 		{name: "should refuse an unknown step as InvalidInput", step: "Dance", wantT: workflow.ErrInvalidInput},
@@ -177,16 +177,16 @@ func (f fixedLaunch) LaunchNodeClaims(context.Context, []v1.NodeClaim, time.Time
 
 func TestAdaptersTranslateErrors(t *testing.T) {
 	_, store := newRecordedStores(t)
-	if _, err := (adapters.TerminationClaims{Store: store}).GetNodeClaim(t.Context(), "missing"); !errors.Is(err, termination.ErrNotFound) || !errors.Is(err, ddbstore.ErrNotFound) {
-		t.Errorf("GetNodeClaim(missing) error = %v, want termination.ErrNotFound (keeping ddbstore's)", err)
+	if _, err := (adapters.TerminationClaims{Store: store}).GetNodeClaim(t.Context(), "missing"); !errors.Is(err, v1.ErrNotFound) || !errors.Is(err, ddbstore.ErrNotFound) {
+		t.Errorf("GetNodeClaim(missing) error = %v, want v1.ErrNotFound (keeping ddbstore's)", err)
 	}
 	b := adapters.Budgets{Store: store}
-	if err := b.AcquireBudget(t.Context(), "general", "x", 1, 0, t0, time.Minute); !errors.Is(err, termination.ErrBudgetExhausted) {
-		t.Errorf("AcquireBudget(limit 0) error = %v, want termination.ErrBudgetExhausted", err)
+	if err := b.AcquireBudget(t.Context(), "general", "x", 1, 0, t0, time.Minute); !errors.Is(err, v1.ErrBudgetExhausted) {
+		t.Errorf("AcquireBudget(limit 0) error = %v, want v1.ErrBudgetExhausted", err)
 	}
 	k := adapters.Kube{Client: failingKube{err: fmt.Errorf("get node n: %w", kube.ErrNotFound)}}
-	if _, err := k.GetNode(t.Context(), "n"); !errors.Is(err, termination.ErrNotFound) {
-		t.Errorf("GetNode() error = %v, want termination.ErrNotFound", err)
+	if _, err := k.GetNode(t.Context(), "n"); !errors.Is(err, v1.ErrNotFound) {
+		t.Errorf("GetNode() error = %v, want v1.ErrNotFound", err)
 	}
 }
 

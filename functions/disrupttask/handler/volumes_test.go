@@ -17,7 +17,6 @@ import (
 	sfnlocal "github.com/nodewright/nodewright/local/stepfunctions"
 	apiv1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/kube"
-	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/workflow"
 )
 
@@ -61,8 +60,8 @@ func TestKubeVolumePorts(t *testing.T) {
 	if pv, err := k.BoundVolume(t.Context(), "shop", "data-db-0"); err != nil || pv != "pv-a" {
 		t.Errorf("BoundVolume() = %q, %v; want pv-a", pv, err)
 	}
-	if _, err := k.BoundVolume(t.Context(), "shop", "gone"); !errors.Is(err, termination.ErrNotFound) {
-		t.Errorf("BoundVolume(missing claim) error = %v, want termination.ErrNotFound", err)
+	if _, err := k.BoundVolume(t.Context(), "shop", "gone"); !errors.Is(err, apiv1.ErrNotFound) {
+		t.Errorf("BoundVolume(missing claim) error = %v, want apiv1.ErrNotFound", err)
 	}
 	tolerating := pod("kube-system", "agent", "node-a", func(p *corev1.Pod) {
 		p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
@@ -74,11 +73,11 @@ func TestKubeVolumePorts(t *testing.T) {
 
 func TestKubeVolumePortsTranslateErrors(t *testing.T) {
 	k := adapters.Kube{Client: failingKube{err: fmt.Errorf("get persistentvolumeclaim shop/x: %w", kube.ErrNotFound)}}
-	if _, err := k.BoundVolume(t.Context(), "shop", "x"); !errors.Is(err, termination.ErrNotFound) {
-		t.Errorf("BoundVolume() error = %v, want termination.ErrNotFound", err)
+	if _, err := k.BoundVolume(t.Context(), "shop", "x"); !errors.Is(err, apiv1.ErrNotFound) {
+		t.Errorf("BoundVolume() error = %v, want apiv1.ErrNotFound", err)
 	}
 	k = adapters.Kube{Client: failingKube{err: errors.New("list volumeattachments of node n: forbidden")}}
-	if _, err := k.ListVolumeAttachments(t.Context(), "n"); err == nil || errors.Is(err, termination.ErrNotFound) {
+	if _, err := k.ListVolumeAttachments(t.Context(), "n"); err == nil || errors.Is(err, apiv1.ErrNotFound) {
 		t.Errorf("ListVolumeAttachments() error = %v, want the API error, not ErrNotFound", err)
 	}
 }

@@ -27,32 +27,6 @@ import (
 	"github.com/nodewright/nodewright/shared/termination"
 )
 
-// storeError keeps the store's error (and its message) while also matching
-// the provisioning sentinel it means.
-type storeError struct {
-	err  error
-	kind error
-}
-
-func (e *storeError) Error() string   { return e.err.Error() }
-func (e *storeError) Unwrap() []error { return []error{e.err, e.kind} }
-
-// translate maps ddbstore errors to provisioning's port errors.
-func translate(err error) error {
-	var conflict *ddbstore.ConflictError
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ddbstore.ErrNotFound):
-		return &storeError{err: err, kind: provisioning.ErrNotFound}
-	case errors.Is(err, ddbstore.ErrAlreadyExists):
-		return &storeError{err: err, kind: provisioning.ErrAlreadyExists}
-	case errors.As(err, &conflict):
-		return &storeError{err: err, kind: provisioning.ErrConflict}
-	}
-	return err
-}
-
 // Claims is the NodeClaim store of provisioning (claimStore,
 // registrationStore, gcClaimStore) over ddbstore. With Metrics set it
 // counts each NodeClaim it creates (karpenter_nodeclaims_created_total;
@@ -66,14 +40,12 @@ type Claims struct {
 
 // ListNodeClaims lists every NodeClaim, strongly consistent.
 func (c Claims) ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
-	claims, err := c.Store.ListNodeClaims(ctx)
-	return claims, translate(err)
+	return c.Store.ListNodeClaims(ctx)
 }
 
 // GetNodeClaim reads one NodeClaim; ErrNotFound when absent.
 func (c Claims) GetNodeClaim(ctx context.Context, name string) (v1.NodeClaim, error) {
-	claim, err := c.Store.GetNodeClaim(ctx, name)
-	return claim, translate(err)
+	return c.Store.GetNodeClaim(ctx, name)
 }
 
 // CreateNodeClaim creates a NodeClaim; ErrAlreadyExists when the name is
@@ -87,20 +59,19 @@ func (c Claims) CreateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.Nod
 		}
 		c.Metrics.NodeClaimCreated(ctx, created, reason)
 	}
-	return created, translate(err)
+	return created, err
 }
 
 // UpdateNodeClaim replaces a NodeClaim at its ResourceVersion; ErrConflict
 // or ErrNotFound otherwise.
 func (c Claims) UpdateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error) {
-	updated, err := c.Store.UpdateNodeClaim(ctx, claim)
-	return updated, translate(err)
+	return c.Store.UpdateNodeClaim(ctx, claim)
 }
 
 // DeleteNodeClaim deletes a NodeClaim at resourceVersion; ErrConflict or
 // ErrNotFound otherwise.
 func (c Claims) DeleteNodeClaim(ctx context.Context, name, resourceVersion string) error {
-	return translate(DeleteCounted(ctx, c.Store, c.Metrics, name, resourceVersion))
+	return DeleteCounted(ctx, c.Store, c.Metrics, name, resourceVersion)
 }
 
 // DeleteCounted deletes NodeClaim name at resourceVersion from store and,
@@ -123,8 +94,7 @@ func DeleteCounted(ctx context.Context, store *ddbstore.Store, m *decisionmetric
 // NodeClaimByProviderID finds the NodeClaim of a node; ErrNotFound when
 // none carries the providerID.
 func (c Claims) NodeClaimByProviderID(ctx context.Context, providerID string) (v1.NodeClaim, error) {
-	claim, err := c.Store.FindByProviderID(ctx, providerID)
-	return claim, translate(err)
+	return c.Store.FindByProviderID(ctx, providerID)
 }
 
 // Config is provisioning's configSource over ddbstore.

@@ -70,25 +70,25 @@ func TestClaimsTranslatesStoreErrors(t *testing.T) {
 		{name: "a create of a taken name is ErrAlreadyExists", call: func() error {
 			_, err := claims.CreateNodeClaim(ctx, v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}})
 			return err
-		}, want: provisioning.ErrAlreadyExists},
+		}, want: v1.ErrAlreadyExists},
 		{name: "a read of a missing NodeClaim is ErrNotFound", call: func() error {
 			_, err := claims.GetNodeClaim(ctx, "default-b")
 			return err
-		}, want: provisioning.ErrNotFound},
+		}, want: v1.ErrNotFound},
 		{name: "an update at an old version is ErrConflict", call: func() error {
 			_, err := claims.UpdateNodeClaim(ctx, stale)
 			return err
-		}, want: provisioning.ErrConflict},
+		}, want: v1.ErrConflict},
 		{name: "a delete at an old version is ErrConflict", call: func() error {
 			return claims.DeleteNodeClaim(ctx, "default-a", stale.ResourceVersion)
-		}, want: provisioning.ErrConflict},
+		}, want: v1.ErrConflict},
 		{name: "a delete of a missing NodeClaim is ErrNotFound", call: func() error {
 			return claims.DeleteNodeClaim(ctx, "default-b", "1")
-		}, want: provisioning.ErrNotFound},
+		}, want: v1.ErrNotFound},
 		{name: "a providerID no NodeClaim carries is ErrNotFound", call: func() error {
 			_, err := claims.NodeClaimByProviderID(ctx, "aws:///us-east-1a/i-0123")
 			return err
-		}, want: provisioning.ErrNotFound},
+		}, want: v1.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

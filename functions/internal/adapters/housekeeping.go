@@ -34,25 +34,17 @@ func (s Subnets) MarkSubnetUnavailable(ctx context.Context, subnetID, code strin
 }
 
 // InstanceTags is provisioning's instance tagger over fleet.Tagger: an
-// instance that is gone matches provisioning.ErrNotFound.
+// instance that is gone matches v1.ErrNotFound.
 type InstanceTags struct{ Tagger *fleet.Tagger }
 
 // InstanceTags returns the instance's tags.
 func (t InstanceTags) InstanceTags(ctx context.Context, id string) (map[string]string, error) {
-	tags, err := t.Tagger.InstanceTags(ctx, id)
-	return tags, instanceError(err)
+	return t.Tagger.InstanceTags(ctx, id)
 }
 
 // AddTags adds tags to the instance with CreateTags.
 func (t InstanceTags) AddTags(ctx context.Context, id string, tags map[string]string) error {
-	return instanceError(t.Tagger.AddTags(ctx, id, tags))
-}
-
-func instanceError(err error) error {
-	if errors.Is(err, fleet.ErrNotFound) {
-		return &storeError{err: err, kind: provisioning.ErrNotFound}
-	}
-	return err
+	return t.Tagger.AddTags(ctx, id, tags)
 }
 
 // LaunchTemplates is provisioning's launch-template store over

@@ -2,7 +2,6 @@ package adapters
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -22,37 +21,6 @@ import (
 // The adapters below fit the AWS and Kubernetes packages to the ports
 // shared/termination declares. They translate types and errors only.
 
-// storeErr maps ddbstore's errors to termination's.
-func storeErr(err error) error {
-	var conflict *ddbstore.ConflictError
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ddbstore.ErrNotFound):
-		return &storeError{err: err, kind: termination.ErrNotFound}
-	case errors.As(err, &conflict):
-		return &storeError{err: err, kind: termination.ErrConflict}
-	case errors.Is(err, ddbstore.ErrBudgetExhausted):
-		return &storeError{err: err, kind: termination.ErrBudgetExhausted}
-	case errors.Is(err, ddbstore.ErrLeaseLapsed):
-		return &storeError{err: err, kind: termination.ErrLeaseLapsed}
-	}
-	return err
-}
-
-// kubeErr maps shared/kube's errors to termination's.
-func kubeErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, kube.ErrNotFound):
-		return &storeError{err: err, kind: termination.ErrNotFound}
-	case errors.Is(err, kube.ErrConflict):
-		return &storeError{err: err, kind: termination.ErrConflict}
-	}
-	return err
-}
-
 // TerminationClaims is termination's NodeClaim store over ddbstore.
 type TerminationClaims struct {
 	Store *ddbstore.Store
@@ -62,25 +30,22 @@ type TerminationClaims struct {
 
 // ListNodeClaims lists every NodeClaim.
 func (c TerminationClaims) ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
-	l, err := c.Store.ListNodeClaims(ctx)
-	return l, storeErr(err)
+	return c.Store.ListNodeClaims(ctx)
 }
 
 // GetNodeClaim reads one NodeClaim.
 func (c TerminationClaims) GetNodeClaim(ctx context.Context, name string) (v1.NodeClaim, error) {
-	nc, err := c.Store.GetNodeClaim(ctx, name)
-	return nc, storeErr(err)
+	return c.Store.GetNodeClaim(ctx, name)
 }
 
 // UpdateNodeClaim replaces a NodeClaim at its ResourceVersion.
 func (c TerminationClaims) UpdateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeClaim, error) {
-	nc, err := c.Store.UpdateNodeClaim(ctx, claim)
-	return nc, storeErr(err)
+	return c.Store.UpdateNodeClaim(ctx, claim)
 }
 
 // DeleteNodeClaim deletes a NodeClaim at resourceVersion.
 func (c TerminationClaims) DeleteNodeClaim(ctx context.Context, name, resourceVersion string) error {
-	return storeErr(DeleteCounted(ctx, c.Store, c.Metrics, name, resourceVersion))
+	return DeleteCounted(ctx, c.Store, c.Metrics, name, resourceVersion)
 }
 
 // Budgets is termination's budget store over ddbstore's budget leases.
@@ -88,24 +53,24 @@ type Budgets struct{ Store *ddbstore.Store }
 
 // AcquireBudget leases nodes of nodePool's budget to holder.
 func (b Budgets) AcquireBudget(ctx context.Context, nodePool, holder string, nodes, limit int, now time.Time, ttl time.Duration) error {
-	return storeErr(b.Store.AcquireBudget(ctx, ddbstore.BudgetRequest{NodePool: nodePool, Execution: holder, Nodes: nodes, Limit: limit}, now, ttl))
+	return b.Store.AcquireBudget(ctx, ddbstore.BudgetRequest{NodePool: nodePool, Execution: holder, Nodes: nodes, Limit: limit}, now, ttl)
 }
 
 // RenewBudget extends holder's unexpired lease.
 func (b Budgets) RenewBudget(ctx context.Context, nodePool, holder string, now time.Time, ttl time.Duration) error {
-	return storeErr(b.Store.RenewBudget(ctx, nodePool, holder, now, ttl))
+	return b.Store.RenewBudget(ctx, nodePool, holder, now, ttl)
 }
 
 // ReleaseBudget ends holder's lease.
 func (b Budgets) ReleaseBudget(ctx context.Context, nodePool, holder string, now time.Time) error {
-	return storeErr(b.Store.ReleaseBudget(ctx, nodePool, holder, now))
+	return b.Store.ReleaseBudget(ctx, nodePool, holder, now)
 }
 
 // BudgetHolders returns the pool's unexpired leases.
 func (b Budgets) BudgetHolders(ctx context.Context, nodePool string, now time.Time) (map[string]int, error) {
 	leases, err := b.Store.ListBudgetLeases(ctx, nodePool, now)
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, err
 	}
 	out := make(map[string]int, len(leases))
 	for _, l := range leases {
@@ -124,7 +89,7 @@ type Commands struct {
 func (c Commands) Replacements(ctx context.Context, ref string) ([]v1.NodeClaim, error) {
 	data, err := c.Store.GetPayload(ctx, ref, c.Now())
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, err
 	}
 	return termination.DecodeReplacements(data)
 }
@@ -150,30 +115,27 @@ type Kube struct{ Client KubeAPI }
 
 // ListNodes lists every Node.
 func (k Kube) ListNodes(ctx context.Context) ([]corev1.Node, error) {
-	n, err := k.Client.ListNodes(ctx)
-	return n, kubeErr(err)
+	return k.Client.ListNodes(ctx)
 }
 
 // GetNode reads one Node.
 func (k Kube) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
-	n, err := k.Client.GetNode(ctx, name)
-	return n, kubeErr(err)
+	return k.Client.GetNode(ctx, name)
 }
 
 // UpdateNode mutates one Node.
 func (k Kube) UpdateNode(ctx context.Context, name string, mutate func(*corev1.Node) error) error {
-	return kubeErr(k.Client.UpdateNode(ctx, name, mutate))
+	return k.Client.UpdateNode(ctx, name, mutate)
 }
 
 // DeleteNode deletes one Node.
 func (k Kube) DeleteNode(ctx context.Context, name string) error {
-	return kubeErr(k.Client.DeleteNode(ctx, name))
+	return k.Client.DeleteNode(ctx, name)
 }
 
 // ListPodsOnNode lists a Node's pods.
 func (k Kube) ListPodsOnNode(ctx context.Context, node string) ([]corev1.Pod, error) {
-	p, err := k.Client.ListPodsOnNode(ctx, node)
-	return p, kubeErr(err)
+	return k.Client.ListPodsOnNode(ctx, node)
 }
 
 // Evict evicts a pod through the Eviction API.
@@ -183,7 +145,7 @@ func (k Kube) Evict(ctx context.Context, pod *corev1.Pod, gracePeriod time.Durat
 	}
 	ev, err := k.Client.Evict(ctx, pod, gracePeriod)
 	if err != nil {
-		return termination.Eviction{}, kubeErr(err)
+		return termination.Eviction{}, err
 	}
 	outcome, ok := evictionOutcomes[ev.Outcome]
 	if !ok {
@@ -198,7 +160,7 @@ var evictionOutcomes = map[kube.EvictionOutcome]termination.EvictionOutcome{
 
 // DeletePod deletes a pod directly.
 func (k Kube) DeletePod(ctx context.Context, pod *corev1.Pod, gracePeriod time.Duration) error {
-	return kubeErr(k.Client.DeletePod(ctx, pod, gracePeriod))
+	return k.Client.DeletePod(ctx, pod, gracePeriod)
 }
 
 // DrainOrder is kube.DrainOrder.
@@ -284,15 +246,13 @@ func (x Executions) ExecutionStatus(ctx context.Context, method, name string) (t
 // ListVolumeAttachments lists the VolumeAttachments of a Node, for the
 // wait for volume detachment after its drain.
 func (k Kube) ListVolumeAttachments(ctx context.Context, node string) ([]storagev1.VolumeAttachment, error) {
-	l, err := k.Client.ListVolumeAttachments(ctx, node)
-	return l, kubeErr(err)
+	return k.Client.ListVolumeAttachments(ctx, node)
 }
 
 // BoundVolume reads the PersistentVolume a claim is bound to; a claim that
-// is gone matches termination.ErrNotFound.
+// is gone matches v1.ErrNotFound.
 func (k Kube) BoundVolume(ctx context.Context, namespace, name string) (string, error) {
-	pv, err := k.Client.BoundVolume(ctx, namespace, name)
-	return pv, kubeErr(err)
+	return k.Client.BoundVolume(ctx, namespace, name)
 }
 
 // Drainable is kube.Drainable.

@@ -333,7 +333,7 @@ func TestHandleRedelivers(t *testing.T) {
 		},
 		{
 			name:         "should redeliver registrations whose NodeClaim could not be written",
-			setup:        func(f *fixture) { f.reg.errs["node-a"] = fmt.Errorf("update nodeclaim: %w", provisioning.ErrConflict) },
+			setup:        func(f *fixture) { f.reg.errs["node-a"] = fmt.Errorf("update nodeclaim: %w", v1.ErrConflict) },
 			records:      []events.SQSMessage{record("m1", "NodeRegistrations", registrations("r1", "node-a"))},
 			wantFailures: []string{"m1"},
 		},

@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
 const (
@@ -26,13 +28,14 @@ const (
 	budgetEntryOverhead = 48
 )
 
-// ErrBudgetExhausted: granting the request would take the NodePool's active
-// budget leases past the limit.
-var ErrBudgetExhausted = errors.New("disruption budget exhausted")
+// ErrBudgetExhausted (v1.ErrBudgetExhausted): granting the request would
+// take the NodePool's active budget leases past the limit.
+var ErrBudgetExhausted = v1.ErrBudgetExhausted
 
-// ErrLeaseLapsed: RenewBudget found no unexpired lease of the execution
-// (it expired or was released), so there is nothing to renew.
-var ErrLeaseLapsed = errors.New("budget lease lapsed")
+// ErrLeaseLapsed (v1.ErrLeaseLapsed): RenewBudget found no unexpired lease
+// of the execution (it expired or was released), so there is nothing to
+// renew.
+var ErrLeaseLapsed = v1.ErrLeaseLapsed
 
 // BudgetRequest asks for part of a NodePool's disruption budget for one
 // execution (one disruption command).

@@ -281,19 +281,14 @@ func (s *Store) FindByProviderID(ctx context.Context, providerID string) (v1.Nod
 	return claim, nil
 }
 
-// InstanceIDFromProviderID returns the EC2 instance id of an AWS providerID,
-// "aws:///<zone>/<instance-id>" (the form Karpenter writes to
-// status.providerID; aws: pkg/utils/utils.go ParseInstanceID), e.g.
-// "aws:///us-east-1a/i-0123" -> "i-0123". It returns an error wrapping
-// ErrInvalid for any other form.
+// InstanceIDFromProviderID returns the EC2 instance id of an AWS providerID
+// as v1.ParseProviderID reads it, e.g. "aws:///us-east-1a/i-0123" ->
+// "i-0123". Any other form is an error wrapping ErrInvalid (and
+// v1.ErrInvalidProviderID).
 func InstanceIDFromProviderID(providerID string) (string, error) {
-	rest, ok := strings.CutPrefix(providerID, "aws:///")
-	if !ok {
-		return "", fmt.Errorf("providerID %q: want aws:///<zone>/<instance-id>: %w", providerID, ErrInvalid)
-	}
-	zone, id, ok := strings.Cut(rest, "/")
-	if !ok || zone == "" || !strings.HasPrefix(id, "i-") || strings.ContainsAny(id, "/#") {
-		return "", fmt.Errorf("providerID %q: want aws:///<zone>/<instance-id>: %w", providerID, ErrInvalid)
+	_, id, err := v1.ParseProviderID(providerID)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
 	return id, nil
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
 // API is the subset of the DynamoDB client the store calls. Only four
@@ -58,12 +60,16 @@ func New(api API, table, cluster string) (*Store, error) {
 	return &Store{api: api, table: table, cluster: cluster}, nil
 }
 
-// Errors returned by the store. Compare with errors.Is.
+// Errors returned by the store. Compare with errors.Is. ErrNotFound and
+// ErrAlreadyExists are the shared store errors of shared/apis/v1, and a
+// *ConflictError matches v1.ErrConflict, so the store's errors reach the
+// provisioning and termination ports untranslated.
 var (
-	// ErrNotFound: the item does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrAlreadyExists: a create-only write found the item already present.
-	ErrAlreadyExists = errors.New("already exists")
+	// ErrNotFound (v1.ErrNotFound): the item does not exist.
+	ErrNotFound = v1.ErrNotFound
+	// ErrAlreadyExists (v1.ErrAlreadyExists): a create-only write found the
+	// item already present.
+	ErrAlreadyExists = v1.ErrAlreadyExists
 	// ErrItemTooLarge: the encoded item would exceed MaxBodyBytes.
 	ErrItemTooLarge = errors.New("item too large")
 	// ErrInvalid: an argument cannot form a key or a valid item.
@@ -89,6 +95,10 @@ func (e *ConflictError) Error() string {
 	}
 	return fmt.Sprintf("conflict: %s %q changed since version %d", e.Kind, e.Name, e.Version)
 }
+
+// Is reports whether target is v1.ErrConflict, the store error a lost
+// conditional write means.
+func (e *ConflictError) Is(target error) bool { return target == v1.ErrConflict }
 
 // MaxBodyBytes bounds the encoded body of one item (NodeClaim JSON, the
 // compressed config snapshot, the budget lease map). DynamoDB rejects items

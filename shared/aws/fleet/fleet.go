@@ -19,7 +19,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -164,19 +163,7 @@ type Instance struct {
 }
 
 // ProviderID is the instance's Kubernetes provider ID, aws:///<zone>/<id>.
-func (i Instance) ProviderID() string { return "aws:///" + i.Zone + "/" + i.ID }
-
-// ParseProviderID splits aws:///<zone>/<instance id>. Errors on any other shape.
-func ParseProviderID(providerID string) (zone, instanceID string, err error) {
-	rest, ok := strings.CutPrefix(providerID, "aws:///")
-	if ok {
-		zone, instanceID, ok = strings.Cut(rest, "/")
-	}
-	if !ok || zone == "" || !strings.HasPrefix(instanceID, "i-") || strings.Contains(instanceID, "/") {
-		return "", "", fmt.Errorf("provider id %q: want aws:///<zone>/i-<id>", providerID)
-	}
-	return zone, instanceID, nil
-}
+func (i Instance) ProviderID() string { return v1.ProviderID(i.Zone, i.ID) }
 
 // ClientToken returns the CreateFleet ClientToken of a NodeClaim:
 // "nodewright-" and 40 hex digits of SHA-256 over its UID (its name when

@@ -15,8 +15,8 @@ import (
 )
 
 // ErrNotFound is returned (wrapped) by Get when the instance does not exist
-// or has terminated.
-var ErrNotFound = errors.New("instance not found")
+// or has terminated; it matches v1.ErrNotFound too.
+var ErrNotFound = fmt.Errorf("instance %w", v1.ErrNotFound)
 
 // terminateBatch bounds the instance IDs of one TerminateInstances call.
 const terminateBatch = 100

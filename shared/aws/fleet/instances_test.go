@@ -146,18 +146,6 @@ func TestGet(t *testing.T) {
 	}
 }
 
-func TestParseProviderID(t *testing.T) {
-	zone, id, err := fleet.ParseProviderID("aws:///us-east-1a/i-0123456789abcdef0")
-	if err != nil || zone != "us-east-1a" || id != "i-0123456789abcdef0" {
-		t.Errorf("ParseProviderID() = %q, %q, %v", zone, id, err)
-	}
-	for _, bad := range []string{"", "aws:///i-1", "aws://us-east-1a/i-1", "aws:///us-east-1a/x-1", "kwok://node", "aws:///us-east-1a/i-1/x"} {
-		if _, _, err := fleet.ParseProviderID(bad); err == nil {
-			t.Errorf("ParseProviderID(%q) error = nil, want an error", bad)
-		}
-	}
-}
-
 func TestLaunched(t *testing.T) {
 	claim := *nodeClaim()
 	claim.Generation = 3
