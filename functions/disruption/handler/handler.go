@@ -429,9 +429,9 @@ func (h *Handler) start(ctx context.Context, cmd disruption.Command, budgets []d
 	for _, c := range ex.Input.Candidates {
 		s.Candidates = append(s.Candidates, c.NodeClaim)
 	}
+	// Handled once: the run returns the joined errors of every start.
 	fail := func(err error) (Started, error) {
 		s.Error = err.Error()
-		h.d.Log.ErrorContext(ctx, "disruption not started", "execution", ex.Name, "error", err)
 		return s, fmt.Errorf("start %s: %w", ex.Name, err)
 	}
 	if len(ex.Replacements) > 0 {
