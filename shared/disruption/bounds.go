@@ -178,13 +178,12 @@ func (e *evaluation) bounds() *bounds {
 			continue
 		}
 		reqs := requirements.FromNodeSelector(np.Spec.Template.Spec.Requirements)
-		zone, ct := allowed(reqs)
 		for _, it := range e.in.InstanceTypes[ref.Name] {
 			if it == nil || !reqs.AdmitsLabels(it.Labels, nil) {
 				continue
 			}
-			if o, ok := it.Offerings.CheapestAvailable(zone, ct); ok {
-				b.options = append(b.options, launchOption{price: o.Price, capacity: roomOf(it.Capacity)})
+			if price := launchPrice(it, reqs); !math.IsInf(price, 1) {
+				b.options = append(b.options, launchOption{price: price, capacity: roomOf(it.Capacity)})
 			}
 		}
 	}

@@ -127,8 +127,7 @@ func (e *evaluation) cheaperReplacement(nc scheduling.NewClaim, cands []*node, p
 			}
 			cheaper = cheaper[:min(keep, len(cheaper))]
 		}
-		r, err := e.replacement(nc, cheaper, reqs)
-		return r, "", err
+		return e.replacement(nc, cheaper, reqs)
 	}
 	cheaper, why := filterByPrice(options, reqs, price)
 	if why != "" {
@@ -146,8 +145,7 @@ func (e *evaluation) cheaperReplacement(nc scheduling.NewClaim, cands []*node, p
 			return Replacement{}, "the only replacements are no cheaper than a candidate of the same instance type (deleting the others would do as well)", nil
 		}
 	}
-	r, err := e.replacement(nc, cheaper, reqs)
-	return r, "", err
+	return e.replacement(nc, cheaper, reqs)
 }
 
 // typesOf resolves instance type names of a node class, keeping order.

@@ -60,13 +60,22 @@ func (drift) compute(ctx context.Context, e *evaluation) ([]Command, error) {
 			continue
 		}
 		c := Command{Method: MethodDrifted, Decision: DecisionDelete, Budgeted: true, SavingsPerHour: n.price}
+		blocked := ""
 		for _, nc := range sim.claims {
-			r, err := e.replacement(nc, nil, nil)
+			r, why, err := e.replacement(nc, nil, nil)
 			if err != nil {
 				return nil, err
 			}
+			if why != "" {
+				blocked = why
+				break
+			}
 			c.Replacements = append(c.Replacements, r)
 			c.SavingsPerHour -= r.Expected.PricePerHour
+		}
+		if blocked != "" {
+			n.note(EventDisruptionBlocked, "drifted (%s), but %s", n.drift, blocked)
+			continue
 		}
 		if len(c.Replacements) > 0 {
 			c.Decision = DecisionReplace

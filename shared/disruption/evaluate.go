@@ -244,18 +244,14 @@ func newEvaluation(in Input) (*evaluation, error) {
 		}
 	}
 
-	nodesByName := map[string]*corev1.Node{}
-	byProvider := map[string]*corev1.Node{}
+	nodesByName := map[string]bool{}
 	for i := range in.Nodes {
-		n := &in.Nodes[i]
-		if _, dup := nodesByName[n.Name]; dup {
-			return nil, fmt.Errorf("node %s: listed twice", n.Name)
+		if nodesByName[in.Nodes[i].Name] {
+			return nil, fmt.Errorf("node %s: listed twice", in.Nodes[i].Name)
 		}
-		nodesByName[n.Name] = n
-		if n.Spec.ProviderID != "" {
-			byProvider[n.Spec.ProviderID] = n
-		}
+		nodesByName[in.Nodes[i].Name] = true
 	}
+	nodeOf := claimNodes(in.Nodes)
 	claims := make([]*v1.NodeClaim, len(in.NodeClaims))
 	for i := range in.NodeClaims {
 		claims[i] = &in.NodeClaims[i]
@@ -266,12 +262,7 @@ func newEvaluation(in Input) (*evaluation, error) {
 		if i > 0 && claims[i-1].Name == c.Name {
 			return nil, fmt.Errorf("nodeclaim %s: listed twice", c.Name)
 		}
-		n := &node{idx: len(e.nodes), claim: c}
-		if k := nodesByName[c.Status.NodeName]; k != nil && c.Status.NodeName != "" {
-			n.node = k
-		} else if k := byProvider[c.Status.ProviderID]; k != nil && c.Status.ProviderID != "" {
-			n.node = k
-		}
+		n := &node{idx: len(e.nodes), claim: c, node: nodeOf(c)}
 		if n.node != nil {
 			if owned[n.node.Name] {
 				return nil, fmt.Errorf("node %s: claimed by more than one NodeClaim", n.node.Name)

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/requirements"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
@@ -167,12 +169,18 @@ func (e *evaluation) solve(ctx context.Context, in scheduling.Input) (scheduling
 	return e.prepared.Solve(ctx, in)
 }
 
-// replacement turns a solver NewClaim into a Replacement. With types
-// non-nil, the NodeClaim is narrowed to them (in that order) under reqs,
-// the claim's requirements after consolidation's price filter and any
-// capacity-type narrowing. The NodeClaim carries the NodePool and
-// EC2NodeClass hash annotations, so it does not drift at once.
-func (e *evaluation) replacement(nc scheduling.NewClaim, types []*catalog.InstanceType, reqs requirements.Requirements) (Replacement, error) {
+// replacement turns a solver NewClaim into a Replacement whose instance
+// types and expected offering are the launch model's plan for it
+// (launch.New, the call the fleet adapter makes at launch): the same
+// filters, capacity-type choice and MaxInstanceTypes cap as a provisioned
+// NodeClaim. With types nil, the plan is over the claim's own candidates
+// and requirements (drift); else over types under reqs, the claim's
+// requirements after consolidation's price filter and any capacity-type
+// narrowing. The NodeClaim's instance-type requirement lists the plan's
+// candidates (minValues kept) and carries the NodePool and EC2NodeClass
+// hash annotations, so it does not drift at once. why is set, with no
+// error, when the launch model finds nothing to launch.
+func (e *evaluation) replacement(nc scheduling.NewClaim, types []*catalog.InstanceType, reqs requirements.Requirements) (Replacement, string, error) {
 	claim := nc.NodeClaim
 	claim.Annotations = maps.Clone(claim.Annotations)
 	if claim.Annotations == nil {
@@ -181,7 +189,7 @@ func (e *evaluation) replacement(nc scheduling.NewClaim, types []*catalog.Instan
 	if np := e.pools[nc.NodePool]; np != nil {
 		h, err := e.nodePoolHash(np)
 		if err != nil {
-			return Replacement{}, err
+			return Replacement{}, "", err
 		}
 		claim.Annotations[v1.AnnotationNodePoolHash] = h
 		claim.Annotations[v1.AnnotationNodePoolHashVersion] = v1.NodePoolHashVersion
@@ -189,59 +197,81 @@ func (e *evaluation) replacement(nc scheduling.NewClaim, types []*catalog.Instan
 	if class := e.classes[nc.NodeClass]; class != nil {
 		h, ver, err := e.nodeClassHash(class)
 		if err != nil {
-			return Replacement{}, err
+			return Replacement{}, "", err
 		}
 		claim.Annotations[v1.AnnotationEC2NodeClassHash] = h
 		claim.Annotations[v1.AnnotationEC2NodeClassHashVersion] = ver
 	}
-	r := Replacement{InstanceTypes: nc.InstanceTypes, Expected: nc.Expected}
-	if types != nil {
-		reqs = reqs.Clone()
-		names := make([]string, len(types))
-		for i, it := range types {
-			names[i] = it.Name
+	narrowed := types != nil
+	if narrowed {
+		reqs = withInstanceTypes(reqs, types)
+	} else {
+		types = e.typesOf(nc.NodeClass, nc.InstanceTypes)
+		reqs = requirements.FromNodeSelector(claim.Spec.Requirements)
+	}
+	plan, err := launch.New(launch.Request{Requirements: reqs, Requests: claim.Spec.Resources.Requests, InstanceTypes: types})
+	if err != nil {
+		return Replacement{}, fmt.Sprintf("its replacement NodeClaim cannot launch: %v", err), nil
+	}
+	r := Replacement{InstanceTypes: plan.InstanceTypes(), Expected: scheduling.Expected(&plan)}
+	if narrowed || !slices.Equal(r.InstanceTypes, nc.InstanceTypes) {
+		kept := make([]*catalog.InstanceType, len(plan.Candidates))
+		for i, c := range plan.Candidates {
+			kept[i] = c.Type
 		}
-		narrowed := requirements.New(v1.LabelInstanceType, corev1.NodeSelectorOpIn, names...)
-		if old := reqs[v1.LabelInstanceType]; old != nil && old.MinValues != nil {
-			mv := *old.MinValues
-			narrowed.MinValues = &mv
-		}
-		reqs[v1.LabelInstanceType] = narrowed
-		claim.Spec.Requirements = reqs.NodeSelectorRequirements()
-		r.InstanceTypes = names
-		r.Expected = expectedOffering(types, reqs)
+		claim.Spec.Requirements = withInstanceTypes(reqs, kept).NodeSelectorRequirements()
 	}
 	r.NodeClaim = claim
-	return r, nil
+	return r, "", nil
 }
 
-// allowed returns the zone and capacity-type predicates of reqs.
-func allowed(reqs requirements.Requirements) (zone, capacityType func(string) bool) {
-	return reqs.Get(v1.LabelTopologyZone).Has, reqs.Get(v1.LabelCapacityType).Has
+// withInstanceTypes returns a copy of reqs whose instance-type requirement
+// is In types (in that order), keeping its minValues.
+func withInstanceTypes(reqs requirements.Requirements, types []*catalog.InstanceType) requirements.Requirements {
+	reqs = reqs.Clone()
+	names := make([]string, len(types))
+	for i, it := range types {
+		names[i] = it.Name
+	}
+	narrowed := requirements.New(v1.LabelInstanceType, corev1.NodeSelectorOpIn, names...)
+	if old := reqs[v1.LabelInstanceType]; old != nil && old.MinValues != nil {
+		mv := *old.MinValues
+		narrowed.MinValues = &mv
+	}
+	reqs[v1.LabelInstanceType] = narrowed
+	return reqs
+}
+
+// allowed returns whether a launch under reqs may get an offering: it is
+// available and the launch model's offering filter (zone, capacity type,
+// capacity reservation) allows it.
+func allowed(reqs requirements.Requirements) func(*catalog.Offering) bool {
+	f := launch.NewOfferFilter(reqs)
+	return func(o *catalog.Offering) bool { return o.Available && f.Allows(o) }
 }
 
 // launchPrice is the price an instance type is ordered by: its cheapest
-// available offering reqs allow (karpenter: OrderByPrice); +Inf when none.
+// allowed offering under reqs (karpenter: OrderByPrice); +Inf when none.
 func launchPrice(it *catalog.InstanceType, reqs requirements.Requirements) float64 {
-	zone, ct := allowed(reqs)
-	if o, ok := it.Offerings.CheapestAvailable(zone, ct); ok {
-		return o.Price
+	ok := allowed(reqs)
+	best := math.Inf(1)
+	for i := range it.Offerings {
+		if o := &it.Offerings[i]; ok(o) && o.Price < best {
+			best = o.Price
+		}
 	}
-	return math.Inf(1)
+	return best
 }
 
-// worstLaunchPrice is the most expensive available offering reqs allow of
+// worstLaunchPrice is the most expensive allowed offering under reqs of
 // the capacity type a launch would use: reserved if any, else spot, else
 // on-demand (karpenter: Offerings.WorstLaunchPrice); +Inf when none.
 func worstLaunchPrice(it *catalog.InstanceType, reqs requirements.Requirements) float64 {
-	zone, ct := allowed(reqs)
+	ok := allowed(reqs)
 	for _, want := range []string{v1.CapacityTypeReserved, v1.CapacityTypeSpot, v1.CapacityTypeOnDemand} {
-		if !ct(want) {
-			continue
-		}
 		worst, found := 0.0, false
-		for _, o := range it.Offerings {
-			if o.Available && o.CapacityType == want && zone(o.Zone) {
+		for i := range it.Offerings {
+			if o := &it.Offerings[i]; o.CapacityType == want && ok(o) {
 				worst, found = math.Max(worst, o.Price), true
 			}
 		}
@@ -250,37 +280,4 @@ func worstLaunchPrice(it *catalog.InstanceType, reqs requirements.Requirements) 
 		}
 	}
 	return math.Inf(1)
-}
-
-// expectedOffering is the offering CreateFleet is expected to pick among
-// types under reqs: reserved when available, else spot unless the cheapest
-// spot offering costs more than the cheapest on-demand one, else
-// on-demand; the cheapest of that capacity type, ties to the earlier type
-// and zone (as scheduling.ExpectedOffering).
-func expectedOffering(types []*catalog.InstanceType, reqs requirements.Requirements) scheduling.ExpectedOffering {
-	zone, ct := allowed(reqs)
-	type pick struct {
-		it *catalog.InstanceType
-		o  catalog.Offering
-	}
-	best := map[string]*pick{}
-	for _, it := range types {
-		for _, o := range it.Offerings {
-			if !o.Available || !zone(o.Zone) || !ct(o.CapacityType) {
-				continue
-			}
-			if p := best[o.CapacityType]; p == nil || o.Price < p.o.Price {
-				best[o.CapacityType] = &pick{it: it, o: o}
-			}
-		}
-	}
-	if s, od := best[v1.CapacityTypeSpot], best[v1.CapacityTypeOnDemand]; s != nil && od != nil && s.o.Price > od.o.Price {
-		delete(best, v1.CapacityTypeSpot)
-	}
-	for _, c := range []string{v1.CapacityTypeReserved, v1.CapacityTypeSpot, v1.CapacityTypeOnDemand} {
-		if p := best[c]; p != nil {
-			return scheduling.ExpectedOffering{InstanceType: p.it.Name, Zone: p.o.Zone, CapacityType: c, PricePerHour: p.o.Price}
-		}
-	}
-	return scheduling.ExpectedOffering{}
 }

@@ -20,7 +20,9 @@
 // Its users: the solver (shared/scheduling) narrows each new NodeClaim's
 // candidates and predicts its expected offering with Narrow and ChooseInto
 // (Choose in a reused buffer);
-// the fleet adapter (shared/aws/fleet) renders New's Plan into
-// CreateFleetInput; both see the same answer for the same claim. The
+// disruption (shared/disruption) plans each replacement NodeClaim with New,
+// the call the fleet adapter makes; the fleet adapter (shared/aws/fleet)
+// renders New's Plan into CreateFleetInput; all see the same answer for
+// the same claim. The
 // package is pure: no I/O, no clock, no SDK.
 package launch

@@ -1,6 +1,9 @@
 package scheduling
 
-import "sort"
+import (
+	"context"
+	"sort"
+)
 
 // The improvement pass runs after the queue. It moves pods between this
 // round's claims when that lowers the plan's price, never onto a claim of a
@@ -283,9 +286,9 @@ func (s *solver) searchMove(pi *podInfo, exclude *nclaim, fromRec []recEntry) ca
 
 // improve runs the emptying and shrinking moves until a round changes
 // nothing.
-func (s *solver) improve() {
+func (s *solver) improve(ctx context.Context) {
 	for round := 0; round < improveRounds; round++ {
-		if s.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return
 		}
 		changed := false

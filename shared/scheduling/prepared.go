@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -62,8 +63,11 @@ type poolUsage struct {
 // error is Solve's for the same NodePools, NodeClasses, InstanceTypes,
 // DaemonSets, Nodes and Options.
 func Prepare(ctx context.Context, in Input) (*Prepared, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
 	in.Pods = nil
-	s, err := newSolver(ctx, &in)
+	s, err := newSolver(&in)
 	if err != nil {
 		return nil, err
 	}
@@ -134,13 +138,13 @@ func (p *Prepared) Solve(ctx context.Context, in Input) (Result, error) {
 
 // solveWith is solveWith on a prepared solver; same is sameNodes(in).
 func (p *Prepared) solveWith(ctx context.Context, in *Input, st strategy, same bool) (*solver, error) {
-	s, err := newPreparedSolver(ctx, in, p, same)
+	s, err := newPreparedSolver(in, p, same)
 	if err != nil {
 		return nil, err
 	}
 	s.strategy = st
 	s.byPods.slot = byPodCount
-	if err := s.run(); err != nil {
+	if err := s.run(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil

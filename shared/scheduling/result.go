@@ -357,6 +357,14 @@ func ptrTo[T any](v T) *T { return &v }
 func (s *solver) expectedOffering(cands []launch.Candidate) ExpectedOffering {
 	p := launch.ChooseInto(s.offerBuf, cands)
 	s.offerBuf = p.Offerings
+	return Expected(&p)
+}
+
+// Expected is the expected offering of a launch plan (its first offering,
+// launch.Plan.Expected) with the price rounded as every solver price is;
+// the zero ExpectedOffering when the plan has no offering. Disruption's
+// replacements report theirs through it too.
+func Expected(p *launch.Plan) ExpectedOffering {
 	o, ok := p.Expected()
 	if !ok {
 		return ExpectedOffering{}

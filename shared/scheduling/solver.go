@@ -34,8 +34,7 @@ var ErrInvalidInput = errors.New("invalid scheduling input")
 
 // solver holds one solve's state. Nothing in it outlives Solve.
 type solver struct {
-	ctx context.Context
-	in  *Input
+	in *Input
 
 	ignorePrefs         bool
 	bestEffort          bool
@@ -171,13 +170,13 @@ func Solve(ctx context.Context, in Input) (Result, error) {
 
 // solveWith runs one strategy; the caller renders the result.
 func solveWith(ctx context.Context, in *Input, st strategy) (*solver, error) {
-	s, err := newSolver(ctx, in)
+	s, err := newSolver(in)
 	if err != nil {
 		return nil, err
 	}
 	s.strategy = st
 	s.byPods.slot = byPodCount
-	if err := s.run(); err != nil {
+	if err := s.run(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -187,16 +186,16 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))
 }
 
-func newSolver(ctx context.Context, in *Input) (*solver, error) {
-	return newPreparedSolver(ctx, in, nil, false)
+func newSolver(in *Input) (*solver, error) {
+	return newPreparedSolver(in, nil, false)
 }
 
 // newPreparedSolver is newSolver taking the pools' instance types from
 // prep when it has them (prep may be nil), and with sameNodes (prep's
 // sameNodes(in)) the resource slots and the nodes' measurements too.
-func newPreparedSolver(ctx context.Context, in *Input, prep *Prepared, sameNodes bool) (*solver, error) {
+func newPreparedSolver(in *Input, prep *Prepared, sameNodes bool) (*solver, error) {
 	s := &solver{
-		ctx: ctx, in: in, reqs: newReqTable(), res: newResourceIndex(), prep: prep, sameNodes: sameNodes,
+		in: in, reqs: newReqTable(), res: newResourceIndex(), prep: prep, sameNodes: sameNodes,
 		keyByName: map[string]*topoKey{}, groupByID: map[string]*group{},
 		selCache: map[string][]*group{}, domCache: map[domKey][]int32{},
 		placements: map[string]string{}, narrow1: map[narrow1Key]int32{},
@@ -479,7 +478,7 @@ func (s *solver) queueOrder() []*podInfo {
 // then this round's claims, then a new claim), and on failure relax one
 // preference and push it back; stop when a full pass makes no progress
 // (karpenter: scheduler.go Solve, queue.go).
-func (s *solver) run() error {
+func (s *solver) run(ctx context.Context) error {
 	queue := s.queueOrder()
 	if s.strategy == stratCost {
 		queue = s.packingOrder(s.placeExisting(queue))
@@ -490,7 +489,7 @@ func (s *solver) run() error {
 	steps := 0
 	for len(queue) > 0 {
 		if steps++; steps%512 == 0 {
-			if err := s.ctx.Err(); err != nil {
+			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("solve: %w", err)
 			}
 		}
@@ -514,11 +513,11 @@ func (s *solver) run() error {
 			last[pi.idx] = mark{gen: gen, n: len(queue)}
 		}
 	}
-	if err := s.ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("solve: %w", err)
 	}
 	if s.strategy == stratCost {
-		s.improve()
+		s.improve(ctx)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,5 +156,60 @@ func TestHandleDrainsAndDeletesTheNodeClaimsOfADeletedNodePool(t *testing.T) {
 		if s.Method == "Deleted" && !s.AlreadyExisted {
 			t.Errorf("second poll started %+v, want nothing new", s)
 		}
+	}
+}
+
+// TestHandleRedeliveredKilledAndDuplicatedRunsStartAndRecordOnce injects
+// the faults a scheduled Lambda meets: the first run's instance dies
+// after its effects (the retry is a cold instance that remembers
+// nothing), and the scheduler's at-least-once delivery runs two more
+// invocations at the same time. Over the same snapshot every run derives
+// the same Deleted command and the same event records; Step Functions'
+// execution names and DynamoDB's conditional writes make each happen once.
+func TestHandleRedeliveredKilledAndDuplicatedRunsStartAndRecordOnce(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	e.editPool(t, func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} })
+	e.deleteNode(t, t0.Add(-40*time.Second))
+
+	first, err := e.handler(t, t0).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("first Handle() error = %v", err)
+	}
+	if len(first.Started) != 1 || first.Started[0].AlreadyExisted || first.Events == 0 {
+		t.Fatalf("first run started %+v and wrote %d events; want one new Deleted execution and the budget events", first.Started, first.Events)
+	}
+	_, records := e.eventRecords(t)
+
+	// The killed instance's retry, then two duplicated deliveries at once,
+	// each on a fresh instance.
+	retry, err := e.handler(t, t0.Add(5*time.Second)).Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("retry Handle() error = %v", err)
+	}
+	outs := []handler.Output{retry, {}, {}}
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := 1; i < 3; i++ {
+		h := e.handler(t, t0.Add(6*time.Second))
+		wg.Go(func() { outs[i], errs[i] = h.Handle(t.Context(), nil) })
+	}
+	wg.Wait()
+	for i, out := range outs {
+		if errs[i] != nil {
+			t.Fatalf("run %d: Handle() error = %v", i, errs[i])
+		}
+		if len(out.Started) != 1 || out.Started[0].Execution != first.Started[0].Execution || !out.Started[0].AlreadyExisted {
+			t.Errorf("run %d started %+v, want %s found existing", i, out.Started, first.Started[0].Execution)
+		}
+		if out.Events != 0 {
+			t.Errorf("run %d wrote %d event records, want none (the first run wrote them)", i, out.Events)
+		}
+	}
+	if execs := e.executions(t); len(execs) != 1 {
+		t.Errorf("%d executions, want 1", len(execs))
+	}
+	if _, again := e.eventRecords(t); !cmp.Equal(again, records) {
+		t.Errorf("event records after the faults %v, want the first run's %v", again, records)
 	}
 }

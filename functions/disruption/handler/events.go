@@ -108,29 +108,22 @@ func digest(s string) string {
 	return hex.EncodeToString(sum[:4])
 }
 
-// recordDecisionEvents writes the evaluation's event records that this
-// warm Lambda has not written in their window yet (a record rewritten with
-// the same ID costs a DynamoDB write all the same). A failed write is
-// logged and retried by the next run; it never fails the run.
+// recordDecisionEvents writes the evaluation's event records that no run
+// has written in their window yet: a conditional write per record
+// (ddbstore.PutEventOnce), so a duplicated, concurrent or retried
+// evaluation, warm or cold, records each once and keeps its first Time.
+// A failed write is logged and retried by the next run; it never fails the
+// run.
 func (h *Handler) recordDecisionEvents(ctx context.Context, evs []ddbstore.Event, now time.Time) (written int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for id, until := range h.recorded {
-		if !now.Before(until) {
-			delete(h.recorded, id)
-		}
-	}
-	until := now.UTC().Truncate(EventWindow).Add(EventWindow)
 	for _, e := range evs {
-		if _, ok := h.recorded[e.ID]; ok {
-			continue
-		}
-		if err := h.d.Store.PutEvent(ctx, e, now, ddbstore.EventTTL); err != nil {
+		ok, err := h.d.Store.PutEventOnce(ctx, e, now, ddbstore.EventTTL)
+		if err != nil {
 			h.d.Log.WarnContext(ctx, "event not recorded", "reason", e.Reason, "id", e.ID, "error", err)
 			continue
 		}
-		h.recorded[e.ID] = until
-		written++
+		if ok {
+			written++
+		}
 	}
 	return written
 }

@@ -11,7 +11,7 @@
 // A Node a user deleted (kubectl delete node: deletionTimestamp set while
 // the karpenter.sh/termination finalizer holds it) whose NodeClaim no live
 // execution holds gets a termination execution of its own, "delete-
-// <nodeclaim>-<hash>" with method Deleted (deletionCommands): Karpenter's
+// <nodeclaim>-<hash>" with method Deleted (disruption.Deleted): Karpenter's
 // termination controller taints, drains and terminates such a Node
 // (karpenter-spec.md section 5.2), with no budget and no replacement
 // launched first. Evaluate already leaves a Node being deleted out of
@@ -38,10 +38,7 @@
 package handler
 
 import (
-	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -49,10 +46,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -173,7 +168,7 @@ type Store interface {
 	CurrentSnapshot(ctx context.Context, now time.Time) (ddbstore.Snapshot, error)
 	ListUnavailable(ctx context.Context, now time.Time) ([]ddbstore.UnavailableOffering, error)
 	PutPayload(ctx context.Context, key string, data []byte, now time.Time, ttl time.Duration) error
-	PutEvent(ctx context.Context, e ddbstore.Event, now time.Time, ttl time.Duration) error
+	PutEventOnce(ctx context.Context, e ddbstore.Event, now time.Time, ttl time.Duration) (bool, error)
 }
 
 var _ Store = (*ddbstore.Store)(nil)
@@ -297,15 +292,13 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	return NewWithDeps(cfg, d)
 }
 
-// Handler runs one evaluation per invocation. Between invocations it
-// remembers only the IDs of the event records it wrote in the current
-// EventWindow, to write each once.
+// Handler runs one evaluation per invocation and keeps nothing between
+// invocations: what must happen once (an execution, an event record) is
+// made once by Step Functions' execution names and DynamoDB's conditional
+// writes.
 type Handler struct {
 	cfg Config
 	d   Deps
-
-	mu       sync.Mutex
-	recorded map[string]time.Time // event record ID -> end of its window
 }
 
 // NewWithDeps returns a Handler over d.
@@ -316,7 +309,7 @@ func NewWithDeps(cfg Config, d Deps) (*Handler, error) {
 	if cfg.Cluster == "" || cfg.Region == "" {
 		return nil, errors.New("disruption: cluster and region are required")
 	}
-	return &Handler{cfg: cfg, d: d, recorded: map[string]time.Time{}}, nil
+	return &Handler{cfg: cfg, d: d}, nil
 }
 
 // Output summarizes one run.
@@ -409,8 +402,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	h.recordEligible(ctx, res)
 	h.recordBudgets(ctx, res.Budgets)
 	var errs []error
-	cmds := append(res.Commands, deletionCommands(in, now)...)
-	cmds = append(cmds, ownerDeletionCommands(in, cfg.Config, cmds, now)...)
+	cmds := append(res.Commands, disruption.Deleted(in, cfg.Config.NodeClasses, res.Commands)...)
 	start, held := disruption.HoldAdopted(cmds, in.NodeClaims, snap.KarpenterActive)
 	for _, cmd := range held {
 		out.Held = append(out.Held, cmd.ID)
@@ -439,9 +431,9 @@ func (h *Handler) start(ctx context.Context, cmd disruption.Command, budgets []d
 	for _, c := range ex.Input.Candidates {
 		s.Candidates = append(s.Candidates, c.NodeClaim)
 	}
+	// Handled once: the run returns the joined errors of every start.
 	fail := func(err error) (Started, error) {
 		s.Error = err.Error()
-		h.d.Log.ErrorContext(ctx, "disruption not started", "execution", ex.Name, "error", err)
 		return s, fmt.Errorf("start %s: %w", ex.Name, err)
 	}
 	if len(ex.Replacements) > 0 {
@@ -464,116 +456,6 @@ func (h *Handler) start(ctx context.Context, cmd disruption.Command, budgets []d
 	h.d.Log.InfoContext(ctx, "disruption started", "execution", ex.Name, "arn", exe.ARN, "already-existed", exe.AlreadyExisted,
 		"method", ex.Input.Method, "nodepool", ex.Input.NodePool, "candidates", s.Candidates, "reason", ex.Input.Reason)
 	return s, nil
-}
-
-// MethodDeleted is the method of the executions deletionCommands starts:
-// forceful like Expired (workflow.IsBudgetedMethod is false: no budget,
-// no re-validation), its drain honouring PodDisruptionBudgets and
-// do-not-disrupt until the terminationGracePeriod (karpenter-spec.md
-// section 5.2, the Node termination controller).
-const MethodDeleted disruption.Method = "Deleted"
-
-// deletionCommands returns one Deleted command per Node being deleted
-// (deletionTimestamp set) that a NodeClaim of in names (status.nodeName,
-// else providerID), when that NodeClaim is not itself being deleted and
-// no live execution claims it. The snapshot does not carry finalizers; a
-// Node that matches a NodeClaim carries karpenter.sh/termination (set at
-// registration, karpenter-spec.md section 5.1), and one without it is gone
-// before a snapshot shows it deleting. Command IDs are "delete-<nodeclaim>-
-// <8 hex>", the hash over the NodeClaim, the Node's UID and its deletion
-// instant, so every poll of the same deletion derives the same execution
-// name within termination.ExecutionName's window. Sorted by NodeClaim.
-func deletionCommands(in disruption.Input, now time.Time) []disruption.Command {
-	nodeOf := claimNodes(in.Nodes)
-	var out []disruption.Command
-	for i := range in.NodeClaims {
-		c := &in.NodeClaims[i]
-		n := nodeOf(c)
-		if n == nil || n.DeletionTimestamp == nil || c.DeletionTimestamp != nil || termination.ClaimOf(c).Live(now) {
-			continue
-		}
-		out = append(out, deletedCommand(c, n, string(n.UID)+"\x00"+n.DeletionTimestamp.UTC().Format(time.RFC3339),
-			fmt.Sprintf("Node %s was deleted at %s; its termination finalizer drains it and terminates its instance (no budget, no replacement first)",
-				n.Name, n.DeletionTimestamp.UTC().Format(time.RFC3339))))
-	}
-	slices.SortFunc(out, func(a, b disruption.Command) int { return cmp.Compare(a.ID, b.ID) })
-	return out
-}
-
-// claimNodes returns the lookup of a NodeClaim's Node among nodes: by
-// status.nodeName, else by providerID; nil when neither names one.
-func claimNodes(nodes []corev1.Node) func(*v1.NodeClaim) *corev1.Node {
-	byName := map[string]*corev1.Node{}
-	byProvider := map[string]*corev1.Node{}
-	for i := range nodes {
-		n := &nodes[i]
-		byName[n.Name] = n
-		if n.Spec.ProviderID != "" {
-			byProvider[n.Spec.ProviderID] = n
-		}
-	}
-	return func(c *v1.NodeClaim) *corev1.Node {
-		if n := byName[c.Status.NodeName]; n != nil {
-			return n
-		}
-		if c.Status.ProviderID != "" {
-			return byProvider[c.Status.ProviderID]
-		}
-		return nil
-	}
-}
-
-// deletedCommand is the Deleted command that drains and deletes claim c on
-// Node n: ID "delete-<nodeclaim>-<8 hex>", the hash over the claim's name
-// and key (what makes this deletion the same one on every poll), no budget
-// and no replacement.
-func deletedCommand(c *v1.NodeClaim, n *corev1.Node, key, reason string) disruption.Command {
-	sum := sha256.Sum256([]byte(c.Name + "\x00" + key))
-	pool := c.Labels[v1.LabelNodePool]
-	return disruption.Command{
-		ID: "delete-" + c.Name + "-" + hex.EncodeToString(sum[:4]), Method: MethodDeleted, Decision: disruption.DecisionDelete,
-		NodePool: pool, Replacements: []disruption.Replacement{},
-		Candidates: []disruption.Candidate{{
-			NodeClaim: c.Name, Node: n.Name, NodePool: pool, ProviderID: cmp.Or(c.Status.ProviderID, n.Spec.ProviderID),
-			InstanceType: n.Labels[v1.LabelInstanceType], Zone: n.Labels[v1.LabelTopologyZone], CapacityType: n.Labels[v1.LabelCapacityType],
-		}},
-		Reason: reason,
-	}
-}
-
-// ownerDeletionCommands returns one Deleted command per NodeClaim of in
-// whose NodePool or EC2NodeClass the synced configuration no longer holds
-// (disruption.OwnerDeleted decides), when the claim has a registered Node,
-// no live execution claims it and no command of taken already names it.
-// Command IDs are "delete-<nodeclaim>-<8 hex>", the hash over the
-// NodeClaim, its UID and the owner that is gone, so every poll derives the
-// same execution name. A claim not registered yet is left to a later poll
-// (or to garbage collection's launch and registration timeouts).
-func ownerDeletionCommands(in disruption.Input, cfg ddbstore.Config, taken []disruption.Command, now time.Time) []disruption.Command {
-	named := map[string]bool{}
-	for _, c := range taken {
-		for _, cand := range c.Candidates {
-			named[cand.NodeClaim] = true
-		}
-	}
-	claims := map[string]*v1.NodeClaim{}
-	for i := range in.NodeClaims {
-		claims[in.NodeClaims[i].Name] = &in.NodeClaims[i]
-	}
-	nodeOf := claimNodes(in.Nodes)
-	var out []disruption.Command
-	for _, d := range disruption.OwnerDeleted(in.NodeClaims, cfg.NodePools, cfg.NodeClasses) {
-		c := claims[d.NodeClaim]
-		if c == nil || named[c.Name] || termination.ClaimOf(c).Live(now) {
-			continue
-		}
-		n := nodeOf(c)
-		if n == nil {
-			continue
-		}
-		out = append(out, deletedCommand(c, n, string(c.UID)+"\x00"+d.Owner, d.Reason))
-	}
-	return out
 }
 
 // input builds Evaluate's input from the stores. Node classes that do not

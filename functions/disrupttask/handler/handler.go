@@ -240,9 +240,9 @@ func (h *Handler) Handle(ctx context.Context, in workflow.TaskInput) (any, error
 		err = workflow.NewError(workflow.ErrInvalidInput, fmt.Errorf("step %q: %w", in.Step, errUnknownStep))
 	}
 	if err != nil {
-		name := lambdakit.WorkflowName(err, rules...)
-		h.log.WarnContext(ctx, "step failed", "step", in.Step, "execution", st.ID, "method", st.Method, "workflow-error", name, "error", err)
-		return nil, lambdakit.AsWorkflowError(err, rules...)
+		// Handled once: Step Functions records the error (its name and
+		// message) in the execution's history, where Retry and Catch act.
+		return nil, lambdakit.AsWorkflowError(fmt.Errorf("step %s of %s (%s): %w", in.Step, st.ID, st.Method, err), rules...)
 	}
 	h.log.InfoContext(ctx, "step done", "step", in.Step, "execution", st.ID, "method", st.Method, "output", out)
 	h.recordEvents(ctx, in.Step, st, stepEvents(in.Step, st, out, now), now)

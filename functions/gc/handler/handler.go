@@ -342,8 +342,7 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error)
 		errs = append(errs, lerr)
 	}
 	if err := errors.Join(errs...); err != nil {
-		h.log.ErrorContext(ctx, "garbage collection incomplete", "error", err)
-		return out, lambdakit.AsWorkflowError(err, lambdakit.Is(v1.ErrConflict, workflow.ErrConflict))
+		return out, lambdakit.AsWorkflowError(fmt.Errorf("garbage collection incomplete: %w", err), lambdakit.Is(v1.ErrConflict, workflow.ErrConflict))
 	}
 	h.log.InfoContext(ctx, "garbage collection done", "cleanups", len(out.Cleanups), "tagged", len(out.Tagged), "launch-templates", len(out.LaunchTemplates))
 	return out, nil

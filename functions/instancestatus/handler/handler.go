@@ -195,8 +195,7 @@ type Decision struct {
 func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error) {
 	out, err := h.poll(ctx)
 	if err != nil {
-		h.log.ErrorContext(ctx, "instance-status poll incomplete", "checked", out.Checked, "decisions", len(out.Decisions), "error", err)
-		return out, lambdakit.AsWorkflowError(err, throttled)
+		return out, lambdakit.AsWorkflowError(fmt.Errorf("instance-status poll incomplete (%d checked, %d decisions): %w", out.Checked, len(out.Decisions), err), throttled)
 	}
 	h.log.InfoContext(ctx, "instance-status poll done", "checked", out.Checked, "reported", out.Reported, "decisions", len(out.Decisions))
 	return out, nil

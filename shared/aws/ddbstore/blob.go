@@ -85,9 +85,7 @@ func (s *Store) writeBlob(ctx context.Context, pk, kind string, raw []byte, unti
 	}
 	in := &dynamodb.PutItemInput{TableName: &s.table, Item: head}
 	if !absentAt.IsZero() {
-		in.ConditionExpression = strPtr("attribute_not_exists(#pk) OR #until <= :now")
-		in.ExpressionAttributeNames = map[string]string{"#pk": attrPK, "#until": attrUntilMs}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":now": num(absentAt.UnixMilli())}
+		putIfExpired(in, absentAt)
 	}
 	if _, err := s.api.PutItem(ctx, in); err != nil {
 		return err

@@ -76,30 +76,47 @@ func (e Event) Involved() bool {
 // (Involved), Pod is not "<namespace>/<name>", or ttl is not positive;
 // ErrItemTooLarge if the record exceeds MaxBodyBytes.
 func (s *Store) PutEvent(ctx context.Context, e Event, now time.Time, ttl time.Duration) error {
+	_, err := s.putEvent(ctx, e, now, ttl, false)
+	return err
+}
+
+// PutEventOnce records e until now+ttl unless an unexpired record with
+// its ID exists, with a conditional put (attribute_not_exists(pk) OR
+// untilMs <= :now): written is true when this call wrote it, false when
+// the record was there already (a duplicated or concurrent run, a retried
+// invocation), which is no error. The record is never replaced while
+// unexpired, so its Time and Message stay those of the first write.
+// Errors are PutEvent's.
+func (s *Store) PutEventOnce(ctx context.Context, e Event, now time.Time, ttl time.Duration) (written bool, err error) {
+	return s.putEvent(ctx, e, now, ttl, true)
+}
+
+// putEvent is PutEvent, conditional on no unexpired record when once.
+func (s *Store) putEvent(ctx context.Context, e Event, now time.Time, ttl time.Duration, once bool) (bool, error) {
 	if err := checkKeyPart("event id", e.ID); err != nil {
-		return fmt.Errorf("put event: %w", err)
+		return false, fmt.Errorf("put event: %w", err)
 	}
 	switch {
 	case e.Reason == "":
-		return fmt.Errorf("put event %s: reason is required: %w", e.ID, ErrInvalid)
+		return false, fmt.Errorf("put event %s: reason is required: %w", e.ID, ErrInvalid)
 	case !e.Involved():
-		return fmt.Errorf("put event %s: one of nodeClaim, node, pod and nodePool is required: %w", e.ID, ErrInvalid)
+		return false, fmt.Errorf("put event %s: one of nodeClaim, node, pod and nodePool is required: %w", e.ID, ErrInvalid)
 	case e.Pod != "" && !validPodKey(e.Pod):
-		return fmt.Errorf("put event %s: pod %q, want <namespace>/<name>: %w", e.ID, e.Pod, ErrInvalid)
+		return false, fmt.Errorf("put event %s: pod %q, want <namespace>/<name>: %w", e.ID, e.Pod, ErrInvalid)
 	case e.Type != "Normal" && e.Type != "Warning":
-		return fmt.Errorf("put event %s: type %q, want Normal or Warning: %w", e.ID, e.Type, ErrInvalid)
+		return false, fmt.Errorf("put event %s: type %q, want Normal or Warning: %w", e.ID, e.Type, ErrInvalid)
 	case ttl <= 0:
-		return fmt.Errorf("put event %s: ttl %v must be positive: %w", e.ID, ttl, ErrInvalid)
+		return false, fmt.Errorf("put event %s: ttl %v must be positive: %w", e.ID, ttl, ErrInvalid)
 	}
 	body, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("put event %s: %w", e.ID, err)
+		return false, fmt.Errorf("put event %s: %w", e.ID, err)
 	}
 	if len(body) > MaxBodyBytes {
-		return fmt.Errorf("put event %s: %d bytes: %w", e.ID, len(body), ErrItemTooLarge)
+		return false, fmt.Errorf("put event %s: %d bytes: %w", e.ID, len(body), ErrItemTooLarge)
 	}
 	until := now.Add(ttl)
-	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+	in := &dynamodb.PutItemInput{
 		TableName: &s.table,
 		Item: map[string]types.AttributeValue{
 			attrPK:        str(s.pk(pkEvent)),
@@ -109,11 +126,18 @@ func (s *Store) PutEvent(ctx context.Context, e Event, now time.Time, ttl time.D
 			attrUntilMs:   num(until.UnixMilli()),
 			attrExpiresAt: num(ttlSeconds(until)),
 		},
-	})
-	if err != nil {
-		return fmt.Errorf("put event %s: %w", e.ID, err)
 	}
-	return nil
+	if once {
+		putIfExpired(in, now)
+	}
+	_, err = s.api.PutItem(ctx, in)
+	if once && isConditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("put event %s: %w", e.ID, err)
+	}
+	return true, nil
 }
 
 // ListEvents returns the event records still unexpired at now, oldest

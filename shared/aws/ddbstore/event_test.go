@@ -144,3 +144,42 @@ func TestPutEventErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestPutEventOnce(t *testing.T) {
+	first := ddbstore.Event{ID: "blocked-a", Time: t0, Type: "Normal", Reason: "DisruptionBlocked", Message: "first", NodeClaim: "default-a"}
+	second := first
+	second.Time, second.Message = t0.Add(time.Second), "second"
+	ttl := ddbstore.EventTTL
+	tests := []struct {
+		name        string
+		secondAt    time.Time
+		wantWritten bool
+		want        ddbstore.Event
+	}{
+		{name: "should keep the first record of an ID written twice while it lives", secondAt: t0.Add(time.Second), wantWritten: false, want: first},
+		{name: "should write an ID again once its record expired, before DynamoDB deletes it", secondAt: t0.Add(ttl), wantWritten: true, want: second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newEnv(t).store(t, testCluster)
+			written, err := s.PutEventOnce(t.Context(), first, t0, ttl)
+			if err != nil || !written {
+				t.Fatalf("first PutEventOnce() = %v, %v; want true, nil", written, err)
+			}
+			written, err = s.PutEventOnce(t.Context(), second, tt.secondAt, ttl)
+			if err != nil || written != tt.wantWritten {
+				t.Fatalf("second PutEventOnce() = %v, %v; want %v, nil", written, err, tt.wantWritten)
+			}
+			got, err := s.ListEvents(t.Context(), tt.secondAt)
+			if err != nil {
+				t.Fatalf("ListEvents() error = %v", err)
+			}
+			if diff := cmp.Diff([]ddbstore.Event{tt.want}, got); diff != "" {
+				t.Errorf("ListEvents() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := newEnv(t).store(t, testCluster).PutEventOnce(t.Context(), ddbstore.Event{ID: "x", Type: "Normal", NodeClaim: "a"}, t0, ttl); !errors.Is(err, ddbstore.ErrInvalid) {
+		t.Errorf("PutEventOnce() without a reason error = %v, want ErrInvalid", err)
+	}
+}

@@ -44,7 +44,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, scope, key string, now 
 		return false, fmt.Errorf("claim idempotency key %s/%s: ttl %v must be positive: %w", scope, key, ttl, ErrInvalid)
 	}
 	until := now.Add(ttl)
-	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+	in := &dynamodb.PutItemInput{
 		TableName: &s.table,
 		Item: map[string]types.AttributeValue{
 			attrPK:        str(pk),
@@ -53,10 +53,9 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, scope, key string, now 
 			attrUntilMs:   num(until.UnixMilli()),
 			attrExpiresAt: num(ttlSeconds(until)),
 		},
-		ConditionExpression:       strPtr("attribute_not_exists(#pk) OR #until <= :now"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#until": attrUntilMs},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.UnixMilli())},
-	})
+	}
+	putIfExpired(in, now)
+	_, err = s.api.PutItem(ctx, in)
 	if isConditionFailed(err) {
 		return true, nil
 	}
@@ -122,13 +121,9 @@ func (s *Store) BeginApply(ctx context.Context, scope, key, holder string, now t
 	// A claim that vanishes between the failed put and the read (released,
 	// or expired and reaped) is tried once more.
 	for range 2 {
-		_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName:                 &s.table,
-			Item:                      applyItem(pk, statePending, holder, until),
-			ConditionExpression:       strPtr("attribute_not_exists(#pk) OR #until <= :now"),
-			ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#until": attrUntilMs},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.UnixMilli())},
-		})
+		in := &dynamodb.PutItemInput{TableName: &s.table, Item: applyItem(pk, statePending, holder, until)}
+		putIfExpired(in, now)
+		_, err = s.api.PutItem(ctx, in)
 		if err == nil {
 			return KeyClaim{State: KeyAcquired, Until: until}, nil
 		}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -126,6 +127,16 @@ func putIfVersion(in *dynamodb.PutItemInput, version int64) {
 	in.ConditionExpression = strPtr("#ver = :expected")
 	in.ExpressionAttributeNames = map[string]string{"#ver": attrVersion}
 	in.ExpressionAttributeValues = map[string]types.AttributeValue{":expected": num(version)}
+}
+
+// putIfExpired makes in a write that succeeds only when no unexpired item
+// holds its key at now: absent, or its untilMs at or before now (an
+// expired item DynamoDB's TTL has not deleted yet counts as absent); the
+// write fails with ConditionalCheckFailedException otherwise.
+func putIfExpired(in *dynamodb.PutItemInput, now time.Time) {
+	in.ConditionExpression = strPtr("attribute_not_exists(#pk) OR #until <= :now")
+	in.ExpressionAttributeNames = map[string]string{"#pk": attrPK, "#until": attrUntilMs}
+	in.ExpressionAttributeValues = map[string]types.AttributeValue{":now": num(now.UnixMilli())}
 }
 
 // versionCondition is "version = :expected", plus "AND uid = :uid" when uid

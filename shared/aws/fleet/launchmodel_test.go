@@ -65,6 +65,24 @@ func randomTypes(rng *rand.Rand, n int) []*catalog.InstanceType {
 
 func randomInput(rng *rand.Rand) scheduling.Input {
 	types := randomTypes(rng, 4+rng.IntN(30))
+	pools := randomPools(rng)
+	var pods []*corev1.Pod
+	for i := range 1 + rng.IntN(25) {
+		opts := []st.PodOption{st.Requests(fmt.Sprintf("%dm", 100+rng.IntN(6000)), fmt.Sprintf("%dMi", 128+rng.IntN(16000)))}
+		switch rng.IntN(8) {
+		case 0:
+			opts = append(opts, st.NodeSelector(map[string]string{v1.LabelTopologyZone: zones[rng.IntN(len(zones))]}))
+		case 1:
+			opts = append(opts, st.Resources(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}))
+		}
+		pods = append(pods, st.Pod(fmt.Sprintf("pod-%d", i), opts...))
+	}
+	return st.Input(pools, types, pods)
+}
+
+// randomPools builds one or two NodePools with random capacity-type and
+// zone requirements, minValues and weights.
+func randomPools(rng *rand.Rand) []v1.NodePool {
 	var pools []v1.NodePool
 	for i := range 1 + rng.IntN(2) {
 		var opts []st.NodePoolOption
@@ -87,18 +105,7 @@ func randomInput(rng *rand.Rand) scheduling.Input {
 		}
 		pools = append(pools, st.NodePool(fmt.Sprintf("pool-%d", i), opts...))
 	}
-	var pods []*corev1.Pod
-	for i := range 1 + rng.IntN(25) {
-		opts := []st.PodOption{st.Requests(fmt.Sprintf("%dm", 100+rng.IntN(6000)), fmt.Sprintf("%dMi", 128+rng.IntN(16000)))}
-		switch rng.IntN(8) {
-		case 0:
-			opts = append(opts, st.NodeSelector(map[string]string{v1.LabelTopologyZone: zones[rng.IntN(len(zones))]}))
-		case 1:
-			opts = append(opts, st.Resources(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}))
-		}
-		pods = append(pods, st.Pod(fmt.Sprintf("pod-%d", i), opts...))
-	}
-	return st.Input(pools, types, pods)
+	return pools
 }
 
 // TestFleetLaunchesWhatTheSolverPlanned checks, over random NodePools,
