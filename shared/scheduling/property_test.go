@@ -167,17 +167,17 @@ func randomWorkload(r *rand.Rand) scheduling.Input {
 				p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
 				if volumes == 0 {
-					vol.Claims = append(vol.Claims, boundClaim(p.Namespace, claim, "pv-"+p.Name))
-					vol.PersistentVolumes = append(vol.PersistentVolumes, zonalVolume("pv-"+p.Name, zone))
+					vol.Claims = append(vol.Claims, st.BoundClaim(p.Namespace, claim, "pv-"+p.Name))
+					vol.PersistentVolumes = append(vol.PersistentVolumes, st.ZonalVolume("pv-"+p.Name, zone))
 				} else {
-					vol.Claims = append(vol.Claims, unboundClaim(p.Namespace, claim, "zonal-"+zone))
+					vol.Claims = append(vol.Claims, st.UnboundClaim(p.Namespace, claim, "zonal-"+zone))
 				}
 			}
 			ps = append(ps, p)
 		}
 	}
 	for _, z := range testZones {
-		vol.StorageClasses = append(vol.StorageClasses, zonalClass("zonal-"+z, z))
+		vol.StorageClasses = append(vol.StorageClasses, st.ZonalClass("zonal-"+z, z))
 	}
 	opts := []st.InputOption{st.WithNodes(nodes...), st.WithDaemonSets(dss...), func(in *scheduling.Input) { in.Volumes = vol }}
 	o := scheduling.Options{}
