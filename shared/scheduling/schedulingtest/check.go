@@ -54,7 +54,8 @@ import (
 //     more distinct claims of a driver than its limit when placed pods
 //     added claims of that driver (attachLimits);
 //   - weights: a pod nothing else steers is never on a claim of a pool
-//     when a heavier pool without limits could take it (weights).
+//     when a heavier pool without limits the plan launches for could take
+//     it (weights).
 //
 // It checks necessary conditions only: zone skew across domains and the
 // order in which pods were placed are not verified, and daemonset overhead

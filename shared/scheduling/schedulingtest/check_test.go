@@ -120,6 +120,8 @@ func TestCheckResultReportsViolations(t *testing.T) {
 	short := claim("", []string{"m5.large"}, web)
 	short.NodeClaim.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 	heavy := st.NodePool("heavy", st.PoolWeight(50))
+	heavyClaim := claim("", []string{"m5.xlarge"}, big)
+	heavyClaim.NodePool = "heavy"
 	db := st.Pod("db-0", st.Requests("500m", "1Gi"), st.WithClaim("data-db-0"))
 	attached := st.Existing(st.Node("node-1", st.NodeAllocatable("4", "16Gi", "110")),
 		st.Pod("db-1", st.Requests("100m", "100Mi"), st.WithClaim("data-db-1")))
@@ -201,8 +203,8 @@ func TestCheckResultReportsViolations(t *testing.T) {
 			scheduling.Result{NewClaims: []scheduling.NewClaim{claim("", []string{"m5.large"}, port0, port1)}},
 			"host port 8080/TCP"},
 		{"should report a pod on a lighter pool's claim when a heavier pool without limits could take it",
-			st.Input([]v1.NodePool{pool, heavy}, checkTypes(), []*corev1.Pod{web}),
-			scheduling.Result{NewClaims: []scheduling.NewClaim{claim("", []string{"m5.large"}, web)}},
+			st.Input([]v1.NodePool{pool, heavy}, checkTypes(), []*corev1.Pod{web, big}),
+			scheduling.Result{NewClaims: []scheduling.NewClaim{claim("", []string{"m5.large"}, web), heavyClaim}},
 			"the heavier NodePool heavy (weight 50, no limits) could take it"},
 		{"should report a placement past an existing node's CSI attach limit",
 			st.Input([]v1.NodePool{pool}, checkTypes(), []*corev1.Pod{db}, st.WithNodes(attached), vols),

@@ -83,7 +83,7 @@ func (c *checker) attachLimits() {
 // weights checks that weight is never traded for price (Karpenter tries
 // NodePools heaviest first; karpenter-spec section 3): no pod on a new
 // claim of a pool could have gone to a claim of a heavier pool without
-// limits. It judges only pods whose placement nothing else steers: no
+// limits that the plan also launches for (so it is usable). It judges only pods whose placement nothing else steers: no
 // topology spread, pod (anti-)affinity, host ports, volumes or preferred
 // node affinity, and a heavier pool whose taints (PreferNoSchedule too)
 // the pod tolerates; such a pool could take the pod when one of its
@@ -91,6 +91,12 @@ func (c *checker) attachLimits() {
 // pod's node requirements and holds the pod's requests plus the requests
 // of every DaemonSet tolerating the pool's taints.
 func (c *checker) weights(res scheduling.Result) {
+	// Only pools the plan launches for are known to be usable (not
+	// deleting, not static, ready, with instance types left).
+	usable := map[string]bool{}
+	for i := range res.NewClaims {
+		usable[res.NewClaims[i].NodePool] = true
+	}
 	for i := range res.NewClaims {
 		cl := &res.NewClaims[i]
 		np := c.pools[cl.NodePool]
@@ -104,7 +110,7 @@ func (c *checker) weights(res scheduling.Result) {
 			}
 			for j := range c.in.NodePools {
 				q := &c.in.NodePools[j]
-				if weight(q) <= weight(np) || len(q.Spec.Limits) > 0 || !c.couldTake(q, p) {
+				if !usable[q.Name] || weight(q) <= weight(np) || len(q.Spec.Limits) > 0 || !c.couldTake(q, p) {
 					continue
 				}
 				c.fail("pod %s is on a claim of NodePool %s (weight %d), but the heavier NodePool %s (weight %d, no limits) could take it",
