@@ -109,7 +109,7 @@ func (v volumeListers) StorageClass(name string) (*storagev1.StorageClass, bool)
 
 func trimPod(p *corev1.Pod) *corev1.Pod {
 	t := v1.SummarizePod(p).Pod()
-	t.Spec.Volumes = v1.ClaimVolumes(p) // pod batches carry them (volume topology)
+	t.Spec.Volumes = v1.ClaimVolumes(p) // pod batches (volume topology) and snapshots (attach limits) carry them
 	t.ResourceVersion = p.ResourceVersion
 	t.Generation = p.Generation
 	t.Status.Phase = p.Status.Phase
@@ -163,6 +163,7 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 	pods, nodes := podFactory.Core().V1().Pods(), factory.Core().V1().Nodes()
 	pdbs, dss := factory.Policy().V1().PodDisruptionBudgets(), factory.Apps().V1().DaemonSets()
 	claims, pvs, classes := factory.Core().V1().PersistentVolumeClaims(), factory.Core().V1().PersistentVolumes(), factory.Storage().V1().StorageClasses()
+	csiNodes := factory.Storage().V1().CSINodes()
 	nodePools, nodeClasses := dynFactory.ForResource(nodePoolsGVR), dynFactory.ForResource(nodeClassesGVR)
 	nodeClaims := dynFactory.ForResource(mirror.GVR)
 	a := &app{
@@ -174,7 +175,7 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 			pods.Informer().HasSynced, nodes.Informer().HasSynced, pdbs.Informer().HasSynced,
 			dss.Informer().HasSynced, nodePools.Informer().HasSynced, nodeClasses.Informer().HasSynced,
 			nodeClaims.Informer().HasSynced,
-			claims.Informer().HasSynced, pvs.Informer().HasSynced, classes.Informer().HasSynced,
+			claims.Informer().HasSynced, pvs.Informer().HasSynced, classes.Informer().HasSynced, csiNodes.Informer().HasSynced,
 		},
 	}
 	karpenter := metrics.NewKarpenter(client.Metrics, metrics.Cluster{
@@ -209,7 +210,8 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		PodInformer: pods.Informer(), NodeInformer: nodes.Informer(),
 		NodePoolInformer: nodePools.Informer(), NodeClassInformer: nodeClasses.Informer(),
 		PDBInformer: pdbs.Informer(), DaemonSetInformer: dss.Informer(),
-		Volumes:    volumeListers{claims: claims.Lister(), pvs: pvs.Lister(), classes: classes.Lister()},
+		Volumes:  volumeListers{claims: claims.Lister(), pvs: pvs.Lister(), classes: classes.Lister()},
+		CSINodes: csiNodes.Lister(), CSINodeInformer: csiNodes.Informer(),
 		NodeClaims: nodeClaims.Lister(), NodeClaimInformer: nodeClaims.Informer(), Leases: leases{kube},
 	}, m.API(client), m.Emitter(events.New(kube.CoreV1(), time.Now, cfg.Identity)), m.Mirror(mirror.New(dyn)),
 		m.Relay(events.NewRelay(kube.CoreV1(), clusterObjects{nodes: nodes.Lister(), dyn: dyn, pods: pods.Lister(), nodePools: nodePools.Lister()}, time.Now, cfg.Identity)))

@@ -180,6 +180,7 @@ func TestClusterRoleGrantsExactlyWhatTheCodeUses(t *testing.T) {
 		{"karpenter.sh", "nodepools", "list"}, {"karpenter.sh", "nodepools", "watch"},
 		{"karpenter.sh", "nodepools/status", "update"},
 		{"policy", "poddisruptionbudgets", "list"}, {"policy", "poddisruptionbudgets", "watch"},
+		{"storage.k8s.io", "csinodes", "list"}, {"storage.k8s.io", "csinodes", "watch"},
 		{"storage.k8s.io", "storageclasses", "list"}, {"storage.k8s.io", "storageclasses", "watch"},
 	}
 	if diff := cmp.Diff(want, permissions(m.clusterRole.Rules)); diff != "" {

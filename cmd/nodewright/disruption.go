@@ -259,19 +259,27 @@ func disruptionSnapshot(objs []manifest.Object, region string, spotPriceRatio fl
 	return s, nil
 }
 
-// disruptionInput flattens the manifest snapshot: every NodeClaim and Node,
-// every pod bound or nominated to them, and the pending pods (the copies
+// disruptionInput flattens the manifest snapshot: every NodeClaim and Node
+// (with its CSINode's attach limits), the storage objects, every pod bound
+// or nominated to them, and the pending pods (the copies
 // workload makes of the pods of deleting nodes are left out: Evaluate
 // reschedules those itself).
 func disruptionInput(c *workload.Cluster) disruption.Input {
 	in := disruption.Input{
 		NodePools: c.NodePools, NodeClasses: c.NodeClasses, DaemonSets: c.DaemonSets,
 		PodDisruptionBudgets: c.PodDisruptionBudgets, InstanceTypes: map[string][]*catalog.InstanceType{},
+		Volumes: c.Volumes,
 	}
 	placed := map[string]bool{}
 	for _, n := range c.Nodes {
 		if n.Node != nil {
 			in.Nodes = append(in.Nodes, *n.Node)
+			if len(n.VolumeLimits) > 0 {
+				if in.VolumeLimits == nil {
+					in.VolumeLimits = map[string]map[string]int{}
+				}
+				in.VolumeLimits[n.Node.Name] = n.VolumeLimits
+			}
 		}
 		if n.NodeClaim != nil {
 			in.NodeClaims = append(in.NodeClaims, *n.NodeClaim)

@@ -367,3 +367,41 @@ func TestPlanPlacesPodsInTheirVolumesZones(t *testing.T) {
 		t.Errorf("orphan-0 reason %q, want it to name the missing claim default/nowhere (unschedulable %v)", why, r.reasons())
 	}
 }
+
+// TestPlanCountsCSIAttachLimitsFromCSINodes is issue 19 item 5: plan reads
+// CSINodes, and a pending pod whose claim would pass the node's EBS attach
+// limit gets a new NodeClaim instead of the node; without the CSINode the
+// node has no limit.
+func TestPlanCountsCSIAttachLimitsFromCSINodes(t *testing.T) {
+	const node = "ip-10-0-1-10.ap-northeast-1.compute.internal"
+	files := []string{"-f", guideComplete + "/nodepool.yaml", "-f", guideComplete + "/ec2nodeclass.yaml",
+		"-f", "testdata/plan/existing.yaml", "-f", "testdata/plan/attachlimits.yaml", "--region", "ap-northeast-1"}
+	onNode := func(r planReport) []string {
+		var pods []string
+		for _, e := range r.Existing {
+			if e.Node == node {
+				pods = append(pods, e.Pods...)
+			}
+		}
+		sort.Strings(pods)
+		return pods
+	}
+	without := planJSON(t, "", files...)
+	if got := onNode(without); !slices.Equal(got, []string{"default/db-1", "default/small-0"}) || len(without.NodeClaims) != 0 {
+		t.Errorf("without the CSINode: on the node %v, %d NodeClaims; want db-1 and small-0 on the node and none", got, len(without.NodeClaims))
+	}
+	with := planJSON(t, "", append(files, "-f", "testdata/plan/attachlimits-csinode.yaml")...)
+	if got := onNode(with); !slices.Equal(got, []string{"default/small-0"}) {
+		t.Errorf("with the CSINode: on the node %v, want small-0 only (db-1's volume would pass the limit of 1)", got)
+	}
+	if len(with.NodeClaims) != 1 || !slices.Equal(with.NodeClaims[0].Pods, []string{"default/db-1"}) {
+		t.Errorf("with the CSINode: NodeClaims %+v, want one for db-1", with.NodeClaims)
+	}
+	var noted bool
+	for _, n := range with.Ignored {
+		noted = noted || (strings.Contains(n.Object, "ip-10-0-9-99") && strings.Contains(n.Reason, "no Node"))
+	}
+	if !noted {
+		t.Errorf("ignored = %+v, want the CSINode of no Node noted", with.Ignored)
+	}
+}

@@ -41,7 +41,7 @@ type simulation struct {
 func (e *evaluation) simulate(ctx context.Context, cands []*node) (simulation, string, error) {
 	in := scheduling.Input{
 		Now: e.now, NodePools: e.poolList, NodeClasses: e.in.NodeClasses, InstanceTypes: e.in.InstanceTypes,
-		DaemonSets: e.in.DaemonSets, Options: e.in.Options.Scheduling, Nodes: e.simNodes(),
+		DaemonSets: e.in.DaemonSets, Options: e.in.Options.Scheduling, Nodes: e.simNodes(), Volumes: e.in.Volumes,
 	}
 	if in.Options.MaxInstanceTypes == 0 {
 		in.Options.MaxInstanceTypes = defaultSimulationTypes
@@ -138,16 +138,21 @@ func (e *evaluation) simNodes() []scheduling.ExistingNode {
 	}
 	nodes := make([]scheduling.ExistingNode, 0, len(e.nodes)+len(e.unmanaged))
 	for i, n := range e.nodes {
-		nodes = append(nodes, scheduling.ExistingNode{
+		en := scheduling.ExistingNode{
 			Node: n.node, NodeClaim: n.claim, Pods: append(append([]*corev1.Pod(nil), n.pods...), n.nominated...),
 			MarkedForDeletion: n.deleting,
-		})
+		}
+		if n.node != nil {
+			en.VolumeLimits = e.in.VolumeLimits[n.node.Name]
+		}
+		nodes = append(nodes, en)
 		if n.deleting {
 			e.sim.leaving = append(e.sim.leaving, i)
 		}
 	}
 	for _, k := range e.unmanaged {
-		nodes = append(nodes, scheduling.ExistingNode{Node: k, Pods: e.hosted[k.Name], MarkedForDeletion: k.DeletionTimestamp != nil})
+		nodes = append(nodes, scheduling.ExistingNode{Node: k, Pods: e.hosted[k.Name], MarkedForDeletion: k.DeletionTimestamp != nil,
+			VolumeLimits: e.in.VolumeLimits[k.Name]})
 	}
 	e.sim.nodes = nodes
 	return nodes

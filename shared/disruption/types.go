@@ -39,6 +39,16 @@ type Input struct {
 	PodDisruptionBudgets []policyv1.PodDisruptionBudget
 	// DaemonSets add per-node overhead to replacement NodeClaims.
 	DaemonSets []appsv1.DaemonSet
+	// Volumes are the claims, PersistentVolumes and StorageClasses the
+	// pods' volumes name: a pod that moves keeps its volumes, so the
+	// simulations place it only in its bound volume's zone
+	// (scheduling.Volumes, karpenter-spec section 3). A pod naming a claim
+	// that is not here cannot be rescheduled, which blocks its node.
+	Volumes scheduling.Volumes
+	// VolumeLimits maps a Node's name to its CSINode's attach limits
+	// (scheduling.ExistingNode.VolumeLimits): a pod is not moved to a node
+	// whose limit its claims would pass. A node absent has no limit.
+	VolumeLimits map[string]map[string]int
 	// InstanceTypes maps an EC2NodeClass name to its resolved instance
 	// types (catalog.Resolve), used for candidate prices, replacements and
 	// instance-type drift.

@@ -2,7 +2,8 @@
 // from files, directories or a stream, and decodes the kinds nodewright
 // understands into typed objects: Karpenter's NodePool, NodeClaim and
 // EC2NodeClass (shared/apis/v1), and the Pods, Nodes, workload controllers
-// and PodDisruptionBudgets the solver reasons about.
+// PodDisruptionBudgets and storage objects (PersistentVolumeClaims,
+// PersistentVolumes, StorageClasses, CSINodes) the solver reasons about.
 //
 // Decoding follows the Kubernetes API server: field names are
 // case-sensitive, and for the three Karpenter kinds unknown fields are
@@ -69,7 +70,9 @@ type Object struct {
 	// package doc (*v1.NodePool, *v1.NodeClaim, *v1.EC2NodeClass,
 	// *corev1.Pod, *corev1.Node, *appsv1.Deployment, *appsv1.ReplicaSet,
 	// *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.Job,
-	// *policyv1.PodDisruptionBudget), and nil for every other kind.
+	// *policyv1.PodDisruptionBudget, *corev1.PersistentVolumeClaim,
+	// *corev1.PersistentVolume, *storagev1.StorageClass, *storagev1.CSINode),
+	// and nil for every other kind.
 	// It is neither defaulted nor validated.
 	Typed any
 	// Warnings lists fields that were read but not used: for the three
@@ -466,6 +469,8 @@ func newCoreObject(group, version, kind string) any {
 		return &corev1.PersistentVolume{}
 	case "storage.k8s.io/v1/StorageClass":
 		return &storagev1.StorageClass{}
+	case "storage.k8s.io/v1/CSINode":
+		return &storagev1.CSINode{}
 	}
 	return nil
 }

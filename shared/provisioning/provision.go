@@ -96,6 +96,12 @@ type ClusterState struct {
 	Pods []corev1.Pod
 	// DaemonSets contribute per-node overhead.
 	DaemonSets []appsv1.DaemonSet
+	// Volumes are the claims, PersistentVolumes and StorageClasses the
+	// bound pods' volumes name, which resolve their CSI drivers.
+	Volumes scheduling.Volumes
+	// VolumeLimits maps a Node's name to its CSINode's attach limits
+	// (scheduling.ExistingNode.VolumeLimits); a node absent has none.
+	VolumeLimits map[string]map[string]int
 }
 
 // offeringCache is the unavailable-offerings cache (DynamoDB with a TTL
@@ -482,9 +488,11 @@ func (p *Provisioner) solve(ctx context.Context, batch *v1.PodBatch, st *launchS
 		Pods:          pods,
 		Nodes:         existing,
 		DaemonSets:    daemonSets,
-		Volumes: scheduling.Volumes{
+		// The batch's storage objects are as fresh as its pods and win
+		// over the snapshot's (the bound pods') of the same name.
+		Volumes: cluster.Volumes.With(scheduling.Volumes{
 			Claims: batch.Volumes.Claims, PersistentVolumes: batch.Volumes.PersistentVolumes, StorageClasses: batch.Volumes.StorageClasses,
-		},
+		}),
 		Options: p.opts.Scheduling,
 	}
 	plan, err := scheduling.Solve(ctx, in)
@@ -532,7 +540,7 @@ func (p *Provisioner) solve(ctx context.Context, batch *v1.PodBatch, st *launchS
 }
 
 // existingNodes pairs NodeClaims with their Nodes by providerID and attaches
-// bound pods (karpenter-spec section 3.7). Pods of the batch are left off
+// bound pods and each Node's CSI attach limits (karpenter-spec section 3.7). Pods of the batch are left off
 // their old nodes: they are being placed again. isClaim reports the names
 // that are in-flight NodeClaims (no Node yet).
 func existingNodes(claims []v1.NodeClaim, cs ClusterState, inBatch map[types.UID]bool) ([]scheduling.ExistingNode, map[string]bool) {
@@ -573,6 +581,7 @@ func existingNodes(claims []v1.NodeClaim, cs ClusterState, inBatch map[types.UID
 		en := &out[i]
 		if en.Node != nil {
 			en.Pods = podsByNode[en.Node.Name]
+			en.VolumeLimits = cs.VolumeLimits[en.Node.Name]
 		}
 		en.MarkedForDeletion = markedForDeletion(en)
 	}

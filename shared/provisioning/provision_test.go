@@ -902,3 +902,71 @@ func TestProvisionPlacesPodsInTheirVolumesZone(t *testing.T) {
 		t.Errorf("without the claim: reason %q, %d NodeClaims; want a reason naming data-db-0 and none", why, len(res.Batch.NodeClaims))
 	}
 }
+
+// TestProvisionCountsTheNodesCSIAttachLimits is issue 19 item 5 through
+// the provisioner: the snapshot's CSINode limits and the claims of the
+// node's bound pods reach the solver, so a pod whose claim would pass the
+// node's EBS attach limit is not nominated to it.
+func TestProvisionCountsTheNodesCSIAttachLimits(t *testing.T) {
+	const ebs = "ebs.csi.aws.com"
+	inflight := launchedClaim("default-inflight", "aws:///us-east-1a/i-0inflight", "m5.xlarge", "3920m")
+	registered := launchedClaim("default-registered", "aws:///us-east-1b/i-0registered", "m5.xlarge", "3920m")
+	node := corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1.ec2.internal", Labels: map[string]string{
+			v1.LabelNodePool: "default", v1.LabelInstanceType: "m5.xlarge", v1.LabelTopologyZone: "us-east-1b",
+			v1.LabelCapacityType: v1.CapacityTypeOnDemand, v1.LabelRegistered: "true", v1.LabelInitialized: "true",
+			v1.LabelArch: "amd64", v1.LabelOS: "linux",
+		}},
+		Spec: corev1.NodeSpec{ProviderID: registered.Status.ProviderID},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3920m"), corev1.ResourceMemory: resource.MustParse("14162Mi"), corev1.ResourcePods: resource.MustParse("58")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+	claimVolume := func(claim string) []corev1.Volume {
+		return []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+	}
+	db := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "default", UID: "uid-db-0"},
+		Spec: corev1.PodSpec{NodeName: node.Name, Volumes: claimVolume("data-db-0"), Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+		}}}},
+	}
+	gp3, wffc := "gp3", storagev1.VolumeBindingWaitForFirstConsumer
+	attached := scheduling.Volumes{
+		Claims: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "data-db-0",
+			Annotations: map[string]string{v1.AnnotationBindCompleted: "yes"}}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-db-0"}}},
+		PersistentVolumes: []corev1.PersistentVolume{{ObjectMeta: metav1.ObjectMeta{Name: "pv-db-0"},
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: ebs}}}}},
+	}
+	for _, tt := range []struct {
+		name  string
+		limit int
+		want  v1.Nomination
+	}{
+		{name: "should not nominate a pod to a Node whose EBS attach limit its claim would pass", limit: 1, want: v1.Nomination{NodeClaim: "default-inflight"}},
+		{name: "should nominate a pod to a Node with room under its EBS attach limit", limit: 2, want: v1.Nomination{Node: node.Name}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
+			e.store.put(registered)
+			e.store.put(inflight)
+			e.cluster.state = provisioning.ClusterState{Nodes: []corev1.Node{node}, Pods: []corev1.Pod{db}, Volumes: attached,
+				VolumeLimits: map[string]map[string]int{node.Name: {ebs: tt.limit}}}
+			pod := podSummary("db-1", "500m")
+			pod.Spec.Volumes = claimVolume("data-db-1")
+			batch := podBatch("batch-1", pod)
+			batch.Volumes = v1.VolumeObjects{
+				Claims:         []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "data-db-1"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &gp3}}},
+				StorageClasses: []storagev1.StorageClass{{ObjectMeta: metav1.ObjectMeta{Name: gp3}, Provisioner: ebs, VolumeBindingMode: &wffc}},
+			}
+			res, err := e.provisioner(t).Provision(t.Context(), batch, t0)
+			if err != nil {
+				t.Fatalf("Provision() error = %v", err)
+			}
+			if diff := cmp.Diff(map[types.UID]v1.Nomination{pod.UID: tt.want}, res.Batch.Nominations); diff != "" {
+				t.Errorf("Nominations mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

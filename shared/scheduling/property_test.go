@@ -56,6 +56,14 @@ func randomWorkload(r *rand.Rand) scheduling.Input {
 		}
 		pools = append(pools, st.NodePool(fmt.Sprintf("pool-%d", i), opts...))
 	}
+	// Weight against price (issue 19 item 8): the first pool is the
+	// heaviest and a cpu limit stops it after a node or two, so the
+	// plan checker's weights invariant meets pools that fill up.
+	if len(pools) > 1 && r.Intn(3) == 0 {
+		w := int32(100)
+		pools[0].Spec.Weight = &w
+		pools[0].Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse(fmt.Sprint(4 + r.Intn(12)))}
+	}
 	var dss []appsv1.DaemonSet
 	for i := 0; i < r.Intn(3); i++ {
 		opts := []st.PodOption{st.Requests(pick("50m", "100m", "250m"), pick("64Mi", "128Mi"))}
@@ -71,10 +79,12 @@ func randomWorkload(r *rand.Rand) scheduling.Input {
 		dss = append(dss, st.DaemonSet(fmt.Sprintf("ds-%d", i), opts...))
 	}
 	var nodes []scheduling.ExistingNode
+	var vol scheduling.Volumes
 	for i := 0; i < r.Intn(4); i++ {
 		it := types[r.Intn(len(types))]
 		name := fmt.Sprintf("node-%d", i)
-		opts := []st.NodeOption{st.NodeType(it, pick(testZones...), v1.CapacityTypeOnDemand)}
+		nodeZone := pick(testZones...)
+		opts := []st.NodeOption{st.NodeType(it, nodeZone, v1.CapacityTypeOnDemand)}
 		// Existing nodes belong to pools without limits, so that the
 		// existing state never exceeds a limit on its own.
 		if p := pools[r.Intn(len(pools))]; len(p.Spec.Limits) == 0 && r.Intn(2) == 0 {
@@ -96,10 +106,21 @@ func randomWorkload(r *rand.Rand) scheduling.Input {
 			}
 			bound = append(bound, st.Pod(fmt.Sprintf("bound-%d-%d", i, j), bopts...))
 		}
-		nodes = append(nodes, st.Existing(st.Node(name, opts...), bound...))
+		// CSI attach limits (issue 19 item 5): the node's CSINode allows
+		// 1 to 3 EBS volumes and a bound pod holds one already.
+		var limits map[string]int
+		if r.Intn(2) == 0 {
+			limits = map[string]int{"ebs.csi.aws.com": 1 + r.Intn(3)}
+			claim := "data-" + name
+			bound = append(bound, st.Pod("db-"+name, st.Requests("100m", "128Mi"), st.WithClaim(claim)))
+			vol.Claims = append(vol.Claims, st.BoundClaim("default", claim, "pv-"+name))
+			vol.PersistentVolumes = append(vol.PersistentVolumes, st.ZonalVolume("pv-"+name, nodeZone))
+		}
+		en := st.Existing(st.Node(name, opts...), bound...)
+		en.VolumeLimits = limits
+		nodes = append(nodes, en)
 	}
 	var ps []*corev1.Pod
-	var vol scheduling.Volumes
 	for g := 0; g < 2+r.Intn(6); g++ {
 		app := fmt.Sprintf("app-%d", g)
 		self := map[string]string{"app": app}
@@ -167,17 +188,17 @@ func randomWorkload(r *rand.Rand) scheduling.Input {
 				p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
 				if volumes == 0 {
-					vol.Claims = append(vol.Claims, boundClaim(p.Namespace, claim, "pv-"+p.Name))
-					vol.PersistentVolumes = append(vol.PersistentVolumes, zonalVolume("pv-"+p.Name, zone))
+					vol.Claims = append(vol.Claims, st.BoundClaim(p.Namespace, claim, "pv-"+p.Name))
+					vol.PersistentVolumes = append(vol.PersistentVolumes, st.ZonalVolume("pv-"+p.Name, zone))
 				} else {
-					vol.Claims = append(vol.Claims, unboundClaim(p.Namespace, claim, "zonal-"+zone))
+					vol.Claims = append(vol.Claims, st.UnboundClaim(p.Namespace, claim, "zonal-"+zone))
 				}
 			}
 			ps = append(ps, p)
 		}
 	}
 	for _, z := range testZones {
-		vol.StorageClasses = append(vol.StorageClasses, zonalClass("zonal-"+z, z))
+		vol.StorageClasses = append(vol.StorageClasses, st.ZonalClass("zonal-"+z, z))
 	}
 	opts := []st.InputOption{st.WithNodes(nodes...), st.WithDaemonSets(dss...), func(in *scheduling.Input) { in.Volumes = vol }}
 	o := scheduling.Options{}

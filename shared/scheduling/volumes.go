@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,10 +11,11 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
-// Volumes are the storage objects the pods' volumes refer to. Only pods
-// that use a PersistentVolumeClaim (directly or through a generic
-// ephemeral volume) read them; the zero value suits input whose pods use
-// none.
+// Volumes are the storage objects the pods' volumes refer to (pending
+// pods' and existing nodes' pods'). Only pods that use a
+// PersistentVolumeClaim (directly or through a generic ephemeral volume)
+// read them; the zero value suits input whose pods use none. An object
+// listed twice is read as its last listing.
 type Volumes struct {
 	// Claims are the PersistentVolumeClaims of the pods' namespaces.
 	Claims []corev1.PersistentVolumeClaim
@@ -21,6 +23,20 @@ type Volumes struct {
 	PersistentVolumes []corev1.PersistentVolume
 	// StorageClasses are the classes unbound claims name.
 	StorageClasses []storagev1.StorageClass
+}
+
+// With returns v and newer together: where both hold an object of the
+// same name (a claim of the same namespace/name), newer's is the one the
+// solver reads. Neither is changed.
+func (v Volumes) With(newer Volumes) Volumes {
+	if len(v.Claims)+len(v.PersistentVolumes)+len(v.StorageClasses) == 0 {
+		return newer
+	}
+	return Volumes{
+		Claims:            append(slices.Clip(v.Claims), newer.Claims...),
+		PersistentVolumes: append(slices.Clip(v.PersistentVolumes), newer.PersistentVolumes...),
+		StorageClasses:    append(slices.Clip(v.StorageClasses), newer.StorageClasses...),
+	}
 }
 
 // volumeIndex finds claims, volumes and classes by name.

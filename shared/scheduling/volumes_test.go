@@ -13,91 +13,37 @@ import (
 	st "github.com/nodewright/nodewright/shared/scheduling/schedulingtest"
 )
 
-// boundClaim is a claim the PersistentVolume controller has bound to pv.
-func boundClaim(ns, name, pv string) corev1.PersistentVolumeClaim {
-	return corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{v1.AnnotationBindCompleted: "yes"}},
-		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: pv},
-		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
-	}
-}
-
-// unboundClaim is a pending claim of class.
-func unboundClaim(ns, name, class string) corev1.PersistentVolumeClaim {
-	return corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       corev1.PersistentVolumeClaimSpec{StorageClassName: &class},
-		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
-	}
-}
-
-// zonalVolume is an EBS-style PersistentVolume, as the EBS CSI driver
-// creates it: required node affinity on the zone.
-func zonalVolume(name, zone string) corev1.PersistentVolume {
-	return corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PersistentVolumeSpec{
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-" + name}},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
-				st.Term(st.In(v1.LabelTopologyZone, zone)),
-			}}},
-		},
-	}
-}
-
-// zonalClass is an EBS-style WaitForFirstConsumer StorageClass restricted
-// to zones.
-func zonalClass(name string, zones ...string) storagev1.StorageClass {
-	wffc := storagev1.VolumeBindingWaitForFirstConsumer
-	return storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: name},
-		Provisioner:       "ebs.csi.aws.com",
-		VolumeBindingMode: &wffc,
-		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
-			{Key: v1.LabelTopologyZone, Values: zones},
-		}}},
-	}
-}
-
-// withClaim gives a pod a volume of claim.
-func withClaim(claim string) st.PodOption {
-	return func(p *corev1.Pod) {
-		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
-	}
-}
-
 func withVolumes(v scheduling.Volumes) st.InputOption {
 	return func(in *scheduling.Input) { in.Volumes = v }
 }
 
 func TestSolveVolumeTopology(t *testing.T) {
 	pool := st.NodePool("default")
-	immediate := zonalClass("immediate", "us-east-1a")
+	immediate := st.ZonalClass("immediate", "us-east-1a")
 	imm := storagev1.VolumeBindingImmediate
 	immediate.VolumeBindingMode = &imm
-	deleting := unboundClaim("default", "data-deleting", "zonal-b")
+	deleting := st.UnboundClaim("default", "data-deleting", "zonal-b")
 	deleting.DeletionTimestamp = &metav1.Time{}
-	lost := boundClaim("default", "data-lost", "pv-lost")
+	lost := st.BoundClaim("default", "data-lost", "pv-lost")
 	lost.Status.Phase = corev1.ClaimLost
-	halfBound := boundClaim("default", "data-half", "pv-b")
+	halfBound := st.BoundClaim("default", "data-half", "pv-b")
 	halfBound.Annotations = nil
-	noClass := unboundClaim("default", "data-noclass", "")
-	local := zonalVolume("pv-local", "us-east-1c")
+	noClass := st.UnboundClaim("default", "data-noclass", "")
+	local := st.ZonalVolume("pv-local", "us-east-1c")
 	local.Spec.CSI = nil
 	local.Spec.Local = &corev1.LocalVolumeSource{Path: "/mnt/disks/1"}
 	local.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions = append(local.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions,
 		st.In(v1.LabelHostname, "ip-10-0-0-9"))
 	vols := scheduling.Volumes{
 		Claims: []corev1.PersistentVolumeClaim{
-			boundClaim("default", "data-b", "pv-b"), unboundClaim("default", "data-c", "zonal-c"),
-			unboundClaim("default", "data-imm", "immediate"), unboundClaim("default", "data-gone", "no-such-class"),
-			boundClaim("default", "data-orphan", "no-such-pv"), boundClaim("default", "data-local", "pv-local"),
-			unboundClaim("default", "data-any", "anywhere"),
+			st.BoundClaim("default", "data-b", "pv-b"), st.UnboundClaim("default", "data-c", "zonal-c"),
+			st.UnboundClaim("default", "data-imm", "immediate"), st.UnboundClaim("default", "data-gone", "no-such-class"),
+			st.BoundClaim("default", "data-orphan", "no-such-pv"), st.BoundClaim("default", "data-local", "pv-local"),
+			st.UnboundClaim("default", "data-any", "anywhere"),
 			deleting, lost, halfBound, noClass,
 		},
-		PersistentVolumes: []corev1.PersistentVolume{zonalVolume("pv-b", "us-east-1b"), local},
-		StorageClasses:    []storagev1.StorageClass{zonalClass("zonal-b", "us-east-1b"), zonalClass("zonal-c", "us-east-1c"), immediate, zonalClass("anywhere")},
+		PersistentVolumes: []corev1.PersistentVolume{st.ZonalVolume("pv-b", "us-east-1b"), local},
+		StorageClasses:    []storagev1.StorageClass{st.ZonalClass("zonal-b", "us-east-1b"), st.ZonalClass("zonal-c", "us-east-1c"), immediate, st.ZonalClass("anywhere")},
 	}
 	vols.StorageClasses[3].AllowedTopologies = nil
 	tests := []struct {
@@ -107,17 +53,17 @@ func TestSolveVolumeTopology(t *testing.T) {
 	}{
 		{
 			name: "should launch in the zone of a pod's bound zonal PersistentVolume",
-			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim("data-b"))},
+			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), st.WithClaim("data-b"))},
 			want: view{Claims: []claimView{{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1b", Capacity: "on-demand", Pods: []string{"db-0"}}}, Placements: map[string]string{}, Unschedulable: map[string]string{}},
 		},
 		{
 			name: "should launch in the allowed zone of an unbound claim's WaitForFirstConsumer StorageClass",
-			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim("data-c"))},
+			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), st.WithClaim("data-c"))},
 			want: view{Claims: []claimView{{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1c", Capacity: "on-demand", Pods: []string{"db-0"}}}, Placements: map[string]string{}, Unschedulable: map[string]string{}},
 		},
 		{
 			name: "should put pods whose volumes are in different zones on different nodes",
-			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("500m", "1Gi"), withClaim("data-b")), st.Pod("db-1", st.Requests("500m", "1Gi"), withClaim("data-c"))},
+			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("500m", "1Gi"), st.WithClaim("data-b")), st.Pod("db-1", st.Requests("500m", "1Gi"), st.WithClaim("data-c"))},
 			want: view{Claims: []claimView{
 				{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1b", Capacity: "on-demand", Pods: []string{"db-0"}},
 				{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1c", Capacity: "on-demand", Pods: []string{"db-1"}},
@@ -125,17 +71,17 @@ func TestSolveVolumeTopology(t *testing.T) {
 		},
 		{
 			name: "should drop a local volume's hostname requirement and keep its zone",
-			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim("data-local"))},
+			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), st.WithClaim("data-local"))},
 			want: view{Claims: []claimView{{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1c", Capacity: "on-demand", Pods: []string{"db-0"}}}, Placements: map[string]string{}, Unschedulable: map[string]string{}},
 		},
 		{
 			name: "should add nothing for a StorageClass without allowedTopologies",
-			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim("data-any"))},
+			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), st.WithClaim("data-any"))},
 			want: view{Claims: []claimView{{Pool: "default", Cheapest: "m6g.large", Zone: "us-east-1a", Capacity: "on-demand", Pods: []string{"db-0"}}}, Placements: map[string]string{}, Unschedulable: map[string]string{}},
 		},
 		{
 			name: "should explain a volume zone the pod's own zone selector excludes",
-			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim("data-b"), st.NodeSelector(map[string]string{v1.LabelTopologyZone: "us-east-1a"}))},
+			pods: []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), st.WithClaim("data-b"), st.NodeSelector(map[string]string{v1.LabelTopologyZone: "us-east-1a"}))},
 		},
 	}
 	for _, tt := range tests {
@@ -178,7 +124,7 @@ func TestSolveVolumeTopology(t *testing.T) {
 	}
 	for _, tt := range reasons {
 		t.Run(tt.name, func(t *testing.T) {
-			in := input([]v1.NodePool{pool}, []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim(tt.claim))}, withVolumes(vols))
+			in := input([]v1.NodePool{pool}, []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), st.WithClaim(tt.claim))}, withVolumes(vols))
 			if got := reasonOf(t, solve(t, in)); got != tt.want {
 				t.Errorf("reason = %q, want %q", got, tt.want)
 			}
@@ -189,13 +135,13 @@ func TestSolveVolumeTopology(t *testing.T) {
 func TestSolveVolumeTopologyOnExistingNodes(t *testing.T) {
 	pool := st.NodePool("default")
 	vols := scheduling.Volumes{
-		Claims:            []corev1.PersistentVolumeClaim{boundClaim("default", "data-b", "pv-b")},
-		PersistentVolumes: []corev1.PersistentVolume{zonalVolume("pv-b", "us-east-1b")},
+		Claims:            []corev1.PersistentVolumeClaim{st.BoundClaim("default", "data-b", "pv-b")},
+		PersistentVolumes: []corev1.PersistentVolume{st.ZonalVolume("pv-b", "us-east-1b")},
 	}
 	types := testTypes()
 	nodeA := st.Existing(st.Node("node-a", st.NodeType(types[4], "us-east-1a", v1.CapacityTypeOnDemand), st.ManagedBy("default")))
 	nodeB := st.Existing(st.Node("node-b", st.NodeType(types[4], "us-east-1b", v1.CapacityTypeOnDemand), st.ManagedBy("default")))
-	in := input([]v1.NodePool{pool}, []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), withClaim("data-b"))},
+	in := input([]v1.NodePool{pool}, []*corev1.Pod{st.Pod("db-0", st.Requests("1", "1Gi"), st.WithClaim("data-b"))},
 		withVolumes(vols), st.WithNodes(nodeA, nodeB))
 	got := viewOf(in, solve(t, in))
 	want := view{Placements: map[string]string{"db-0": "node-b"}, Unschedulable: map[string]string{}}
@@ -204,29 +150,21 @@ func TestSolveVolumeTopologyOnExistingNodes(t *testing.T) {
 	}
 }
 
-// withClaimAs gives a pod a volume named vol of claim.
-func withClaimAs(vol, claim string) st.PodOption {
-	return func(p *corev1.Pod) {
-		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
-	}
-}
-
 func TestSolveCSIAttachLimitsOnExistingNodes(t *testing.T) {
 	const ebs, efs = "ebs.csi.aws.com", "efs.csi.aws.com"
-	efsClass := zonalClass("efs", "us-east-1a")
+	efsClass := st.ZonalClass("efs", "us-east-1a")
 	efsClass.Provisioner = efs
 	vols := scheduling.Volumes{
 		Claims: []corev1.PersistentVolumeClaim{
-			boundClaim("default", "data-0", "pv-0"), unboundClaim("default", "data-1", "zonal-a"),
-			unboundClaim("default", "data-2", "zonal-a"), unboundClaim("default", "shared", "efs"),
+			st.BoundClaim("default", "data-0", "pv-0"), st.UnboundClaim("default", "data-1", "zonal-a"),
+			st.UnboundClaim("default", "data-2", "zonal-a"), st.UnboundClaim("default", "shared", "efs"),
 		},
-		PersistentVolumes: []corev1.PersistentVolume{zonalVolume("pv-0", "us-east-1a")},
-		StorageClasses:    []storagev1.StorageClass{zonalClass("zonal-a", "us-east-1a"), efsClass},
+		PersistentVolumes: []corev1.PersistentVolume{st.ZonalVolume("pv-0", "us-east-1a")},
+		StorageClasses:    []storagev1.StorageClass{st.ZonalClass("zonal-a", "us-east-1a"), efsClass},
 	}
 	types := testTypes()
 	// node-a runs db-0, whose claim data-0 is an attached EBS volume.
-	bound := st.Pod("db-0", st.Requests("100m", "128Mi"), withClaim("data-0"))
+	bound := st.Pod("db-0", st.Requests("100m", "128Mi"), st.WithClaim("data-0"))
 	for _, tc := range []struct {
 		name   string
 		limits map[string]int
@@ -237,24 +175,24 @@ func TestSolveCSIAttachLimitsOnExistingNodes(t *testing.T) {
 		{
 			name:   "should not place a pod on a node whose EBS attach limit its claim would exceed",
 			limits: map[string]int{ebs: 1},
-			pods:   []*corev1.Pod{st.Pod("db-1", st.Requests("1", "1Gi"), withClaim("data-1"))},
+			pods:   []*corev1.Pod{st.Pod("db-1", st.Requests("1", "1Gi"), st.WithClaim("data-1"))},
 		},
 		{
 			name:   "should place a pod on a node with room under its EBS attach limit",
 			limits: map[string]int{ebs: 2},
-			pods:   []*corev1.Pod{st.Pod("db-1", st.Requests("1", "1Gi"), withClaim("data-1"))},
+			pods:   []*corev1.Pod{st.Pod("db-1", st.Requests("1", "1Gi"), st.WithClaim("data-1"))},
 			onNode: []string{"db-1"},
 		},
 		{
 			name:   "should count a claim already attached to the node once",
 			limits: map[string]int{ebs: 1},
-			pods:   []*corev1.Pod{st.Pod("reader", st.Requests("1", "1Gi"), withClaim("data-0"))},
+			pods:   []*corev1.Pod{st.Pod("reader", st.Requests("1", "1Gi"), st.WithClaim("data-0"))},
 			onNode: []string{"reader"},
 		},
 		{
 			name:   "should count only the claims of the limited driver",
 			limits: map[string]int{ebs: 1, efs: 5},
-			pods:   []*corev1.Pod{st.Pod("web", st.Requests("1", "1Gi"), withClaim("shared"))},
+			pods:   []*corev1.Pod{st.Pod("web", st.Requests("1", "1Gi"), st.WithClaim("shared"))},
 			onNode: []string{"web"},
 		},
 		{
@@ -262,19 +200,19 @@ func TestSolveCSIAttachLimitsOnExistingNodes(t *testing.T) {
 			limits: map[string]int{ebs: 2},
 			pods: []*corev1.Pod{
 				// Larger first: db-1 is placed before db-2.
-				st.Pod("db-1", st.Requests("1500m", "1Gi"), withClaim("data-1")),
-				st.Pod("db-2", st.Requests("1", "1Gi"), withClaim("data-2")),
+				st.Pod("db-1", st.Requests("1500m", "1Gi"), st.WithClaim("data-1")),
+				st.Pod("db-2", st.Requests("1", "1Gi"), st.WithClaim("data-2")),
 			},
 			onNode: []string{"db-1"},
 		},
 		{
 			name:   "should count every new claim of one pod",
 			limits: map[string]int{ebs: 2},
-			pods:   []*corev1.Pod{st.Pod("db-12", st.Requests("1", "1Gi"), withClaimAs("a", "data-1"), withClaimAs("b", "data-2"))},
+			pods:   []*corev1.Pod{st.Pod("db-12", st.Requests("1", "1Gi"), st.WithClaimAs("a", "data-1"), st.WithClaimAs("b", "data-2"))},
 		},
 		{
 			name:   "should not limit a node without CSINode limits",
-			pods:   []*corev1.Pod{st.Pod("db-1", st.Requests("1", "1Gi"), withClaim("data-1"))},
+			pods:   []*corev1.Pod{st.Pod("db-1", st.Requests("1", "1Gi"), st.WithClaim("data-1"))},
 			onNode: []string{"db-1"},
 		},
 	} {

@@ -77,6 +77,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -133,6 +134,11 @@ type PDBLister interface {
 	List(selector labels.Selector) ([]*policyv1.PodDisruptionBudget, error)
 }
 
+// CSINodeLister lists CSINodes from a cache.
+type CSINodeLister interface {
+	List(selector labels.Selector) ([]*storagev1.CSINode, error)
+}
+
 // DaemonSetLister lists DaemonSets from a cache.
 type DaemonSetLister interface {
 	List(selector labels.Selector) ([]*appsv1.DaemonSet, error)
@@ -160,9 +166,15 @@ type Sources struct {
 	// DaemonSet changes, which rebuild the snapshot as a Node change does.
 	PDBInformer       Informer
 	DaemonSetInformer Informer
-	// Volumes looks up the claims, volumes and classes pending pods name,
-	// sent with each pod batch; nil sends none.
+	// Volumes looks up the claims, volumes and classes pods name, sent
+	// with each pod batch (the pending pods') and each snapshot (the bound
+	// pods'); nil sends none.
 	Volumes report.VolumeSource
+	// CSINodes are the cluster's CSINodes, whose attach limits the
+	// snapshot carries; CSINodeInformer tells of their changes, which
+	// rebuild the snapshot as a Node change does. Nil sends none.
+	CSINodes        CSINodeLister
+	CSINodeInformer Informer
 
 	// NodeClaims and NodeClaimInformer are the cluster's karpenter.sh/v1
 	// NodeClaims (mirrors and Karpenter's); Leases reads Karpenter's
@@ -314,6 +326,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		{f.src.PodInformer, snapshotChange(podSummary, changes.note)},
 		{f.src.PDBInformer, snapshotChange(pdbSummary, changes.note)},
 		{f.src.DaemonSetInformer, snapshotChange(daemonSetSummary, changes.note)},
+		{f.src.CSINodeInformer, snapshotChange(csiNodeSummary, changes.note)},
 		{f.src.PodInformer, f.podEvents.handler()},
 		{f.src.NodeClaimInformer, f.karpenterHandler()},
 	} {
@@ -662,9 +675,15 @@ func (f *Forwarder) snapshot(now time.Time, karpenterActive string) ([]v1.Cluste
 			claims = claims[:v1.MaxNodesPerMessage]
 		}
 	}
+	storage := report.Storage{Volumes: f.src.Volumes}
+	if f.src.CSINodes != nil {
+		if storage.CSINodes, err = f.src.CSINodes.List(labels.Everything()); err != nil {
+			return nil, "", fmt.Errorf("list csinodes: %w", err)
+		}
+	}
 	// The foreign NodeClaims are chunked with the rest: each part stays
 	// within the intake's limit however many there are.
-	parts, hash, err := report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss, claims)
+	parts, hash, err := report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss, claims, storage)
 	if err != nil {
 		return nil, "", err
 	}
@@ -920,6 +939,15 @@ func daemonSetSummary(obj any) any {
 		return nil
 	}
 	return report.SummarizeDaemonSet(ds)
+}
+
+// csiNodeSummary is what the snapshot shows of a CSINode.
+func csiNodeSummary(obj any) any {
+	n, ok := obj.(*storagev1.CSINode)
+	if !ok {
+		return nil
+	}
+	return v1.SummarizeCSINode(n)
 }
 
 // anyChange calls fn on every add, update and delete.

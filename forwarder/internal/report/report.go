@@ -383,25 +383,47 @@ func RegistrationMessages(cluster string, at time.Time, changed []v1.NodeSummary
 	return out, nil
 }
 
+// Storage is what a snapshot shows of the cluster's storage: the
+// CSINodes (CSI attach limits per node) and where the bound pods' claims
+// are looked up (nil: no claim, volume or class is sent).
+type Storage struct {
+	CSINodes []*storagev1.CSINode
+	Volumes  VolumeSource
+}
+
 // Snapshot builds the cluster snapshot: every node, every bound pod that is
-// not terminal, every PDB, every DaemonSet and the foreign NodeClaims
-// (reported for adoption), in name order, split into as few parts as the
-// bounds allow. hash identifies the content (not the time), so an unchanged
-// cluster can skip a post.
+// not terminal (with its claim volumes), every PDB, every DaemonSet, the
+// foreign NodeClaims (reported for adoption), every CSINode and the
+// claims, bound volumes and classes the bound pods name (from storage), in
+// name order (storage objects in first-seen order of the sorted pods),
+// split into as few parts as the bounds allow. hash identifies the content
+// (not the time), so an unchanged cluster can skip a post.
 func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, daemonSets []*appsv1.DaemonSet,
-	foreign []v1.NodeClaim) (parts []v1.ClusterSnapshot, hash string, err error) {
+	foreign []v1.NodeClaim, storage Storage) (parts []v1.ClusterSnapshot, hash string, err error) {
 	var s v1.ClusterSnapshot
 	s.ForeignNodeClaims = slices.Clone(foreign)
 	slices.SortFunc(s.ForeignNodeClaims, func(a, b v1.NodeClaim) int { return compareNames("", a.Name, "", b.Name) })
 	for _, n := range nodes {
 		s.Nodes = append(s.Nodes, v1.SummarizeNode(n))
 	}
+	var bound []*corev1.Pod
 	for _, p := range pods {
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		s.Pods = append(s.Pods, v1.SummarizePod(p))
+		bound = append(bound, p)
 	}
+	slices.SortFunc(bound, func(a, b *corev1.Pod) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
+	for _, p := range bound {
+		sum := v1.SummarizePod(p)
+		sum.Spec.Volumes = v1.ClaimVolumes(p)
+		s.Pods = append(s.Pods, sum)
+	}
+	s.Volumes = volumeObjects(bound, storage.Volumes)
+	for _, c := range storage.CSINodes {
+		s.CSINodes = append(s.CSINodes, v1.SummarizeCSINode(c))
+	}
+	slices.SortFunc(s.CSINodes, func(a, b v1.CSINodeSummary) int { return compareNames("", a.Name, "", b.Name) })
 	for _, pdb := range pdbs {
 		s.PodDisruptionBudgets = append(s.PodDisruptionBudgets, SummarizePDB(pdb))
 	}
@@ -409,7 +431,6 @@ func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1
 		s.DaemonSets = append(s.DaemonSets, SummarizeDaemonSet(ds))
 	}
 	slices.SortFunc(s.Nodes, func(a, b v1.NodeSummary) int { return compareNames("", a.Name, "", b.Name) })
-	slices.SortFunc(s.Pods, func(a, b v1.PodSummary) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
 	slices.SortFunc(s.PodDisruptionBudgets, func(a, b v1.PDBSummary) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
 	slices.SortFunc(s.DaemonSets, func(a, b v1.DaemonSetSummary) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
 
@@ -441,7 +462,23 @@ func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1
 	if err != nil {
 		return nil, "", fmt.Errorf("split snapshot foreign nodeclaims: %w", err)
 	}
-	if len(content)+envelopeBytes <= v1.MaxMessageBytes && len(nodeChunks) <= 1 && len(podChunks) <= 1 && len(foreignChunks) <= 1 {
+	csiChunks, err := Chunk(s.CSINodes, v1.MaxNodesPerMessage, v1.MaxMessageBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("split snapshot csinodes: %w", err)
+	}
+	claimChunks, err := Chunk(s.Volumes.Claims, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("split snapshot claims: %w", err)
+	}
+	pvChunks, err := Chunk(s.Volumes.PersistentVolumes, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("split snapshot persistent volumes: %w", err)
+	}
+	classChunks, err := Chunk(s.Volumes.StorageClasses, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("split snapshot storage classes: %w", err)
+	}
+	if len(content)+envelopeBytes <= v1.MaxMessageBytes && len(nodeChunks) <= 1 && len(podChunks) <= 1 && len(foreignChunks) <= 1 && len(csiChunks) <= 1 {
 		parts = []v1.ClusterSnapshot{s}
 	} else {
 		for _, c := range nodeChunks {
@@ -458,6 +495,18 @@ func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1
 		}
 		for _, c := range foreignChunks {
 			parts = append(parts, v1.ClusterSnapshot{ForeignNodeClaims: c})
+		}
+		for _, c := range csiChunks {
+			parts = append(parts, v1.ClusterSnapshot{CSINodes: c})
+		}
+		for _, c := range claimChunks {
+			parts = append(parts, v1.ClusterSnapshot{Volumes: v1.VolumeObjects{Claims: c}})
+		}
+		for _, c := range pvChunks {
+			parts = append(parts, v1.ClusterSnapshot{Volumes: v1.VolumeObjects{PersistentVolumes: c}})
+		}
+		for _, c := range classChunks {
+			parts = append(parts, v1.ClusterSnapshot{Volumes: v1.VolumeObjects{StorageClasses: c}})
 		}
 	}
 	if len(parts) > v1.MaxSnapshotParts {

@@ -398,7 +398,7 @@ func TestSnapshot(t *testing.T) {
 	pods := []*corev1.Pod{pod("shop", "b", "n1"), pod("shop", "a", "n1"), pod("shop", "pending", ""), done}
 	nodes := []*corev1.Node{node("n1", "aws:///us-east-1a/i-1")}
 
-	parts, hash, err := report.Snapshot("prod", epoch, nodes, pods, []*policyv1.PodDisruptionBudget{pdb}, []*appsv1.DaemonSet{ds}, nil)
+	parts, hash, err := report.Snapshot("prod", epoch, nodes, pods, []*policyv1.PodDisruptionBudget{pdb}, []*appsv1.DaemonSet{ds}, nil, report.Storage{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,9 +424,96 @@ func TestSnapshot(t *testing.T) {
 	if len(got.PodDisruptionBudgets) != 1 || got.PodDisruptionBudgets[0].MaxUnavailable.IntValue() != 1 || got.PodDisruptionBudgets[0].DisruptionsAllowed != 1 {
 		t.Errorf("PDBs = %+v", got.PodDisruptionBudgets)
 	}
-	later, hash2, err := report.Snapshot("prod", epoch.Add(time.Minute), nodes, pods, []*policyv1.PodDisruptionBudget{pdb}, []*appsv1.DaemonSet{ds}, nil)
+	later, hash2, err := report.Snapshot("prod", epoch.Add(time.Minute), nodes, pods, []*policyv1.PodDisruptionBudget{pdb}, []*appsv1.DaemonSet{ds}, nil, report.Storage{})
 	if err != nil || hash2 != hash || later[0].SnapshotID == parts[0].SnapshotID {
 		t.Errorf("an unchanged cluster: hash %s -> %s, snapshot %s -> %s; want the same hash and a new ID", hash, hash2, parts[0].SnapshotID, later[0].SnapshotID)
+	}
+}
+
+// TestSnapshotCarriesCSINodeLimitsAndTheBoundPodsClaims is issue 19 item
+// 5: the snapshot carries each CSINode's attach limits, the bound pods'
+// claim volumes and the claims and PersistentVolumes (with their CSI
+// driver) those name, so the solver can count each node's attached
+// volumes against its limits.
+func TestSnapshotCarriesCSINodeLimitsAndTheBoundPodsClaims(t *testing.T) {
+	count := int32(25)
+	csiNodes := []*storagev1.CSINode{
+		{ObjectMeta: metav1.ObjectMeta{Name: "n2"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+			{Name: "ebs.csi.aws.com", NodeID: "i-1", Allocatable: &storagev1.VolumeNodeResources{Count: &count}}}}},
+	}
+	src := volumes{
+		claims: map[string]*corev1.PersistentVolumeClaim{"shop/data-db-0": {ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data-db-0",
+			Annotations: map[string]string{v1.AnnotationBindCompleted: "yes"}}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}}},
+		pvs: map[string]*corev1.PersistentVolume{"pv-1": {ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: corev1.PersistentVolumeSpec{
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-1"}}}}},
+	}
+	db := pod("shop", "db-0", "n1")
+	db.Spec.Volumes = []corev1.Volume{
+		{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-db-0"}}},
+		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+	}
+	pending := pod("shop", "db-1", "")
+	pending.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-db-1"}}}}
+	nodes := []*corev1.Node{node("n1", "aws:///us-east-1a/i-1"), node("n2", "aws:///us-east-1a/i-2")}
+	parts, hash, err := report.Snapshot("prod", epoch, nodes, []*corev1.Pod{db, pending}, nil, nil, nil, report.Storage{CSINodes: csiNodes, Volumes: src})
+	if err != nil || len(parts) != 1 {
+		t.Fatalf("Snapshot() = %d parts, %v; want one", len(parts), err)
+	}
+	got := roundTrip(t, parts[0], v1.DecodeClusterSnapshot)
+	if diff := cmp.Diff([]v1.CSINodeSummary{{Name: "n1", Limits: map[string]int{"ebs.csi.aws.com": 25}}, {Name: "n2"}}, got.CSINodes); diff != "" {
+		t.Errorf("CSINodes (-want +got):\n%s", diff)
+	}
+	if vols := got.Pods[0].Spec.Volumes; len(vols) != 1 || vols[0].PersistentVolumeClaim == nil || vols[0].PersistentVolumeClaim.ClaimName != "data-db-0" {
+		t.Errorf("pod db-0 volumes = %+v, want its claim volume only", vols)
+	}
+	if len(got.Volumes.Claims) != 1 || got.Volumes.Claims[0].Name != "data-db-0" {
+		t.Errorf("claims = %+v, want data-db-0 only (the pending pod's claim is the pod batch's)", got.Volumes.Claims)
+	}
+	if pvs := got.Volumes.PersistentVolumes; len(pvs) != 1 || pvs[0].Spec.CSI == nil || pvs[0].Spec.CSI.Driver != "ebs.csi.aws.com" {
+		t.Errorf("persistent volumes = %+v, want pv-1 with its CSI driver", pvs)
+	}
+	count = 24
+	_, hash2, err := report.Snapshot("prod", epoch, nodes, []*corev1.Pod{db, pending}, nil, nil, nil, report.Storage{CSINodes: csiNodes, Volumes: src})
+	if err != nil || hash2 == hash {
+		t.Errorf("a changed attach limit should change the snapshot's hash: %s -> %s, %v", hash, hash2, err)
+	}
+}
+
+// TestSnapshotSplitsManyCSINodesAndClaims: CSINodes and storage objects
+// are split into parts like nodes and pods, none lost.
+func TestSnapshotSplitsManyCSINodesAndClaims(t *testing.T) {
+	count := int32(25)
+	src := volumes{claims: map[string]*corev1.PersistentVolumeClaim{}, pvs: map[string]*corev1.PersistentVolume{}}
+	var csiNodes []*storagev1.CSINode
+	var nodes []*corev1.Node
+	var pods []*corev1.Pod
+	for i := range 5000 {
+		name := fmt.Sprintf("ip-10-0-%d-%d", i/250, i%250)
+		nodes = append(nodes, node(name, "aws:///us-east-1a/i-"+name))
+		csiNodes = append(csiNodes, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+			{Name: "ebs.csi.aws.com", NodeID: "i-" + name, Allocatable: &storagev1.VolumeNodeResources{Count: &count}}}}})
+		claim, pv := "data-"+name, "pv-"+name
+		src.claims["db/"+claim] = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: claim}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pv}}
+		src.pvs[pv] = &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pv}, Spec: corev1.PersistentVolumeSpec{
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com"}}}}
+		p := pod("db", "db-"+name, name)
+		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+		pods = append(pods, p)
+	}
+	parts, _, err := report.Snapshot("prod", epoch, nodes, pods, nil, nil, nil, report.Storage{CSINodes: csiNodes, Volumes: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nCSI, nClaims, nPVs int
+	for _, p := range parts {
+		got := roundTrip(t, p, v1.DecodeClusterSnapshot) // fails on a part beyond v1.MaxMessageBytes or the part bounds
+		nCSI += len(got.CSINodes)
+		nClaims += len(got.Volumes.Claims)
+		nPVs += len(got.Volumes.PersistentVolumes)
+	}
+	if len(parts) < 2 || nCSI != 5000 || nClaims != 5000 || nPVs != 5000 {
+		t.Errorf("%d parts hold %d CSINodes, %d claims and %d volumes; want a split holding 5000 of each", len(parts), nCSI, nClaims, nPVs)
 	}
 }
 
@@ -440,7 +527,7 @@ func TestSnapshotSplitsALargeCluster(t *testing.T) {
 			pods = append(pods, pod("load", fmt.Sprintf("p-%d-%d", i, j), name))
 		}
 	}
-	parts, _, err := report.Snapshot("prod", epoch, nodes, pods, nil, nil, nil)
+	parts, _, err := report.Snapshot("prod", epoch, nodes, pods, nil, nil, nil, report.Storage{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +562,7 @@ func TestSnapshotSplitsManyForeignNodeClaims(t *testing.T) {
 			Spec: v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: v1.AWSGroup, Kind: v1.KindEC2NodeClass, Name: "default"}},
 		})
 	}
-	parts, _, err := report.Snapshot("prod", epoch, nodes, nil, nil, nil, claims)
+	parts, _, err := report.Snapshot("prod", epoch, nodes, nil, nil, nil, claims, report.Storage{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -476,6 +476,7 @@ func (h *Handler) input(ctx context.Context, now time.Time, snap ddbstore.Snapsh
 	inFlight := termination.InFlight(claims, now)
 	in := disruption.Input{
 		Now: now, NodePools: cfg.NodePools, NodeClaims: claims, Nodes: state.Nodes, Pods: state.Pods, DaemonSets: state.DaemonSets,
+		Volumes: state.Volumes, VolumeLimits: state.VolumeLimits,
 		PodDisruptionBudgets: pdbs(snap.PodDisruptionBudgets), InstanceTypes: map[string][]*catalog.InstanceType{},
 		InFlight: inFlight, HeldReplacements: termination.HeldReplacements(claims, inFlight), FeatureGates: h.cfg.FeatureGates,
 		Options: disruption.Options{ClusterCABundle: h.cfg.CAData},

@@ -24,6 +24,7 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/provisioning"
+	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/termination"
 )
 
@@ -167,7 +168,8 @@ type Cluster struct {
 	Now   func() time.Time
 }
 
-// ClusterState returns the snapshot's Nodes, bound pods and DaemonSets.
+// ClusterState returns the snapshot's Nodes, bound pods, DaemonSets,
+// storage objects and CSI attach limits.
 func (c Cluster) ClusterState(ctx context.Context) (provisioning.ClusterState, error) {
 	snap, err := c.Store.CurrentSnapshot(ctx, c.Now())
 	if errors.Is(err, ddbstore.ErrNotFound) {
@@ -191,5 +193,7 @@ func ClusterStateOf(snap ddbstore.Snapshot) provisioning.ClusterState {
 	for _, ds := range snap.DaemonSets {
 		st.DaemonSets = append(st.DaemonSets, ds.DaemonSet())
 	}
+	st.Volumes = scheduling.Volumes{Claims: snap.Volumes.Claims, PersistentVolumes: snap.Volumes.PersistentVolumes, StorageClasses: snap.Volumes.StorageClasses}
+	st.VolumeLimits = v1.VolumeLimits(snap.CSINodes)
 	return st
 }

@@ -221,7 +221,8 @@ func SummarizeClaim(c *corev1.PersistentVolumeClaim) corev1.PersistentVolumeClai
 // pkg/controller/volume/persistentvolume annBindCompleted).
 const AnnotationBindCompleted = "pv.kubernetes.io/bind-completed"
 
-// SummarizePersistentVolume keeps a volume's name, node affinity and
+// SummarizePersistentVolume keeps a volume's name, node affinity, its CSI
+// driver (spec.csi.driver, which CSI attach limits count against) and
 // whether it is a local or hostPath volume (whose hostname affinity a new
 // node cannot meet). It shares no memory with pv.
 func SummarizePersistentVolume(pv *corev1.PersistentVolume) corev1.PersistentVolume {
@@ -234,6 +235,54 @@ func SummarizePersistentVolume(pv *corev1.PersistentVolume) corev1.PersistentVol
 		out.Spec.Local = &corev1.LocalVolumeSource{Path: pv.Spec.Local.Path}
 	case pv.Spec.HostPath != nil:
 		out.Spec.HostPath = &corev1.HostPathVolumeSource{Path: pv.Spec.HostPath.Path}
+	case pv.Spec.CSI != nil:
+		out.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: pv.Spec.CSI.Driver}
+	}
+	return out
+}
+
+// CSINodeSummary is a storage.k8s.io/v1 CSINode as the solver's CSI
+// attach limits read it: the Node it belongs to (CSINode and Node share
+// their name) and, per CSI driver that reports one,
+// spec.drivers[].allocatable.count, the most volumes of that driver the
+// node can attach (for the EBS CSI driver, set per instance type by the
+// driver's node plugin). A driver without allocatable.count is absent: it
+// has no limit (karpenter: pkg/scheduling/volumeusage.go reads the same
+// field).
+type CSINodeSummary struct {
+	Name string `json:"name"`
+	// Limits maps a CSI driver name to its attach limit (>= 0).
+	Limits map[string]int `json:"limits,omitempty"`
+}
+
+// SummarizeCSINode returns the summary of n, sharing no memory with it.
+func SummarizeCSINode(n *storagev1.CSINode) CSINodeSummary {
+	out := CSINodeSummary{Name: n.Name}
+	for _, d := range n.Spec.Drivers {
+		if d.Allocatable == nil || d.Allocatable.Count == nil {
+			continue
+		}
+		if out.Limits == nil {
+			out.Limits = map[string]int{}
+		}
+		out.Limits[d.Name] = int(*d.Allocatable.Count)
+	}
+	return out
+}
+
+// VolumeLimits maps each summarized CSINode's name (its Node's) to its
+// driver limits, the shape scheduling.ExistingNode.VolumeLimits takes;
+// nodes without limits are left out. The maps are shared with cs.
+func VolumeLimits(cs []CSINodeSummary) map[string]map[string]int {
+	var out map[string]map[string]int
+	for _, c := range cs {
+		if len(c.Limits) == 0 {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]map[string]int, len(cs))
+		}
+		out[c.Name] = c.Limits
 	}
 	return out
 }
@@ -296,7 +345,8 @@ type PodSpecSummary struct {
 	TerminationGracePeriodSeconds *int64                            `json:"terminationGracePeriodSeconds,omitempty"`
 	// Volumes are the pod's claim volumes (persistentVolumeClaim and
 	// generic ephemeral, the template reduced to its storageClassName and
-	// volumeName), set in pod batches only; other volumes are left out.
+	// volumeName), set in pod batches (volume topology) and snapshots (CSI
+	// attach limits of the pods' nodes); other volumes are left out.
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 }
 
@@ -634,6 +684,16 @@ type ClusterSnapshot struct {
 	// Karpenter's controller is active (KarpenterActive). At most
 	// MaxNodesPerMessage per part, distinct names.
 	ForeignNodeClaims []NodeClaim `json:"foreignNodeClaims,omitempty"`
+	// CSINodes are the cluster's CSINodes with their drivers' attach
+	// limits, named like their Nodes; at most MaxNodesPerMessage per part,
+	// distinct names.
+	CSINodes []CSINodeSummary `json:"csiNodes,omitempty"`
+	// Volumes are the claims the bound pods' volumes name, the
+	// PersistentVolumes those are bound to and the StorageClasses of the
+	// unbound ones, from which each claim's CSI driver is resolved for
+	// the attach limits and the volume topology of a pod that must move
+	// (see PodBatch.Volumes).
+	Volumes VolumeObjects `json:"volumes,omitzero"`
 	// KarpenterActive, when set, says why the forwarder believes
 	// Karpenter's controller still runs in the cluster (its leader lease
 	// was renewed, or one of its NodeClaims changed, recently); nothing is
@@ -1080,7 +1140,9 @@ func (r *NodeRegistrations) Validate() error {
 // (disruptionsAllowed and the healthy/expected counts, as policy/v1 status
 // holds them) are not negative, and named DaemonSets. That the parts of one
 // snapshot agree (one part count, no node in two parts) is checked where
-// they meet (ddbstore.PutSnapshotPart).
+// they meet (ddbstore.PutSnapshotPart). CSINodes must be named, distinct,
+// with named drivers and no negative limit; storage objects as in a
+// PodBatch.
 func (s *ClusterSnapshot) Validate() error {
 	var errs fieldErrors
 	validateEnvelope(&errs, s.TypeMeta, KindClusterSnapshot, s.ID, s.Cluster, s.CreatedAt)
@@ -1141,6 +1203,24 @@ func (s *ClusterSnapshot) Validate() error {
 		}
 	}
 	validateDaemonSets(&errs, s.DaemonSets)
+	if len(s.CSINodes) > MaxNodesPerMessage {
+		errs.add("csiNodes", "lists %d CSINodes, at most %d are allowed per part", len(s.CSINodes), MaxNodesPerMessage)
+	}
+	csiNames := make([]string, len(s.CSINodes))
+	for i, c := range s.CSINodes {
+		csiNames[i] = c.Name
+		for _, d := range slices.Sorted(maps.Keys(c.Limits)) {
+			path := child(index("csiNodes", i), "limits")
+			switch {
+			case d == "":
+				errs.add(path, "a driver name is empty")
+			case c.Limits[d] < 0:
+				errs.add(key(path, d), "must not be negative, got %d", c.Limits[d])
+			}
+		}
+	}
+	validateNames(&errs, "csiNodes", "name", csiNames)
+	validateVolumes(&errs, s.Volumes)
 	return errs.result(KindClusterSnapshot, s.ID)
 }
 

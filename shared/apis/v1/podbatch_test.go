@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -569,6 +570,27 @@ func TestValidateOtherMessagesErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "snapshot CSINodes unnamed, listed twice or with a negative attach limit, and an unnamed claim",
+			give: &v1.ClusterSnapshot{
+				TypeMeta: envelope(v1.KindClusterSnapshot), ID: "cs-1-0", Cluster: "prod", CreatedAt: wireNow,
+				SnapshotID: "cs-1", Part: 0, Parts: 1,
+				CSINodes: []v1.CSINodeSummary{
+					{Name: "n1", Limits: map[string]int{"ebs.csi.aws.com": -1}},
+					{Name: "n1"},
+					{Limits: map[string]int{"": 3}},
+				},
+				Volumes: v1.VolumeObjects{Claims: []corev1.PersistentVolumeClaim{{}}},
+			},
+			want: []v1.ErrorField{
+				{Path: "csiNodes[0].limits[ebs.csi.aws.com]", Message: "must not be negative, got -1"},
+				{Path: "csiNodes[2].limits", Message: "a driver name is empty"},
+				{Path: "csiNodes[1].name", Message: `duplicate name "n1" (also csiNodes[0])`},
+				{Path: "csiNodes[2].name", Message: "required"},
+				{Path: "volumes.claims[0].metadata.name", Message: "required"},
+				{Path: "volumes.claims[0].metadata.namespace", Message: "required"},
+			},
+		},
+		{
 			name: "snapshot without parts",
 			give: &v1.ClusterSnapshot{TypeMeta: envelope(v1.KindClusterSnapshot), ID: "cs-1-0", Cluster: "prod", CreatedAt: wireNow, SnapshotID: "cs-1"},
 			want: []v1.ErrorField{
@@ -641,5 +663,37 @@ func TestMaxPodsPerBatchFitsMaxMessageBytes(t *testing.T) {
 	}
 	if _, _, err := v1.DecodePodBatch(data); err != nil {
 		t.Errorf("DecodePodBatch(full batch) error = %v", err)
+	}
+}
+
+func TestSummarizeCSINodeKeepsEachDriverAttachLimit(t *testing.T) {
+	count := func(n int32) *storagev1.VolumeNodeResources { return &storagev1.VolumeNodeResources{Count: &n} }
+	n := &storagev1.CSINode{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-1-5.ec2.internal", Labels: map[string]string{"x": "y"}},
+		Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+			{Name: "ebs.csi.aws.com", NodeID: "i-0123", Allocatable: count(25), TopologyKeys: []string{"topology.ebs.csi.aws.com/zone"}},
+			{Name: "efs.csi.aws.com", NodeID: "i-0123"},
+		}},
+	}
+	got := v1.SummarizeCSINode(n)
+	want := v1.CSINodeSummary{Name: "ip-10-0-1-5.ec2.internal", Limits: map[string]int{"ebs.csi.aws.com": 25}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SummarizeCSINode() (-want +got):\n%s", diff)
+	}
+	limits := v1.VolumeLimits([]v1.CSINodeSummary{got, {Name: "no-limits"}})
+	if diff := cmp.Diff(map[string]map[string]int{"ip-10-0-1-5.ec2.internal": {"ebs.csi.aws.com": 25}}, limits); diff != "" {
+		t.Errorf("VolumeLimits() should leave out nodes without limits (-want +got):\n%s", diff)
+	}
+}
+
+func TestSummarizePersistentVolumeKeepsItsCSIDriver(t *testing.T) {
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-1"},
+		Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{
+			CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-0abc", FSType: "ext4"}}},
+	}
+	got := v1.SummarizePersistentVolume(pv)
+	if got.Spec.CSI == nil || got.Spec.CSI.Driver != "ebs.csi.aws.com" || got.Spec.CSI.VolumeHandle != "" {
+		t.Errorf("SummarizePersistentVolume().Spec.CSI = %+v, want only the driver ebs.csi.aws.com", got.Spec.CSI)
 	}
 }

@@ -253,6 +253,11 @@ type Snapshot struct {
 	// ForeignNodeClaims are the cluster's NodeClaims nodewright did not
 	// write (v1.ClusterSnapshot.ForeignNodeClaims), of every part.
 	ForeignNodeClaims []v1.NodeClaim
+	// CSINodes and Volumes are every part's (v1.ClusterSnapshot.CSINodes
+	// and .Volumes): the nodes' CSI attach limits and the storage objects
+	// the bound pods name.
+	CSINodes []v1.CSINodeSummary
+	Volumes  v1.VolumeObjects
 	// KarpenterActive is the first part's non-empty
 	// v1.ClusterSnapshot.KarpenterActive: Karpenter still runs.
 	KarpenterActive string
@@ -298,6 +303,10 @@ func (s *Store) CurrentSnapshot(ctx context.Context, now time.Time) (Snapshot, e
 		snap.PodDisruptionBudgets = append(snap.PodDisruptionBudgets, p.PodDisruptionBudgets...)
 		snap.DaemonSets = append(snap.DaemonSets, p.DaemonSets...)
 		snap.ForeignNodeClaims = append(snap.ForeignNodeClaims, p.ForeignNodeClaims...)
+		snap.CSINodes = append(snap.CSINodes, p.CSINodes...)
+		snap.Volumes.Claims = append(snap.Volumes.Claims, p.Volumes.Claims...)
+		snap.Volumes.PersistentVolumes = append(snap.Volumes.PersistentVolumes, p.Volumes.PersistentVolumes...)
+		snap.Volumes.StorageClasses = append(snap.Volumes.StorageClasses, p.Volumes.StorageClasses...)
 		if snap.KarpenterActive == "" {
 			snap.KarpenterActive = p.KarpenterActive
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -237,4 +238,32 @@ func TestSnapshotPartsMustAgree(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestCurrentSnapshotMergesEveryPartsCSINodesAndVolumes(t *testing.T) {
+	s := newEnv(t).store(t, testCluster)
+	ctx := context.Background()
+	for i := range 2 {
+		p := snapshotPart("s1", i, 2, t0)
+		name := p.Nodes[0].Name
+		p.CSINodes = []v1.CSINodeSummary{{Name: name, Limits: map[string]int{"ebs.csi.aws.com": 25 + i}}}
+		p.Volumes = v1.VolumeObjects{
+			Claims:            []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "data-" + name}}},
+			PersistentVolumes: []corev1.PersistentVolume{{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + name}}},
+		}
+		if _, err := s.PutSnapshotPart(ctx, p, t0); err != nil {
+			t.Fatalf("PutSnapshotPart(%d) error = %v", i, err)
+		}
+	}
+	got, err := s.CurrentSnapshot(ctx, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatalf("CurrentSnapshot() error = %v", err)
+	}
+	want := []v1.CSINodeSummary{{Name: "node-s1-a", Limits: map[string]int{"ebs.csi.aws.com": 25}}, {Name: "node-s1-b", Limits: map[string]int{"ebs.csi.aws.com": 26}}}
+	if diff := cmp.Diff(want, got.CSINodes); diff != "" {
+		t.Errorf("CSINodes (-want +got):\n%s", diff)
+	}
+	if len(got.Volumes.Claims) != 2 || len(got.Volumes.PersistentVolumes) != 2 || got.Volumes.Claims[1].Name != "data-node-s1-b" {
+		t.Errorf("volumes = %+v, want both parts' claims and volumes in part order", got.Volumes)
+	}
 }

@@ -49,7 +49,13 @@ import (
 //     node's NoSchedule/NoExecute taints; a new claim's are its pool's)
 //     whether or not that pod is bound yet;
 //   - limits: per NodePool, existing capacity plus, per new claim, the
-//     largest candidate's capacity (and one node) stays within spec.limits.
+//     largest candidate's capacity (and one node) stays within spec.limits;
+//   - CSI attach limits: an existing node with VolumeLimits ends with no
+//     more distinct claims of a driver than its limit when placed pods
+//     added claims of that driver (attachLimits);
+//   - weights: a pod nothing else steers is never on a claim of a pool
+//     when a heavier pool without limits the plan launches for could take
+//     it (weights).
 //
 // It checks necessary conditions only: zone skew across domains and the
 // order in which pods were placed are not verified, and daemonset overhead
@@ -61,8 +67,10 @@ func CheckResult(in scheduling.Input, res scheduling.Result) error {
 		c.claim(i, &res.NewClaims[i])
 	}
 	c.volumeZones()
+	c.attachLimits()
 	c.topology()
 	c.limits(res)
+	c.weights(res)
 	return errors.Join(c.errs...)
 }
 

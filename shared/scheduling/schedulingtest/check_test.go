@@ -119,6 +119,19 @@ func TestCheckResultReportsViolations(t *testing.T) {
 	wrongPrice.Expected.PricePerHour = 0.05
 	short := claim("", []string{"m5.large"}, web)
 	short.NodeClaim.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	heavy := st.NodePool("heavy", st.PoolWeight(50))
+	heavyClaim := claim("", []string{"m5.xlarge"}, big)
+	heavyClaim.NodePool = "heavy"
+	db := st.Pod("db-0", st.Requests("500m", "1Gi"), st.WithClaim("data-db-0"))
+	attached := st.Existing(st.Node("node-1", st.NodeAllocatable("4", "16Gi", "110")),
+		st.Pod("db-1", st.Requests("100m", "100Mi"), st.WithClaim("data-db-1")))
+	attached.VolumeLimits = map[string]int{"ebs.csi.aws.com": 1}
+	vols := func(in *scheduling.Input) {
+		in.Volumes = scheduling.Volumes{
+			Claims:            []corev1.PersistentVolumeClaim{st.BoundClaim("default", "data-db-0", "pv-0"), st.BoundClaim("default", "data-db-1", "pv-1")},
+			PersistentVolumes: []corev1.PersistentVolume{st.ZonalVolume("pv-0", "us-east-1a"), st.ZonalVolume("pv-1", "us-east-1a")},
+		}
+	}
 
 	tests := []struct {
 		name    string
@@ -189,6 +202,14 @@ func TestCheckResultReportsViolations(t *testing.T) {
 			st.Input([]v1.NodePool{pool}, checkTypes(), []*corev1.Pod{port0, port1}),
 			scheduling.Result{NewClaims: []scheduling.NewClaim{claim("", []string{"m5.large"}, port0, port1)}},
 			"host port 8080/TCP"},
+		{"should report a pod on a lighter pool's claim when a heavier pool without limits could take it",
+			st.Input([]v1.NodePool{pool, heavy}, checkTypes(), []*corev1.Pod{web, big}),
+			scheduling.Result{NewClaims: []scheduling.NewClaim{claim("", []string{"m5.large"}, web), heavyClaim}},
+			"the heavier NodePool heavy (weight 50, no limits) could take it"},
+		{"should report a placement past an existing node's CSI attach limit",
+			st.Input([]v1.NodePool{pool}, checkTypes(), []*corev1.Pod{db}, st.WithNodes(attached), vols),
+			scheduling.Result{Placements: map[string]string{string(db.UID): "node-1"}},
+			"2 claims of CSI driver ebs.csi.aws.com after the plan, attach limit 1"},
 		{"should report a cpu limit exceeded by the largest candidate",
 			st.Input([]v1.NodePool{limited}, checkTypes(), []*corev1.Pod{web}),
 			scheduling.Result{NewClaims: []scheduling.NewClaim{claim("", []string{"m5.large", "m5.xlarge"}, web)}},

@@ -41,6 +41,8 @@ type Cluster struct {
 	Nodes []scheduling.ExistingNode
 	// DaemonSets contribute per-node overhead.
 	DaemonSets []appsv1.DaemonSet
+	// Nodes carry the attach limits of the CSINode named like them
+	// (ExistingNode.VolumeLimits).
 	// Volumes are the PersistentVolumeClaims, PersistentVolumes and
 	// StorageClasses read, plus the claims the StatefulSets'
 	// volumeClaimTemplates would create (unbound, of the template's
@@ -75,6 +77,7 @@ func Build(objs []manifest.Object) (*Cluster, error) {
 	var pods []*corev1.Pod
 	podSources := map[*corev1.Pod]string{}
 	var workloads []manifest.Object
+	var csiNodes []manifest.Object
 	for _, o := range objs {
 		if p, ok := o.Typed.(*corev1.Pod); ok && p.Name == "" && p.GenerateName != "" {
 			p = p.DeepCopy()
@@ -122,6 +125,8 @@ func Build(objs []manifest.Object) (*Cluster, error) {
 			c.Volumes.PersistentVolumes = append(c.Volumes.PersistentVolumes, *t)
 		case *storagev1.StorageClass:
 			c.Volumes.StorageClasses = append(c.Volumes.StorageClasses, *t)
+		case *storagev1.CSINode:
+			csiNodes = append(csiNodes, o)
 		case *corev1.Node, *v1.NodeClaim:
 			// handled below, once every object is known
 		case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *batchv1.Job:
@@ -134,11 +139,33 @@ func Build(objs []manifest.Object) (*Cluster, error) {
 		return nil, err
 	}
 	index := c.addNodes(objs)
+	c.addVolumeLimits(csiNodes)
 	c.placePods(pods, podSources, index)
 	if err := c.expand(workloads, pods); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// addVolumeLimits gives each Node the attach limits of the CSINode of its
+// name (v1.SummarizeCSINode); a CSINode without its Node is noted as
+// ignored.
+func (c *Cluster) addVolumeLimits(csiNodes []manifest.Object) {
+	byName := map[string]int{}
+	for i, n := range c.Nodes {
+		if n.Node != nil {
+			byName[n.Node.Name] = i
+		}
+	}
+	for _, o := range csiNodes {
+		sum := v1.SummarizeCSINode(o.Typed.(*storagev1.CSINode))
+		i, ok := byName[sum.Name]
+		if !ok {
+			c.Ignored = append(c.Ignored, Note{Object: o.Kind + " " + sum.Name, Reason: "no Node of that name in the input", Source: o.Source})
+			continue
+		}
+		c.Nodes[i].VolumeLimits = sum.Limits
+	}
 }
 
 // addNodes adds Nodes and NodeClaims and returns an index from every name a
