@@ -406,6 +406,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	out.Events = h.recordDecisionEvents(ctx, decisionEvents(res, now), now)
 	out.DriftConditions = h.recordDriftConditions(ctx, in.NodeClaims, res.Drift, now)
 	h.recordEligible(ctx, res)
+	h.recordBudgets(ctx, res)
 	var errs []error
 	cmds := append(res.Commands, deletionCommands(in, now)...)
 	cmds = append(cmds, ownerDeletionCommands(in, cfg.Config, cmds, now)...)
@@ -669,6 +670,38 @@ func (h *Handler) recordEligible(ctx context.Context, res disruption.Result) {
 	}
 	for _, m := range voluntaryMethods {
 		h.d.Metrics.EligibleNodes(ctx, string(m), n[m])
+	}
+}
+
+// blockedReasons are the reasons nodewright_disruption_blocked_nodes
+// reports, each set on every evaluation (0 when none).
+var blockedReasons = []string{ReasonDisruptionBlocked, ReasonUnconsolidatable, decisionmetrics.BlockedWaiting}
+
+// recordBudgets sets, from one evaluation, the CloudWatch-only series of
+// the disruption dashboard: karpenter_nodepools_allowed_disruptions and
+// karpenter_nodepools_nodes_consuming_budgets per NodePool and reason with
+// a budget (an unlimited one, Allowed -1, is left out), and
+// nodewright_disruption_blocked_nodes by the event reason of each
+// NodeClaim left out (decisionmetrics.BlockedWaiting when it has none).
+func (h *Handler) recordBudgets(ctx context.Context, res disruption.Result) {
+	if h.d.Metrics == nil {
+		return
+	}
+	for _, st := range res.Budgets {
+		if st.Allowed >= 0 {
+			h.d.Metrics.DisruptionBudget(ctx, st.NodePool, string(st.Reason), st.Allowed, st.Disrupting)
+		}
+	}
+	n := map[string]int{}
+	for _, b := range res.Blocked {
+		reason := b.Event
+		if reason == "" {
+			reason = decisionmetrics.BlockedWaiting
+		}
+		n[reason]++
+	}
+	for _, r := range blockedReasons {
+		h.d.Metrics.BlockedNodes(ctx, r, n[r])
 	}
 }
 
