@@ -26,7 +26,9 @@ func requests(kv ...string) managedOption {
 
 // nodeCapacity overrides the Node's status.capacity of one resource.
 func nodeCapacity(name, q string) managedOption {
-	return func(_ *v1.NodeClaim, n *corev1.Node) { n.Status.Capacity[corev1.ResourceName(name)] = resource.MustParse(q) }
+	return func(_ *v1.NodeClaim, n *corev1.Node) {
+		n.Status.Capacity[corev1.ResourceName(name)] = resource.MustParse(q)
+	}
 }
 
 func deletingClaim(c *v1.NodeClaim, _ *corev1.Node) {

@@ -33,6 +33,12 @@ const (
 // record per node and message is listed at a time.
 const EventWindow = ddbstore.EventTTL
 
+// ConsistencyScanPeriod is how often a FailedConsistencyCheck finding is
+// recorded again: Karpenter's consistency controller checks each NodeClaim
+// every 10 minutes (karpenter-spec.md section 5; karpenter:
+// pkg/controllers/nodeclaim/consistency scanPeriod).
+const ConsistencyScanPeriod = 10 * time.Minute
+
 // decisionEvents are the event records of an evaluation (Karpenter's
 // disruption controller's events), at most one pair per NodeClaim: one on
 // its Node and one on the NodeClaim, as Karpenter writes them (karpenter:
@@ -67,7 +73,14 @@ const EventWindow = ddbstore.EventTTL
 //     " -> [1 replacement]" before the savings of a replace, and for one of
 //     several candidates "<decision>: [<node>] (part of <n>-node
 //     consolidation)"; the savings are Command.SavingsPerHour (the
-//     candidates' price minus the replacement's expected price, per hour).
+//     candidates' price minus the replacement's expected price, per hour);
+//   - FailedConsistencyCheck (Warning) on the NodeClaim only, for each
+//     finding of Karpenter's consistency checks (disruption.Inconsistency:
+//     a Node short of the capacity its NodeClaim expects, a deleting
+//     NodeClaim whose drain a PodDisruptionBudget blocks), once per
+//     ConsistencyScanPeriod as Karpenter's nodeclaim.consistency
+//     controller scans (its ID names the period, so the forwarder's
+//     correlator counts the repeats on one Event).
 //
 // Nothing is recorded for a NodeClaim kept out by a spent budget (its
 // pool's event says it), by another method acting, by an execution in
@@ -111,6 +124,13 @@ func decisionEvents(res disruption.Result, now time.Time) []ddbstore.Event {
 				Time: now, Type: "Normal", Reason: ReasonConsolidationCandidate, Message: msg, NodeClaim: c.NodeClaim,
 			})
 		}
+	}
+	scan := now.UTC().Truncate(ConsistencyScanPeriod).Format("20060102T1504")
+	for _, inc := range res.Inconsistencies {
+		out = append(out, ddbstore.Event{
+			ID:   strings.Join([]string{ReasonFailedConsistencyCheck, "nodeclaim", inc.NodeClaim, scan, digest(inc.Message)}, ":"),
+			Time: now, Type: "Warning", Reason: ReasonFailedConsistencyCheck, Message: inc.Message, NodeClaim: inc.NodeClaim,
+		})
 	}
 	for _, st := range res.Budgets {
 		if st.Allowed != 0 || st.Nodes == 0 {

@@ -339,7 +339,8 @@ type Output struct {
 	// Warnings name what was left out of the evaluation.
 	Warnings []string `json:"warnings,omitempty"`
 	// Events counts the event records written (DisruptionBlocked,
-	// Unconsolidatable; see decisionEvents).
+	// Unconsolidatable, ConsolidationCandidate, FailedConsistencyCheck; see
+	// decisionEvents).
 	Events int `json:"events,omitempty"`
 	// DriftConditions counts the NodeClaims whose Drifted condition this
 	// run set or cleared (see recordDriftConditions).
