@@ -93,7 +93,8 @@ const provisioningAgeLimit = 10 * 60
 // newMonitoring creates the alarms (any Lambda error, any message in a
 // dead-letter queue, any failed or timed-out state machine execution, any
 // intake 5xx, a stuck provisioning queue) and one dashboard showing them
-// with the traffic behind them. Alarms notify Props.AlarmTopicARN when set.
+// with the traffic behind them, then the Lambdas' decision metrics
+// (decisionRows). Alarms notify Props.AlarmTopicARN when set.
 func newMonitoring(d *deployment) {
 	var action awscloudwatch.IAlarmAction
 	if arn := d.props.AlarmTopicARN; arn != "" {
@@ -183,6 +184,7 @@ func newMonitoring(d *deployment) {
 	if len(smStarted) > 0 {
 		rows[len(rows)-1] = append(rows[len(rows)-1], graph("Executions started", smStarted), graph("Executions failed", smFailed))
 	}
+	rows = append(rows, d.decisionRows()...)
 	widgets := make([]*[]awscloudwatch.IWidget, len(rows))
 	for i := range rows {
 		widgets[i] = &rows[i]

@@ -87,6 +87,13 @@ func (e *evaluation) podBlock(n *node) string {
 			return why
 		}
 	}
+	return e.pdbBlock(n)
+}
+
+// pdbBlock returns why the Eviction API would refuse to evict one of n's
+// evictable pods now (a PodDisruptionBudget allows no disruption, or
+// several select it), or "".
+func (e *evaluation) pdbBlock(n *node) string {
 	for _, p := range n.pods {
 		if !evictable(p) {
 			continue

@@ -199,6 +199,7 @@ func evaluate(ctx context.Context, in Input, noBounds bool) (Result, int, error)
 		res.Budgets = []BudgetStatus{}
 	}
 	res.Drift = e.driftReport()
+	res.Inconsistencies = e.inconsistencies()
 	return res, e.solves, nil
 }
 

@@ -171,6 +171,10 @@ type Result struct {
 	// initialized, do-not-disrupt, unknown or static NodePool, nominated)
 	// is absent: its recorded condition should be left as it is.
 	Drift []DriftStatus `json:"drift,omitempty"`
+	// Inconsistencies are the findings of Karpenter's NodeClaim
+	// consistency checks at Now (node shape, termination), sorted by
+	// NodeClaim: each is a FailedConsistencyCheck event on its NodeClaim.
+	Inconsistencies []Inconsistency `json:"inconsistencies,omitempty"`
 }
 
 // DriftStatus is one NodeClaim's drift verdict.

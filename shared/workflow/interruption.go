@@ -27,4 +27,9 @@ type InterruptionInput struct {
 	// Deadline is when the instance is expected to stop running (RFC 3339,
 	// whole seconds, UTC): the drain should be over by then.
 	Deadline time.Time `json:"deadline"`
+	// EventTime is when the interruption happened: the EventBridge event's
+	// time, or when the instance status check started failing (RFC 3339,
+	// UTC); zero when unknown. The drain measures its time to first
+	// eviction from it.
+	EventTime time.Time `json:"eventTime,omitzero"`
 }

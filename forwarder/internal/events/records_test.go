@@ -339,6 +339,32 @@ func TestRelayCountsARepeatedRecordOnTheEventOfTheFirst(t *testing.T) {
 	}
 }
 
+func TestRelayCountsAConsistencyFindingOfEachScanOnOneEvent(t *testing.T) {
+	client := fake.NewClientset()
+	r := events.NewRelay(client.CoreV1(), cluster(), func() time.Time { return epoch }, "forwarder-0")
+	// The disruption Lambda records a finding again every 10-minute scan:
+	// a new ID, the same NodeClaim, reason and message.
+	finding := func(id string) v1.EventRecord {
+		return v1.EventRecord{ID: id, Type: "Warning", Reason: "FailedConsistencyCheck", NodeClaim: "default-abc",
+			Message: "can't drain node, pod shop/db-0 is protected by PodDisruptionBudget shop/db (0 disruptions allowed)"}
+	}
+	for i, recs := range [][]v1.EventRecord{{finding("s1")}, {finding("s1"), finding("s2")}, {finding("s2"), finding("s3")}} {
+		if n, err := r.Relay(t.Context(), recs); err != nil || n != 1 {
+			t.Fatalf("call %d: Relay() = %d, %v; want 1 written", i, n, err)
+		}
+	}
+	evs, err := client.CoreV1().Events(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) != 1 {
+		t.Fatalf("events = %d, want the repeats counted on the first one", len(evs.Items))
+	}
+	if got := evs.Items[0]; got.Count != 3 || got.Type != "Warning" || got.InvolvedObject != claimRef {
+		t.Errorf("event = %s %s count %d on %+v, want a Warning counted 3 times on the NodeClaim", got.Name, got.Type, got.Count, got.InvolvedObject)
+	}
+}
+
 func TestRecordEventName(t *testing.T) {
 	tests := []struct {
 		name string
@@ -389,6 +415,15 @@ func TestRelayWritesEachKarpenterReasonOnItsObject(t *testing.T) {
 			want: claimRef},
 		{name: "should write the NodeClaim's Unconsolidatable on the NodeClaim",
 			rec:  v1.EventRecord{ID: "Unconsolidatable:nodeclaim:default-abc:w:1", Type: "Normal", Reason: "Unconsolidatable", NodeClaim: "default-abc", Message: "Can't replace with a cheaper node"},
+			want: claimRef},
+		{name: "should write the Node's ConsolidationCandidate on the Node",
+			rec:  v1.EventRecord{ID: "ConsolidationCandidate:default-abc:w:1", Type: "Normal", Reason: "ConsolidationCandidate", NodeClaim: "default-abc", Node: "ip-10-0-0-1", Message: "Consolidation candidate: Underutilized/consolidate-default-abc-1234abcd: delete: nodepools=[default]: [ip-10-0-0-1] (savings: $0.19) (savings: $0.19)"},
+			want: nodeRef},
+		{name: "should write the NodeClaim's ConsolidationCandidate on the NodeClaim",
+			rec:  v1.EventRecord{ID: "ConsolidationCandidate:nodeclaim:default-abc:w:1", Type: "Normal", Reason: "ConsolidationCandidate", NodeClaim: "default-abc", Message: "Consolidation candidate: Underutilized/consolidate-default-abc-1234abcd: delete: nodepools=[default]: [ip-10-0-0-1] (savings: $0.19) (savings: $0.19)"},
+			want: claimRef},
+		{name: "should write FailedConsistencyCheck on the NodeClaim",
+			rec:  v1.EventRecord{ID: "FailedConsistencyCheck:nodeclaim:default-abc:w:1", Type: "Warning", Reason: "FailedConsistencyCheck", NodeClaim: "default-abc", Message: "expected 16Gi of resource memory, but found 8Gi (50.0% of expected)"},
 			want: claimRef},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -18,8 +19,10 @@ import (
 // karpenter-spec.md sections 6.2, 6.3 and 10.2): disruption.Blocked.Event's
 // values.
 const (
-	ReasonDisruptionBlocked = disruption.EventDisruptionBlocked
-	ReasonUnconsolidatable  = disruption.EventUnconsolidatable
+	ReasonDisruptionBlocked      = disruption.EventDisruptionBlocked
+	ReasonUnconsolidatable       = disruption.EventUnconsolidatable
+	ReasonConsolidationCandidate = "ConsolidationCandidate"
+	ReasonFailedConsistencyCheck = "FailedConsistencyCheck"
 )
 
 // EventWindow is how often the decider records the same event again: the
@@ -29,6 +32,12 @@ const (
 // and message over a timeout). It is the records' TTL, so at most one
 // record per node and message is listed at a time.
 const EventWindow = ddbstore.EventTTL
+
+// ConsistencyScanPeriod is how often a FailedConsistencyCheck finding is
+// recorded again: Karpenter's consistency controller checks each NodeClaim
+// every 10 minutes (karpenter-spec.md section 5; karpenter:
+// pkg/controllers/nodeclaim/consistency scanPeriod).
+const ConsistencyScanPeriod = 10 * time.Minute
 
 // decisionEvents are the event records of an evaluation (Karpenter's
 // disruption controller's events), at most one pair per NodeClaim: one on
@@ -53,7 +62,25 @@ const EventWindow = ddbstore.EventTTL
 //   - DisruptionBlocked on the NodePool, for each reason its budget allows
 //     no disruption of while it has nodes (karpenter-spec.md section 6.3:
 //     "No allowed disruptions for disruption reason ... due to blocking
-//     budget").
+//     budget");
+//   - ConsolidationCandidate on the Node and the NodeClaim of every
+//     candidate of an Underutilized (single- or multi-node consolidation)
+//     command, when the command is computed, as Karpenter v1.14 does
+//     (karpenter: pkg/controllers/disruption Command.EmitCandidateEvents):
+//     "Consolidation candidate: <command> (savings: $<x.xx>)", where
+//     <command> is, for a single candidate, "Underutilized/<command ID>:
+//     <decision>: nodepools=[<pool>]: [<node>] (savings: $<x.xx>)" with
+//     " -> [1 replacement]" before the savings of a replace, and for one of
+//     several candidates "<decision>: [<node>] (part of <n>-node
+//     consolidation)"; the savings are Command.SavingsPerHour (the
+//     candidates' price minus the replacement's expected price, per hour);
+//   - FailedConsistencyCheck (Warning) on the NodeClaim only, for each
+//     finding of Karpenter's consistency checks (disruption.Inconsistency:
+//     a Node short of the capacity its NodeClaim expects, a deleting
+//     NodeClaim whose drain a PodDisruptionBudget blocks), once per
+//     ConsistencyScanPeriod as Karpenter's nodeclaim.consistency
+//     controller scans (its ID names the period, so the forwarder's
+//     correlator counts the repeats on one Event).
 //
 // Nothing is recorded for a NodeClaim kept out by a spent budget (its
 // pool's event says it), by another method acting, by an execution in
@@ -80,6 +107,31 @@ func decisionEvents(res disruption.Result, now time.Time) []ddbstore.Event {
 			Time: now, Type: "Normal", Reason: reason, Message: claimMsg, NodeClaim: b.NodeClaim,
 		})
 	}
+	for _, cmd := range res.Commands {
+		if cmd.Method != disruption.MethodUnderutilized {
+			continue
+		}
+		for _, c := range cmd.Candidates {
+			msg := fmt.Sprintf("Consolidation candidate: %s (savings: $%.2f)", candidateCommand(cmd, c), cmd.SavingsPerHour)
+			if c.Node != "" {
+				out = append(out, ddbstore.Event{
+					ID:   strings.Join([]string{ReasonConsolidationCandidate, c.NodeClaim, window, digest(msg)}, ":"),
+					Time: now, Type: "Normal", Reason: ReasonConsolidationCandidate, Message: msg, NodeClaim: c.NodeClaim, Node: c.Node,
+				})
+			}
+			out = append(out, ddbstore.Event{
+				ID:   strings.Join([]string{ReasonConsolidationCandidate, "nodeclaim", c.NodeClaim, window, digest(msg)}, ":"),
+				Time: now, Type: "Normal", Reason: ReasonConsolidationCandidate, Message: msg, NodeClaim: c.NodeClaim,
+			})
+		}
+	}
+	scan := now.UTC().Truncate(ConsistencyScanPeriod).Format("20060102T1504")
+	for _, inc := range res.Inconsistencies {
+		out = append(out, ddbstore.Event{
+			ID:   strings.Join([]string{ReasonFailedConsistencyCheck, "nodeclaim", inc.NodeClaim, scan, digest(inc.Message)}, ":"),
+			Time: now, Type: "Warning", Reason: ReasonFailedConsistencyCheck, Message: inc.Message, NodeClaim: inc.NodeClaim,
+		})
+	}
 	for _, st := range res.Budgets {
 		if st.Allowed != 0 || st.Nodes == 0 {
 			continue
@@ -91,6 +143,35 @@ func decisionEvents(res disruption.Result, now time.Time) []ddbstore.Event {
 		})
 	}
 	return out
+}
+
+// candidateCommand is cmd as the ConsolidationCandidate event of its
+// candidate c names it (karpenter: Command.StringForNode and
+// Command.String; see decisionEvents).
+func candidateCommand(cmd disruption.Command, c disruption.Candidate) string {
+	name := func(c disruption.Candidate) string {
+		if c.Node != "" {
+			return c.Node
+		}
+		return c.NodeClaim
+	}
+	if len(cmd.Candidates) > 1 {
+		return fmt.Sprintf("%s: [%s] (part of %d-node consolidation)", cmd.Decision, name(c), len(cmd.Candidates))
+	}
+	var pools []string
+	for _, c := range cmd.Candidates {
+		if !slices.Contains(pools, c.NodePool) {
+			pools = append(pools, c.NodePool)
+		}
+	}
+	to := ""
+	if n := len(cmd.Replacements); n == 1 {
+		to = " -> [1 replacement]"
+	} else if n > 1 {
+		to = fmt.Sprintf(" -> [%d replacements]", n)
+	}
+	return fmt.Sprintf("%s/%s: %s: nodepools=[%s]: [%s]%s (savings: $%.2f)",
+		cmd.Method, cmd.ID, cmd.Decision, strings.Join(pools, ","), name(c), to, cmd.SavingsPerHour)
 }
 
 // sentence upper-cases the first letter of s.

@@ -78,3 +78,104 @@ func TestDecisionEventsFollowBlockedEvent(t *testing.T) {
 		})
 	}
 }
+
+// TestDecisionEventsNameConsolidationCandidates checks the
+// ConsolidationCandidate records of a consolidation command: one on the
+// Node and one on the NodeClaim of each candidate, worded as Karpenter
+// v1.14 words them, and none for the other methods.
+func TestDecisionEventsNameConsolidationCandidates(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	type record struct{ Type, Message, NodeClaim, Node string }
+	cand := func(claim, node string) disruption.Candidate {
+		return disruption.Candidate{NodeClaim: claim, Node: node, NodePool: "general"}
+	}
+	tests := []struct {
+		name string
+		cmd  disruption.Command
+		want []record
+	}{
+		{
+			name: "should name a single-node delete with its savings",
+			cmd: disruption.Command{ID: "consolidate-a-1234abcd", Method: disruption.MethodUnderutilized, Decision: disruption.DecisionDelete,
+				Candidates: []disruption.Candidate{cand("a", "node-a")}, SavingsPerHour: 0.192},
+			want: []record{
+				{"Normal", "Consolidation candidate: Underutilized/consolidate-a-1234abcd: delete: nodepools=[general]: [node-a] (savings: $0.19) (savings: $0.19)", "a", "node-a"},
+				{"Normal", "Consolidation candidate: Underutilized/consolidate-a-1234abcd: delete: nodepools=[general]: [node-a] (savings: $0.19) (savings: $0.19)", "a", ""},
+			},
+		},
+		{
+			name: "should name a single-node replace with its replacement",
+			cmd: disruption.Command{ID: "consolidate-a-1234abcd", Method: disruption.MethodUnderutilized, Decision: disruption.DecisionReplace,
+				Candidates: []disruption.Candidate{cand("a", "node-a")}, Replacements: []disruption.Replacement{{}}, SavingsPerHour: 0.096},
+			want: []record{
+				{"Normal", "Consolidation candidate: Underutilized/consolidate-a-1234abcd: replace: nodepools=[general]: [node-a] -> [1 replacement] (savings: $0.10) (savings: $0.10)", "a", "node-a"},
+				{"Normal", "Consolidation candidate: Underutilized/consolidate-a-1234abcd: replace: nodepools=[general]: [node-a] -> [1 replacement] (savings: $0.10) (savings: $0.10)", "a", ""},
+			},
+		},
+		{
+			name: "should name each node of a multi-node consolidation as part of it",
+			cmd: disruption.Command{ID: "consolidate-a-1234abcd", Method: disruption.MethodUnderutilized, Decision: disruption.DecisionDelete,
+				Candidates: []disruption.Candidate{cand("a", "node-a"), cand("b", "node-b")}, SavingsPerHour: 0.384},
+			want: []record{
+				{"Normal", "Consolidation candidate: delete: [node-a] (part of 2-node consolidation) (savings: $0.38)", "a", "node-a"},
+				{"Normal", "Consolidation candidate: delete: [node-a] (part of 2-node consolidation) (savings: $0.38)", "a", ""},
+				{"Normal", "Consolidation candidate: delete: [node-b] (part of 2-node consolidation) (savings: $0.38)", "b", "node-b"},
+				{"Normal", "Consolidation candidate: delete: [node-b] (part of 2-node consolidation) (savings: $0.38)", "b", ""},
+			},
+		},
+		{
+			name: "should record nothing for an Empty command",
+			cmd: disruption.Command{ID: "empty-general-1234abcd", Method: disruption.MethodEmpty, Decision: disruption.DecisionDelete,
+				Candidates: []disruption.Candidate{cand("a", "node-a")}, SavingsPerHour: 0.192},
+		},
+		{
+			name: "should record nothing for a Drifted command",
+			cmd: disruption.Command{ID: "drift-a-1234abcd", Method: disruption.MethodDrifted, Decision: disruption.DecisionReplace,
+				Candidates: []disruption.Candidate{cand("a", "node-a")}, Replacements: []disruption.Replacement{{}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []record
+			ids := map[string]bool{}
+			for _, e := range decisionEvents(disruption.Result{Commands: []disruption.Command{tt.cmd}}, now) {
+				if e.Reason != ReasonConsolidationCandidate {
+					t.Errorf("record reason %q, want %s", e.Reason, ReasonConsolidationCandidate)
+				}
+				if ids[e.ID] {
+					t.Errorf("record ID %s twice", e.ID)
+				}
+				ids[e.ID] = true
+				got = append(got, record{e.Type, e.Message, e.NodeClaim, e.Node})
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("decisionEvents() records mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecisionEventsRecordConsistencyFindingsPerScanPeriod checks that a
+// finding is a Warning on the NodeClaim alone, recorded again (a new ID)
+// once per ConsistencyScanPeriod and not within one.
+func TestDecisionEventsRecordConsistencyFindingsPerScanPeriod(t *testing.T) {
+	res := disruption.Result{Inconsistencies: []disruption.Inconsistency{{NodeClaim: "a", Node: "node-a",
+		Message: "expected 16Gi of resource memory, but found 8Gi (50.0% of expected)"}}}
+	at := func(min, sec int) string {
+		evs := decisionEvents(res, time.Date(2030, 1, 2, 3, min, sec, 0, time.UTC))
+		if len(evs) != 1 {
+			t.Fatalf("records = %+v, want one", evs)
+		}
+		e := evs[0]
+		if e.Reason != ReasonFailedConsistencyCheck || e.Type != "Warning" || e.NodeClaim != "a" || e.Node != "" || e.Message != res.Inconsistencies[0].Message {
+			t.Errorf("record = %+v, want a FailedConsistencyCheck Warning on NodeClaim a with the finding", e)
+		}
+		return e.ID
+	}
+	if a, b := at(0, 5), at(9, 55); a != b {
+		t.Errorf("IDs within one scan period differ: %s, %s", a, b)
+	}
+	if a, b := at(9, 55), at(10, 5); a == b {
+		t.Errorf("IDs of consecutive scan periods are both %s, want the finding recorded again", a)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/functions/disruption/handler"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -97,6 +98,23 @@ func TestHandleRecordsWhyNodesAreNotDisrupted(t *testing.T) {
 			want: []string{
 				"Unconsolidatable on Node node-a: Consolidation is disabled: NodePool general has consolidateAfter: Never",
 				"Unconsolidatable on NodeClaim general-a: Consolidation is disabled: NodePool general has consolidateAfter: Never",
+			},
+		},
+		{
+			name: "should record FailedConsistencyCheck on a NodeClaim whose Node has less memory than it expects, and only on the NodeClaim",
+			prepare: func(t *testing.T, e env) {
+				c, err := e.store.GetNodeClaim(t.Context(), "general-a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: mustQuantity("1Gi")}
+				c.Status.Capacity = corev1.ResourceList{corev1.ResourceMemory: mustQuantity("16Gi")}
+				if _, err := e.store.UpdateNodeClaim(t.Context(), c); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: []string{
+				"FailedConsistencyCheck on NodeClaim general-a: expected 16Gi of resource memory, but found 8Gi (50.0% of expected)",
 			},
 		},
 		{

@@ -333,7 +333,8 @@ type Output struct {
 	// Warnings name what was left out of the evaluation.
 	Warnings []string `json:"warnings,omitempty"`
 	// Events counts the event records written (DisruptionBlocked,
-	// Unconsolidatable; see decisionEvents).
+	// Unconsolidatable, ConsolidationCandidate, FailedConsistencyCheck; see
+	// decisionEvents).
 	Events int `json:"events,omitempty"`
 	// DriftConditions counts the NodeClaims whose Drifted condition this
 	// run set or cleared (see recordDriftConditions).
@@ -400,7 +401,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	out.Events = h.recordDecisionEvents(ctx, decisionEvents(res, now), now)
 	out.DriftConditions = h.recordDriftConditions(ctx, in.NodeClaims, res.Drift, now)
 	h.recordEligible(ctx, res)
-	h.recordBudgets(ctx, res.Budgets)
+	h.recordBudgets(ctx, res)
 	var errs []error
 	cmds := append(res.Commands, disruption.Deleted(in, cfg.Config.NodeClasses, res.Commands)...)
 	start, held := disruption.HoldAdopted(cmds, in.NodeClaims, snap.KarpenterActive)
@@ -566,13 +567,38 @@ func (h *Handler) recordEligible(ctx context.Context, res disruption.Result) {
 	}
 }
 
-// recordBudgets sets karpenter_nodepools_allowed_disruptions{nodepool,
-// reason} from the evaluation's budget report: every NodePool, every
-// budgeted reason, on every evaluation (Karpenter sets it for each
-// NodePool and reason it evaluates).
-func (h *Handler) recordBudgets(ctx context.Context, budgets []disruption.BudgetStatus) {
-	for _, b := range budgets {
-		h.d.Metrics.AllowedDisruptions(ctx, b.NodePool, string(b.Reason), b.Allowed)
+// blockedReasons are the reasons nodewright_disruption_blocked_nodes
+// reports, each set on every evaluation (0 when none).
+var blockedReasons = []string{ReasonDisruptionBlocked, ReasonUnconsolidatable, decisionmetrics.BlockedWaiting}
+
+// recordBudgets sets, from one evaluation's budget report,
+// karpenter_nodepools_allowed_disruptions{nodepool, reason} (stored: every
+// NodePool, every budgeted reason, as Karpenter sets it for each NodePool
+// and reason it evaluates) and, CloudWatch only,
+// karpenter_nodepools_nodes_consuming_budgets per NodePool and reason with
+// a budget (an unlimited one, Allowed -1, is left out) and
+// nodewright_disruption_blocked_nodes by the event reason of each
+// NodeClaim left out (decisionmetrics.BlockedWaiting when it has none).
+func (h *Handler) recordBudgets(ctx context.Context, res disruption.Result) {
+	if h.d.Metrics == nil {
+		return
+	}
+	for _, st := range res.Budgets {
+		h.d.Metrics.AllowedDisruptions(ctx, st.NodePool, string(st.Reason), st.Allowed)
+		if st.Allowed >= 0 {
+			h.d.Metrics.NodesConsumingBudgets(ctx, st.NodePool, string(st.Reason), st.Disrupting)
+		}
+	}
+	n := map[string]int{}
+	for _, b := range res.Blocked {
+		reason := b.Event
+		if reason == "" {
+			reason = decisionmetrics.BlockedWaiting
+		}
+		n[reason]++
+	}
+	for _, r := range blockedReasons {
+		h.d.Metrics.BlockedNodes(ctx, r, n[r])
 	}
 }
 

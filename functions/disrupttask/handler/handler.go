@@ -146,6 +146,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		return nil, err
 	}
 	h.events = store
+	h.metrics = rec
 	return h, nil
 }
 
@@ -170,10 +171,11 @@ var _ service = (*termination.Service)(nil)
 // Handler runs one step per invocation. It holds no state between
 // invocations.
 type Handler struct {
-	svc    service
-	log    *slog.Logger
-	now    func() time.Time
-	events EventRecorder
+	svc     service
+	log     *slog.Logger
+	now     func() time.Time
+	events  EventRecorder
+	metrics *decisionmetrics.Recorder
 }
 
 // NewWithService returns a Handler over svc that records no events (see
@@ -189,6 +191,31 @@ func NewWithService(svc service, log *slog.Logger, now func() time.Time) (*Handl
 func (h *Handler) WithEvents(r EventRecorder) *Handler {
 	h.events = r
 	return h
+}
+
+// WithMetrics makes h record its decision metrics through r and returns
+// h.
+func (h *Handler) WithMetrics(r *decisionmetrics.Recorder) *Handler {
+	h.metrics = r
+	return h
+}
+
+// recordFirstEviction observes
+// nodewright_interruption_first_eviction_seconds for an interruption
+// execution whose first drain round (out.Round 1 of the first
+// continuation) evicted or deleted a pod: the time from the interruption
+// event to now. A first round that moved no pod observes nothing.
+func (h *Handler) recordFirstEviction(ctx context.Context, st workflow.DisruptionState, out workflow.DrainOutput, now time.Time) {
+	in := st.Interruption
+	if in == nil || in.EventTime.IsZero() || out.Round != 1 || st.Continuation != 0 {
+		return
+	}
+	for _, n := range out.Nodes {
+		if n.Counts[workflow.PodEvicted]+n.Counts[workflow.PodDeleted] > 0 {
+			h.metrics.FirstEviction(ctx, in.Reason, now.Sub(in.EventTime))
+			return
+		}
+	}
 }
 
 // errUnknownStep is returned for a Step the handler does not know.
@@ -225,7 +252,12 @@ func (h *Handler) Handle(ctx context.Context, in workflow.TaskInput) (any, error
 	case workflow.StepBeginTermination:
 		out, err = h.svc.BeginTermination(ctx, st, now)
 	case workflow.StepDrain:
-		out, err = h.svc.Drain(ctx, st, now)
+		var drain workflow.DrainOutput
+		drain, err = h.svc.Drain(ctx, st, now)
+		if err == nil {
+			h.recordFirstEviction(ctx, st, drain, now)
+		}
+		out = drain
 	case workflow.StepTerminate:
 		out, err = h.svc.Terminate(ctx, st, now)
 	case workflow.StepDelete:

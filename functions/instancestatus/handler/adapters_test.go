@@ -98,9 +98,9 @@ func TestHandleWithRealAdapters(t *testing.T) {
 	keyC := "event_status/" + instC + "/instance-event-0d59937288b749b32"
 	want := map[string]string{
 		interruption.ExecutionName(a.Name, keyA): `{"nodeClaim":"default-aaaaa","node":"node-default-aaaaa","instanceID":"` + instA + `",` +
-			`"reason":"instance_status","eventID":"` + keyA + `","deadline":"2030-01-02T03:04:05Z"}`,
+			`"reason":"instance_status","eventID":"` + keyA + `","deadline":"2030-01-02T03:04:05Z","eventTime":"2030-01-02T03:00:05Z"}`,
 		interruption.ExecutionName(c.Name, keyC): `{"nodeClaim":"default-ccccc","node":"node-default-ccccc","instanceID":"` + instC + `",` +
-			`"reason":"event_status","eventID":"` + keyC + `","deadline":"2030-01-05T03:04:05Z"}`,
+			`"reason":"event_status","eventID":"` + keyC + `","deadline":"2030-01-05T03:04:05Z","eventTime":"2030-01-02T03:04:05Z"}`,
 	}
 	got := map[string]string{}
 	for _, e := range list.Executions {

@@ -281,6 +281,9 @@ func (h *Handler) act(ctx context.Context, d interruption.StatusDecision, claim 
 		Reason:     string(d.Kind),
 		EventID:    d.Key,
 	}
+	if !d.Since.IsZero() {
+		in.EventTime = d.Since.UTC()
+	}
 	if !d.Deadline.IsZero() {
 		in.Deadline = d.Deadline.UTC().Truncate(time.Second)
 	}

@@ -258,9 +258,11 @@ func mapEnv(m map[string]string) func(string) string { return func(k string) str
 
 // execution is the interruption execution the handler must start for
 // claim on instanceID.
-func execution(claim v1.NodeClaim, instanceID string, kind interruption.Kind, key string, deadline time.Time) started {
+// since is when the instance turned unhealthy (the input's EventTime).
+func execution(claim v1.NodeClaim, instanceID string, kind interruption.Kind, key string, deadline, since time.Time) started {
 	return started{Name: interruption.ExecutionName(claim.Name, key), Input: workflow.InterruptionInput{
 		NodeClaim: claim.Name, Node: claim.Status.NodeName, InstanceID: instanceID, Reason: string(kind), EventID: key, Deadline: deadline,
+		EventTime: since,
 	}}
 }
 
@@ -293,7 +295,7 @@ func TestHandle(t *testing.T) {
 			name:     "should forcefully terminate an instance whose instance status is impaired for 120 seconds or more",
 			claims:   []v1.NodeClaim{a, b},
 			statuses: []ec2types.InstanceStatus{status(instA, instanceImpaired(now.Add(-5*time.Minute))), status(instB)},
-			want:     []started{execution(a, instA, interruption.KindInstanceStatusImpaired, keyA, now)},
+			want:     []started{execution(a, instA, interruption.KindInstanceStatusImpaired, keyA, now, now.Add(-5*time.Minute))},
 			wantEvents: []ddbstore.Event{
 				record(a, interruption.KindInstanceStatusImpaired, keyA),
 			},
@@ -305,7 +307,7 @@ func TestHandle(t *testing.T) {
 			claims:   []v1.NodeClaim{b},
 			statuses: []ec2types.InstanceStatus{status(instB, systemImpaired(now.Add(-2*time.Minute)))},
 			want: []started{execution(b, instB, interruption.KindSystemStatusImpaired,
-				"system_status/"+instB+"/2026-03-14T09:28:00Z", now)},
+				"system_status/"+instB+"/2026-03-14T09:28:00Z", now, now.Add(-2*time.Minute))},
 			wantEvents: []ddbstore.Event{record(b, interruption.KindSystemStatusImpaired, "system_status/"+instB+"/2026-03-14T09:28:00Z")},
 			wantOut: Output{Checked: 1, Reported: 1, Decisions: []Decision{{InstanceID: instB, NodeClaim: b.Name, Kind: "system_status",
 				Key: "system_status/" + instB + "/2026-03-14T09:28:00Z", Forceful: true,
@@ -322,7 +324,7 @@ func TestHandle(t *testing.T) {
 			claims:   []v1.NodeClaim{c},
 			statuses: []ec2types.InstanceStatus{status(instC, scheduled("instance-event-0d59937288b749b32", ec2types.EventCodeInstanceRetirement, notBefore))},
 			want: []started{execution(c, instC, interruption.KindScheduledEvent,
-				"event_status/"+instC+"/instance-event-0d59937288b749b32", notBefore)},
+				"event_status/"+instC+"/instance-event-0d59937288b749b32", notBefore, now)},
 			wantEvents: []ddbstore.Event{record(c, interruption.KindScheduledEvent, "event_status/"+instC+"/instance-event-0d59937288b749b32")},
 			wantOut: Output{Checked: 1, Reported: 1, Decisions: []Decision{{InstanceID: instC, NodeClaim: c.Name, Kind: "event_status",
 				Key:       "event_status/" + instC + "/instance-event-0d59937288b749b32",

@@ -75,6 +75,11 @@ func (r *Recorder) record(ctx context.Context, typ v1.MetricType, name string, l
 	if err != nil {
 		r.log.WarnContext(ctx, "metric not stored", "metric", name, "labels", labels, "error", err)
 	}
+	r.logEMF(ctx, typ, name, labels, value)
+}
+
+// logEMF writes the EMF line of one update to out.
+func (r *Recorder) logEMF(ctx context.Context, typ v1.MetricType, name string, labels map[string]string, value float64) {
 	line, err := EMF(r.now(), r.cluster, typ, name, labels, value)
 	if err != nil {
 		r.log.WarnContext(ctx, "metric not logged", "metric", name, "error", err)
@@ -240,4 +245,74 @@ func (r *Recorder) CloudProviderCall(ctx context.Context, controller, method str
 // {controller="provisioner"} for one provisioning round that solved.
 func (r *Recorder) SchedulingRound(ctx context.Context, took time.Duration) {
 	r.record(ctx, v1.MetricHistogram, v1.MetricSchedulingSeconds, map[string]string{"controller": "provisioner"}, took.Seconds())
+}
+
+// CloudWatch-only metrics: the dashboard's series that no stored series
+// backs. The forwarder serves the same facts from its snapshot
+// (karpenter_scheduler_queue_depth) or they have no Karpenter counterpart
+// (the nodewright_* names), so they are logged as EMF and never written
+// to the store.
+const (
+	// MetricUnschedulablePods is Karpenter's
+	// karpenter_scheduler_unschedulable_pods_count gauge {controller}.
+	MetricUnschedulablePods = "karpenter_scheduler_unschedulable_pods_count"
+	// MetricNodesConsumingBudgets is Karpenter's
+	// karpenter_nodepools_nodes_consuming_budgets gauge {nodepool, reason}
+	// (karpenter-spec.md section 10.1).
+	MetricNodesConsumingBudgets = "karpenter_nodepools_nodes_consuming_budgets"
+	// MetricBlockedNodes is nodewright's gauge {reason}: the NodeClaims
+	// one disruption evaluation left out, by the event reason recorded for
+	// them (DisruptionBlocked, Unconsolidatable, or Waiting when none is:
+	// a spent budget, consolidateAfter running, another method acting).
+	MetricBlockedNodes = "nodewright_disruption_blocked_nodes"
+	// MetricFirstEviction is nodewright's histogram {message_type}: seconds
+	// from an interruption event's time to the first drain round of its
+	// execution that evicted or deleted a pod.
+	MetricFirstEviction = "nodewright_interruption_first_eviction_seconds"
+)
+
+// BlockedWaiting is MetricBlockedNodes' reason for a NodeClaim left out
+// without an event.
+const BlockedWaiting = "Waiting"
+
+// emit logs one EMF line for a CloudWatch-only metric (not stored).
+func (r *Recorder) emit(ctx context.Context, typ v1.MetricType, name string, labels map[string]string, value float64) {
+	if r == nil {
+		return
+	}
+	r.logEMF(ctx, typ, name, labels, value)
+}
+
+// PendingPods sets karpenter_scheduler_queue_depth{controller="provisioner"}
+// to the pods of a provisioning round and
+// karpenter_scheduler_unschedulable_pods_count{controller="provisioner"} to
+// those it could not place (CloudWatch only).
+func (r *Recorder) PendingPods(ctx context.Context, pending, unschedulable int) {
+	labels := map[string]string{"controller": "provisioner"}
+	r.emit(ctx, v1.MetricGauge, v1.MetricSchedulerQueueDepth, labels, float64(pending))
+	r.emit(ctx, v1.MetricGauge, MetricUnschedulablePods, labels, float64(unschedulable))
+}
+
+// NodesConsumingBudgets sets karpenter_nodepools_nodes_consuming_budgets
+// {nodepool, reason} to the pool's nodes already disrupting (NotReady or
+// being deleted) as one evaluation counted them against its budgets for
+// reason (CloudWatch only). reason is the budget reason as
+// karpenter_nodepools_allowed_disruptions (AllowedDisruptions, stored)
+// labels it: Drifted, Empty or Underutilized.
+func (r *Recorder) NodesConsumingBudgets(ctx context.Context, nodePool, reason string, disrupting int) {
+	r.emit(ctx, v1.MetricGauge, MetricNodesConsumingBudgets, map[string]string{"nodepool": nodePool, "reason": reason}, float64(disrupting))
+}
+
+// BlockedNodes sets nodewright_disruption_blocked_nodes{reason} to n
+// (CloudWatch only); reason is DisruptionBlocked, Unconsolidatable or
+// BlockedWaiting.
+func (r *Recorder) BlockedNodes(ctx context.Context, reason string, n int) {
+	r.emit(ctx, v1.MetricGauge, MetricBlockedNodes, map[string]string{"reason": reason}, float64(n))
+}
+
+// FirstEviction observes nodewright_interruption_first_eviction_seconds
+// {message_type} (CloudWatch only): took is from the interruption event's
+// time to the drain round that first evicted a pod.
+func (r *Recorder) FirstEviction(ctx context.Context, messageType string, took time.Duration) {
+	r.emit(ctx, v1.MetricHistogram, MetricFirstEviction, map[string]string{"message_type": messageType}, took.Seconds())
 }

@@ -176,3 +176,26 @@ func TestAllowedDisruptionsServesNoBudgetAsKarpentersUnlimited(t *testing.T) {
 		t.Errorf("stored updates mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestCloudWatchOnlyMetricsAreLoggedNotStored(t *testing.T) {
+	st := &fakeStore{}
+	var out bytes.Buffer
+	r := decisionmetrics.New(st, &out, slog.New(slog.NewTextHandler(io.Discard, nil)), "prod", func() time.Time { return t0 })
+	r.PendingPods(t.Context(), 5, 2)
+	r.NodesConsumingBudgets(t.Context(), "default", "Drifted", 1)
+	r.BlockedNodes(t.Context(), decisionmetrics.BlockedWaiting, 3)
+	r.FirstEviction(t.Context(), "spot_interrupted", 7*time.Second)
+	if len(st.got) != 0 {
+		t.Errorf("stored %v, want nothing: these series exist in CloudWatch only", st.got)
+	}
+	for _, want := range []string{
+		`"karpenter_scheduler_queue_depth":5`, `"karpenter_scheduler_unschedulable_pods_count":2`,
+		`"karpenter_nodepools_nodes_consuming_budgets":1`, `"reason":"Drifted"`,
+		`"nodewright_disruption_blocked_nodes":3`, `"reason":"Waiting"`,
+		`"nodewright_interruption_first_eviction_seconds":7`, `"Unit":"Seconds"`,
+	} {
+		if !bytes.Contains(out.Bytes(), []byte(want)) {
+			t.Errorf("EMF output lacks %s:\n%s", want, out.String())
+		}
+	}
+}

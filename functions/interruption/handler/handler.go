@@ -309,6 +309,7 @@ func (h *Handler) act(ctx context.Context, msg interruption.Message, handling in
 			Reason:     string(msg.Kind),
 			EventID:    msg.EventID,
 			Deadline:   msg.Deadline.UTC().Truncate(time.Second),
+			EventTime:  msg.Time.UTC(),
 		}
 		exe, err := h.starter.Start(ctx, interruption.ExecutionName(claim.Name, msg.EventID), in)
 		if err != nil {

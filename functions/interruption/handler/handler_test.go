@@ -279,9 +279,15 @@ type entry struct {
 }
 
 // execution is the interruption execution of c an event must start.
+// The event's time is the fixture's time of its kind.
 func execution(c v1.NodeClaim, instanceID, reason, eventID string, deadline time.Time) entry {
+	eventTime := map[string]time.Time{
+		"spot_interrupted": spotTime, "scheduled_change": healthTime, "capacity_reservation_interrupted": crTime,
+		"instance_stopped": stateTime, "instance_terminated": stateTime,
+	}[reason]
 	return entry{interruption.ExecutionName(c.Name, eventID), workflow.InterruptionInput{
 		NodeClaim: c.Name, Node: c.Status.NodeName, InstanceID: instanceID, Reason: reason, EventID: eventID, Deadline: deadline,
+		EventTime: eventTime,
 	}}
 }
 
@@ -922,7 +928,7 @@ func TestHandleWithRealAdapters(t *testing.T) {
 		t.Fatalf("DescribeExecution() error = %v", err)
 	}
 	wantInput := `{"nodeClaim":"default-x7k2p","node":"node-default-x7k2p","instanceID":"i-0b8f7e6d5c4a39281",` +
-		`"reason":"spot_interrupted","eventID":"4f1c8f0e-3a7b-4c55-9f0d-2b6e8a91c3d7","deadline":"2026-03-14T09:28:53Z"}`
+		`"reason":"spot_interrupted","eventID":"4f1c8f0e-3a7b-4c55-9f0d-2b6e8a91c3d7","deadline":"2026-03-14T09:28:53Z","eventTime":"2026-03-14T09:26:53Z"}`
 	if diff := cmp.Diff(wantInput, aws.ToString(desc.Input)); diff != "" {
 		t.Errorf("execution input mismatch (-want +got):\n%s", diff)
 	}

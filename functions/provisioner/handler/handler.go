@@ -356,6 +356,7 @@ func (h *Handler) podBatch(ctx context.Context, log *slog.Logger, body []byte) o
 	res, err := h.deps.Provisioner.Provision(ctx, b, round)
 	if err == nil && !res.Replayed && !res.Resumed {
 		h.deps.Metrics.SchedulingRound(ctx, h.deps.Now().Sub(round))
+		h.deps.Metrics.PendingPods(ctx, len(b.Pods), len(res.Batch.Unschedulable))
 	}
 	h.recordEvents(ctx, log, provisioning.Events(res, round), round)
 	counts := map[provisioning.LaunchStatus]int{}
