@@ -108,7 +108,7 @@ func hasPrefixAny(path string, prefixes ...string) bool {
 // out.
 var domain = []string{
 	"shared/apis", "shared/requirements", "shared/catalog", "shared/scheduling", "shared/disruption",
-	"shared/interruption", "shared/workflow", "shared/amifamily", "shared/manifest", "shared/launch",
+	"shared/interruption", "shared/workflow", "shared/amifamily", "shared/manifest", "shared/launch", "shared/rollout",
 }
 
 // domainImports are the non-standard imports any domain package may have:

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,26 +43,56 @@ type demoConfig struct {
 	interrupt bool
 }
 
-// runDemo runs the README's demo on a fresh local stack: it applies the
-// guide-complete manifests, scales inflate up, drifts every node by
-// pinning the EC2NodeClass to another AMI, interrupts a Spot node of the
-// demo's Spot NodePool (deploy/demo/spot/), scales inflate down until
-// consolidation removes the nodes, and prints a timeline. It exits 0 on success and 1 with the reason on failure; the
-// stack is always stopped and its state removed, Ctrl-C included.
-func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("nodewright demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// runDemo runs `nodewright demo args...` and returns its exit code.
+func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(ctx, append([]string{"demo"}, args...), stdin, stdout, stderr)
+}
+
+func newDemoCommand(c cli) *cobra.Command {
 	var cfg demoConfig
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "bring up the local stack, scale the guide's inflate deployment, show the timeline",
+		Long: `Runs the README's demo on a fresh local stack: applies the guide-complete manifests, scales
+inflate up, drifts every node by pinning the EC2NodeClass to another AMI, interrupts a Spot node
+of the demo's Spot NodePool (deploy/demo/spot/), scales inflate down until consolidation removes
+the nodes, and prints a timeline. The stack is always stopped and its state removed.
+
+Exit status: 0 on success, 1 with the reason on failure, 2 for a usage error.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) > 0:
+				fmt.Fprintf(c.stderr, "nodewright demo: unexpected argument %q\n", args[0])
+				*c.code = exitUsage
+			case cfg.replicas < 1:
+				fmt.Fprintf(c.stderr, "nodewright demo: --replicas %d: want 1 or more\n", cfg.replicas)
+				*c.code = exitUsage
+			default:
+				*c.code = runDemoConfig(cmd.Context(), cfg, c.stdout, c.stderr)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
 	fs.StringVar(&cfg.dir, "dir", "", "state directory (default: a new temporary directory)")
+	_ = cmd.MarkFlagDirname("dir")
 	fs.IntVar(&cfg.replicas, "replicas", 10, "inflate replicas to scale to")
 	fs.DurationVar(&cfg.bootDelay, "boot-delay", stack.DefaultBootDelay, "simulated instance boot time")
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "give up after this long")
 	fs.BoolVar(&cfg.disrupt, "disruption", true, "wire drift, consolidation and interruption handling (the disruption state machine on aws-local-stepfunctions; needs make sfn-deps) and wait for them; false skips drift, consolidation and the Spot interruption step")
 	fs.BoolVar(&cfg.drift, "drift", true, "pin the EC2NodeClass to another AMI and wait until drift has replaced every node (needs --disruption)")
 	fs.BoolVar(&cfg.interrupt, "interrupt", true, "apply a Spot NodePool and workload (deploy/demo/spot/), issue a Spot interruption warning for one of its nodes and wait until its pods run elsewhere (needs --disruption)")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || cfg.replicas < 1 {
-		return 2
-	}
+	return cmd
+}
+
+// runDemoConfig runs the README's demo on a fresh local stack: it applies
+// the guide-complete manifests, scales inflate up, drifts every node by
+// pinning the EC2NodeClass to another AMI, interrupts a Spot node of the
+// demo's Spot NodePool (deploy/demo/spot/), scales inflate down until
+// consolidation removes the nodes, and prints a timeline. It returns 0 on
+// success and 1 with the reason on failure; the stack is always stopped and
+// its state removed, Ctrl-C included.
+func runDemoConfig(ctx context.Context, cfg demoConfig, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)

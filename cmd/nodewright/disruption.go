@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -12,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/cmd/nodewright/internal/workload"
@@ -65,61 +64,96 @@ func parseFeatureGates(s string) (disruption.FeatureGates, error) {
 	return g, nil
 }
 
+// disruptionFlags are the flag values of `nodewright disruption`, before
+// checking.
+type disruptionFlags struct {
+	files      stringList
+	now, gates string
+	cfg        disruptionConfig
+}
+
+const disruptionUse = "disruption -f FILE|DIR|- ... [--now RFC3339] [--feature-gates SpotToSpotConsolidation=true] [--region R] [--spot-price-ratio F] [-o table|json|yaml]"
+
+const disruptionLong = `Shows the disruption commands (Empty, Drifted, Underutilized, Expired) an evaluation at that instant would start for the NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods, PodDisruptionBudgets and DaemonSets of the manifests, and why every other NodeClaim is left alone.
+Subnet and security-group drift need EC2 instance data and are not evaluated from manifests.`
+
+// register declares the flags on cmd.
+func (d *disruptionFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	addFileFlag(cmd, &d.files, "manifest `FILE|DIR|-` (repeatable or comma-separated; - reads stdin; directories are read recursively)")
+	fs.StringVar(&d.now, "now", "", "evaluation instant, RFC 3339 (default: the current time)")
+	fs.StringVar(&d.gates, "feature-gates", "", "Karpenter feature `gates`, e.g. SpotToSpotConsolidation=true")
+	fs.StringVar(&d.cfg.Region, "region", "", "AWS `region` whose catalog and prices are used (default: the one region the input names in zone labels or requirements, else "+defaultRegion+")")
+	fs.Float64Var(&d.cfg.SpotPriceRatio, "spot-price-ratio", defaultSpotPriceRatio,
+		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity")
+	addOutputFlag(cmd, &d.cfg.Output)
+	_ = cmd.RegisterFlagCompletionFunc("region", completeRegions)
+	_ = cmd.RegisterFlagCompletionFunc("feature-gates", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var gates []string
+		for _, g := range knownFeatureGates {
+			gates = append(gates, g+"=true", g+"=false")
+		}
+		return gates, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
 // parseDisruptionFlags parses args; now supplies the default for --now.
 func parseDisruptionFlags(args []string, stderr io.Writer, now func() time.Time) (disruptionConfig, error) {
-	fs := flag.NewFlagSet("nodewright disruption", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var files stringList
-	var nowFlag, gates string
-	cfg := disruptionConfig{}
-	fs.Var(&files, "f", "manifest `FILE|DIR|-` (repeatable or comma-separated; - reads stdin; directories are read recursively)")
-	fs.StringVar(&nowFlag, "now", "", "evaluation instant, RFC 3339 (default: the current time)")
-	fs.StringVar(&gates, "feature-gates", "", "Karpenter feature `gates`, e.g. SpotToSpotConsolidation=true")
-	fs.StringVar(&cfg.Region, "region", "", "AWS `region` whose catalog and prices are used (default: the one region the input names in zone labels or requirements, else "+defaultRegion+")")
-	fs.Float64Var(&cfg.SpotPriceRatio, "spot-price-ratio", defaultSpotPriceRatio,
-		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity")
-	fs.StringVar(&cfg.Output, "o", "table", "output `format`: "+outputFormats)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nodewright disruption -f FILE|DIR|- ... [--now RFC3339] [--feature-gates SpotToSpotConsolidation=true] [--region R] [--spot-price-ratio F] [-o table|json|yaml]")
-		fmt.Fprintln(stderr, "Shows the disruption commands (Empty, Drifted, Underutilized, Expired) an evaluation at that instant would start for the NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods, PodDisruptionBudgets and DaemonSets of the manifests, and why every other NodeClaim is left alone.")
-		fmt.Fprintln(stderr, "Subnet and security-group drift need EC2 instance data and are not evaluated from manifests.")
-		fs.PrintDefaults()
+	var d disruptionFlags
+	cmd := &cobra.Command{Use: "disruption"}
+	d.register(cmd)
+	if err := cmd.Flags().Parse(goFlagArgs(cmd.Flags(), args)); err != nil {
+		fmt.Fprintf(stderr, "nodewright disruption: %v\n", err)
+		return disruptionConfig{}, errUsage
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, err
-		}
-		return cfg, errUsage
-	}
+	return d.config(cmd.Flags().Args(), stderr, now)
+}
+
+// config checks the parsed flags and positional args; a problem is printed
+// to stderr after "nodewright disruption: " and returned as errUsage.
+func (d *disruptionFlags) config(args []string, stderr io.Writer, now func() time.Time) (disruptionConfig, error) {
+	cfg := d.cfg
 	fail := func(format string, args ...any) (disruptionConfig, error) {
 		fmt.Fprintf(stderr, "nodewright disruption: "+format+"\n", args...)
 		return cfg, errUsage
 	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q (manifests are given with -f)", fs.Arg(0))
+	if len(args) > 0 {
+		return fail("unexpected argument %q (manifests are given with -f)", args[0])
 	}
-	if len(files) == 0 {
+	if len(d.files) == 0 {
 		return fail("at least one -f is required")
 	}
 	if err := checkOutput(cfg.Output); err != nil {
 		return fail("%v", err)
 	}
-	g, err := parseFeatureGates(gates)
+	g, err := parseFeatureGates(d.gates)
 	if err != nil {
 		return fail("--feature-gates %v", err)
 	}
-	cfg.Gates, cfg.Files = g, files
-	if cfg.Now, err = parseNow(nowFlag, now); err != nil {
+	cfg.Gates, cfg.Files = g, d.files
+	if cfg.Now, err = parseNow(d.now, now); err != nil {
 		return fail("%v", err)
 	}
 	return cfg, nil
 }
 
-func runDisruption(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, err := parseDisruptionFlags(args, stderr, time.Now)
-	return printReport("disruption", cfg.Output, err,
-		func() (disruptionReport, error) { return evaluateDisruption(ctx, cfg, stdin, stderr) },
-		disruptionReport.writeTable, stdout, stderr)
+func newDisruptionCommand(c cli) *cobra.Command {
+	var d disruptionFlags
+	cmd := &cobra.Command{
+		Use:                   disruptionUse,
+		Short:                 "show the disruption commands an evaluation at an instant would start",
+		Long:                  disruptionLong,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := d.config(args, c.stderr, time.Now)
+			*c.code = printReport("disruption", cfg.Output, err,
+				func() (disruptionReport, error) { return evaluateDisruption(cmd.Context(), cfg, c.stdin, c.stderr) },
+				disruptionReport.writeTable, c.stdout, c.stderr)
+			return nil
+		},
+	}
+	d.register(cmd)
+	return cmd
 }
 
 // disruptionReport is what `nodewright disruption` prints: the
@@ -138,9 +172,32 @@ type disruptionReport struct {
 // types and evaluates. Warnings go to stderr; an error means invalid input
 // or a failed evaluation.
 func evaluateDisruption(ctx context.Context, cfg disruptionConfig, stdin io.Reader, stderr io.Writer) (disruptionReport, error) {
-	objs, err := manifest.ReadPaths(cfg.Files, stdin)
+	objs, err := loadManifests(cfg.Files, stdin, stderr)
 	if err != nil {
-		return disruptionReport{}, fmt.Errorf("read manifests:\n%w", err)
+		return disruptionReport{}, err
+	}
+	snap, err := disruptionSnapshot(objs, cfg.Region, cfg.SpotPriceRatio, stderr)
+	if err != nil {
+		return disruptionReport{}, err
+	}
+	in := snap.Input
+	in.Now, in.FeatureGates = cfg.Now, cfg.Gates
+	res, err := disruption.Evaluate(ctx, in)
+	if err != nil {
+		return disruptionReport{}, fmt.Errorf("evaluate: %w", err)
+	}
+	return disruptionReport{
+		Now: cfg.Now.UTC().Format(time.RFC3339), Region: snap.Region, PriceSource: snap.PriceSource,
+		Result: res, Ignored: snap.Ignored,
+	}, nil
+}
+
+// loadManifests reads the manifests of files ("-" is stdin), prints the
+// non-strict warnings to stderr and fails on strict ones.
+func loadManifests(files []string, stdin io.Reader, stderr io.Writer) ([]manifest.Object, error) {
+	objs, err := manifest.ReadPaths(files, stdin)
+	if err != nil {
+		return nil, fmt.Errorf("read manifests:\n%w", err)
 	}
 	for _, o := range objs {
 		for _, w := range o.Warnings {
@@ -150,47 +207,56 @@ func evaluateDisruption(ctx context.Context, cfg disruptionConfig, stdin io.Read
 		}
 	}
 	if err := strictErrors(objs); err != nil {
-		return disruptionReport{}, fmt.Errorf("invalid input:\n%w", err)
+		return nil, fmt.Errorf("invalid input:\n%w", err)
 	}
-	if cfg.Region, err = chooseRegion(cfg.Region, objs, stderr); err != nil {
-		return disruptionReport{}, err
+	return objs, nil
+}
+
+// snapshot is a disruption.Input built from manifests, with where its
+// region and prices come from and the objects left out.
+type snapshot struct {
+	disruption.Input
+	Region, PriceSource string
+	Ignored             []workload.Note
+}
+
+// disruptionSnapshot checks objs, chooses the region (region: --region,
+// "" for the input's) and resolves every EC2NodeClass's instance types:
+// the input `nodewright disruption` evaluates and `nodewright rollout`
+// runs forward. Now and FeatureGates are left for the caller.
+func disruptionSnapshot(objs []manifest.Object, region string, spotPriceRatio float64, stderr io.Writer) (snapshot, error) {
+	region, err := chooseRegion(region, objs, stderr)
+	if err != nil {
+		return snapshot{}, err
 	}
 	cluster, err := workload.Build(objs)
 	if err != nil {
-		return disruptionReport{}, fmt.Errorf("invalid input:\n%w", err)
+		return snapshot{}, fmt.Errorf("invalid input:\n%w", err)
 	}
 	if err := defaultAndValidate(cluster); err != nil {
-		return disruptionReport{}, fmt.Errorf("invalid input:\n%w", err)
+		return snapshot{}, fmt.Errorf("invalid input:\n%w", err)
 	}
 	in := disruptionInput(cluster)
-	in.Now, in.FeatureGates = cfg.Now, cfg.Gates
 	var sources []string
 	for i := range in.NodeClasses {
 		nc := &in.NodeClasses[i]
-		types, src, _, err := provisioning.LaunchTypes(nc, nil, provisioning.LaunchOptions{Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio})
+		types, src, _, err := provisioning.LaunchTypes(nc, nil, provisioning.LaunchOptions{Region: region, SpotPriceRatio: spotPriceRatio})
 		if err != nil {
-			return disruptionReport{}, fmt.Errorf("%s: EC2NodeClass %q: resolve instance types: %w", cluster.Sources[v1.KindEC2NodeClass+"/"+nc.Name], nc.Name, err)
+			return snapshot{}, fmt.Errorf("%s: EC2NodeClass %q: resolve instance types: %w", cluster.Sources[v1.KindEC2NodeClass+"/"+nc.Name], nc.Name, err)
 		}
 		in.InstanceTypes[nc.Name] = types
 		if !slices.Contains(sources, src.Description) {
 			sources = append(sources, src.Description)
 		}
 	}
-	res, err := disruption.Evaluate(ctx, in)
-	if err != nil {
-		return disruptionReport{}, fmt.Errorf("evaluate: %w", err)
-	}
-	r := disruptionReport{
-		Now: cfg.Now.UTC().Format(time.RFC3339), Region: cfg.Region, PriceSource: strings.Join(sources, "; "),
-		Result: res, Ignored: cluster.Ignored,
-	}
+	s := snapshot{Input: in, Region: region, PriceSource: strings.Join(sources, "; "), Ignored: cluster.Ignored}
 	if len(sources) == 0 {
-		r.PriceSource = "none (no EC2NodeClass in the manifests)"
+		s.PriceSource = "none (no EC2NodeClass in the manifests)"
 	}
-	if r.Ignored == nil {
-		r.Ignored = []workload.Note{}
+	if s.Ignored == nil {
+		s.Ignored = []workload.Note{}
 	}
-	return r, nil
+	return s, nil
 }
 
 // disruptionInput flattens the manifest snapshot: every NodeClaim and Node,

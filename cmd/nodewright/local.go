@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +18,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nodewright/nodewright/local/ec2sim"
 	"github.com/nodewright/nodewright/local/stack"
@@ -49,10 +51,13 @@ func defaultDirHint(dir string, explicit bool) string {
 }
 
 // dirFlagSet reports whether fs's --dir was given on the command line.
-func dirFlagSet(fs *flag.FlagSet) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "dir" })
-	return set
+func dirFlagSet(fs *pflag.FlagSet) bool { return fs.Changed("dir") }
+
+// addDirFlag declares --dir, the state directory every local subcommand
+// takes, with directory completion.
+func addDirFlag(cmd *cobra.Command, dir *string, usage string) {
+	cmd.Flags().StringVar(dir, "dir", defaultStackDir(), usage)
+	_ = cmd.MarkFlagDirname("dir")
 }
 
 // invokedAs is how the user ran this CLI, for the commands it prints
@@ -89,37 +94,85 @@ const localUsage = `usage: nodewright local <subcommand> [flags]
 NODE is a Node name, an instance ID or a providerID. Every subcommand takes --dir D (default:
 .cache/local-stack of the repository the command runs in).`
 
-// runLocal dispatches `nodewright local` subcommands.
-func runLocal(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stderr, localUsage)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	var err error
-	switch args[0] {
-	case "up":
-		err = localUp(ctx, args[1:], stdout, stderr)
-	case "serve":
-		err = localServe(ctx, args[1:], stderr)
-	case "down":
-		err = localDown(args[1:], stdout, stderr)
-	case "interrupt", "rebalance", "impair", "ice":
-		err = localInject(ctx, args[0], args[1:], stdout, stderr)
-	default:
-		fmt.Fprintf(stderr, "nodewright local: unknown subcommand %q\n%s\n", args[0], localUsage)
-		return 2
-	}
+// runLocal runs `nodewright local args...` and returns its exit code.
+func runLocal(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(ctx, append([]string{"local"}, args...), stdin, stdout, stderr)
+}
+
+// localExit is the exit code of local subcommand sub that returned err: 2
+// for errUsage (already printed), 1 with the error on stderr, else 0.
+func localExit(sub string, err error, stderr io.Writer) int {
 	switch {
 	case errors.Is(err, errUsage):
-		return 2
+		return exitUsage
 	case err != nil:
-		fmt.Fprintf(stderr, "nodewright local %s: %v\n", args[0], err)
-		return 1
+		fmt.Fprintf(stderr, "nodewright local %s: %v\n", sub, err)
+		return exitFailed
 	}
-	return 0
+	return exitOK
+}
+
+// newLocalCommand is `nodewright local` and its subcommands. Without a
+// subcommand it prints its usage on stderr (exit 2); `local help` prints it
+// on stdout (exit 0).
+func newLocalCommand(c cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   "local <subcommand> [flags]",
+		Short:                 "run the whole system locally: local up|down|interrupt|rebalance|impair|ice",
+		Long:                  localUsage,
+		DisableFlagsInUseLine: true,
+		// Its subcommands have the flags; anything else is an unknown
+		// subcommand.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0:
+				fmt.Fprintln(c.stderr, localUsage)
+				*c.code = exitUsage
+			case args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
+				fmt.Fprintln(c.stdout, localUsage)
+			default:
+				fmt.Fprintf(c.stderr, "nodewright local: unknown subcommand %q\n%s\n", args[0], localUsage)
+				*c.code = exitUsage
+			}
+			return nil
+		},
+	}
+	cmd.SetHelpFunc(func(h *cobra.Command, args []string) {
+		if h != cmd { // a subcommand's help is cobra's
+			h.Root().HelpFunc()(h, args)
+			return
+		}
+		fmt.Fprintln(c.stdout, localUsage)
+	})
+	up := func(name, short string, hidden bool, runUp func(context.Context, upFlags) error) *cobra.Command {
+		var f upFlags
+		sub := &cobra.Command{
+			Use:    name,
+			Short:  short,
+			Hidden: hidden,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				cfg, err := f.config("nodewright local "+name, args, c.stderr)
+				if err == nil {
+					err = runUp(cmd.Context(), cfg)
+				}
+				*c.code = localExit(name, err, c.stderr)
+				return nil
+			},
+		}
+		f.register(sub)
+		return sub
+	}
+	cmd.AddCommand(
+		up("up", "start the local stack; without --detach it runs until Ctrl-C", false,
+			func(ctx context.Context, f upFlags) error { return localUp(ctx, f, c.stdout) }),
+		up("serve", "run a stack until SIGTERM (what up --detach starts)", true,
+			func(ctx context.Context, f upFlags) error { return localServe(ctx, f, c.stderr) }),
+		newLocalDownCommand(c))
+	for _, sub := range []string{"interrupt", "rebalance", "impair", "ice"} {
+		cmd.AddCommand(newLocalInjectCommand(c, sub))
+	}
+	return cmd
 }
 
 // upFlags are the flags of `local up` and `local serve`.
@@ -131,21 +184,36 @@ type upFlags struct {
 	disruption  bool
 }
 
-func parseUpFlags(name string, args []string, stderr io.Writer) (upFlags, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var f upFlags
-	fs.StringVar(&f.dir, "dir", defaultStackDir(), "state directory")
+// register declares the flags of `local up` and `local serve` on cmd.
+func (f *upFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	addDirFlag(cmd, &f.dir, "state directory")
 	fs.StringVar(&f.region, "region", stack.DefaultRegion, "region of the EC2 simulator")
+	_ = cmd.RegisterFlagCompletionFunc("region", completeRegions)
 	fs.Var(&f.zones, "zones", "availability zones (comma-separated; default: the simulator's zones of the region)")
 	fs.DurationVar(&f.bootDelay, "boot-delay", stack.DefaultBootDelay, "simulated instance boot time before its Node registers")
 	fs.BoolVar(&f.detach, "detach", false, "start in the background and return")
 	fs.BoolVar(&f.disruption, "disruption", true, "wire consolidation, drift, expiry and interruption handling (the local Step Functions engine from make sfn-deps; without it the stack runs provisioning only and says so); --disruption=false for provisioning only")
-	if err := fs.Parse(args); err != nil {
+}
+
+// parseUpFlags parses the flags of `local up` (name is the command path
+// for messages).
+func parseUpFlags(name string, args []string, stderr io.Writer) (upFlags, error) {
+	var f upFlags
+	cmd := &cobra.Command{Use: "up"}
+	f.register(cmd)
+	if err := cmd.Flags().Parse(goFlagArgs(cmd.Flags(), args)); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return upFlags{}, errUsage
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n", name, fs.Args())
+	return f.config(name, cmd.Flags().Args(), stderr)
+}
+
+// config checks the parsed flags and positional args; a problem is printed
+// to stderr after name and returned as errUsage.
+func (f upFlags) config(name string, args []string, stderr io.Writer) (upFlags, error) {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n", name, args)
 		return upFlags{}, errUsage
 	}
 	if f.bootDelay < 0 {
@@ -236,13 +304,11 @@ func (f upFlags) options(detach bool, progress io.Writer) stack.Options {
 	return stack.Options{Dir: f.dir, Region: f.region, Zones: f.zones, BootDelay: f.bootDelay, Detach: detach, Disruption: f.disruption, Progress: progress}
 }
 
-func localUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f, err := parseUpFlags("nodewright local up", args, stderr)
-	if err != nil {
-		return err
-	}
+// localUp starts the stack of f and runs it until Ctrl-C, or in the
+// background with --detach.
+func localUp(ctx context.Context, f upFlags, stdout io.Writer) error {
 	if f.detach {
-		return localUpDetached(ctx, f, args, stdout)
+		return localUpDetached(ctx, f, stdout)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -263,7 +329,7 @@ func localUp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // localUpDetached re-runs this binary as `local serve` in a new session,
 // waits for its stack.json and prints how to use the stack.
-func localUpDetached(ctx context.Context, f upFlags, args []string, stdout io.Writer) error {
+func localUpDetached(ctx context.Context, f upFlags, stdout io.Writer) error {
 	dir, err := filepath.Abs(f.dir)
 	if err != nil {
 		return fmt.Errorf("state dir: %w", err)
@@ -346,11 +412,7 @@ func cleanFailedStart(dir string, fresh bool, startErr error) error {
 
 // localServe runs a stack until SIGTERM or SIGINT (`local up --detach`
 // starts it; `local down` stops it).
-func localServe(ctx context.Context, args []string, stderr io.Writer) error {
-	f, err := parseUpFlags("nodewright local serve", args, stderr)
-	if err != nil {
-		return err
-	}
+func localServe(ctx context.Context, f upFlags, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	s, err := stack.Up(ctx, f.options(true, stderr))
@@ -410,14 +472,29 @@ Try: kubectl apply -f deploy/demo/guide-complete/ && kubectl scale deployment in
 // processes had exited, what a failed start left, or no stack at all
 // (nothing to stop, exit 0; outside the repository with a hint where the
 // default state dir is).
-func localDown(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("nodewright local down", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dirFlag := fs.String("dir", defaultStackDir(), "state directory")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return errUsage
+func newLocalDownCommand(c cli) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "stop everything the stack started and remove its state",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := errUsage
+			if len(args) > 0 {
+				fmt.Fprintf(c.stderr, "nodewright local down: unexpected arguments %q\n", args)
+			} else {
+				err = localDown(dir, dirFlagSet(cmd.Flags()), c.stdout)
+			}
+			*c.code = localExit("down", err, c.stderr)
+			return nil
+		},
 	}
-	dir, err := filepath.Abs(*dirFlag)
+	addDirFlag(cmd, &dir, "state directory")
+	return cmd
+}
+
+// localDown stops the stack in dirFlag; explicit says --dir was given.
+func localDown(dirFlag string, explicit bool, stdout io.Writer) error {
+	dir, err := filepath.Abs(dirFlag)
 	if err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
@@ -429,7 +506,7 @@ func localDown(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if infoErr != nil && !leftovers {
-		fmt.Fprintf(stdout, "no local stack in %s; nothing to stop%s\n", dir, defaultDirHint(dir, dirFlagSet(fs)))
+		fmt.Fprintf(stdout, "no local stack in %s; nothing to stop%s\n", dir, defaultDirHint(dir, explicit))
 		return nil
 	}
 	running := stack.Running(dir)
@@ -455,49 +532,78 @@ var injectUsage = map[string]string{
 	"ice":       "usage: nodewright local ice TYPE ZONE CAPACITY [--clear] [--dir D]   (CAPACITY: on-demand or spot)",
 }
 
-// localInject drives the simulator's control API of a running stack. Each
-// subcommand has its own flags: --dir for all, --check for impair, --clear
-// for ice.
-func localInject(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("nodewright local "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, injectUsage[sub])
-		fs.PrintDefaults()
+// injectShort is the one-line summary of each injection subcommand.
+var injectShort = map[string]string{
+	"interrupt": "issue a Spot interruption warning for NODE's instance (Spot instances only)",
+	"rebalance": "issue a rebalance recommendation for NODE's instance (Spot instances only)",
+	"impair":    "fail a status check of NODE's instance, dated two minutes back",
+	"ice":       "mark an offering out of capacity (InsufficientInstanceCapacity); --clear lifts it",
+}
+
+// injectFlags are the flags of an injection subcommand: --dir for all,
+// --check for impair, --clear for ice.
+type injectFlags struct {
+	dir   string
+	check string
+	clear bool
+	// dirSet is whether --dir was given.
+	dirSet bool
+}
+
+func newLocalInjectCommand(c cli, sub string) *cobra.Command {
+	var f injectFlags
+	use, _ := strings.CutPrefix(injectUsage[sub], "usage: nodewright local ")
+	cmd := &cobra.Command{
+		Use:                   use,
+		Short:                 injectShort[sub],
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.dirSet = dirFlagSet(cmd.Flags())
+			*c.code = localExit(sub, localInject(cmd.Context(), sub, f, args, c.stdout, c.stderr), c.stderr)
+			return nil
+		},
 	}
-	dir := fs.String("dir", defaultStackDir(), "state directory of the running stack")
-	var clear *bool
-	var check *string
+	addDirFlag(cmd, &f.dir, "state directory of the running stack")
 	switch sub {
 	case "ice":
-		clear = fs.Bool("clear", false, "make the offering available again")
+		cmd.Flags().BoolVar(&f.clear, "clear", false, "make the offering available again")
+		cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 2 {
+				return []string{"on-demand", "spot"}, cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
 	case "impair":
-		check = fs.String("check", ec2sim.CheckInstance, "the status check that fails, instance or system")
+		cmd.Flags().StringVar(&f.check, "check", ec2sim.CheckInstance, "the status check that fails, instance or system")
+		_ = cmd.RegisterFlagCompletionFunc("check", cobra.FixedCompletions([]string{ec2sim.CheckInstance, ec2sim.CheckSystem}, cobra.ShellCompDirectiveNoFileComp))
 	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return errUsage
-	}
-	if check != nil && *check != ec2sim.CheckInstance && *check != ec2sim.CheckSystem {
-		fmt.Fprintf(stderr, "nodewright local impair: --check %q: want %s or %s\n", *check, ec2sim.CheckInstance, ec2sim.CheckSystem)
+	return cmd
+}
+
+// localInject drives the simulator's control API of a running stack with
+// the positional arguments pos of subcommand sub.
+func localInject(ctx context.Context, sub string, f injectFlags, pos []string, stdout, stderr io.Writer) error {
+	if sub == "impair" && f.check != ec2sim.CheckInstance && f.check != ec2sim.CheckSystem {
+		fmt.Fprintf(stderr, "nodewright local impair: --check %q: want %s or %s\n", f.check, ec2sim.CheckInstance, ec2sim.CheckSystem)
 		return errUsage
 	}
 	if want := map[string]int{"ice": 3}[sub]; (want == 0 && len(pos) != 1) || (want != 0 && len(pos) != want) {
 		fmt.Fprintln(stderr, injectUsage[sub])
 		return errUsage
 	}
+	dir := &f.dir
 	info, err := stack.ReadInfo(*dir)
 	if err != nil {
-		return fmt.Errorf("no running stack in %s (%s local up --detach starts one): %w%s", *dir, invokedAs, err, defaultDirHint(*dir, dirFlagSet(fs)))
+		return fmt.Errorf("no running stack in %s (%s local up --detach starts one): %w%s", *dir, invokedAs, err, defaultDirHint(*dir, f.dirSet))
 	}
 	c := simClient{base: info.SimURL}
 	switch sub {
 	case "impair":
-		return localImpair(ctx, c, info, pos[0], *check, time.Now(), stdout)
+		return localImpair(ctx, c, info, pos[0], f.check, time.Now(), stdout)
 	case "interrupt", "rebalance":
 		return localSpotSignal(ctx, c, info, sub, pos[0], stdout)
 	case "ice":
-		return localICE(ctx, c, info, pos[0], pos[1], pos[2], *clear, stderr, stdout)
+		return localICE(ctx, c, info, pos[0], pos[1], pos[2], f.clear, stderr, stdout)
 	}
 	return nil
 }
@@ -593,23 +699,6 @@ func localICE(ctx context.Context, c simClient, info stack.Info, typ, zone, capa
 	}
 	fmt.Fprintf(stdout, "%s %s in %s %s\n", capacity, typ, zone, verb)
 	return nil
-}
-
-// parseInterleaved parses args with fs, flags before, between or after the
-// positional arguments (`impair NODE --check system`), and returns the
-// positional ones in order.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }
 
 // localImpair fails one status check of the instance behind node through

@@ -1,9 +1,10 @@
 // Command nodewright is the operator CLI: it validates Karpenter manifests,
 // plans what the solver would launch, shows the disruption commands an
 // evaluation would start, and drives the local stack. Commands are cobra
-// commands (help on stdout with exit 0, shell completion, version); each
-// command keeps its own Go flag set, so flags take one dash or two
-// (-dir, --dir) as they always did.
+// commands with their flags on pflag (help on stdout with exit 0, shell
+// completion of commands, flags and flag values, version); flags still take
+// one dash or two (-dir, --dir) as they did under Go's flag package
+// (goFlagArgs).
 //
 // Exit codes: 0 success (and help); 1 the command failed (invalid
 // manifests, an unreadable input, a failed stack); 2 a usage error (an
@@ -16,9 +17,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes of the CLI.
@@ -29,22 +31,12 @@ const (
 	exitUnschedulable = 3
 )
 
-// command is one subcommand. run returns the process exit code; it parses
-// its own flags (a Go flag set) and writes its usage to stderr, which is
-// stdout when help was asked for.
-type command struct {
-	summary string
-	run     func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
-}
-
-func commands() map[string]command {
-	return map[string]command{
-		"validate":   {"validate NodePool and EC2NodeClass manifests", runValidate},
-		"plan":       {"show the NodeClaims the solver would launch for a set of manifests", runPlan},
-		"disruption": {"show the disruption commands an evaluation at an instant would start", runDisruption},
-		"local":      {"run the whole system locally: local up|down|interrupt|rebalance|impair|ice", runLocal},
-		"demo":       {"bring up the local stack, scale the guide's inflate deployment, show the timeline", runDemo},
-	}
+// cli is what every command writes to and reads from; a command's exit
+// code goes to *code.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	code           *int
 }
 
 func main() {
@@ -55,11 +47,14 @@ func main() {
 // arguments it prints the usage on stderr and returns 2.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	code := exitOK
-	root := newRoot(stdin, stdout, stderr, &code)
+	root := newRoot(cli{stdin: stdin, stdout: stdout, stderr: stderr, code: &code})
 	if len(args) == 0 {
 		root.SetOut(stderr)
 		_ = root.Usage()
 		return exitUsage
+	}
+	if cmd, _, err := root.Find(args); err == nil {
+		args = goFlagArgs(cmd.Flags(), args)
 	}
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -70,8 +65,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return code
 }
 
-// newRoot builds the command tree; a command's exit code goes to *code.
-func newRoot(stdin io.Reader, stdout, stderr io.Writer, code *int) *cobra.Command {
+// newRoot builds the command tree.
+func newRoot(c cli) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "nodewright",
 		Short: "nodewright: Karpenter-compatible node autoscaling for EKS, off the cluster",
@@ -86,55 +81,56 @@ left pods unschedulable.`,
 		Args:          cobra.NoArgs,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	cmds := commands()
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		root.AddCommand(flagSetCommand(name, cmds[name], stdin, stdout, stderr, code))
-	}
-	root.AddCommand(newVersionCommand(stdout, stderr, code))
+	// A bad flag of a command: what is wrong, then the command's usage line
+	// and flags, on stderr, exit 2 (as Go's flag package did).
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		fmt.Fprintf(c.stderr, "%s: %v\nusage: %s\n%s", cmd.CommandPath(), err, cmd.UseLine(), cmd.LocalFlags().FlagUsages())
+		*c.code = exitUsage
+		return nil
+	})
+	root.SetIn(c.stdin)
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	root.AddCommand(newDemoCommand(c), newDisruptionCommand(c), newLocalCommand(c), newPlanCommand(c),
+		newRolloutCommand(c), newValidateCommand(c), newVersionCommand(c))
 	return root
 }
 
-// flagSetCommand wraps a command that parses its own flags: cobra passes
-// every argument through, and help (-h, --help, `nodewright help <cmd>`)
-// is the command's own usage, on stdout, with exit 0.
-func flagSetCommand(name string, c command, stdin io.Reader, stdout, stderr io.Writer, code *int) *cobra.Command {
-	cc := &cobra.Command{
-		Use:                name + " [flags]",
-		Short:              c.summary,
-		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			errOut := stderr
-			if wantsHelp(args) {
-				errOut = stdout
+// goFlagArgs rewrites the spellings Go's flag package accepted and pflag
+// reads differently, for the flags of fs: -name[=v] becomes --name[=v] for a
+// flag with a long name (and -help), --x[=v] becomes -x[=v] for a one-letter
+// shorthand without a long flag of that name. Anything after "--" is left
+// alone; so is the value of a flag given as the next argument.
+func goFlagArgs(fs *pflag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case strings.HasPrefix(a, "--") || !strings.HasPrefix(a, "-") || len(name) < 2:
+			if strings.HasPrefix(a, "--") && len(name) == 1 && fs.Lookup(name) == nil && fs.ShorthandLookup(name) != nil {
+				a = a[1:]
 			}
-			*code = c.run(cmd.Context(), args, stdin, stdout, errOut)
-			return nil
-		},
+		case name == "help" || fs.Lookup(name) != nil:
+			a = "-" + a
+		}
+		out = append(out, a)
 	}
-	cc.SetHelpFunc(func(*cobra.Command, []string) {
-		// -h returns before the command uses its context.
-		*code = c.run(context.Background(), []string{"-h"}, stdin, stdout, stdout)
-	})
-	return cc
+	return out
 }
 
-// wantsHelp reports whether args ask for help before any "--".
-func wantsHelp(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-h", "-help", "--help":
-			return true
-		}
-	}
-	return false
+// addOutputFlag declares -o/--output (table, json or yaml) with its value
+// completion.
+func addOutputFlag(cmd *cobra.Command, output *string) {
+	cmd.Flags().StringVarP(output, "output", "o", "table", "output `format`: "+outputFormats)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// addFileFlag declares -f/--filename, the repeatable manifest flag, with
+// file completion of YAML and JSON files (and directories).
+func addFileFlag(cmd *cobra.Command, files *stringList, usage string) {
+	cmd.Flags().VarP(files, "filename", "f", usage)
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 }

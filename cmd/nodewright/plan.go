@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -12,10 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/nodewright/nodewright/cmd/nodewright/internal/workload"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
-	"github.com/nodewright/nodewright/shared/manifest"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
@@ -54,6 +55,8 @@ var zoneSuffix = regexp.MustCompile(`^([a-z]|-[a-z]+-[0-9]+[a-z])$`)
 // errUsage marks a command-line error (exit 2, usage printed).
 var errUsage = errors.New("usage")
 
+// stringList is a repeatable, comma-separated flag value (a pflag.Value):
+// each element is trimmed, empty ones are dropped.
 type stringList []string
 
 func (l *stringList) String() string { return strings.Join(*l, ",") }
@@ -67,34 +70,52 @@ func (l *stringList) Set(v string) error {
 	return nil
 }
 
+// Type is the value's name in pflag's help when the usage names none.
+func (l *stringList) Type() string { return "strings" }
+
+// planFlags are the flag values of `nodewright plan`, before checking.
+type planFlags struct {
+	files, zones stringList
+	cfg          planConfig
+	now          string
+}
+
+const planUse = "plan -f FILE|DIR|- ... [--region R] [--zones a,b] [--now RFC3339] [--spot-price-ratio F] [-o table|json|yaml] [--fail-unschedulable]"
+
+const planLong = "Shows the NodeClaims the solver would launch for the pending pods of the manifests, at what price, and why any pod cannot be placed."
+
+// register declares the flags on cmd.
+func (p *planFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	addFileFlag(cmd, &p.files, "manifest `FILE|DIR|-` (repeatable or comma-separated; - reads stdin; directories are read recursively)")
+	fs.StringVar(&p.cfg.Region, "region", "", "AWS `region` whose catalog, prices and zones are used (default: the one region the input names in zone labels or requirements, else "+defaultRegion+")")
+	fs.Var(&p.zones, "zones", "comma-separated `zones` to offer capacity in (default: each EC2NodeClass's status.subnets zones, else every zone of the region)")
+	fs.StringVar(&p.now, "now", "", "planning time, RFC 3339 (default: the current time); stamps the new NodeClaims")
+	fs.Float64Var(&p.cfg.SpotPriceRatio, "spot-price-ratio", defaultSpotPriceRatio,
+		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity")
+	addOutputFlag(cmd, &p.cfg.Output)
+	fs.BoolVar(&p.cfg.FailUnschedulable, "fail-unschedulable", false, "exit 3 when any pod stays unschedulable (after printing the plan), for CI pipelines that gate manifest changes")
+	_ = cmd.RegisterFlagCompletionFunc("region", completeRegions)
+}
+
 // parsePlanFlags parses args; now supplies the default for --now.
 func parsePlanFlags(args []string, stderr io.Writer, now func() time.Time) (planConfig, error) {
-	fs := flag.NewFlagSet("nodewright plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var files, zones stringList
-	cfg := planConfig{}
-	var nowFlag string
-	fs.Var(&files, "f", "manifest `FILE|DIR|-` (repeatable or comma-separated; - reads stdin; directories are read recursively)")
-	fs.StringVar(&cfg.Region, "region", "", "AWS `region` whose catalog, prices and zones are used (default: the one region the input names in zone labels or requirements, else "+defaultRegion+")")
-	fs.Var(&zones, "zones", "comma-separated `zones` to offer capacity in (default: each EC2NodeClass's status.subnets zones, else every zone of the region)")
-	fs.StringVar(&nowFlag, "now", "", "planning time, RFC 3339 (default: the current time); stamps the new NodeClaims")
-	fs.Float64Var(&cfg.SpotPriceRatio, "spot-price-ratio", defaultSpotPriceRatio,
-		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity")
-	fs.StringVar(&cfg.Output, "o", "table", "output `format`: "+outputFormats)
-	fs.BoolVar(&cfg.FailUnschedulable, "fail-unschedulable", false, "exit 3 when any pod stays unschedulable (after printing the plan), for CI pipelines that gate manifest changes")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nodewright plan -f FILE|DIR|- ... [--region R] [--zones a,b] [--now RFC3339] [--spot-price-ratio F] [-o table|json|yaml] [--fail-unschedulable]")
-		fmt.Fprintln(stderr, "Shows the NodeClaims the solver would launch for the pending pods of the manifests, at what price, and why any pod cannot be placed.")
-		fs.PrintDefaults()
+	var p planFlags
+	cmd := &cobra.Command{Use: "plan"}
+	p.register(cmd)
+	if err := cmd.Flags().Parse(goFlagArgs(cmd.Flags(), args)); err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
+		return planConfig{}, errUsage
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, err
-		}
-		return cfg, errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "nodewright plan: unexpected argument %q (manifests are given with -f)\n", fs.Arg(0))
+	return p.config(cmd.Flags(), cmd.Flags().Args(), stderr, now)
+}
+
+// config checks the parsed flags and positional args; a problem is printed
+// to stderr after "nodewright plan: " and returned as errUsage.
+func (p *planFlags) config(fs *pflag.FlagSet, args []string, stderr io.Writer, now func() time.Time) (planConfig, error) {
+	cfg, files, zones := p.cfg, p.files, p.zones
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "nodewright plan: unexpected argument %q (manifests are given with -f)\n", args[0])
 		return cfg, errUsage
 	}
 	if len(files) == 0 {
@@ -105,9 +126,7 @@ func parsePlanFlags(args []string, stderr io.Writer, now func() time.Time) (plan
 		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
 		return cfg, errUsage
 	}
-	explicit := false
-	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "region" })
-	if explicit && cfg.Region == "" {
+	if fs.Changed("region") && cfg.Region == "" {
 		fmt.Fprintf(stderr, "nodewright plan: --region \"\": not an AWS region name such as us-east-1\n")
 		return cfg, errUsage
 	}
@@ -131,17 +150,35 @@ func parsePlanFlags(args []string, stderr io.Writer, now func() time.Time) (plan
 	}
 	cfg.Files, cfg.Zones = files, zones
 	var err error
-	if cfg.Now, err = parseNow(nowFlag, now); err != nil {
+	if cfg.Now, err = parseNow(p.now, now); err != nil {
 		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
 		return cfg, errUsage
 	}
 	return cfg, nil
 }
 
-func runPlan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, err := parsePlanFlags(args, stderr, time.Now)
+func newPlanCommand(c cli) *cobra.Command {
+	var p planFlags
+	cmd := &cobra.Command{
+		Use:                   planUse,
+		Short:                 "show the NodeClaims the solver would launch for a set of manifests",
+		Long:                  planLong,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := p.config(cmd.Flags(), args, c.stderr, time.Now)
+			*c.code = runPlan(cmd.Context(), cfg, err, c.stdin, c.stdout, c.stderr)
+			return nil
+		},
+	}
+	p.register(cmd)
+	return cmd
+}
+
+// runPlan solves for cfg (or ends with exit 2 on a usage error parseErr,
+// already printed) and prints the plan; it returns the exit code.
+func runPlan(ctx context.Context, cfg planConfig, parseErr error, stdin io.Reader, stdout, stderr io.Writer) int {
 	var unschedulable int
-	code := printReport("plan", cfg.Output, err,
+	code := printReport("plan", cfg.Output, parseErr,
 		func() (workload.Report, error) {
 			r, err := plan(ctx, cfg, stdin, stderr)
 			unschedulable = len(r.Unschedulable)
@@ -159,19 +196,9 @@ func runPlan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // solves. Warnings go to stderr; an error means invalid input or a failed
 // solve.
 func plan(ctx context.Context, cfg planConfig, stdin io.Reader, stderr io.Writer) (workload.Report, error) {
-	objs, err := manifest.ReadPaths(cfg.Files, stdin)
+	objs, err := loadManifests(cfg.Files, stdin, stderr)
 	if err != nil {
-		return workload.Report{}, fmt.Errorf("read manifests:\n%w", err)
-	}
-	for _, o := range objs {
-		for _, w := range o.Warnings {
-			if !manifest.Strict(w) {
-				fmt.Fprintf(stderr, "warning: %s: %s %q: %s\n", o.Source, o.Kind, o.Name, w.Error())
-			}
-		}
-	}
-	if err := strictErrors(objs); err != nil {
-		return workload.Report{}, fmt.Errorf("invalid input:\n%w", err)
+		return workload.Report{}, err
 	}
 	if cfg.Region, err = chooseRegion(cfg.Region, objs, stderr); err != nil {
 		return workload.Report{}, err

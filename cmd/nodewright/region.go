@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -108,4 +109,10 @@ func chooseRegion(flagValue string, objs []manifest.Object, stderr io.Writer) (s
 	}
 	fmt.Fprintf(stderr, "note: no --region; using %s, from %s\n", region, from)
 	return region, nil
+}
+
+// completeRegions completes a --region value with the regions the embedded
+// catalog knows zones of (localRegions).
+func completeRegions(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return localRegions, cobra.ShellCompDirectiveNoFileComp
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -38,16 +36,13 @@ func checkOutput(format string) error {
 }
 
 // printReport is the tail of the report commands (plan, disruption): a
-// parse error ends the command (0 for -h, 2 for a usage error, already
-// printed); otherwise compute runs and its report is printed by
+// parse error ends the command (2, a usage error already printed);
+// otherwise compute runs and its report is printed by
 // writeReport. It returns the exit code: 1 when compute or the write
 // fails, with the error on stderr after "nodewright <name>: ".
 func printReport[R any](name, output string, parseErr error, compute func() (R, error), table func(R, io.Writer) error, stdout, stderr io.Writer) int {
-	switch {
-	case errors.Is(parseErr, flag.ErrHelp):
-		return 0
-	case parseErr != nil:
-		return 2
+	if parseErr != nil {
+		return exitUsage
 	}
 	report, err := compute()
 	if err != nil {

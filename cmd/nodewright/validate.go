@@ -1,14 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/manifest"
@@ -33,9 +33,12 @@ func (p *validatePaths) Set(v string) error {
 	return nil
 }
 
-const validateUsage = `usage: nodewright validate -f FILE|DIR|-[,...] [-f ...] [-o table|json|yaml]
+// Type is the value's name in pflag's help when the usage names none.
+func (p *validatePaths) Type() string { return "paths" }
 
-Reads Kubernetes manifests (YAML or JSON; directories recursively, "-" for
+const validateUse = "validate -f FILE|DIR|-[,...] [-f ...] [-o table|json|yaml]"
+
+const validateLong = `Reads Kubernetes manifests (YAML or JSON; directories recursively, "-" for
 stdin), applies Karpenter's defaults to every NodePool, EC2NodeClass and
 NodeClaim, and checks them against Karpenter v1.14.1's API rules. Prints one
 line per problem and a summary (-o table, the default), or the same as one
@@ -43,33 +46,42 @@ object (-o json or yaml: findings, checked kinds, error and warning counts,
 summary); other kinds are skipped.
 
 Exit status: 0 when every object is valid (warnings allowed), 1 when any is
-not, 2 for a usage error.
-`
+not, 2 for a usage error.`
 
-// runValidate implements "nodewright validate".
-func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("nodewright validate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+// validateUsage follows a usage error of validate on stderr.
+const validateUsage = "usage: nodewright " + validateUse + "\n"
+
+func newValidateCommand(c cli) *cobra.Command {
 	var paths validatePaths
-	fs.Var(&paths, "f", "manifest file, directory or - for stdin (repeatable or comma-separated)")
-	output := fs.String("o", "table", "output format: "+outputFormats)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, validateUsage)
-			return 0
-		}
-		fmt.Fprintf(stderr, "nodewright validate: %v\n%s", err, validateUsage)
-		return 2
+	var output string
+	cmd := &cobra.Command{
+		Use:                   validateUse,
+		Short:                 "validate NodePool and EC2NodeClass manifests",
+		Long:                  validateLong,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			*c.code = runValidate(paths, output, args, c.stdin, c.stdout, c.stderr)
+			return nil
+		},
 	}
+	cmd.Flags().VarP(&paths, "filename", "f", "manifest `FILE|DIR|-` (repeatable or comma-separated; - reads stdin)")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	addOutputFlag(cmd, &output)
+	return cmd
+}
+
+// runValidate implements "nodewright validate" for the parsed flags and
+// positional args; it returns the exit code.
+func runValidate(paths validatePaths, output string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "nodewright validate: unexpected argument %q (use -f)\n%s", fs.Arg(0), validateUsage)
+	case len(args) > 0:
+		fmt.Fprintf(stderr, "nodewright validate: unexpected argument %q (use -f)\n%s", args[0], validateUsage)
 		return 2
 	case len(paths) == 0:
 		fmt.Fprintf(stderr, "nodewright validate: at least one -f is required\n%s", validateUsage)
 		return 2
-	case checkOutput(*output) != nil:
-		fmt.Fprintf(stderr, "nodewright validate: %v\n%s", checkOutput(*output), validateUsage)
+	case checkOutput(output) != nil:
+		fmt.Fprintf(stderr, "nodewright validate: %v\n%s", checkOutput(output), validateUsage)
 		return 2
 	}
 	objs, readErr := manifest.ReadPaths(paths, stdin)
@@ -78,7 +90,7 @@ func runValidate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if out.Findings == nil {
 		out.Findings = []string{}
 	}
-	if code := writeReport("validate", *output, out, validateOutput.writeTable, stdout, stderr); code != 0 {
+	if code := writeReport("validate", output, out, validateOutput.writeTable, stdout, stderr); code != 0 {
 		return code
 	}
 	if r.errors > 0 {

@@ -110,11 +110,6 @@ func TestValidateCommand(t *testing.T) {
 			stdin: "---\n# nothing\n---\n",
 			want:  "warning: no manifests found (the input is empty or holds only separators and comments)\nvalid: no NodePool, EC2NodeClass or NodeClaim found; 0 errors, 1 warning\n",
 		},
-		{
-			name: "should print the usage for -h",
-			args: []string{"-h"},
-			want: validateUsage,
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,7 +22,7 @@ func (v versionInfo) writeTable(w io.Writer) error {
 	return err
 }
 
-func newVersionCommand(stdout, stderr io.Writer, code *int) *cobra.Command {
+func newVersionCommand(c cli) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "version",
@@ -33,10 +33,10 @@ func newVersionCommand(stdout, stderr io.Writer, code *int) *cobra.Command {
 				return err
 			}
 			info := versionInfo{Version: buildinfo.Version(), Commit: buildinfo.Commit(), GoVersion: buildinfo.GoVersion()}
-			*code = writeReport("version", output, info, versionInfo.writeTable, stdout, stderr)
+			*c.code = writeReport("version", output, info, versionInfo.writeTable, c.stdout, c.stderr)
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: "+outputFormats)
+	addOutputFlag(cmd, &output)
 	return cmd
 }
