@@ -33,6 +33,7 @@ const (
 	ctxForwarderOIDC       = "forwarderOidcProviderArn"
 	ctxReservedConcurrency = "reservedConcurrency"
 	ctxAlarmTopicARN       = "alarmTopicArn"
+	ctxIsolatedVPC         = "isolatedVPC"
 	ctxStackName           = "stackName"
 )
 
@@ -185,6 +186,7 @@ func loadConfig(get lookup, getenv func(string) string, dir string) (config, err
 		LogLevel:                 defaultLogLevel,
 		ReservedConcurrency:      r.boolean(ctxReservedConcurrency, true),
 		AlarmTopicARN:            r.str(ctxAlarmTopicARN),
+		IsolatedVPC:              r.boolean(ctxIsolatedVPC, false),
 	}
 	if level := r.str(ctxLogLevel); level != "" {
 		p.LogLevel = level

@@ -82,6 +82,7 @@ func TestLoadConfig(t *testing.T) {
 				"interruption": "false", "featureGates": "SpotToSpotConsolidation=true,NodeRepair=false", "logRetentionDays": "90",
 				"logLevel": "debug", "nodeRoleName": "KarpenterNodeRole-prod-east", "forwarderOidcProviderArn": "arn:aws:iam::1:oidc-provider/x",
 				"reservedConcurrency": "false", "alarmTopicArn": "arn:aws:sns:us-east-1:1:oncall", "stackName": "autoscaler",
+				"isolatedVPC": "true",
 			},
 			dir: infra,
 			want: config{stackName: "autoscaler", props: nodewright.Props{
@@ -97,6 +98,7 @@ func TestLoadConfig(t *testing.T) {
 				LogRetentionDays:         90,
 				LogLevel:                 "debug",
 				AlarmTopicARN:            "arn:aws:sns:us-east-1:1:oncall",
+				IsolatedVPC:              true,
 			}},
 		},
 		{
@@ -141,12 +143,13 @@ func TestLoadConfigErrors(t *testing.T) {
 			name: "should report every malformed value at once",
 			ctx: map[string]any{
 				"clusterName": "c", "interruption": "maybe", "logRetentionDays": "a month", "featureGates": "NodeRepair",
-				"reservedConcurrency": float64(1), "subnetIds": float64(3),
+				"reservedConcurrency": float64(1), "subnetIds": float64(3), "isolatedVPC": "yes",
 			},
 			dir: infra,
 			want: []string{
 				`context interruption: "maybe" is not true or false`, "context logRetentionDays: a month is not an integer",
 				`context featureGates: "NodeRepair" is not Name=true or Name=false`, "context reservedConcurrency: 1 is not true or false",
+				`context isolatedVPC: "yes" is not true or false`,
 				"context subnetIds: 3 is not a list",
 			},
 		},

@@ -159,7 +159,7 @@ var functions = []functionSpec{
 		description: "garbage collection: launch/registration timeouts, leaked instances, orphaned Nodes",
 		memoryMiB:   512,
 		timeout:     50 * time.Second,
-		env:         []env{envCommon, envKube},
+		env:         []env{envCommon, envKube, envIsolatedVPC},
 		grants:      []grant{grantTable, grantListInstances, grantTerminateOwned, grantTagInstances, grantCleanLaunchTemplates, grantReadEC2Data},
 		trigger:     trigger{kind: triggerSchedule, every: time.Minute},
 		kube:        &kubeAccess{group: "nodewright:gc"},
@@ -273,6 +273,15 @@ func envFeatureGates(d *deployment) map[string]*string {
 		return nil
 	}
 	return map[string]*string{"FEATURE_GATES": jsii.String(d.props.featureGates())}
+}
+
+// envIsolatedVPC passes Props.IsolatedVPC to the live EC2 data refresher
+// (functions/gc reads ISOLATED_VPC); unset when false, the Lambda's default.
+func envIsolatedVPC(d *deployment) map[string]*string {
+	if !d.props.IsolatedVPC {
+		return nil
+	}
+	return map[string]*string{"ISOLATED_VPC": jsii.String("true")}
 }
 
 func envProvisioningQueue(d *deployment) map[string]*string {

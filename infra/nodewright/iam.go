@@ -161,12 +161,16 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 		// no resource-level permissions (Service Authorization Reference),
 		// as in Karpenter's controller policy (karpenter-spec 4.1); the
 		// Pricing endpoint is in us-east-1 or ap-south-1, not the stack's
-		// region, so GetProducts carries no region condition.
-		return []awsiam.PolicyStatement{
+		// region, so GetProducts carries no region condition. With
+		// IsolatedVPC the refresh never calls the Pricing API: no grant.
+		statements := []awsiam.PolicyStatement{
 			statement("ReadEC2Data", []string{"ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes", "ec2:DescribeSpotPriceHistory"},
 				*jsii.Strings("*"), inRegion()),
-			statement("ReadPrices", []string{"pricing:GetProducts"}, *jsii.Strings("*"), nil),
 		}
+		if !d.props.IsolatedVPC {
+			statements = append(statements, statement("ReadPrices", []string{"pricing:GetProducts"}, *jsii.Strings("*"), nil))
+		}
+		return statements
 	case grantTerminate:
 		// The drain-and-replace and interruption steps terminate the
 		// instance of one NodeClaim record after draining its Node,

@@ -58,6 +58,12 @@ type Props struct {
 	ReservedConcurrency bool
 	// AlarmTopicARN, when set, is an SNS topic every alarm notifies.
 	AlarmTopicARN string
+	// IsolatedVPC is Karpenter's ISOLATED_VPC (karpenter-spec, settings):
+	// the VPC has no route to the Price List API, so the live EC2 data
+	// refresh never calls pricing:GetProducts and on-demand prices stay the
+	// embedded tables. Passed to the refresher (gc) as ISOLATED_VPC=true;
+	// the gc role then has no pricing:GetProducts grant. Default false.
+	IsolatedVPC bool
 }
 
 // Cluster identifies the EKS cluster.
