@@ -55,7 +55,9 @@ import (
 //     added claims of that driver (attachLimits);
 //   - weights: a pod nothing else steers is never on a claim of a pool
 //     when a heavier pool without limits the plan launches for could take
-//     it (weights).
+//     it, and a claim of a pool never holds only such pods that a heavier
+//     pool with limits the plan launches for could each take within what
+//     the plan leaves of its limits (weights).
 //
 // It checks necessary conditions only: zone skew across domains and the
 // order in which pods were placed are not verified, and daemonset overhead
@@ -620,41 +622,7 @@ func (c *checker) limits(res scheduling.Result) {
 		if len(np.Spec.Limits) == 0 {
 			continue
 		}
-		used := corev1.ResourceList{}
-		nodes := int64(0)
-		for _, n := range c.in.Nodes {
-			var pool string
-			var capacity corev1.ResourceList
-			if n.NodeClaim != nil {
-				pool, capacity = n.NodeClaim.Labels[v1.LabelNodePool], n.NodeClaim.Status.Capacity
-			}
-			if n.Node != nil {
-				if l := n.Node.Labels[v1.LabelNodePool]; l != "" {
-					pool = l
-				}
-				if len(n.Node.Status.Capacity) > 0 {
-					capacity = n.Node.Status.Capacity
-				}
-			}
-			if pool == np.Name {
-				add(used, capacity)
-				nodes++
-			}
-		}
-		for _, cl := range res.NewClaims {
-			if cl.NodePool != np.Name {
-				continue
-			}
-			largest := corev1.ResourceList{}
-			for _, t := range cl.InstanceTypes {
-				if it := c.types[cl.NodeClass][t]; it != nil {
-					maxInto(largest, it.Capacity)
-				}
-			}
-			add(used, largest)
-			nodes++
-		}
-		used[corev1.ResourceName("nodes")] = *resource.NewQuantity(nodes, resource.DecimalSI)
+		used := c.poolUsage(np, res)
 		limits := corev1.ResourceList(np.Spec.Limits)
 		for _, r := range sortedKeys(limits) {
 			l := limits[corev1.ResourceName(r)]
@@ -663,6 +631,51 @@ func (c *checker) limits(res scheduling.Result) {
 			}
 		}
 	}
+}
+
+// poolUsage is what counts against np's limits after the plan, as
+// Karpenter counts it: the capacity of every existing node of the pool
+// (the Node's, else the NodeClaim's; marked for deletion too) plus, for
+// each new claim of the pool, the element-wise largest capacity among its
+// candidates (Karpenter subtracts the largest instance type option of an
+// in-flight NodeClaim), and "nodes" as the number of both.
+func (c *checker) poolUsage(np *v1.NodePool, res scheduling.Result) corev1.ResourceList {
+	used := corev1.ResourceList{}
+	nodes := int64(0)
+	for _, n := range c.in.Nodes {
+		var pool string
+		var capacity corev1.ResourceList
+		if n.NodeClaim != nil {
+			pool, capacity = n.NodeClaim.Labels[v1.LabelNodePool], n.NodeClaim.Status.Capacity
+		}
+		if n.Node != nil {
+			if l := n.Node.Labels[v1.LabelNodePool]; l != "" {
+				pool = l
+			}
+			if len(n.Node.Status.Capacity) > 0 {
+				capacity = n.Node.Status.Capacity
+			}
+		}
+		if pool == np.Name {
+			add(used, capacity)
+			nodes++
+		}
+	}
+	for _, cl := range res.NewClaims {
+		if cl.NodePool != np.Name {
+			continue
+		}
+		largest := corev1.ResourceList{}
+		for _, t := range cl.InstanceTypes {
+			if it := c.types[cl.NodeClass][t]; it != nil {
+				maxInto(largest, it.Capacity)
+			}
+		}
+		add(used, largest)
+		nodes++
+	}
+	used[corev1.ResourceName("nodes")] = *resource.NewQuantity(nodes, resource.DecimalSI)
+	return used
 }
 
 func sortedKeys[K ~string, V any](m map[K]V) []string {

@@ -57,6 +57,13 @@ func TestCheckResultAcceptsValidPlans(t *testing.T) {
 	aff0 := st.Pod("aff-0", st.Requests("100m", "100Mi"), st.Labels(group), st.PodAffinity(v1.LabelTopologyZone, group))
 	aff1 := st.Pod("aff-1", st.Requests("100m", "100Mi"), st.Labels(group), st.PodAffinity(v1.LabelTopologyZone, group))
 	node := st.Node("node-1", st.NodeAllocatable("4", "16Gi", "110"))
+	big := st.Pod("big-0", st.Requests("3", "1Gi"))
+	big1 := st.Pod("big-1", st.Requests("3", "1Gi"))
+	heavyLimited := func(cpu string) v1.NodePool {
+		return st.NodePool("heavy", st.PoolWeight(50), st.PoolLimits("cpu", cpu))
+	}
+	heavyClaim := claim("", []string{"m5.xlarge"}, big)
+	heavyClaim.NodePool = "heavy"
 	tests := []struct {
 		name string
 		in   scheduling.Input
@@ -79,6 +86,16 @@ func TestCheckResultAcceptsValidPlans(t *testing.T) {
 				Placements:    map[string]string{string(web.UID): "node-1"},
 				Unschedulable: map[string]string{string(zoned.UID): "no zone"},
 			},
+		},
+		{
+			name: "should accept a pod on a lighter pool's claim when the heavier pool's limit stops it after the plan's claims of that pool",
+			in:   st.Input([]v1.NodePool{st.NodePool("default"), heavyLimited("4")}, checkTypes(), []*corev1.Pod{big, web}),
+			res:  scheduling.Result{NewClaims: []scheduling.NewClaim{heavyClaim, claim("", []string{"m5.large"}, web)}},
+		},
+		{
+			name: "should accept a pod the limited heavier pool could take in a lighter pool's claim opened by a pod its limit stops",
+			in:   st.Input([]v1.NodePool{st.NodePool("default"), heavyLimited("6")}, checkTypes(), []*corev1.Pod{big, big1, web}),
+			res:  scheduling.Result{NewClaims: []scheduling.NewClaim{heavyClaim, claim("", []string{"m5.xlarge"}, big1, web)}},
 		},
 		{
 			name: "should accept a zone affinity group on two claims pinned to one zone",
@@ -122,6 +139,8 @@ func TestCheckResultReportsViolations(t *testing.T) {
 	heavy := st.NodePool("heavy", st.PoolWeight(50))
 	heavyClaim := claim("", []string{"m5.xlarge"}, big)
 	heavyClaim.NodePool = "heavy"
+	web1 := st.Pod("web-1", st.Requests("500m", "1Gi"))
+	heavyLimited := st.NodePool("heavy", st.PoolWeight(50), st.PoolLimits("cpu", "6"))
 	db := st.Pod("db-0", st.Requests("500m", "1Gi"), st.WithClaim("data-db-0"))
 	attached := st.Existing(st.Node("node-1", st.NodeAllocatable("4", "16Gi", "110")),
 		st.Pod("db-1", st.Requests("100m", "100Mi"), st.WithClaim("data-db-1")))
@@ -206,6 +225,10 @@ func TestCheckResultReportsViolations(t *testing.T) {
 			st.Input([]v1.NodePool{pool, heavy}, checkTypes(), []*corev1.Pod{web, big}),
 			scheduling.Result{NewClaims: []scheduling.NewClaim{claim("", []string{"m5.large"}, web), heavyClaim}},
 			"the heavier NodePool heavy (weight 50, no limits) could take it"},
+		{"should report a lighter pool's claim whose pods fit a heavier pool with limits within what the plan leaves of them",
+			st.Input([]v1.NodePool{pool, heavyLimited}, checkTypes(), []*corev1.Pod{big, web, web1}),
+			scheduling.Result{NewClaims: []scheduling.NewClaim{heavyClaim, claim("", []string{"m5.large"}, web, web1)}},
+			"could each take a node of the heavier NodePool heavy (weight 50) within its limits"},
 		{"should report a placement past an existing node's CSI attach limit",
 			st.Input([]v1.NodePool{pool}, checkTypes(), []*corev1.Pod{db}, st.WithNodes(attached), vols),
 			scheduling.Result{Placements: map[string]string{string(db.UID): "node-1"}},

@@ -82,14 +82,27 @@ func (c *checker) attachLimits() {
 
 // weights checks that weight is never traded for price (Karpenter tries
 // NodePools heaviest first; karpenter-spec section 3): no pod on a new
-// claim of a pool could have gone to a claim of a heavier pool without
-// limits that the plan also launches for (so it is usable). It judges only pods whose placement nothing else steers: no
-// topology spread, pod (anti-)affinity, host ports, volumes or preferred
-// node affinity, and a heavier pool whose taints (PreferNoSchedule too)
-// the pod tolerates; such a pool could take the pod when one of its
-// instance types has an available offering the pool allows, meets the
-// pod's node requirements and holds the pod's requests plus the requests
-// of every DaemonSet tolerating the pool's taints.
+// claim of a pool could have gone to a claim of a heavier pool that the
+// plan also launches for (so it is usable). It judges only pods whose
+// placement nothing else steers: no topology spread, pod (anti-)affinity,
+// host ports, volumes or preferred node affinity, and a heavier pool whose
+// taints (PreferNoSchedule too) the pod tolerates; such a pool could take
+// the pod when one of its instance types has an available offering the
+// pool allows, meets the pod's node requirements and holds the pod's
+// requests plus the requests of every DaemonSet tolerating the pool's
+// taints.
+//
+// A heavier pool without limits fails the check for each such pod. A
+// heavier pool with limits (issue 19 item 8: its limit stops some pods of
+// a batch, which then go to a lighter pool) fails it for a claim only
+// when every pod of the claim is judged and each could take a type whose
+// capacity, added to the plan's usage of that pool (poolUsage: existing
+// nodes plus the largest candidate of each of its new claims, one more
+// node), stays within every limit. The whole claim is judged because the
+// solver, like Karpenter, puts a pod into a claim already opened before it
+// opens one of any pool, and the checker does not know which pod opened
+// the claim; the plan's final usage bounds the usage the solver saw when
+// that pod came.
 func (c *checker) weights(res scheduling.Result) {
 	// Only pools the plan launches for are known to be usable (not
 	// deleting, not static, ready, with instance types left).
@@ -97,24 +110,42 @@ func (c *checker) weights(res scheduling.Result) {
 	for i := range res.NewClaims {
 		usable[res.NewClaims[i].NodePool] = true
 	}
+	usage := map[string]corev1.ResourceList{}
+	for j := range c.in.NodePools {
+		if q := &c.in.NodePools[j]; usable[q.Name] && len(q.Spec.Limits) > 0 {
+			usage[q.Name] = c.poolUsage(q, res)
+		}
+	}
 	for i := range res.NewClaims {
 		cl := &res.NewClaims[i]
 		np := c.pools[cl.NodePool]
 		if np == nil {
 			continue
 		}
-		for _, uid := range cl.Pods {
-			p := c.pods[uid]
-			if p == nil || steered(p) {
+		for j := range c.in.NodePools {
+			q := &c.in.NodePools[j]
+			if !usable[q.Name] || weight(q) <= weight(np) {
 				continue
 			}
-			for j := range c.in.NodePools {
-				q := &c.in.NodePools[j]
-				if !usable[q.Name] || weight(q) <= weight(np) || len(q.Spec.Limits) > 0 || !c.couldTake(q, p) {
-					continue
+			if len(q.Spec.Limits) == 0 {
+				for _, uid := range cl.Pods {
+					if p := c.pods[uid]; p != nil && !steered(p) && c.couldTake(q, p, nil) {
+						c.fail("pod %s is on a claim of NodePool %s (weight %d), but the heavier NodePool %s (weight %d, no limits) could take it",
+							podKey(p), np.Name, weight(np), q.Name, weight(q))
+					}
 				}
-				c.fail("pod %s is on a claim of NodePool %s (weight %d), but the heavier NodePool %s (weight %d, no limits) could take it",
-					podKey(p), np.Name, weight(np), q.Name, weight(q))
+				continue
+			}
+			all := len(cl.Pods) > 0
+			for _, uid := range cl.Pods {
+				if p := c.pods[uid]; p == nil || steered(p) || !c.couldTake(q, p, usage[q.Name]) {
+					all = false
+					break
+				}
+			}
+			if all {
+				c.fail("the pods of a claim of NodePool %s (weight %d) could each take a node of the heavier NodePool %s (weight %d) within its limits (the plan's usage of it plus one node)",
+					np.Name, weight(np), q.Name, weight(q))
 			}
 		}
 	}
@@ -149,8 +180,10 @@ func steered(p *corev1.Pod) bool {
 	return false
 }
 
-// couldTake reports whether pool q could launch a node for p alone.
-func (c *checker) couldTake(q *v1.NodePool, p *corev1.Pod) bool {
+// couldTake reports whether pool q could launch a node for p alone; with
+// used non-nil, only with a type whose capacity plus used (and one more
+// node) stays within every limit of q.
+func (c *checker) couldTake(q *v1.NodePool, p *corev1.Pod, used corev1.ResourceList) bool {
 	taints := q.Spec.Template.Spec.Taints
 	for k := range taints {
 		if !tolerated(p.Spec.Tolerations, &taints[k]) {
@@ -178,7 +211,7 @@ func (c *checker) couldTake(q *v1.NodePool, p *corev1.Pod) bool {
 	sort.Strings(names)
 	for _, name := range names {
 		it := c.types[ref.Name][name]
-		if _, ok := fits(need, it.Allocatable()); !ok {
+		if _, ok := fits(need, it.Allocatable()); !ok || (used != nil && !withinLimits(q, used, it.Capacity)) {
 			continue
 		}
 		labels := merged(it.Labels, base)
@@ -213,4 +246,22 @@ func tolerated(tolerations []corev1.Toleration, t *corev1.Taint) bool {
 		}
 	}
 	return false
+}
+
+// withinLimits reports whether used plus capacity, and one more node,
+// stays within every limit of q (a resource q limits but capacity and
+// used lack counts as zero).
+func withinLimits(q *v1.NodePool, used, capacity corev1.ResourceList) bool {
+	after := corev1.ResourceList{}
+	add(after, used)
+	add(after, capacity)
+	nodes := after[corev1.ResourceName("nodes")]
+	nodes.Add(*resource.NewQuantity(1, resource.DecimalSI))
+	after[corev1.ResourceName("nodes")] = nodes
+	for name, l := range q.Spec.Limits {
+		if u, ok := after[corev1.ResourceName(name)]; ok && u.Cmp(l) > 0 {
+			return false
+		}
+	}
+	return true
 }
