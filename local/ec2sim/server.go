@@ -68,6 +68,10 @@ type Options struct {
 	// this ratio unless SetSpotPrice overrides it; 0 means
 	// DefaultSpotPriceRatio.
 	SpotPriceRatio float64
+	// World chooses uniform or realistic EC2 facts (WorldDefault:
+	// realistic in ap-northeast-1, uniform elsewhere). Any other value
+	// fails New.
+	World World
 }
 
 // Server is the simulator: an http.Handler speaking the EC2 Query protocol,
@@ -100,7 +104,9 @@ type Server struct {
 	ltTokens  map[string]string // CreateLaunchTemplate ClientToken → template ID
 	fleets    map[string]*fleet // by fleet ID
 	tokens    map[string]*fleet // CreateFleet ClientToken → fleet
-	spotPrice map[poolKey]float64
+	spotPrice map[poolKey][]pricePoint // SetSpotPrice points, oldest first
+	realistic bool                     // Options.World, resolved for the region
+	born      time.Time                // clock at New: price history starts here
 	ice       map[Offering]string      // offering → error code
 	injected  map[string][]string      // action → queued error codes
 	answers   map[string][]AnswerFault // action → queued answer faults
@@ -177,7 +183,7 @@ func New(opts Options) (*Server, error) {
 		ltTokens:    map[string]string{},
 		fleets:      map[string]*fleet{},
 		tokens:      map[string]*fleet{},
-		spotPrice:   map[poolKey]float64{},
+		spotPrice:   map[poolKey][]pricePoint{},
 		ice:         map[Offering]string{},
 		injected:    map[string][]string{},
 		answers:     map[string][]AnswerFault{},
@@ -200,6 +206,13 @@ func New(opts Options) (*Server, error) {
 	if s.spotRatio == 0 {
 		s.spotRatio = DefaultSpotPriceRatio
 	}
+	switch opts.World {
+	case WorldDefault, WorldUniform, WorldRealistic:
+		s.realistic = opts.World.realistic(s.region)
+	default:
+		return nil, fmt.Errorf("options.World %q: want %q, %q or empty", opts.World, WorldUniform, WorldRealistic)
+	}
+	s.born = s.clock.Now()
 	if s.bootDelay < 0 || s.shutdown < 0 {
 		return nil, errors.New("options: BootDelay and ShutdownDelay must not be negative")
 	}
