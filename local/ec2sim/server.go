@@ -101,9 +101,9 @@ type Server struct {
 	instances map[string]*instance
 	order     []string // instance IDs in launch order
 	templates map[string]*launchTemplate
-	ltTokens  map[string]string // CreateLaunchTemplate ClientToken → template ID
-	fleets    map[string]*fleet // by fleet ID
-	tokens    map[string]*fleet // CreateFleet ClientToken → fleet
+	ltTokens  map[string]string        // CreateLaunchTemplate ClientToken → template ID
+	fleets    map[string]*fleet        // by fleet ID
+	tokens    map[string]*fleet        // CreateFleet ClientToken → fleet
 	spotPrice map[poolKey][]pricePoint // SetSpotPrice points, oldest first
 	realistic bool                     // Options.World, resolved for the region
 	born      time.Time                // clock at New: price history starts here

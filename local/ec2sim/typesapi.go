@@ -2,7 +2,7 @@ package ec2sim
 
 import (
 	"cmp"
-		"slices"
+	"slices"
 	"strconv"
 	"strings"
 	"time"

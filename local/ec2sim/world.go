@@ -134,7 +134,9 @@ func (s *Server) modelSpotPrice(f *typeFacts, zone string, k int64) float64 {
 	return roundPrice(od * ratio * move)
 }
 
-func spotStep(t time.Time) int64 { return int64(math.Floor(float64(t.Unix()) / SpotPriceStep.Seconds())) }
+func spotStep(t time.Time) int64 {
+	return int64(math.Floor(float64(t.Unix()) / SpotPriceStep.Seconds()))
+}
 
 // spotPriceAt returns the Spot price of pool (f, zone) in effect at t and
 // when it took effect: the latest SetSpotPrice point at or before t, which
