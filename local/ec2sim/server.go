@@ -143,7 +143,7 @@ type tag struct {
 
 // Call is one API request the simulator answered, in arrival order.
 type Call struct {
-	// Service is "ec2" or "ssm".
+	// Service is "ec2", "ssm" or "pricing".
 	Service string
 	// Action is the operation, e.g. "CreateFleet" or "GetParameter".
 	Action string
@@ -152,7 +152,7 @@ type Call struct {
 	// Params holds the EC2 form parameters (without Action and Version);
 	// nil for SSM.
 	Params url.Values
-	// Body is the SSM JSON request body; nil for EC2.
+	// Body is the SSM or Pricing JSON request body; nil for EC2.
 	Body []byte
 	// ErrorCode is the API error code returned, or "" on success.
 	ErrorCode string
@@ -327,7 +327,8 @@ func (s *Server) newUUID(kind string) string {
 }
 
 // ServeHTTP answers EC2 Query requests (form-encoded, Action=...), SSM
-// JSON requests (X-Amz-Target: AmazonSSM.*) and control requests under
+// JSON requests (X-Amz-Target: AmazonSSM.*), Price List Query API
+// requests (X-Amz-Target: AWSPriceListService.*) and control requests under
 // /_sim/. It does not check SigV4 signatures.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
@@ -335,6 +336,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveControl(w, r)
 	case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AmazonSSM."):
 		s.serveSSM(w, r)
+	case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AWSPriceListService."):
+		s.servePricing(w, r)
 	default:
 		s.serveEC2(w, r)
 	}
@@ -603,10 +606,10 @@ func (s *Server) InjectError(action, code string, n int) {
 
 // Throttle makes the next n calls of action fail as throttled:
 // RequestLimitExceeded (HTTP 503) for EC2 actions, ThrottlingException for
-// SSM actions.
+// SSM and Pricing actions.
 func (s *Server) Throttle(action string, n int) {
 	code := "RequestLimitExceeded"
-	if ssmActions[action] {
+	if ssmActions[action] || pricingActions[action] {
 		code = "ThrottlingException"
 	}
 	s.InjectError(action, code, n)
