@@ -45,6 +45,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -116,6 +117,11 @@ type Options struct {
 	ClusterName string
 	Region      string
 	Zones       []string
+	// SimWorld is the simulator's world (ec2sim.Options.World). Empty means
+	// ec2sim.WorldUniform, every type in every zone at the embedded prices,
+	// even in ap-northeast-1; ec2sim.WorldRealistic gives zones that lack
+	// types and per-zone Spot prices that move.
+	SimWorld ec2sim.World
 	// KubernetesVersion is the minor version the provisioner asks AMIs
 	// for ("1.34").
 	KubernetesVersion string
@@ -390,6 +396,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	sim, err := ec2sim.New(ec2sim.Options{
 		Region: opts.Region, Zones: opts.Zones, ClusterName: opts.ClusterName,
 		KubernetesVersions: []string{opts.KubernetesVersion}, BootDelay: opts.BootDelay,
+		World: cmp.Or(opts.SimWorld, ec2sim.WorldUniform),
 	})
 	if err != nil {
 		return fmt.Errorf("ec2 simulator: %w", err)
@@ -441,6 +448,10 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 		"KUBERNETES_VERSION": opts.KubernetesVersion, "CLUSTER_ENDPOINT": s.Server,
 		"CLUSTER_CA_DATA": base64.StdEncoding.EncodeToString(s.restCfg.CAData),
 		"SERVICE_CIDR":    "10.96.0.0/12", "CLUSTER_DNS": "10.96.0.10",
+		// The Price List API is served by the simulator's listener; SDK
+		// clients built from the environment (lambdakit.AWSConfig) reach it
+		// through this variable, as they would a regional endpoint.
+		"AWS_ENDPOINT_URL_PRICING": simURL,
 	}
 	if opts.BudgetLease > 0 {
 		env["BUDGET_LEASE"] = opts.BudgetLease.String()
