@@ -1,6 +1,10 @@
 package catalog
 
-import v1 "github.com/nodewright/nodewright/shared/apis/v1"
+import (
+	"slices"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+)
 
 // Available returns the offerings that are available, in their original
 // order, as a new slice (nil when none is). Karpenter:
@@ -91,30 +95,90 @@ func (o *Offering) matches(zone, capacityType func(string) bool) bool {
 type offeringPricer struct {
 	table     *priceTable
 	spotRatio float64
+	// onDemand, spot and offered are the live parts (nil: not loaded).
+	onDemand map[string]float64
+	spot     map[string]map[string]float64
+	offered  map[string][]string
 }
 
-// offerings builds one offering per (zone × capacity type): on-demand, and
-// spot when spotRatio > 0, in zone order. An offering is available when the
-// type is compatible with the node class, has an on-demand price, and
-// unavailable does not report it (spec §3.4).
+func newOfferingPricer(table *priceTable, opts Options) offeringPricer {
+	p := offeringPricer{table: table, spotRatio: opts.SpotPriceRatio}
+	if l := opts.Live; l != nil {
+		if l.OnDemandPrices != nil {
+			p.onDemand = l.OnDemandPrices.Prices
+			if p.onDemand == nil {
+				p.onDemand = map[string]float64{}
+			}
+		}
+		if l.SpotPrices != nil {
+			p.spot = l.SpotPrices.Prices
+			if p.spot == nil {
+				p.spot = map[string]map[string]float64{}
+			}
+		}
+		if l.Offerings != nil {
+			p.offered = l.Offerings.Zones
+			if p.offered == nil {
+				p.offered = map[string][]string{}
+			}
+		}
+	}
+	return p
+}
+
+// onDemandPrice is the type's on-demand price: live when loaded, else the
+// embedded table's.
+func (p offeringPricer) onDemandPrice(name string) (float64, bool) {
+	if p.onDemand != nil {
+		price, ok := p.onDemand[name]
+		return price, ok
+	}
+	return p.table.price(name)
+}
+
+// offerings builds the type's offerings in zone order, on-demand first,
+// following Karpenter's offering rules (spec §3.4; aws:
+// pkg/providers/instancetype/offering):
+//   - zones are the class's zones, and with live offerings only those
+//     where DescribeInstanceTypeOfferings lists the type (no offering at
+//     all elsewhere);
+//   - on-demand is available when the type is compatible with the node
+//     class, has an on-demand price and unavailable does not report it;
+//   - with live Spot prices there is one Spot offering per zone, priced at
+//     that zone's price and unavailable when the zone has none (Karpenter:
+//     once Spot prices are loaded, no price means unavailable); without
+//     them Spot is on-demand × spotRatio when spotRatio > 0, else absent.
 func (p offeringPricer) offerings(name string, zones, zoneIDs []string, compatible bool,
 	unavailable func(instanceType, zone, capacityType string) bool) Offerings {
-	price, hasPrice := p.table.price(name)
+	price, hasPrice := p.onDemandPrice(name)
+	withSpot := p.spot != nil || p.spotRatio > 0
 	perZone := 1
-	if p.spotRatio > 0 {
+	if withSpot {
 		perZone = 2
 	}
-	capacityTypes := [...]string{v1.CapacityTypeOnDemand, v1.CapacityTypeSpot}
+	var offered []string
+	if p.offered != nil {
+		offered = p.offered[name]
+	}
 	out := make(Offerings, 0, len(zones)*perZone)
 	for i, zone := range zones {
-		for _, ct := range capacityTypes[:perZone] {
-			o := Offering{Zone: zone, ZoneID: zoneIDs[i], CapacityType: ct, Price: price}
-			if ct == v1.CapacityTypeSpot {
-				o.Price = price * p.spotRatio
-			}
-			o.Available = compatible && hasPrice && (unavailable == nil || !unavailable(name, zone, ct))
-			out = append(out, o)
+		if p.offered != nil && !slices.Contains(offered, zone) {
+			continue
 		}
+		ok := func(ct string) bool { return compatible && (unavailable == nil || !unavailable(name, zone, ct)) }
+		out = append(out, Offering{Zone: zone, ZoneID: zoneIDs[i], CapacityType: v1.CapacityTypeOnDemand, Price: price,
+			Available: hasPrice && ok(v1.CapacityTypeOnDemand)})
+		if !withSpot {
+			continue
+		}
+		o := Offering{Zone: zone, ZoneID: zoneIDs[i], CapacityType: v1.CapacityTypeSpot}
+		if p.spot != nil {
+			sp, has := p.spot[name][zone]
+			o.Price, o.Available = sp, has && ok(v1.CapacityTypeSpot)
+		} else {
+			o.Price, o.Available = price*p.spotRatio, hasPrice && ok(v1.CapacityTypeSpot)
+		}
+		out = append(out, o)
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
@@ -31,8 +32,33 @@ type PriceSource struct {
 	// us-east-1 prices were used instead.
 	Fallback bool
 	// SpotPriceRatio is Options.SpotPriceRatio: spot offerings are priced at
-	// on-demand × this ratio (0: no spot offerings).
+	// on-demand × this ratio (0: no spot offerings) unless Options.Live
+	// holds Spot prices.
 	SpotPriceRatio float64
+	// Parts says, when Options.Live is set, where each part of the data
+	// came from and how old it is, in Parts order; nil without
+	// Options.Live (everything embedded, as Description says).
+	Parts []PartSource
+	// Stale is true when some live part is older than StaleAfter.
+	Stale bool
+}
+
+// PartSource is where one part of the data Resolve used came from.
+type PartSource struct {
+	Part Part
+	// Live is true when the part came from the region's API (Source names
+	// the call), false when embedded data or an estimate stood in.
+	Live bool
+	// Source is the API ("DescribeInstanceTypes",
+	// "DescribeInstanceTypeOfferings", "Pricing GetProducts",
+	// "DescribeSpotPriceHistory") or the stand-in, in words.
+	Source string
+	// FetchedAt is when the live part was fetched; zero otherwise.
+	FetchedAt time.Time
+	// Age is Options.Now − FetchedAt (0 when either is zero).
+	Age time.Duration
+	// Stale is true when Age exceeds StaleAfter.
+	Stale bool
 }
 
 // Resolve returns every instance type of the embedded catalog as it would
@@ -111,12 +137,21 @@ func Resolve(nodeClass *v1.EC2NodeClass, opts Options) ([]*InstanceType, PriceSo
 		zoneIDs[i] = zoneIDByZone[z]
 	}
 
+	if opts.Live != nil {
+		if err := opts.Live.Validate(opts.Region); err != nil {
+			return nil, PriceSource{}, fmt.Errorf("options.Live: %w", err)
+		}
+	}
 	src, table := priceSource(opts.Region, opts.SpotPriceRatio)
-	pricer := offeringPricer{table: table, spotRatio: opts.SpotPriceRatio}
+	if opts.Live != nil {
+		src = livePriceSource(src, opts)
+	}
+	pricer := newOfferingPricer(table, opts)
 
-	backing := make([]InstanceType, 0, len(catalogTypes))
-	for i := range catalogTypes {
-		t := &catalogTypes[i]
+	records := typeRecords(opts.Live)
+	backing := make([]InstanceType, 0, len(records))
+	for i := range records {
+		t := &records[i]
 		if cfg.family.windows() && t.arch == "arm64" {
 			continue
 		}

@@ -10,6 +10,7 @@ package catalog
 
 import (
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -114,9 +115,20 @@ type Options struct {
 	// (status.subnets) if any, else every zone of Region (a small embedded
 	// table: see Resolve).
 	Zones []string
-	// SpotPriceRatio prices spot offerings at on-demand x ratio when no spot
-	// price is known (offline); 0 means no spot offerings. Must be >= 0.
+	// SpotPriceRatio prices spot offerings at on-demand x ratio when Live
+	// holds no Spot prices: an estimate for offline use (the CLI), or 1 in
+	// the Lambdas until Spot prices load (Karpenter prices Spot at the
+	// on-demand price until its first Spot refresh); 0 means no spot
+	// offerings. Ignored once Live holds Spot prices. Must be >= 0.
 	SpotPriceRatio float64
+	// Live is the region's data from its EC2 and Pricing APIs; nil means
+	// every part comes from the embedded tables. Each part Live holds
+	// replaces its embedded counterpart (see Resolve); Live.Region must be
+	// Region.
+	Live *LiveData
+	// Now is the clock reading the PriceSource measures the live data's
+	// age against; zero leaves ages unset.
+	Now time.Time
 	// ReservedENIs is Karpenter's RESERVED_ENIS setting (default 0, >= 0).
 	ReservedENIs int
 	// VMMemoryOverheadPercent is VM_MEMORY_OVERHEAD_PERCENT as a fraction

@@ -43,6 +43,10 @@ type launchState struct {
 	// noCompatible names the NodePools the solve found with no compatible
 	// instance type (scheduling.Result.NoCompatibleInstanceTypes).
 	noCompatible []string
+	// dataSource says where the round's instance types, offerings and
+	// prices came from (catalog.PriceSource.Description of the classes;
+	// the live data is the region's, the same for every class).
+	dataSource string
 }
 
 // classList returns the resolved classes sorted by name.
@@ -92,8 +96,13 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 		}
 	}
 	sort.Slice(classes, func(i, j int) bool { return classes[i].Name < classes[j].Name })
+	live, warning := readLiveData(ctx, p.ports.EC2Data, now)
+	if warning != "" {
+		st.warnings = append(st.warnings, warning)
+	}
 	opts := LaunchOptions{Region: p.opts.Region, SpotPriceRatio: p.opts.SpotPriceRatio, ReservedENIs: p.opts.ReservedENIs,
-		VMMemoryOverheadPercent: p.opts.VMMemoryOverheadPercent, Unavailable: unavailable, UnavailableSubnets: fullSubnets}
+		VMMemoryOverheadPercent: p.opts.VMMemoryOverheadPercent, Unavailable: unavailable, UnavailableSubnets: fullSubnets,
+		Live: live, Now: now}
 	for _, nc := range classes {
 		if !referenced[nc.Name] {
 			continue
@@ -111,6 +120,12 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 		st.classes[nc.Name] = &resolved
 		st.subnets[nc.Name] = lc.Subnets
 		st.types[nc.Name] = lc.InstanceTypes
+		if st.dataSource == "" {
+			st.dataSource = lc.PriceSource.Description
+			if w := FallbackWarning(lc.PriceSource); w != "" {
+				st.warnings = append(st.warnings, w)
+			}
+		}
 	}
 	return st, nil
 }
@@ -129,6 +144,10 @@ type LaunchOptions struct {
 	// UnavailableSubnets are subnet IDs recently out of addresses (nil:
 	// none known).
 	UnavailableSubnets map[string]bool
+	// Live is the region's live EC2 data (catalog.Options.Live); nil: the
+	// embedded tables only. Now dates it (catalog.Options.Now).
+	Live *catalog.LiveData
+	Now  time.Time
 }
 
 // LaunchClass is one EC2NodeClass resolved as launches see it.
@@ -141,6 +160,8 @@ type LaunchClass struct {
 	// (zones whose subnets are all full included) and types no resolved
 	// AMI can boot removed.
 	InstanceTypes []*catalog.InstanceType
+	// PriceSource says where the types, offerings and prices came from.
+	PriceSource catalog.PriceSource
 }
 
 // ResolveLaunchClass is the one loader of an EC2NodeClass's launch state,
@@ -161,11 +182,11 @@ func ResolveLaunchClass(ctx context.Context, r nodeClassResolver, nc v1.EC2NodeC
 		return LaunchClass{}, fmt.Errorf("EC2NodeClass %s left out: resolve: %w", nc.Name, err)
 	}
 	resolved := res.NodeClass
-	types, _, subnets, err := LaunchTypes(&resolved, res.Subnets, opts)
+	types, src, subnets, err := LaunchTypes(&resolved, res.Subnets, opts)
 	if err != nil {
 		return LaunchClass{NodeClass: resolved}, fmt.Errorf("EC2NodeClass %s left out: instance types: %w", nc.Name, err)
 	}
-	return LaunchClass{NodeClass: resolved, Subnets: subnets, InstanceTypes: types}, nil
+	return LaunchClass{NodeClass: resolved, Subnets: subnets, InstanceTypes: types, PriceSource: src}, nil
 }
 
 // LaunchTypes is the pure part of ResolveLaunchClass, for a class whose
@@ -183,6 +204,8 @@ func LaunchTypes(nc *v1.EC2NodeClass, subnets []Subnet, opts LaunchOptions) ([]*
 		ReservedENIs:            opts.ReservedENIs,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		Unavailable:             withFullZones(unavailablePredicate(opts.Unavailable), fullZones),
+		Live:                    opts.Live,
+		Now:                     opts.Now,
 	})
 	if err != nil {
 		return nil, src, nil, err

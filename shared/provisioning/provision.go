@@ -167,6 +167,9 @@ type ProvisionerPorts struct {
 	// Subnets is the unavailable-subnets cache; nil leaves subnets that
 	// ran out of addresses unrecorded.
 	Subnets subnetCache
+	// EC2Data reads the region's live EC2 data the refresher stored; nil
+	// uses the embedded tables only (as before the first refresh).
+	EC2Data ec2DataSource
 }
 
 // ProvisionerOptions configure a Provisioner.
@@ -178,7 +181,9 @@ type ProvisionerOptions struct {
 	// Required.
 	Region string
 	// SpotPriceRatio, ReservedENIs and VMMemoryOverheadPercent are passed
-	// to catalog.Resolve (see catalog.Options).
+	// to catalog.Resolve (see catalog.Options). The Lambdas set
+	// SpotPriceRatio to FallbackSpotPriceRatio: it applies only until Spot
+	// prices are loaded.
 	SpotPriceRatio          float64
 	ReservedENIs            int
 	VMMemoryOverheadPercent *float64
@@ -264,6 +269,10 @@ type Result struct {
 	// round and why (invalid, not resolvable, not ready). Their pods are
 	// reported unschedulable by the solver.
 	Warnings []string
+	// DataSource says where the round's instance types, offerings and
+	// prices came from and how old the live data is
+	// (catalog.PriceSource.Description); empty when no class resolved.
+	DataSource string
 	// NoCompatibleInstanceTypes names the NodePools whose requirements
 	// filtered out every instance type with an available offering in this
 	// call's solve (scheduling.Result.NoCompatibleInstanceTypes); empty
@@ -361,7 +370,7 @@ func (p *Provisioner) Provision(ctx context.Context, batch *v1.PodBatch, now tim
 		if err != nil {
 			return Result{}, fmt.Errorf("provision batch %s: %w", batch.ID, err)
 		}
-		res.Warnings = st.warnings
+		res.Warnings, res.DataSource = st.warnings, st.dataSource
 	} else {
 		st, err = p.loadLaunchState(ctx, now)
 		if err != nil {
@@ -374,7 +383,7 @@ func (p *Provisioner) Provision(ctx context.Context, batch *v1.PodBatch, now tim
 		if err := p.ports.Batches.PutBatchResult(ctx, plan); err != nil {
 			return Result{}, fmt.Errorf("provision batch %s: store plan: %w", batch.ID, err)
 		}
-		res = Result{Batch: plan, Warnings: st.warnings, NoCompatibleInstanceTypes: st.noCompatible}
+		res = Result{Batch: plan, Warnings: st.warnings, NoCompatibleInstanceTypes: st.noCompatible, DataSource: st.dataSource}
 	}
 
 	launchCtx, cancel := p.launchContext(ctx)

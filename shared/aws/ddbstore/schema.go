@@ -157,7 +157,8 @@ func instanceStatusAccess() Access {
 }
 
 // provisionerAccess is what the provisioner Lambda touches: it reads the
-// config, the current snapshot and claim-checked payloads, and writes
+// config, the current snapshot, claim-checked payloads and the live EC2
+// data, and writes
 // NodeClaims (finding one by instance through the byInstance index when a
 // node registers), batch results, unavailable offerings and subnets,
 // node-class resolutions, and the CreateFleet request stored under its
@@ -167,7 +168,7 @@ func instanceStatusAccess() Access {
 // budget or idempotency key.
 func provisionerAccess() Access {
 	return Access{
-		Read:    []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkPayload + "#*"},
+		Read:    []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkPayload + "#*", pkEC2Data + "#*"},
 		Write:   []string{pkNodeClaim, pkBatch + "#*", pkOffering, pkSubnet, pkNodeClassStatus, pkPayload + "#*", pkMetric, pkEvent},
 		Indexes: []string{IndexByInstance},
 	}
@@ -176,21 +177,23 @@ func provisionerAccess() Access {
 // gcAccess is what garbage collection touches: it reads the config (the
 // node classes whose launch templates are in use) and the current snapshot
 // (the Karpenter NodeClaims it adopts), reads, creates (adoption), updates
-// and deletes NodeClaims, and records an event for each adoption it refuses;
-// nothing else.
+// and deletes NodeClaims, records an event for each adoption it refuses, and
+// writes the region's live EC2 data (it is the one refresher); nothing
+// else.
 func gcAccess() Access {
-	return Access{Read: []string{pkConfig, pkSnapshot, pkSnapshot + "#*"}, Write: []string{pkNodeClaim, pkEvent, pkMetric}}
+	return Access{Read: []string{pkConfig, pkSnapshot, pkSnapshot + "#*"}, Write: []string{pkNodeClaim, pkEvent, pkMetric, pkEC2Data + "#*"}}
 }
 
 // disruptionAccess is what the scheduled disruption evaluation touches: it
-// reads the config, the current snapshot and unavailable offerings, and
+// reads the config, the current snapshot, unavailable offerings and the
+// live EC2 data, and
 // writes the commands' replacements (claim-checked payloads), event records
 // and node-class resolutions, and NodeClaims only to release the claims of
 // executions whose lease lapsed (termination.Service.ReleaseStale). Budgets
 // are the state machines' (disrupttask's): it touches no lease or budget.
 func disruptionAccess() Access {
 	return Access{
-		Read:  []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkOffering},
+		Read:  []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkOffering, pkEC2Data + "#*"},
 		Write: []string{pkNodeClaim, pkPayload + "#*", pkEvent, pkNodeClassStatus, pkMetric},
 	}
 }
@@ -199,7 +202,7 @@ func disruptionAccess() Access {
 // of the disruption and interruption state machines) touches: it reads the
 // commands the disruption Lambda stored (payload disruption/<execution>)
 // and, for the replacements' launch (the provisioning launch path), the
-// config, unavailable offerings and subnets; it writes budget leases,
+// config, unavailable offerings, subnets and the live EC2 data; it writes budget leases,
 // NodeClaims (claims, replacements, deletions), event records, the
 // offerings and subnets a launch finds unavailable, and the CreateFleet
 // request stored under its ClientToken (payload fleet-request/<token>,
@@ -208,7 +211,7 @@ func disruptionAccess() Access {
 // batch or node-class resolution.
 func disruptTaskAccess() Access {
 	return Access{
-		Read: []string{pkConfig, pkPayload + "#" + payloadDisruption + "*"},
+		Read: []string{pkConfig, pkPayload + "#" + payloadDisruption + "*", pkEC2Data + "#*"},
 		Write: []string{pkNodeClaim, pkBudget, pkEvent, pkOffering, pkSubnet,
 			pkPayload + "#" + payloadFleetRequest + "*", pkMetric},
 	}
