@@ -10,10 +10,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 
 	"github.com/nodewright/nodewright/functions/gc/handler"
 	"github.com/nodewright/nodewright/functions/internal/clusterclient"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
+	"github.com/nodewright/nodewright/shared/aws/ec2data"
 )
 
 func main() { lambdakit.Main(wire) }
@@ -29,12 +31,16 @@ func wire(_ context.Context, awsCfg aws.Config) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := handler.New(cfg, handler.Clients{
+	clients := handler.Clients{
 		Metrics:  os.Stdout,
 		DynamoDB: dynamodb.NewFromConfig(awsCfg),
 		EC2:      ec2.NewFromConfig(awsCfg),
 		Nodes:    nodes,
-	}, lambdakit.NewLogger(os.Stdout, cfg.LogLevel).With("function", "gc"), time.Now)
+	}
+	if !cfg.IsolatedVPC {
+		clients.Pricing = pricing.NewFromConfig(awsCfg, func(o *pricing.Options) { o.Region = ec2data.PricingRegion(cfg.Region) })
+	}
+	h, err := handler.New(cfg, clients, lambdakit.NewLogger(os.Stdout, cfg.LogLevel).With("function", "gc"), time.Now)
 	if err != nil {
 		return nil, err
 	}

@@ -371,17 +371,17 @@ func TestDefaultDeployment(t *testing.T) {
 			claims bool
 		}{
 			{"Provisioner", []tableGrant{
-				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "PAYLOAD#*," +
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "PAYLOAD#*," + cl + "EC2DATA#*," +
 					cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "METRIC," + cl + "EVENT"},
 				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "PAYLOAD#*," + cl + "METRIC," + cl + "EVENT"},
 				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
 			}, true},
 			{"Gc", []tableGrant{
-				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "NODECLAIM," + cl + "EVENT," + cl + "METRIC"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "EVENT," + cl + "METRIC"},
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "NODECLAIM," + cl + "EVENT," + cl + "METRIC," + cl + "EC2DATA#*"},
+				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "EVENT," + cl + "METRIC," + cl + "EC2DATA#*"},
 			}, true},
 			{"Disruption", []tableGrant{
-				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "OFFERING," +
+				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "OFFERING," + cl + "EC2DATA#*," +
 					cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC"},
 				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC"},
 			}, true},
@@ -411,7 +411,7 @@ func TestDefaultDeployment(t *testing.T) {
 		got := tableGrants("Disrupttask")
 		write := cl + "NODECLAIM," + cl + "BUDGET," + cl + "EVENT," + cl + "OFFERING," + cl + "SUBNET," + cl + "PAYLOAD#fleet-request/*," + cl + "METRIC"
 		want := []tableGrant{
-			{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "PAYLOAD#disruption/*," + write},
+			{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "PAYLOAD#disruption/*," + cl + "EC2DATA#*," + write},
 			{"dynamodb:PutItem,dynamodb:DeleteItem", table, write},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {

@@ -19,17 +19,18 @@ import (
 // longer applies and a Spot offering without a price is unavailable.
 const FallbackSpotPriceRatio = 1.0
 
-// ec2DataSource reads the region's live EC2 data the refresher stored
+// EC2DataSource reads the region's live EC2 data the refresher stored
 // (functions/internal/adapters EC2Data over ddbstore). Parts never stored
 // are nil.
-type ec2DataSource interface {
+type EC2DataSource interface {
 	EC2Data(ctx context.Context, now time.Time) (catalog.LiveData, error)
 }
 
-// readLiveData reads the live EC2 data through src (nil: none). A read
-// failure is not fatal: the round falls back to the embedded tables and
-// the returned warning says so.
-func readLiveData(ctx context.Context, src ec2DataSource, now time.Time) (*catalog.LiveData, string) {
+// ReadLiveData reads the live EC2 data through src (nil: none) for
+// LaunchOptions.Live; every loader of launch state (Provisioner, the
+// disruption Lambda) calls it. A read failure is not fatal: the caller
+// falls back to the embedded tables and the returned warning says so.
+func ReadLiveData(ctx context.Context, src EC2DataSource, now time.Time) (*catalog.LiveData, string) {
 	if src == nil {
 		return nil, ""
 	}
@@ -71,7 +72,7 @@ func FallbackWarning(src catalog.PriceSource) string {
 // ec2DataStore keeps the region's live EC2 data (*ddbstore.Store through
 // an adapter).
 type ec2DataStore interface {
-	ec2DataSource
+	EC2DataSource
 	PutEC2Data(ctx context.Context, d catalog.LiveData) error
 }
 

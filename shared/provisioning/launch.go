@@ -96,7 +96,7 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 		}
 	}
 	sort.Slice(classes, func(i, j int) bool { return classes[i].Name < classes[j].Name })
-	live, warning := readLiveData(ctx, p.ports.EC2Data, now)
+	live, warning := ReadLiveData(ctx, p.ports.EC2Data, now)
 	if warning != "" {
 		st.warnings = append(st.warnings, warning)
 	}

@@ -169,7 +169,7 @@ type ProvisionerPorts struct {
 	Subnets subnetCache
 	// EC2Data reads the region's live EC2 data the refresher stored; nil
 	// uses the embedded tables only (as before the first refresh).
-	EC2Data ec2DataSource
+	EC2Data EC2DataSource
 }
 
 // ProvisionerOptions configure a Provisioner.

@@ -174,7 +174,7 @@ func TestHandleSucceedsWhenEventsCannotBeWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35}, handler.Deps{
+	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1"}, handler.Deps{
 		Store: failingEvents{e.store}, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 },
 	})
@@ -204,7 +204,7 @@ func (e env) handlerClock(t *testing.T, now func() time.Time) *handler.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35}, handler.Deps{
+	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1"}, handler.Deps{
 		Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: now,
 	})

@@ -97,8 +97,6 @@ type Config struct {
 	// first gives back the nodes of executions that stopped unfinished
 	// (termination.Service.ReleaseStale).
 	Endpoint string
-	// SpotPriceRatio prices spot offerings until spot prices are read.
-	SpotPriceRatio float64
 	// BudgetLease is how long the budget lease and the claims of a started
 	// execution last unrenewed (its Settings.LeaseSeconds, whole seconds),
 	// and so how long after a lapse the stale-lease sweep looks at its
@@ -113,7 +111,7 @@ type Config struct {
 // LoadConfig reads CLUSTER_NAME, TABLE_NAME, AWS_REGION,
 // KUBERNETES_VERSION and STATE_MACHINE_ARN (required),
 // INTERRUPTION_STATE_MACHINE_ARN, CLUSTER_CA_DATA,
-// CLUSTER_ENDPOINT, SPOT_PRICE_RATIO, BUDGET_LEASE (a Go duration of at
+// CLUSTER_ENDPOINT, BUDGET_LEASE (a Go duration of at
 // least a second), FEATURE_GATES and LOG_LEVEL,
 // reporting every problem at once.
 func LoadConfig(getenv func(string) string) (Config, error) {
@@ -127,7 +125,6 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		InterruptionStateMachineARN: e.StringOr("INTERRUPTION_STATE_MACHINE_ARN", ""),
 		CAData:                      e.StringOr("CLUSTER_CA_DATA", ""),
 		Endpoint:                    e.StringOr("CLUSTER_ENDPOINT", ""),
-		SpotPriceRatio:              e.Float("SPOT_PRICE_RATIO", 0.35, 0, 1),
 		BudgetLease:                 e.Duration("BUDGET_LEASE", termination.LeaseDuration, time.Second),
 		LogLevel:                    e.Level("LOG_LEVEL"),
 	}
@@ -237,6 +234,9 @@ type Deps struct {
 	// Metrics records the decisions (disrupted NodeClaims, decisions,
 	// eligible nodes); nil records none.
 	Metrics *decisionmetrics.Recorder
+	// EC2Data reads the region's live EC2 data; nil uses the embedded
+	// tables only.
+	EC2Data provisioning.EC2DataSource
 }
 
 // EC2API is the EC2 client as the decider uses it (*ec2.Client).
@@ -283,6 +283,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		Log:         log,
 		Now:         now,
 		Metrics:     decisionmetrics.New(store, c.Metrics, log, cfg.Cluster, now),
+		EC2Data:     adapters.EC2Data{Store: store, Region: cfg.Region},
 	}
 	if c.Kube != nil {
 		k := adapters.Kube{Client: c.Kube}
@@ -599,7 +600,13 @@ func (h *Handler) input(ctx context.Context, now time.Time, snap ddbstore.Snapsh
 	var warnings []string
 	// The same loader as the provisioner's, so replacements are planned
 	// over the instance types a launch would consider.
-	opts := provisioning.LaunchOptions{Region: h.cfg.Region, SpotPriceRatio: h.cfg.SpotPriceRatio, Unavailable: adapters.OfferingsOf(unavailable)}
+	live, liveWarning := provisioning.ReadLiveData(ctx, h.d.EC2Data, now)
+	if liveWarning != "" {
+		warnings = append(warnings, liveWarning)
+	}
+	opts := provisioning.LaunchOptions{Region: h.cfg.Region, SpotPriceRatio: provisioning.FallbackSpotPriceRatio,
+		Unavailable: adapters.OfferingsOf(unavailable), Live: live, Now: now}
+	dataWarned := false
 	for _, nc := range cfg.NodeClasses {
 		lc, err := provisioning.ResolveLaunchClass(ctx, h.d.NodeClasses, nc, opts)
 		if lc.NodeClass.Name != "" {
@@ -611,6 +618,9 @@ func (h *Handler) input(ctx context.Context, now time.Time, snap ddbstore.Snapsh
 		}
 		in.NodeClasses = append(in.NodeClasses, lc.NodeClass)
 		in.InstanceTypes[nc.Name] = lc.InstanceTypes
+		if w := provisioning.FallbackWarning(lc.PriceSource); w != "" && !dataWarned {
+			warnings, dataWarned = append(warnings, w), true
+		}
 	}
 	instances, err := h.d.Instances.List(ctx, h.cfg.Cluster)
 	if err != nil {

@@ -122,7 +122,7 @@ func (e env) handlerWith(t *testing.T, now time.Time, stale staleReleaser) *hand
 	if stale != nil {
 		deps.Stale = stale
 	}
-	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35}, deps)
+	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1"}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestHandleStartsExecutionsWithTheConfiguredBudgetLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35, BudgetLease: 20 * time.Second},
+	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", BudgetLease: 20 * time.Second},
 		handler.Deps{Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 }})
 	if err != nil {
@@ -379,7 +379,7 @@ func TestLoadConfig(t *testing.T) {
 	env := map[string]string{"CLUSTER_NAME": "c", "TABLE_NAME": "t", "AWS_REGION": "us-east-1", "KUBERNETES_VERSION": "1.33",
 		"STATE_MACHINE_ARN": "arn:aws:states:us-east-1:000000000000:stateMachine:x", "FEATURE_GATES": "SpotToSpotConsolidation=true"}
 	got, err := handler.LoadConfig(func(k string) string { return env[k] })
-	if err != nil || !got.FeatureGates.SpotToSpotConsolidation || got.SpotPriceRatio != 0.35 || got.BudgetLease != termination.LeaseDuration {
+	if err != nil || !got.FeatureGates.SpotToSpotConsolidation || got.BudgetLease != termination.LeaseDuration {
 		t.Errorf("LoadConfig() = %+v, %v", got, err)
 	}
 	env["BUDGET_LEASE"] = "20s"
@@ -537,7 +537,7 @@ func TestHandleStartsADriftExecutionForANodeOnAnotherImage(t *testing.T) {
 			if tt.listed != "" {
 				deps.Instances = instancesOn{image: tt.listed}
 			}
-			h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", SpotPriceRatio: 0.35}, deps)
+			h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1"}, deps)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -60,14 +60,12 @@ type Config struct {
 	// ServiceCIDR and DNS go into the replacements' user data.
 	ServiceCIDR string
 	DNS         string
-	// SpotPriceRatio prices spot offerings until spot prices are read.
-	SpotPriceRatio float64
-	LogLevel       slog.Level
+	LogLevel    slog.Level
 }
 
 // LoadConfig reads CLUSTER_NAME, TABLE_NAME, AWS_REGION,
 // KUBERNETES_VERSION, CLUSTER_ENDPOINT and CLUSTER_CA_DATA (required),
-// SERVICE_CIDR, CLUSTER_DNS, SPOT_PRICE_RATIO and LOG_LEVEL, reporting
+// SERVICE_CIDR, CLUSTER_DNS and LOG_LEVEL, reporting
 // every problem at once.
 func LoadConfig(getenv func(string) string) (Config, error) {
 	e := lambdakit.NewEnv(getenv)
@@ -80,7 +78,6 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		CAData:            e.String("CLUSTER_CA_DATA"),
 		ServiceCIDR:       e.StringOr("SERVICE_CIDR", ""),
 		DNS:               e.StringOr("CLUSTER_DNS", ""),
-		SpotPriceRatio:    e.Float("SPOT_PRICE_RATIO", 0.35, 0, 1),
 		LogLevel:          e.Level("LOG_LEVEL"),
 	}
 	err := e.Err()
@@ -128,7 +125,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	prov, err := adapters.NewProvisioner(store, resolver, fl, adapters.ProvisionerConfig{
 		KubernetesVersion: cfg.KubernetesVersion,
 		Cluster:           nodeclass.Cluster{Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS},
-		Options:           provisioning.ProvisionerOptions{Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio},
+		Options:           provisioning.ProvisionerOptions{Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: provisioning.FallbackSpotPriceRatio},
 		Metrics:           rec, Controller: "disruption",
 	}, now)
 	if err != nil {

@@ -121,14 +121,14 @@ func TestHandleNamesErrors(t *testing.T) {
 func TestLoadConfig(t *testing.T) {
 	env := map[string]string{
 		"CLUSTER_NAME": "prod", "TABLE_NAME": "nodewright", "AWS_REGION": "us-east-1", "KUBERNETES_VERSION": "1.33",
-		"CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com", "CLUSTER_CA_DATA": "Y2E=", "SPOT_PRICE_RATIO": "0.4",
+		"CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com", "CLUSTER_CA_DATA": "Y2E=",
 	}
 	got, err := handler.LoadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("LoadConfig() error = %v", err)
 	}
 	want := handler.Config{Cluster: "prod", Table: "nodewright", Region: "us-east-1", KubernetesVersion: "1.33",
-		Endpoint: "https://example.eks.amazonaws.com", CAData: "Y2E=", SpotPriceRatio: 0.4}
+		Endpoint: "https://example.eks.amazonaws.com", CAData: "Y2E="}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig() mismatch (-want +got):\n%s", diff)
 	}

@@ -22,6 +22,14 @@
 // provisioning.LaunchTemplateUnusedTTL or whose EC2NodeClass is gone
 // (provisioning.TemplateCollector; karpenter-spec section 4 step 6, 5.4).
 //
+// Each run first refreshes the region's live EC2 data (instance types,
+// per-zone offerings, on-demand and Spot prices) in DynamoDB when a part is
+// missing or catalog.RefreshInterval (12 h, Karpenter's timers) old
+// (provisioning.EC2DataRefresher over shared/aws/ec2data); the other
+// Lambdas only read it. A failed refresh is logged and does not fail the
+// run: readers keep the previous copy or fall back to the embedded tables,
+// and the next minute retries.
+//
 // Every step is idempotent and a run decides from fresh reads, so an
 // overlapping or retried run is harmless. A run that fails part-way
 // reports a workflow error (the scheduler may retry; the next minute runs
@@ -45,8 +53,10 @@ import (
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/ec2data"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/kube"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/workflow"
@@ -56,22 +66,31 @@ import (
 type Config struct {
 	Cluster string
 	Table   string
+	// Region is the region whose live EC2 data the run refreshes
+	// (AWS_REGION).
+	Region string
+	// IsolatedVPC skips the Pricing API (Karpenter's isolatedVPC): the
+	// on-demand prices stay the embedded table's.
+	IsolatedVPC bool
 	// Endpoint and CAData (base64 PEM) reach the cluster's API server.
 	Endpoint string
 	CAData   string
 	LogLevel slog.Level
 }
 
-// LoadConfig reads CLUSTER_NAME, TABLE_NAME, CLUSTER_ENDPOINT and
-// CLUSTER_CA_DATA (required) and LOG_LEVEL.
+// LoadConfig reads CLUSTER_NAME, TABLE_NAME, AWS_REGION, CLUSTER_ENDPOINT
+// and CLUSTER_CA_DATA (required), ISOLATED_VPC (true or false, default
+// false) and LOG_LEVEL.
 func LoadConfig(getenv func(string) string) (Config, error) {
 	e := lambdakit.NewEnv(getenv)
 	c := Config{
-		Cluster:  e.String("CLUSTER_NAME"),
-		Table:    e.String("TABLE_NAME"),
-		Endpoint: e.String("CLUSTER_ENDPOINT"),
-		CAData:   e.String("CLUSTER_CA_DATA"),
-		LogLevel: e.Level("LOG_LEVEL"),
+		Cluster:     e.String("CLUSTER_NAME"),
+		Table:       e.String("TABLE_NAME"),
+		Region:      e.String("AWS_REGION"),
+		IsolatedVPC: e.Bool("ISOLATED_VPC", false),
+		Endpoint:    e.String("CLUSTER_ENDPOINT"),
+		CAData:      e.String("CLUSTER_CA_DATA"),
+		LogLevel:    e.Level("LOG_LEVEL"),
 	}
 	return c, e.Err()
 }
@@ -89,6 +108,7 @@ type EC2API interface {
 	fleet.EC2API
 	fleet.TagAPI
 	nodeclass.TemplateAPI
+	ec2data.EC2API
 }
 
 // Clients are the API clients New wires the handler with.
@@ -96,6 +116,9 @@ type Clients struct {
 	DynamoDB ddbstore.API
 	EC2      EC2API
 	Nodes    NodeAPI
+	// Pricing is the Pricing API client for ec2data.PricingRegion
+	// (*pricing.Client); nil with IsolatedVPC.
+	Pricing ec2data.PricingAPI
 	// Metrics receives the decision metrics as CloudWatch EMF lines (the
 	// Lambda's stdout); nil stores them without logging them.
 	Metrics io.Writer
@@ -122,6 +145,11 @@ type eventRecorder interface {
 	PutEvent(ctx context.Context, e ddbstore.Event, now time.Time, ttl time.Duration) error
 }
 
+// refresher refreshes the live EC2 data (*provisioning.EC2DataRefresher).
+type refresher interface {
+	Refresh(ctx context.Context, now time.Time) (provisioning.RefreshResult, error)
+}
+
 // templateCollector deletes unused launch templates
 // (*provisioning.TemplateCollector).
 type templateCollector interface {
@@ -135,6 +163,7 @@ type Handler struct {
 	collector collector
 	tagger    tagger
 	templates templateCollector
+	refresher refresher
 	log       *slog.Logger
 	now       func() time.Time
 }
@@ -171,7 +200,19 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		return nil, err
 	}
 	h.tagger, h.templates = tg, lts
-	return h.WithAdoption(ad, store), nil
+	var pricingAPI ec2data.PricingAPI
+	if !cfg.IsolatedVPC {
+		pricingAPI = c.Pricing
+	}
+	provider, err := ec2data.New(c.EC2, pricingAPI, cfg.Region)
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	ref, err := provisioning.NewEC2DataRefresher(adapters.EC2Data{Store: store, Region: cfg.Region}, provider, cfg.IsolatedVPC)
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	return h.WithAdoption(ad, store).WithRefresher(ref), nil
 }
 
 // NewWithCollector returns a Handler over a collector, without tagging and
@@ -188,6 +229,14 @@ func NewWithCollector(c collector, log *slog.Logger, now func() time.Time) (*Han
 func (h *Handler) WithHousekeeping(t tagger, lt templateCollector) *Handler {
 	out := *h
 	out.tagger, out.templates = t, lt
+	return &out
+}
+
+// WithRefresher returns h also refreshing the live EC2 data with r first
+// each pass.
+func (h *Handler) WithRefresher(r refresher) *Handler {
+	out := *h
+	out.refresher = r
 	return &out
 }
 
@@ -210,6 +259,16 @@ type Output struct {
 	// LaunchTemplates are the launch templates deleted (or whose deletion
 	// failed).
 	LaunchTemplates []LaunchTemplate `json:"launchTemplates,omitempty"`
+	// EC2Data is what the live EC2 data refresh did (nil: not wired).
+	EC2Data *EC2DataRefresh `json:"ec2Data,omitempty"`
+}
+
+// EC2DataRefresh is one refresh of the live EC2 data: the parts due, those
+// stored, and the error of the rest.
+type EC2DataRefresh struct {
+	Due    []catalog.Part `json:"due,omitempty"`
+	Stored []catalog.Part `json:"stored,omitempty"`
+	Error  string         `json:"error,omitempty"`
 }
 
 // Tagged is one tagging retry.
@@ -237,6 +296,9 @@ type Cleanup struct {
 func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error) {
 	out := Output{Cleanups: []Cleanup{}}
 	var errs []error
+	if h.refresher != nil {
+		out.EC2Data = h.refresh(ctx)
+	}
 	if h.adopter != nil {
 		out.Adoption, errs = h.adopt(ctx)
 	}
@@ -285,6 +347,23 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error)
 	}
 	h.log.InfoContext(ctx, "garbage collection done", "cleanups", len(out.Cleanups), "tagged", len(out.Tagged), "launch-templates", len(out.LaunchTemplates))
 	return out, nil
+}
+
+// refresh runs the live EC2 data refresh and logs it: the parts stored at
+// info, a failure as a warning naming the parts left on their previous copy
+// (or the embedded tables). A failure never fails the run.
+func (h *Handler) refresh(ctx context.Context) *EC2DataRefresh {
+	res, err := h.refresher.Refresh(ctx, h.now())
+	out := &EC2DataRefresh{Due: res.Due, Stored: res.Stored}
+	switch {
+	case err != nil:
+		out.Error = err.Error()
+		h.log.WarnContext(ctx, "live EC2 data not refreshed; previous copy or embedded tables in use",
+			"due", res.Due, "stored", res.Stored, "error", err)
+	case len(res.Due) > 0:
+		h.log.InfoContext(ctx, "live EC2 data refreshed", "stored", res.Stored)
+	}
+	return out
 }
 
 // adopt runs adoption and records an event for each refusal but

@@ -112,13 +112,21 @@ func TestHandleErrors(t *testing.T) {
 }
 
 func TestLoadConfig(t *testing.T) {
-	env := map[string]string{"CLUSTER_NAME": "prod", "TABLE_NAME": "nw", "CLUSTER_ENDPOINT": "https://k", "CLUSTER_CA_DATA": "Y2E="}
+	env := map[string]string{"CLUSTER_NAME": "prod", "TABLE_NAME": "nw", "AWS_REGION": "ap-northeast-1", "CLUSTER_ENDPOINT": "https://k", "CLUSTER_CA_DATA": "Y2E="}
 	got, err := handler.LoadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("LoadConfig() error = %v", err)
 	}
-	if diff := cmp.Diff(handler.Config{Cluster: "prod", Table: "nw", Endpoint: "https://k", CAData: "Y2E="}, got); diff != "" {
+	if diff := cmp.Diff(handler.Config{Cluster: "prod", Table: "nw", Region: "ap-northeast-1", Endpoint: "https://k", CAData: "Y2E="}, got); diff != "" {
 		t.Errorf("LoadConfig() mismatch (-want +got):\n%s", diff)
+	}
+	env["ISOLATED_VPC"] = "true"
+	if got, err := handler.LoadConfig(func(k string) string { return env[k] }); err != nil || !got.IsolatedVPC {
+		t.Errorf("LoadConfig(ISOLATED_VPC=true) = %+v, %v; want IsolatedVPC", got, err)
+	}
+	env["ISOLATED_VPC"] = "maybe"
+	if _, err := handler.LoadConfig(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "ISOLATED_VPC") {
+		t.Errorf("LoadConfig(ISOLATED_VPC=maybe) error = %v, want one naming ISOLATED_VPC", err)
 	}
 	if _, err := handler.LoadConfig(func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "TABLE_NAME: required") {
 		t.Errorf("LoadConfig(empty) error = %v, want the missing settings", err)

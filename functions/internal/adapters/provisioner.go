@@ -37,7 +37,8 @@ type ProvisionerConfig struct {
 // NewProvisioner wires provisioning.Provisioner over these adapters the
 // one way both of its users (the provisioner Lambda for pending pods, the
 // disrupttask Lambda for replacements) run it: NodeClaims, configuration,
-// cluster state, offerings, batches and unavailable subnets in store,
+// cluster state, offerings, batches, unavailable subnets and the region's
+// live EC2 data in store,
 // EC2NodeClasses resolved and launch templates ensured by resolver,
 // launches through CreateFleet (fl), each request kept in store under its
 // ClientToken (FleetRequests) so a retry replays it. now is the clock of the adapters
@@ -56,6 +57,7 @@ func NewProvisioner(store *ddbstore.Store, resolver *nodeclass.Resolver, fl *fle
 		Batches:   Batches{Store: store, Now: now},
 		Launcher:  launcher,
 		Subnets:   Subnets{Store: store},
+		EC2Data:   EC2Data{Store: store, Region: cfg.Options.Region},
 	}, cfg.Options)
 }
 

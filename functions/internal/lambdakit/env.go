@@ -81,6 +81,21 @@ func (e *Env) Float(name string, def, lo, hi float64) float64 {
 	return f
 }
 
+// Bool returns name as a boolean ("true", "false", "1", "0"; any case), or
+// def when unset.
+func (e *Env) Bool(name string, def bool) bool {
+	v := e.lookup(name)
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.fail(name, "%q is not true or false", v)
+		return def
+	}
+	return b
+}
+
 // Duration returns name as a Go duration ("90s", "5m") of at least min, or
 // def when unset.
 func (e *Env) Duration(name string, def, min time.Duration) time.Duration {

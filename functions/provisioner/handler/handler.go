@@ -86,9 +86,6 @@ type Config struct {
 	// it) and DNS the kube-dns ClusterIP ("" lets the AMI decide).
 	ServiceCIDR string
 	DNS         string
-	// SpotPriceRatio prices spot offerings at on-demand × the ratio until
-	// spot price history is read (0.35, as the CLI and the local stack).
-	SpotPriceRatio float64
 	// LaunchParallelism bounds concurrent CreateFleet calls (16).
 	LaunchParallelism int
 	LogLevel          slog.Level
@@ -96,8 +93,8 @@ type Config struct {
 
 // LoadConfig reads the configuration: CLUSTER_NAME, TABLE_NAME,
 // AWS_REGION, KUBERNETES_VERSION, CLUSTER_ENDPOINT and CLUSTER_CA_DATA
-// (required); SERVICE_CIDR, CLUSTER_DNS, SPOT_PRICE_RATIO,
-// LAUNCH_PARALLELISM and LOG_LEVEL. It reports every problem at once.
+// (required); SERVICE_CIDR, CLUSTER_DNS, LAUNCH_PARALLELISM and
+// LOG_LEVEL. It reports every problem at once.
 func LoadConfig(getenv func(string) string) (Config, error) {
 	e := lambdakit.NewEnv(getenv)
 	c := Config{
@@ -109,7 +106,6 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		CAData:            e.String("CLUSTER_CA_DATA"),
 		ServiceCIDR:       e.StringOr("SERVICE_CIDR", ""),
 		DNS:               e.StringOr("CLUSTER_DNS", ""),
-		SpotPriceRatio:    e.Float("SPOT_PRICE_RATIO", 0.35, 0, 1),
 		LaunchParallelism: e.Int("LAUNCH_PARALLELISM", provisioning.DefaultLaunchParallelism, 1, 256),
 		LogLevel:          e.Level("LOG_LEVEL"),
 	}
@@ -156,7 +152,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		KubernetesVersion: cfg.KubernetesVersion,
 		Cluster:           nodeclass.Cluster{Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS},
 		Options: provisioning.ProvisionerOptions{
-			Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: cfg.SpotPriceRatio, LaunchParallelism: cfg.LaunchParallelism,
+			Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: provisioning.FallbackSpotPriceRatio, LaunchParallelism: cfg.LaunchParallelism,
 		},
 		OnResolved: RecordNodeClassStatus(store, log, now),
 		Metrics:    rec, Controller: "provisioner",
@@ -368,7 +364,7 @@ func (h *Handler) podBatch(ctx context.Context, log *slog.Logger, body []byte) o
 	}
 	attrs := []any{"nodeclaims", len(res.Batch.NodeClaims), "nominated", len(res.Batch.Nominations),
 		"unschedulable", len(res.Batch.Unschedulable), "launches", counts, "replayed", res.Replayed,
-		"resumed", res.Resumed, "warnings", res.Warnings, "ms", time.Since(start).Milliseconds()}
+		"resumed", res.Resumed, "warnings", res.Warnings, "ec2Data", res.DataSource, "ms", time.Since(start).Milliseconds()}
 	switch {
 	case err == nil:
 		log.InfoContext(ctx, "batch provisioned", attrs...)

@@ -374,7 +374,7 @@ func TestLoadConfig(t *testing.T) {
 	want := handler.Config{
 		Cluster: "prod", Table: "nw", Region: "eu-west-1", KubernetesVersion: "1.33",
 		Endpoint: "https://ABC.gr7.eu-west-1.eks.amazonaws.com", CAData: "Y2EtYnVuZGxlCg==", ServiceCIDR: "10.100.0.0/16",
-		SpotPriceRatio: 0.35, LaunchParallelism: provisioning.DefaultLaunchParallelism,
+		LaunchParallelism: provisioning.DefaultLaunchParallelism,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig() mismatch (-want +got):\n%s", diff)
