@@ -24,18 +24,26 @@ var update = flag.Bool("update", false, "rewrite the moto fixtures from the runn
 
 // fixtureDir is where the live EC2 data provider's unit tests read moto's
 // answers from.
-var fixtureDir = filepath.Join("..", "..", "shared", "aws", "ec2data", "testdata", "moto")
+var fixtureDir = filepath.Join("..", "..", "shared", "aws", "ec2data", "testdata")
 
 // fixtureRegion is the seed guide's region, which the embedded price
 // table lacks.
 const fixtureRegion = "ap-northeast-1"
 
 // fixtureTypes are the instance types the DescribeInstanceTypes fixtures
-// cover: common x86 and Graviton sizes, a burstable, GPU and Inferentia
-// types, bare metal, and (added by the capture) the first type moto lists
-// in the region that the embedded catalog lacks.
-var fixtureTypes = []string{"c6g.large", "c6g.xlarge", "c7g.medium", "g5.xlarge", "inf2.xlarge", "m5.2xlarge",
-	"m5.large", "m5.xlarge", "m6i.metal", "m7i.large", "r6i.large", "t3.medium"}
+// cover: common x86 and Graviton sizes, burstables, a flex type, GPU,
+// Inferentia and local-NVMe types, bare metal, previous-generation types
+// that list two architectures (t2.nano, c3.large: i386 and x86_64), and
+// (added by the capture) the first type moto lists in the region that the
+// embedded catalog lacks.
+var fixtureTypes = []string{"c3.large", "c6g.large", "c6g.xlarge", "c7g.medium", "c7i-flex.large", "g5.xlarge", "i4i.large",
+	"inf2.xlarge", "m5.2xlarge", "m5.large", "m5.metal", "m5.xlarge", "m6g.medium", "m6i.metal", "m7i.large", "p5.48xlarge",
+	"r6i.large", "t2.nano", "t3.medium"}
+
+// spotFixture is the DescribeSpotPriceHistory fixture's request: two
+// types in every zone of the region (moto's prices are a constant
+// placeholder).
+var spotFixture = url.Values{"Action": {"DescribeSpotPriceHistory"}, "InstanceType.1": {"m5.large"}, "InstanceType.2": {"m6g.medium"}}
 
 // query sends one EC2 Query request to moto for region (moto reads the
 // region from the signature's credential scope) and returns the raw body.
@@ -116,9 +124,9 @@ func onlyInMoto(t *testing.T, names []string) string {
 }
 
 // captures returns the fixtures, file name → body: DescribeInstanceTypes
-// of fixtureTypes, and
-// DescribeInstanceTypeOfferings by availability zone and by region for
-// the same types.
+// of fixtureTypes, DescribeInstanceTypeOfferings by availability zone and
+// by region for the same types, and DescribeSpotPriceHistory of
+// spotFixture.
 func captures(t *testing.T, m *moto.Server) map[string][]byte {
 	t.Helper()
 	types := append(slices.Clone(fixtureTypes), onlyInMoto(t, motoOfferedTypes(t, m, fixtureRegion)))
@@ -139,6 +147,7 @@ func captures(t *testing.T, m *moto.Server) map[string][]byte {
 		}
 		out[fmt.Sprintf("describe-instance-type-offerings-%s-%s.xml", fixtureRegion, loc)] = query(t, m, fixtureRegion, form)
 	}
+	out[fmt.Sprintf("describe-spot-price-history-%s.xml", fixtureRegion)] = query(t, m, fixtureRegion, spotFixture)
 	out["types.txt"] = []byte(strings.Join(types, "\n") + "\n")
 	return out
 }
