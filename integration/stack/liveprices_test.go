@@ -2,6 +2,8 @@ package stack_test
 
 import (
 	"context"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/nodewright/nodewright/local/ec2sim"
 	"github.com/nodewright/nodewright/local/stack"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
 )
 
 // liveSpotPool is a Spot-only NodePool over many c/m/r types, so that
@@ -52,6 +55,26 @@ func launchedInstances(s *stack.Stack) []ec2sim.Instance {
 	return out
 }
 
+// aheadClock is time.Now moved ahead by Advance, shared by gc and the
+// simulator (stack.Options.GCClock, SimClock).
+type aheadClock struct{ d atomic.Int64 }
+
+func (c *aheadClock) Now() time.Time          { return time.Now().Add(time.Duration(c.d.Load())) }
+func (c *aheadClock) Advance(d time.Duration) { c.d.Add(int64(d)) }
+
+// refreshEC2Data runs one gc pass and fails t unless it fetched and
+// stored every part of the live EC2 data.
+func refreshEC2Data(t *testing.T, s *stack.Stack) {
+	t.Helper()
+	out, err := s.RunGC(t.Context())
+	if err != nil {
+		t.Fatalf("RunGC() error = %v", err)
+	}
+	if out.EC2Data == nil || out.EC2Data.Error != "" || !slices.Equal(out.EC2Data.Stored, catalog.Parts) {
+		t.Fatalf("RunGC() EC2Data = %+v, want every part (%v) stored", out.EC2Data, catalog.Parts)
+	}
+}
+
 // assertOnlyOfferedPools fails t for any CreateFleet override in a zone
 // that does not offer its type: the product must read the region's
 // offerings, not assume every type everywhere.
@@ -75,15 +98,22 @@ func assertOnlyOfferedPools(t *testing.T, s *stack.Stack) {
 // spot-to-spot consolidation replaces the node at the new prices; and no
 // CreateFleet ever names a zone that does not offer the type.
 func TestLivePricesAndOfferingsDriveLaunchAndSpotConsolidation(t *testing.T) {
-	t.Skip("waits for branch live17 to wire the live EC2 data provider into the Lambdas (provisioner, disruption, " +
-		"disrupttask read shared/aws/ec2data through ddbstore; gc refreshes it) and for local/stack to give the " +
-		"refresher a Pricing client on AWS_ENDPOINT_URL_PRICING; until then the product prices Spot as on-demand x 0.35 " +
-		"and offers every type in every zone, so this scenario would fail by design")
+	// This scenario needs its own stack: the package's other tests run the
+	// uniform world in the default region, and this one needs the
+	// realistic ap-northeast-1 with a clock shared by gc and the simulator
+	// (one extra stack, no more).
+	ahead := &aheadClock{}
 	s := startStack(t, func(o *stack.Options) {
 		o.Disruption = true
 		o.Region = "ap-northeast-1"
 		o.SimWorld = ec2sim.WorldRealistic
+		o.GCClock = ahead.Now
+		o.SimClock = ahead
+		o.FeatureGates = "SpotToSpotConsolidation=true" // off by default, as in Karpenter
 	})
+	// The refresher runs first, as gc's schedule runs it: nothing is stored
+	// yet, so every part is due and fetched from the simulator.
+	refreshEC2Data(t, s)
 	zones := s.Sim.Zones()
 	// Make one zone the cheapest for every Spot pool of the types the pool
 	// may launch: halve its price there.
@@ -125,6 +155,11 @@ func TestLivePricesAndOfferingsDriveLaunchAndSpotConsolidation(t *testing.T) {
 	// Raise the launched pool's Spot price tenfold: cheaper Spot pools now
 	// exist, and the next evaluation replaces the node with one of them.
 	s.Sim.SetSpotPrice(first.InstanceType, first.Zone, paid*10)
+	// The stored Spot prices are minutes old: gc refetches them only once
+	// they are RefreshInterval old. Run gc (and the simulator, whose now is
+	// DescribeSpotPriceHistory's) that far ahead instead of waiting.
+	ahead.Advance(catalog.RefreshInterval + time.Minute)
+	refreshEC2Data(t, s)
 	var second ec2sim.Instance
 	eventually(t, s, 5*time.Minute, "spot-to-spot consolidation replacing the node", func(context.Context, stack.Status) bool {
 		for _, in := range launchedInstances(s) {
@@ -141,6 +176,11 @@ func TestLivePricesAndOfferingsDriveLaunchAndSpotConsolidation(t *testing.T) {
 	}
 	if !s.Sim.Offered(second.InstanceType, second.Zone) {
 		t.Errorf("replacement %s in %s: the zone does not offer it", second.InstanceType, second.Zone)
+	}
+	for _, z := range zones {
+		if other, ok := s.Sim.Price(second.InstanceType, z, v1.CapacityTypeSpot); ok && s.Sim.Offered(second.InstanceType, z) && other < newPrice {
+			t.Errorf("replacement %s costs %v in %s, less than the %v paid in %s", second.InstanceType, other, z, newPrice, second.Zone)
+		}
 	}
 	assertOnlyOfferedPools(t, s)
 }

@@ -66,6 +66,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/sivchari/kumo"
@@ -81,6 +82,7 @@ import (
 	"github.com/nodewright/nodewright/local/kwoknode"
 	"github.com/nodewright/nodewright/local/lambdaserver"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/ec2data"
 	"github.com/nodewright/nodewright/shared/aws/queue"
 	"github.com/nodewright/nodewright/shared/kube"
 )
@@ -137,6 +139,15 @@ type Options struct {
 	// can run garbage collection minutes ahead (Stack.RunGC) without
 	// waiting for them.
 	GCClock func() time.Time
+	// FeatureGates is the Lambdas' FEATURE_GATES, Karpenter's syntax
+	// ("SpotToSpotConsolidation=true"); empty keeps Karpenter's defaults.
+	FeatureGates string
+	// SimClock is the simulator's clock (ec2sim.Options.Clock; nil: the
+	// wall clock). A test that runs gc hours ahead to make the live EC2
+	// data due gives the simulator the same clock, so that the
+	// refresher's DescribeSpotPriceHistory StartTime is the simulator's
+	// now, as it is AWS's now in production.
+	SimClock ec2sim.Clock
 	// BudgetLease is how long a disruption execution's budget lease and
 	// claims last unrenewed, and so when the stale-lease sweep looks at
 	// them (the disruption handler's BUDGET_LEASE; zero: the production
@@ -396,7 +407,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	sim, err := ec2sim.New(ec2sim.Options{
 		Region: opts.Region, Zones: opts.Zones, ClusterName: opts.ClusterName,
 		KubernetesVersions: []string{opts.KubernetesVersion}, BootDelay: opts.BootDelay,
-		World: cmp.Or(opts.SimWorld, ec2sim.WorldUniform),
+		World: cmp.Or(opts.SimWorld, ec2sim.WorldUniform), Clock: opts.SimClock,
 	})
 	if err != nil {
 		return fmt.Errorf("ec2 simulator: %w", err)
@@ -413,6 +424,9 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	loop := &http.Client{Transport: ec2sim.LoopbackTransport(http.DefaultTransport.(*http.Transport).Clone())}
 	ec2Client := ec2.New(ec2.Options{Region: opts.Region, BaseEndpoint: aws.String(simURL), Credentials: creds, HTTPClient: loop})
 	ssmClient := ssm.New(ssm.Options{Region: opts.Region, BaseEndpoint: aws.String(simURL), Credentials: creds, HTTPClient: loop})
+	// The Pricing API is served by the simulator too, signed for the
+	// Pricing endpoint region as functions/gc/main.go signs it.
+	pricingClient := pricing.New(pricing.Options{Region: ec2data.PricingRegion(opts.Region), BaseEndpoint: aws.String(simURL), Credentials: creds, HTTPClient: loop})
 	if err := tagPrivateSubnets(startCtx, ec2Client, sim); err != nil {
 		return err
 	}
@@ -452,6 +466,9 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 		// clients built from the environment (lambdakit.AWSConfig) reach it
 		// through this variable, as they would a regional endpoint.
 		"AWS_ENDPOINT_URL_PRICING": simURL,
+	}
+	if opts.FeatureGates != "" {
+		env["FEATURE_GATES"] = opts.FeatureGates
 	}
 	if opts.BudgetLease > 0 {
 		env["BUDGET_LEASE"] = opts.BudgetLease.String()
@@ -498,7 +515,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if gcClock == nil {
 		gcClock = time.Now
 	}
-	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Nodes: nodes}, s.log.With("function", "gc"), gcClock)
+	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Pricing: pricingClient, Nodes: nodes}, s.log.With("function", "gc"), gcClock)
 	if err != nil {
 		return fmt.Errorf("gc: %w", err)
 	}
