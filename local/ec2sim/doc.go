@@ -15,7 +15,10 @@
 // <Response><Errors><Error><Code/><Message/></Error></Errors> envelope with
 // EC2's HTTP statuses (503 for RequestLimitExceeded). SSM is the JSON 1.1
 // protocol (X-Amz-Target: AmazonSSM.<Operation>), errors as
-// {"__type": code}. Signatures are not checked.
+// {"__type": code}. The Price List Query API is JSON 1.1 too
+// (X-Amz-Target: AWSPriceListService.<Operation>) on the same listener,
+// which the local stack gives the Lambdas as AWS_ENDPOINT_URL_PRICING.
+// Signatures are not checked.
 //
 // # Operations
 //
@@ -24,8 +27,11 @@
 // DescribeSpotPriceHistory, DescribeAvailabilityZones, DescribeSubnets,
 // DescribeSecurityGroups, DescribeImages, CreateLaunchTemplate,
 // DescribeLaunchTemplates, DescribeLaunchTemplateVersions and
-// DeleteLaunchTemplate. SSM: GetParameter and GetParameters. Any other
-// action fails with InvalidAction. Each handler's comment states the EC2
+// DeleteLaunchTemplate. SSM: GetParameter and GetParameters. Pricing:
+// GetProducts (ServiceCode AmazonEC2, filters TERM_MATCH, EQUALS,
+// CONTAINS, ANY_OF, NONE_OF, FormatVersion aws_v1, MaxResults 1 to 100,
+// NextToken; PriceList entries as JSON strings in the Price List's
+// product/terms shape). Any other action fails with InvalidAction. Each handler's comment states the EC2
 // behaviour it follows (ID checks, filters, pagination, idempotency).
 //
 // # Seeded world
@@ -43,9 +49,42 @@
 // karpenter-spec §9.1 pointing at them: "recommended"/"latest" at the
 // current release, the versioned paths (al2023@v20240807 →
 // .../amazon-eks-node-al2023-x86_64-standard-1.33-v20240807/image_id) at
-// their own. Instance types and on-demand prices come from the embedded
-// catalog (shared/catalog); Spot prices are on-demand × Options.SpotPriceRatio
-// unless SetSpotPrice says otherwise.
+// their own. Instance types come from the embedded catalog
+// (shared/catalog); what the region offers and charges depends on the
+// world (Options.World).
+//
+// # Worlds
+//
+// The uniform world (the default outside ap-northeast-1, and what the
+// local stack runs unless told otherwise) offers every type in every zone
+// for on-demand and Spot, charges the catalog's on-demand price and Spot at
+// on-demand × Options.SpotPriceRatio, constant over time: the product's
+// own offline assumptions, kept so that tests written against them hold.
+//
+// The realistic world (the default in ap-northeast-1, and
+// Options.World = WorldRealistic in any region) is the simulator's own
+// model, sharing no rule with the product, every draw a SHA-256 of the
+// region, type, zone (and step) so it is the same on every start:
+//   - offerings: a type is missing from a zone when the draw for (region,
+//     type, zone) is 0 mod 6 (about one pool in six), except in the zone
+//     with the smallest draw, so every type is offered somewhere;
+//     DescribeInstanceTypeOfferings, DescribeSpotPriceHistory and
+//     GetProducts follow it, and CreateFleet answers such a pool with the
+//     per-override error Unsupported, naming the zones that offer it, as
+//     EC2 does;
+//   - on-demand prices: in a region the catalog has no price table for
+//     (ap-northeast-1), the us-east-1 price × the region's factor (1.29 for
+//     ap-northeast-1, from the public m5.large prices 0.124 / 0.096 USD per
+//     hour; 1.1 for other such regions) × a per-type variation of ±4%,
+//     rounded to 4 decimals; regions with a table keep the table's price;
+//   - Spot prices: on-demand × a per-pool ratio between 0.25 and 0.40 × a
+//     move of ±10% drawn for every SpotPriceStep (one hour) of the clock,
+//     so prices differ per zone and change as the clock advances.
+//
+// In both worlds SetSpotPrice (or POST /_sim/spot-price) sets one pool's
+// price from the simulator's now on, replacing the model for that pool;
+// each call is one more DescribeSpotPriceHistory point. Price reports what
+// any pool costs now, Offered whether a zone offers a type.
 //
 // # Time and faults
 //
@@ -95,16 +134,38 @@
 //   - DescribeInstanceTypes is derived from the catalog's label data:
 //     network cards are reported as one card whose interface count is the
 //     default card's, local storage as one NVMe disk, cores as vCPUs/2 for
-//     x86 (vCPUs for AWS Graviton), every type as current generation and
-//     offered in every zone for on-demand and Spot; GPU and accelerator
-//     names are the catalog's lower-kebab labels upper-cased.
+//     x86 (vCPUs for AWS Graviton), one architecture per type (EC2 lists
+//     i386 and x86_64 for some older types), every type as current
+//     generation with usage classes on-demand and Spot; GPU and
+//     accelerator names are the catalog's lower-kebab labels upper-cased.
+//     Every region describes the same types (the catalog's, which lists
+//     the types of us-east-1, us-east-2 and us-west-2), so no type exists
+//     only in the live answer; the realistic world varies offerings and
+//     prices, not the type list.
+//   - Offerings by zone and Spot prices are the worlds' models above, not
+//     EC2's data; no zone lacks on-demand while offering Spot, or the
+//     reverse. The realistic world's Spot price moves on fixed hourly steps
+//     (EC2's change irregularly) and its history starts when the simulator
+//     was created.
+//   - DescribeSpotPriceHistory reports product Linux/UNIX only (for either
+//     Linux/UNIX or Linux/UNIX (Amazon VPC) asked), never Windows or SUSE;
+//     without StartTime it returns the whole history since the simulator
+//     started (EC2 goes back 90 days), newest first.
+//   - GetProducts serves only AmazonEC2 Compute Instance products of the
+//     simulator's own region (the Price List API serves every region from
+//     us-east-1 and ap-south-1 endpoints): per type the Linux shared-tenancy
+//     used-capacity product a node pays, plus look-alikes (an unused
+//     capacity reservation at the same price, dedicated tenancy at +10%,
+//     Windows at +0.046 per vCPU-hour) that a client must filter away;
+//     fewer attributes than AWS lists; one fixed publication date; other
+//     service codes fail with NotFoundException; GetAttributeValues and
+//     DescribeServices are not served.
 //   - Instances launch from EBS only, with one private IPv4 address, no
 //     public IP, no network-interface objects; the hypervisor is reported as
 //     xen (as EC2 does for Nitro too). Instance tags include the
 //     aws:ec2:fleet-id and aws:ec2launchtemplate:* tags EC2 adds.
 //   - Tags are returned sorted by key; EC2 promises no order.
-//   - DescribeInstances pages count instances, not reservations;
-//     DescribeSpotPriceHistory returns one current point per pool.
+//   - DescribeInstances pages count instances, not reservations.
 //   - Subnet addresses are handed out in order and reused once released;
 //     SetAvailableIPs only changes the reported free count.
 package ec2sim

@@ -80,12 +80,15 @@ func (s *Server) ClearUnavailable(o Offering) {
 	delete(s.ice, o)
 }
 
-// SetSpotPrice fixes the Spot price of one (instance type, zone) pool, per
-// hour; it overrides the on-demand × ratio default.
+// SetSpotPrice sets the Spot price of one (instance type, zone) pool, per
+// hour, from the simulator's now on: it replaces the world's price model
+// for that pool (on-demand × ratio, or the realistic world's moving
+// price) and is one more point of DescribeSpotPriceHistory.
 func (s *Server) SetSpotPrice(instanceType, zone string, price float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.spotPrice[poolKey{instanceType, zone}] = price
+	k := poolKey{instanceType, zone}
+	s.spotPrice[k] = append(s.spotPrice[k], pricePoint{at: s.clock.Now(), price: price})
 }
 
 // unavailableCode returns the injected error code of a pool, or "".
@@ -476,6 +479,16 @@ func (s *Server) poolError(o *override, capacityType string, specs map[string][]
 	f := s.types.byName[o.instanceType]
 	if f == nil {
 		return "InvalidParameterValue", fmt.Sprintf("The instance type '%s' does not exist.", o.instanceType)
+	}
+	if !s.offeredIn(o.instanceType, o.zone.name) {
+		var offered []string
+		for _, z := range s.zones {
+			if s.offeredIn(o.instanceType, z.name) {
+				offered = append(offered, z.name)
+			}
+		}
+		return "Unsupported", fmt.Sprintf("Your requested instance type (%s) is not supported in your requested Availability Zone (%s). Please retry your request by not specifying an Availability Zone or choosing %s.",
+			o.instanceType, o.zone.name, strings.Join(offered, ", "))
 	}
 	if capacityType == capacityOnDemand && len(specs["spot-instances-request"]) > 0 {
 		return "InvalidParameterValue", "You cannot specify tags for Spot instances requests if there are no Spot instances requests being created by the request."

@@ -68,6 +68,10 @@ type Options struct {
 	// this ratio unless SetSpotPrice overrides it; 0 means
 	// DefaultSpotPriceRatio.
 	SpotPriceRatio float64
+	// World chooses uniform or realistic EC2 facts (WorldDefault:
+	// realistic in ap-northeast-1, uniform elsewhere). Any other value
+	// fails New.
+	World World
 }
 
 // Server is the simulator: an http.Handler speaking the EC2 Query protocol,
@@ -97,10 +101,12 @@ type Server struct {
 	instances map[string]*instance
 	order     []string // instance IDs in launch order
 	templates map[string]*launchTemplate
-	ltTokens  map[string]string // CreateLaunchTemplate ClientToken → template ID
-	fleets    map[string]*fleet // by fleet ID
-	tokens    map[string]*fleet // CreateFleet ClientToken → fleet
-	spotPrice map[poolKey]float64
+	ltTokens  map[string]string        // CreateLaunchTemplate ClientToken → template ID
+	fleets    map[string]*fleet        // by fleet ID
+	tokens    map[string]*fleet        // CreateFleet ClientToken → fleet
+	spotPrice map[poolKey][]pricePoint // SetSpotPrice points, oldest first
+	realistic bool                     // Options.World, resolved for the region
+	born      time.Time                // clock at New: price history starts here
 	ice       map[Offering]string      // offering → error code
 	injected  map[string][]string      // action → queued error codes
 	answers   map[string][]AnswerFault // action → queued answer faults
@@ -137,7 +143,7 @@ type tag struct {
 
 // Call is one API request the simulator answered, in arrival order.
 type Call struct {
-	// Service is "ec2" or "ssm".
+	// Service is "ec2", "ssm" or "pricing".
 	Service string
 	// Action is the operation, e.g. "CreateFleet" or "GetParameter".
 	Action string
@@ -146,7 +152,7 @@ type Call struct {
 	// Params holds the EC2 form parameters (without Action and Version);
 	// nil for SSM.
 	Params url.Values
-	// Body is the SSM JSON request body; nil for EC2.
+	// Body is the SSM or Pricing JSON request body; nil for EC2.
 	Body []byte
 	// ErrorCode is the API error code returned, or "" on success.
 	ErrorCode string
@@ -177,7 +183,7 @@ func New(opts Options) (*Server, error) {
 		ltTokens:    map[string]string{},
 		fleets:      map[string]*fleet{},
 		tokens:      map[string]*fleet{},
-		spotPrice:   map[poolKey]float64{},
+		spotPrice:   map[poolKey][]pricePoint{},
 		ice:         map[Offering]string{},
 		injected:    map[string][]string{},
 		answers:     map[string][]AnswerFault{},
@@ -200,6 +206,13 @@ func New(opts Options) (*Server, error) {
 	if s.spotRatio == 0 {
 		s.spotRatio = DefaultSpotPriceRatio
 	}
+	switch opts.World {
+	case WorldDefault, WorldUniform, WorldRealistic:
+		s.realistic = opts.World.realistic(s.region)
+	default:
+		return nil, fmt.Errorf("options.World %q: want %q, %q or empty", opts.World, WorldUniform, WorldRealistic)
+	}
+	s.born = s.clock.Now()
 	if s.bootDelay < 0 || s.shutdown < 0 {
 		return nil, errors.New("options: BootDelay and ShutdownDelay must not be negative")
 	}
@@ -314,7 +327,8 @@ func (s *Server) newUUID(kind string) string {
 }
 
 // ServeHTTP answers EC2 Query requests (form-encoded, Action=...), SSM
-// JSON requests (X-Amz-Target: AmazonSSM.*) and control requests under
+// JSON requests (X-Amz-Target: AmazonSSM.*), Price List Query API
+// requests (X-Amz-Target: AWSPriceListService.*) and control requests under
 // /_sim/. It does not check SigV4 signatures.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
@@ -322,6 +336,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveControl(w, r)
 	case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AmazonSSM."):
 		s.serveSSM(w, r)
+	case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AWSPriceListService."):
+		s.servePricing(w, r)
 	default:
 		s.serveEC2(w, r)
 	}
@@ -590,10 +606,10 @@ func (s *Server) InjectError(action, code string, n int) {
 
 // Throttle makes the next n calls of action fail as throttled:
 // RequestLimitExceeded (HTTP 503) for EC2 actions, ThrottlingException for
-// SSM actions.
+// SSM and Pricing actions.
 func (s *Server) Throttle(action string, n int) {
 	code := "RequestLimitExceeded"
-	if ssmActions[action] {
+	if ssmActions[action] || pricingActions[action] {
 		code = "ThrottlingException"
 	}
 	s.InjectError(action, code, n)

@@ -48,6 +48,9 @@ type typeFacts struct {
 type typeTable struct {
 	byName map[string]*typeFacts
 	names  []string // sorted
+	// fallbackPrices is true when the catalog has no price table for the
+	// region and priced it from us-east-1's.
+	fallbackPrices bool
 }
 
 var (
@@ -80,7 +83,7 @@ func buildTypes(region string, zones []string) (*typeTable, error) {
 	family := v1.AMIFamilyAL2023
 	nc := &v1.EC2NodeClass{Spec: v1.EC2NodeClassSpec{AMIFamily: &family}}
 	nc.Name = "ec2sim"
-	base, _, err := catalog.Resolve(nc, catalog.Options{Region: region, Zones: zones})
+	base, src, err := catalog.Resolve(nc, catalog.Options{Region: region, Zones: zones})
 	if err != nil {
 		return nil, fmt.Errorf("resolve catalog: %w", err)
 	}
@@ -92,7 +95,7 @@ func buildTypes(region string, zones []string) (*typeTable, error) {
 	for _, it := range reserved {
 		podsWithOneReserved[it.Name] = capacityInt(it.Capacity, corev1.ResourcePods)
 	}
-	t := &typeTable{byName: make(map[string]*typeFacts, len(base))}
+	t := &typeTable{byName: make(map[string]*typeFacts, len(base)), fallbackPrices: src.Fallback}
 	for _, it := range base {
 		f := factsOf(it)
 		f.maxENIs, f.ipv4PerENI = eniFacts(capacityInt(it.Capacity, corev1.ResourcePods), podsWithOneReserved[it.Name])
@@ -180,22 +183,36 @@ func burstableFamily(family string) bool {
 	return len(family) >= 2 && family[0] == 't' && family[1] >= '0' && family[1] <= '9'
 }
 
-// price returns the hourly price of a pool, or +Inf when the type has no
-// on-demand price (such pools sort last).
+// price returns the hourly price of a pool now, or +Inf when the type has
+// no price (such pools sort last): onDemandPrice, or spotPriceAt the
+// simulator clock.
 func (s *Server) price(f *typeFacts, zone, capacityType string) float64 {
 	if capacityType == v1.CapacityTypeSpot {
-		if p, ok := s.spotPrice[poolKey{f.name, zone}]; ok {
-			return p
-		}
-		if f.onDemand == 0 {
+		p, _, ok := s.spotPriceAt(f, zone, s.clock.Now())
+		if !ok {
 			return math.Inf(1)
 		}
-		return roundPrice(f.onDemand * s.spotRatio)
+		return p
 	}
-	if f.onDemand == 0 {
-		return math.Inf(1)
+	if od := s.onDemandPrice(f); od > 0 {
+		return od
 	}
-	return f.onDemand
+	return math.Inf(1)
+}
+
+// Price returns the hourly price the simulator charges now for one
+// instance of instanceType in zone with capacityType ("spot" or
+// "on-demand"), in USD (the currency of the region's embedded table);
+// ok is false for an unknown type or a type without a price.
+func (s *Server) Price(instanceType, zone, capacityType string) (price float64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.types.byName[instanceType]
+	if f == nil {
+		return 0, false
+	}
+	p := s.price(f, zone, capacityType)
+	return p, !math.IsInf(p, 1)
 }
 
 // roundPrice keeps 4 decimals, as DescribeSpotPriceHistory reports.

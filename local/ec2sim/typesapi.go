@@ -2,7 +2,6 @@ package ec2sim
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,8 +101,9 @@ type describeInstanceTypeOfferingsResponse struct {
 
 // describeInstanceTypeOfferings follows EC2 DescribeInstanceTypeOfferings:
 // LocationType region (default), availability-zone or availability-zone-id;
-// filters location and instance-type; pages of at most 1000. Every catalog
-// type is offered in every zone (the catalog has no per-zone data).
+// filters location and instance-type; MaxResults 5 to 1000 (default 1000)
+// and NextToken page it. A zone lists the types it offers (Offered: all of
+// them in a uniform world); the region lists every type.
 func (s *Server) describeInstanceTypeOfferings(q *qnode, _ time.Time) (response, error) {
 	filters, err := parseFilters(q, []string{"location", "instance-type"}, false)
 	if err != nil {
@@ -125,7 +125,10 @@ func (s *Server) describeInstanceTypeOfferings(q *qnode, _ time.Time) (response,
 	}
 	var out []instanceTypeOfferingXML
 	for _, name := range s.types.names {
-		for _, loc := range locations {
+		for i, loc := range locations {
+			if locType != "region" && !s.offeredIn(name, s.zones[i].name) {
+				continue
+			}
 			field := func(filter string) []string {
 				if filter == "location" {
 					return []string{loc}
@@ -159,15 +162,34 @@ type describeSpotPriceHistoryResponse struct {
 	NextToken string         `xml:"nextToken,omitempty"`
 }
 
-// describeSpotPriceHistory returns the current Spot price of every
-// (instance type, zone) pool as a single history point stamped now, for
-// product Linux/UNIX. InstanceType.N, ProductDescription.N,
-// AvailabilityZone and filters narrow it; StartTime and EndTime are
-// ignored.
+// describeSpotPriceHistory follows EC2 DescribeSpotPriceHistory: for every
+// offered (instance type, zone) pool, the price changes between StartTime
+// and EndTime (ISO 8601; EndTime defaults to now, StartTime to the start
+// of the simulator's history) plus the price in effect at StartTime,
+// newest first, for product Linux/UNIX. InstanceType.N,
+// ProductDescription.N, AvailabilityZone and the filters instance-type,
+// availability-zone, product-description, spot-price and timestamp narrow
+// it; MaxResults (5 to 1000, default 1000) and NextToken page it.
 func (s *Server) describeSpotPriceHistory(q *qnode, now time.Time) (response, error) {
 	filters, err := parseFilters(q, []string{"instance-type", "availability-zone", "product-description", "spot-price", "timestamp"}, false)
 	if err != nil {
 		return nil, err
+	}
+	start, end := s.born, now
+	for _, tp := range []struct {
+		name string
+		dst  *time.Time
+	}{{"StartTime", &start}, {"EndTime", &end}} {
+		if v := q.str(tp.name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return nil, invalidParameterValue("Value (%s) for parameter %s is invalid. Expecting an ISO 8601 date-time.", v, strings.ToLower(tp.name[:1])+tp.name[1:])
+			}
+			*tp.dst = t
+		}
+	}
+	if end.After(now) {
+		end = now
 	}
 	types, products, zoneName := q.strs("InstanceType"), q.strs("ProductDescription"), q.str("AvailabilityZone")
 	if len(products) > 0 && !slices.Contains(products, "Linux/UNIX") && !slices.Contains(products, "Linux/UNIX (Amazon VPC)") {
@@ -180,36 +202,37 @@ func (s *Server) describeSpotPriceHistory(q *qnode, now time.Time) (response, er
 		}
 		f := s.types.byName[name]
 		for _, z := range s.zones {
-			if zoneName != "" && z.name != zoneName {
+			if zoneName != "" && z.name != zoneName || !s.offeredIn(name, z.name) {
 				continue
 			}
-			p := s.price(f, z.name, capacitySpot)
-			if math.IsInf(p, 1) {
-				continue // no price: EC2 has no Spot market for the type
-			}
-			price := strconv.FormatFloat(p, 'f', 6, 64)
-			ts := timestamp(now)
-			field := func(filter string) []string {
-				switch filter {
-				case "instance-type":
-					return []string{name}
-				case "availability-zone":
-					return []string{z.name}
-				case "product-description":
-					return []string{"Linux/UNIX"}
-				case "spot-price":
-					return []string{price}
-				case "timestamp":
-					return []string{ts}
+			for _, pt := range s.spotHistory(f, z.name, start, end) {
+				price := strconv.FormatFloat(pt.price, 'f', 6, 64)
+				ts := timestamp(pt.at)
+				field := func(filter string) []string {
+					switch filter {
+					case "instance-type":
+						return []string{name}
+					case "availability-zone":
+						return []string{z.name}
+					case "product-description":
+						return []string{"Linux/UNIX"}
+					case "spot-price":
+						return []string{price}
+					case "timestamp":
+						return []string{ts}
+					}
+					return nil
 				}
-				return nil
-			}
-			if matches(filters, nil, field) {
-				out = append(out, spotPriceXML{AvailabilityZone: z.name, AvailabilityZoneID: z.id, InstanceType: name,
-					ProductDescription: "Linux/UNIX", SpotPrice: price, Timestamp: ts})
+				if matches(filters, nil, field) {
+					out = append(out, spotPriceXML{AvailabilityZone: z.name, AvailabilityZoneID: z.id, InstanceType: name,
+						ProductDescription: "Linux/UNIX", SpotPrice: price, Timestamp: ts})
+				}
 			}
 		}
 	}
+	// Newest first (the timestamp format sorts as text); ties keep type
+	// and zone order.
+	slices.SortStableFunc(out, func(a, b spotPriceXML) int { return strings.Compare(b.Timestamp, a.Timestamp) })
 	p, err := paginate(q, "DescribeSpotPriceHistory", len(out), 5, 1000, 1000)
 	if err != nil {
 		return nil, err

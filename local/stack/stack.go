@@ -45,6 +45,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -65,6 +66,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/sivchari/kumo"
@@ -80,6 +82,7 @@ import (
 	"github.com/nodewright/nodewright/local/kwoknode"
 	"github.com/nodewright/nodewright/local/lambdaserver"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/aws/ec2data"
 	"github.com/nodewright/nodewright/shared/aws/queue"
 	"github.com/nodewright/nodewright/shared/kube"
 )
@@ -116,6 +119,11 @@ type Options struct {
 	ClusterName string
 	Region      string
 	Zones       []string
+	// SimWorld is the simulator's world (ec2sim.Options.World). Empty means
+	// ec2sim.WorldUniform, every type in every zone at the embedded prices,
+	// even in ap-northeast-1; ec2sim.WorldRealistic gives zones that lack
+	// types and per-zone Spot prices that move.
+	SimWorld ec2sim.World
 	// KubernetesVersion is the minor version the provisioner asks AMIs
 	// for ("1.34").
 	KubernetesVersion string
@@ -131,6 +139,15 @@ type Options struct {
 	// can run garbage collection minutes ahead (Stack.RunGC) without
 	// waiting for them.
 	GCClock func() time.Time
+	// FeatureGates is the Lambdas' FEATURE_GATES, Karpenter's syntax
+	// ("SpotToSpotConsolidation=true"); empty keeps Karpenter's defaults.
+	FeatureGates string
+	// SimClock is the simulator's clock (ec2sim.Options.Clock; nil: the
+	// wall clock). A test that runs gc hours ahead to make the live EC2
+	// data due gives the simulator the same clock, so that the
+	// refresher's DescribeSpotPriceHistory StartTime is the simulator's
+	// now, as it is AWS's now in production.
+	SimClock ec2sim.Clock
 	// BudgetLease is how long a disruption execution's budget lease and
 	// claims last unrenewed, and so when the stale-lease sweep looks at
 	// them (the disruption handler's BUDGET_LEASE; zero: the production
@@ -393,6 +410,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	sim, err := ec2sim.New(ec2sim.Options{
 		Region: opts.Region, Zones: opts.Zones, ClusterName: opts.ClusterName,
 		KubernetesVersions: []string{opts.KubernetesVersion}, BootDelay: opts.BootDelay,
+		World: cmp.Or(opts.SimWorld, ec2sim.WorldUniform), Clock: opts.SimClock,
 	})
 	if err != nil {
 		return fmt.Errorf("ec2 simulator: %w", err)
@@ -409,6 +427,9 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	loop := &http.Client{Transport: ec2sim.LoopbackTransport(http.DefaultTransport.(*http.Transport).Clone())}
 	ec2Client := ec2.New(ec2.Options{Region: opts.Region, BaseEndpoint: aws.String(simURL), Credentials: creds, HTTPClient: loop})
 	ssmClient := ssm.New(ssm.Options{Region: opts.Region, BaseEndpoint: aws.String(simURL), Credentials: creds, HTTPClient: loop})
+	// The Pricing API is served by the simulator too, signed for the
+	// Pricing endpoint region as functions/gc/main.go signs it.
+	pricingClient := pricing.New(pricing.Options{Region: ec2data.PricingRegion(opts.Region), BaseEndpoint: aws.String(simURL), Credentials: creds, HTTPClient: loop})
 	if err := tagPrivateSubnets(startCtx, ec2Client, sim); err != nil {
 		return err
 	}
@@ -444,6 +465,13 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 		"KUBERNETES_VERSION": opts.KubernetesVersion, "CLUSTER_ENDPOINT": s.Server,
 		"CLUSTER_CA_DATA": base64.StdEncoding.EncodeToString(s.restCfg.CAData),
 		"SERVICE_CIDR":    "10.96.0.0/12", "CLUSTER_DNS": "10.96.0.10",
+		// The Price List API is served by the simulator's listener; SDK
+		// clients built from the environment (lambdakit.AWSConfig) reach it
+		// through this variable, as they would a regional endpoint.
+		"AWS_ENDPOINT_URL_PRICING": simURL,
+	}
+	if opts.FeatureGates != "" {
+		env["FEATURE_GATES"] = opts.FeatureGates
 	}
 	if opts.BudgetLease > 0 {
 		env["BUDGET_LEASE"] = opts.BudgetLease.String()
@@ -490,7 +518,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if gcClock == nil {
 		gcClock = time.Now
 	}
-	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Nodes: nodes}, s.log.With("function", "gc"), gcClock)
+	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Pricing: pricingClient, Nodes: nodes}, s.log.With("function", "gc"), gcClock)
 	if err != nil {
 		return fmt.Errorf("gc: %w", err)
 	}

@@ -83,7 +83,8 @@ type LiveSpotPrices struct {
 type TypeFacts struct {
 	// Name is InstanceType, e.g. "m5.large".
 	Name string `json:"n"`
-	// Architecture is ProcessorInfo.SupportedArchitectures[0] as EC2 names
+	// Architecture is the first of ProcessorInfo.SupportedArchitectures
+	// that is x86_64 or arm64 (ec2data.Facts), as EC2 names
 	// it: "x86_64" or "arm64".
 	Architecture string `json:"a"`
 	// VCPUs is VCpuInfo.DefaultVCpus; MemoryMiB is MemoryInfo.SizeInMiB.

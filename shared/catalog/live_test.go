@@ -14,7 +14,7 @@ import (
 var liveFetched = time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
 
 // m5LargeFacts is m5.large as DescribeInstanceTypes describes it (the
-// values of shared/aws/ec2data/testdata/describe-instance-types.xml).
+// values of shared/aws/ec2data/testdata/describe-instance-types-ap-northeast-1-selected.xml).
 func m5LargeFacts() catalog.TypeFacts {
 	return catalog.TypeFacts{
 		Name: "m5.large", Architecture: "x86_64", VCPUs: 2, MemoryMiB: 8192, CPUManufacturer: "Intel",

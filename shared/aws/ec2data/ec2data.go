@@ -128,7 +128,8 @@ func (p *Provider) Fetch(ctx context.Context, parts []catalog.Part, now time.Tim
 }
 
 // InstanceTypes pages through DescribeInstanceTypes (hvm, x86_64 or
-// arm64) and converts each answer to catalog.TypeFacts. A type the
+// arm64) and converts each answer to catalog.TypeFacts, skipping a type
+// that supports neither architecture (Karpenter's filter). A type the
 // catalog cannot describe (catalog.TypeFacts.Validate) is an error: the
 // part is not returned half-converted.
 func (p *Provider) InstanceTypes(ctx context.Context, now time.Time) (*catalog.LiveInstanceTypes, error) {
@@ -145,6 +146,9 @@ func (p *Provider) InstanceTypes(ctx context.Context, now time.Time) (*catalog.L
 		}
 		for i := range page.InstanceTypes {
 			f := Facts(&page.InstanceTypes[i])
+			if f.Architecture == "" {
+				continue // neither x86_64 nor arm64: not a type nodewright launches
+			}
 			if err := f.Validate(); err != nil {
 				return nil, fmt.Errorf("describe instance types: %w", err)
 			}
@@ -163,9 +167,7 @@ func Facts(it *ec2types.InstanceTypeInfo) catalog.TypeFacts {
 		Hypervisor: string(it.Hypervisor),
 	}
 	if pi := it.ProcessorInfo; pi != nil {
-		if len(pi.SupportedArchitectures) > 0 {
-			f.Architecture = string(pi.SupportedArchitectures[0])
-		}
+		f.Architecture = architecture(pi.SupportedArchitectures)
 		f.CPUManufacturer = aws.ToString(pi.Manufacturer)
 		f.SustainedClockGHz = aws.ToFloat64(pi.SustainedClockSpeedInGhz)
 	}
@@ -217,6 +219,20 @@ func Facts(it *ec2types.InstanceTypeInfo) catalog.TypeFacts {
 		}
 	}
 	return f
+}
+
+// architecture returns the first of archs that is x86_64 or arm64, the
+// two Karpenter maps to kubernetes.io/arch (amd64, arm64), or "" when
+// there is neither. EC2 lists more than one for some types (t2.nano,
+// t2.micro, c3.large, m1.*: i386 and x86_64), so the first entry is not
+// the answer.
+func architecture(archs []ec2types.ArchitectureType) string {
+	for _, a := range archs {
+		if a == ec2types.ArchitectureTypeX8664 || a == ec2types.ArchitectureTypeArm64 {
+			return string(a)
+		}
+	}
+	return ""
 }
 
 // Offerings pages through DescribeInstanceTypeOfferings by availability
