@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,24 +29,75 @@ const (
 	MessageAMINotFound            = "AMISelector did not match any AMIs"
 )
 
-// ClassConditions expands the API's resolution of a class (its single Ready
-// condition) into Karpenter's EC2NodeClass conditions, in this order:
-// SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady,
+// ReasonNodeClassValidationFailed is nodewright's ValidationSucceeded=False
+// reason for a class that v1 EC2NodeClass validation refuses (the message is
+// the error, naming each field); ReasonPlacementGroupsNotSupported is the
+// PlacementGroupReady=False reason for a class with
+// spec.placementGroupSelector, which nodewright does not resolve.
+const (
+	ReasonNodeClassValidationFailed   = "NodeClassValidationFailed"
+	ReasonPlacementGroupsNotSupported = "PlacementGroupsNotSupported"
+)
+
+// ClassConditions expands the API's resolution of class nc (rec, its single
+// Ready condition; nil when the API holds none for nc) into Karpenter's
+// EC2NodeClass conditions, in this order: SubnetsReady,
+// SecurityGroupsReady, AMIsReady, InstanceProfileReady,
 // ValidationSucceeded, PlacementGroupReady, Ready (aws:
-// pkg/apis/v1/ec2nodeclass_status.go), stamped with rec.Generation.
+// pkg/apis/v1/ec2nodeclass_status.go), stamped with rec.Generation, or
+// nc's generation without rec.
 //
 // The resolver stops at its first failure, in the order subnets, security
 // groups, AMIs: the failed condition is False with Karpenter's reason and
 // message (AMIsReady: AMINotFound, or UnsupportedAlias with the resolver's
 // message), and the ones it never reached are Unknown
-// (AwaitingReconciliation). InstanceProfileReady is True when an instance
-// profile is known. ValidationSucceeded is True: the API resolves only
-// classes that pass v1 validation, and nodewright makes none of Karpenter's
-// dry-run authorization checks. PlacementGroupReady is True: nodewright
-// resolves no placement groups. Ready is True when all are, else False
+// (AwaitingReconciliation); without rec all three and InstanceProfileReady
+// are Unknown. InstanceProfileReady is True when an instance profile is
+// known. ValidationSucceeded is nc's v1 validation (after defaulting): True,
+// or False NodeClassValidationFailed with the error, which names every
+// refused field (v1.UnappliedFields among them); nodewright makes none of
+// Karpenter's dry-run authorization checks. PlacementGroupReady is True
+// without spec.placementGroupSelector, else False
+// PlacementGroupsNotSupported. Ready is True when all are, else False
 // UnhealthyDependents. Unchanged conditions keep their lastTransitionTime
 // from prev.
-func ClassConditions(rec v1.NodeClassStatus, prev []metav1.Condition, now time.Time) []metav1.Condition {
+func ClassConditions(nc v1.EC2NodeClass, rec *v1.NodeClassStatus, prev []metav1.Condition, now time.Time) []metav1.Condition {
+	awaiting := func(typ string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: ReasonAwaitingReconciliation, Message: "object is awaiting reconciliation"}
+	}
+	var conds []metav1.Condition
+	generation := nc.Generation
+	if rec == nil {
+		conds = []metav1.Condition{
+			awaiting(v1.ConditionTypeSubnetsReady), awaiting(v1.ConditionTypeSecurityGroupsReady),
+			awaiting(v1.ConditionTypeAMIsReady), awaiting(v1.ConditionTypeInstanceProfileReady),
+		}
+	} else {
+		generation = rec.Generation
+		conds = resolvedConditions(*rec)
+	}
+	validation := metav1.Condition{Type: v1.ConditionTypeValidationSucceeded, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeValidationSucceeded}
+	if err := validateClass(nc); err != nil {
+		validation.Status, validation.Reason, validation.Message = metav1.ConditionFalse, ReasonNodeClassValidationFailed, err.Error()
+	}
+	placement := metav1.Condition{Type: v1.ConditionTypePlacementGroupReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypePlacementGroupReady}
+	if nc.Spec.PlacementGroupSelector != nil {
+		placement.Status, placement.Reason, placement.Message = metav1.ConditionFalse, ReasonPlacementGroupsNotSupported, "spec.placementGroupSelector: nodewright does not resolve placement groups"
+	}
+	conds = append(conds, validation, placement)
+	return finish(append(conds, readyOf(conds)), generation, prev, now)
+}
+
+// validateClass is nc's v1 validation after defaulting. It takes nc by
+// value; SetDefaults only fills unset fields with their defaults.
+func validateClass(nc v1.EC2NodeClass) error {
+	nc.SetDefaults()
+	return nc.Validate()
+}
+
+// resolvedConditions are the SubnetsReady, SecurityGroupsReady, AMIsReady
+// and InstanceProfileReady conditions of the API's resolution rec.
+func resolvedConditions(rec v1.NodeClassStatus) []metav1.Condition {
 	failed := ""
 	var message string
 	if r := Find(rec.Status.Conditions, v1.ConditionTypeReady); r != nil && r.Status != metav1.ConditionTrue {
@@ -87,45 +140,61 @@ func ClassConditions(rec v1.NodeClassStatus, prev []metav1.Condition, now time.T
 	if rec.Status.InstanceProfile == "" {
 		profile.Status, profile.Reason, profile.Message = metav1.ConditionUnknown, ReasonAwaitingReconciliation, "object is awaiting reconciliation"
 	}
-	conds = append(conds, profile,
-		metav1.Condition{Type: v1.ConditionTypeValidationSucceeded, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeValidationSucceeded},
-		metav1.Condition{Type: v1.ConditionTypePlacementGroupReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypePlacementGroupReady},
-	)
-	return finish(append(conds, readyOf(conds)), rec.Generation, prev, now)
+	return append(conds, profile)
 }
 
-// ClassStatus is the EC2NodeClass status the Writer writes for rec.
-func ClassStatus(rec v1.NodeClassStatus, prev []metav1.Condition, now time.Time) v1.EC2NodeClassStatus {
-	st := rec.Status
-	st.Conditions = ClassConditions(rec, prev, now)
+// ClassStatus is the EC2NodeClass status the Writer writes for class nc
+// and the API's resolution rec (nil: none; the status then holds only
+// conditions).
+func ClassStatus(nc v1.EC2NodeClass, rec *v1.NodeClassStatus, prev []metav1.Condition, now time.Time) v1.EC2NodeClassStatus {
+	var st v1.EC2NodeClassStatus
+	if rec != nil {
+		st = rec.Status
+	}
+	st.Conditions = ClassConditions(nc, rec, prev, now)
 	return st
 }
 
-// syncClasses writes the API's resolution of each class in the cluster;
-// classes the API holds nothing for, or holds a resolution of an older
-// object of the same name (another UID), are left alone. It updates classes
-// in place so that the NodePools of this pass read the new Ready.
+// syncClasses writes the API's resolution of each class in the cluster,
+// and the conditions of a class that fails v1 validation (ValidationSucceeded
+// False) even when the API holds no resolution of it, as the API never
+// resolves an invalid class. Other classes the API holds nothing for, or
+// holds a resolution of an older object of the same name (another UID),
+// are left alone. It updates classes in place so that the NodePools of
+// this pass read the new Ready.
 func (w *Writer) syncClasses(ctx context.Context, classes map[string]*unstructured.Unstructured, now time.Time) (int, error) {
 	list, err := w.o.Classes.NodeClasses(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("get resolved ec2nodeclasses: %w", err)
 	}
+	records := map[string]*v1.NodeClassStatus{}
+	for i, rec := range list.Items {
+		if u, ok := classes[rec.Name]; ok && (rec.UID == "" || rec.UID == u.GetUID()) {
+			records[rec.Name] = &list.Items[i]
+		}
+	}
 	var errs []error
 	written := 0
-	for _, rec := range list.Items {
-		u, ok := classes[rec.Name]
-		if !ok || (rec.UID != "" && rec.UID != u.GetUID()) || u.GetDeletionTimestamp() != nil {
+	for _, name := range slices.Sorted(maps.Keys(classes)) {
+		u := classes[name]
+		if u.GetDeletionTimestamp() != nil {
 			continue
 		}
 		var nc v1.EC2NodeClass
 		if err := convert(u.Object, &nc); err != nil {
-			errs = append(errs, fmt.Errorf("ec2nodeclass %s: %w", rec.Name, err))
+			errs = append(errs, fmt.Errorf("ec2nodeclass %s: %w", name, err))
 			continue
 		}
-		want := ClassStatus(rec, nc.Status.Conditions, now)
+		rec := records[name]
+		if rec == nil {
+			if validateClass(nc) == nil {
+				continue
+			}
+		}
+		want := ClassStatus(nc, rec, nc.Status.Conditions, now)
 		changed, err := w.write(ctx, NodeClassesGVR, u, &nc.Status, &want)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("ec2nodeclass %s: %w", rec.Name, err))
+			errs = append(errs, fmt.Errorf("ec2nodeclass %s: %w", name, err))
 			continue
 		}
 		if changed {
@@ -133,7 +202,7 @@ func (w *Writer) syncClasses(ctx context.Context, classes map[string]*unstructur
 			if m, err := toMap(want); err == nil {
 				cp := u.DeepCopy()
 				cp.Object["status"] = m
-				classes[rec.Name] = cp
+				classes[name] = cp
 			}
 		}
 	}

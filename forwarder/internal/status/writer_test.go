@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,9 +53,24 @@ type env struct {
 
 func newEnv(t *testing.T, classes ClassSource) *env {
 	t.Helper()
+	return newEnvWithClass(t, classes, nil)
+}
+
+// newEnvWithClass is newEnv with the cluster's valid EC2NodeClass "default"
+// changed by mutate (nil: unchanged).
+func newEnvWithClass(t *testing.T, classes ClassSource, mutate func(*v1.EC2NodeClass)) *env {
+	t.Helper()
 	np := toUnstructured(t, "karpenter.sh/v1", "NodePool", pool("default", "default"))
-	nc := v1.EC2NodeClass{}
+	nc := v1.EC2NodeClass{Spec: v1.EC2NodeClassSpec{
+		AMISelectorTerms:           []v1.AMISelectorTerm{{Alias: "al2023@latest"}},
+		Role:                       "KarpenterNodeRole",
+		SubnetSelectorTerms:        []v1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "c1"}}},
+		SecurityGroupSelectorTerms: []v1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "c1"}}},
+	}}
 	nc.Name, nc.Generation, nc.UID = "default", 2, "uid-1"
+	if mutate != nil {
+		mutate(&nc)
+	}
 	ncU := toUnstructured(t, "karpenter.k8s.aws/v1", "EC2NodeClass", nc)
 	claimU := toUnstructured(t, "karpenter.sh/v1", "NodeClaim", claim("default-abc", "default", "n1", "2"))
 	npCopy, ncCopy := np.DeepCopy(), ncU.DeepCopy() // the fake's tracker keeps what it is given
@@ -250,5 +266,65 @@ func TestSyncMarksAMIsNotReadyAndPoolNotReadyForAnUnsupportedAlias(t *testing.T)
 	}
 	if got := Find(np.Status.Conditions, "Ready"); got == nil || got.Status != metav1.ConditionFalse {
 		t.Errorf("NodePool Ready = %+v; want False", got)
+	}
+}
+
+func TestSyncMarksClassWithAnUnappliedFieldValidationFailedAndNotReady(t *testing.T) {
+	e := newEnvWithClass(t, resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}), func(nc *v1.EC2NodeClass) {
+		nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: "training"}
+	})
+	if _, err := e.w.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var nc v1.EC2NodeClass
+	e.get(t, NodeClassesGVR, "default", &nc)
+	v := Find(nc.Status.Conditions, v1.ConditionTypeValidationSucceeded)
+	if v == nil || v.Status != metav1.ConditionFalse || v.Reason != ReasonNodeClassValidationFailed || !strings.Contains(v.Message, "spec.placementGroupSelector: not supported") {
+		t.Errorf("ValidationSucceeded = %+v; want False %s naming spec.placementGroupSelector", v, ReasonNodeClassValidationFailed)
+	}
+	if p := Find(nc.Status.Conditions, v1.ConditionTypePlacementGroupReady); p == nil || p.Status != metav1.ConditionFalse || p.Reason != ReasonPlacementGroupsNotSupported {
+		t.Errorf("PlacementGroupReady = %+v; want False %s", p, ReasonPlacementGroupsNotSupported)
+	}
+	if r := Find(nc.Status.Conditions, v1.ConditionTypeReady); r == nil || r.Status != metav1.ConditionFalse {
+		t.Errorf("Ready = %+v; want False", r)
+	}
+	var np v1.NodePool
+	e.get(t, NodePoolsGVR, "default", &np)
+	if got := Find(np.Status.Conditions, v1.ConditionTypeNodeClassReady); got == nil || got.Status != metav1.ConditionFalse {
+		t.Errorf("NodePool NodeClassReady = %+v; want False", got)
+	}
+}
+
+func TestSyncWritesValidationFailedForAnInvalidClassTheAPINeverResolved(t *testing.T) {
+	e := newEnvWithClass(t, fakeClasses{}, func(nc *v1.EC2NodeClass) {
+		enabled := "enabled"
+		nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: &enabled}
+	})
+	res, err := e.w.Sync(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NodeClasses != 1 {
+		t.Errorf("wrote %d EC2NodeClass statuses; want 1 (the invalid class)", res.NodeClasses)
+	}
+	var nc v1.EC2NodeClass
+	e.get(t, NodeClassesGVR, "default", &nc)
+	got := briefs(nc.Status.Conditions)
+	msg := Find(nc.Status.Conditions, v1.ConditionTypeValidationSucceeded).Message
+	if !strings.Contains(msg, "spec.cpuOptions: not supported") {
+		t.Errorf("ValidationSucceeded message %q does not name spec.cpuOptions", msg)
+	}
+	awaiting := "object is awaiting reconciliation"
+	want := []brief{
+		{"SubnetsReady", "Unknown", "AwaitingReconciliation", awaiting},
+		{"SecurityGroupsReady", "Unknown", "AwaitingReconciliation", awaiting},
+		{"AMIsReady", "Unknown", "AwaitingReconciliation", awaiting},
+		{"InstanceProfileReady", "Unknown", "AwaitingReconciliation", awaiting},
+		{"ValidationSucceeded", "False", ReasonNodeClassValidationFailed, msg},
+		{"PlacementGroupReady", "True", "PlacementGroupReady", ""},
+		{"Ready", "False", "UnhealthyDependents", "SubnetsReady=Unknown, SecurityGroupsReady=Unknown, AMIsReady=Unknown, InstanceProfileReady=Unknown, ValidationSucceeded=False"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("EC2NodeClass conditions (-want +got):\n%s", diff)
 	}
 }

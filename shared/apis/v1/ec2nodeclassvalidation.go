@@ -133,7 +133,41 @@ func (nc *EC2NodeClass) Validate() error {
 	if c := s.CPUOptions; c != nil && c.NestedVirtualization != nil && !slices.Contains(enabledDisabled, *c.NestedVirtualization) {
 		errs.add("spec.cpuOptions.nestedVirtualization", "%q is not one of %s", *c.NestedVirtualization, strings.Join(enabledDisabled, ", "))
 	}
+	refuseUnapplied(&errs, s)
 	return errs.result(KindEC2NodeClass, nc.Name)
+}
+
+// UnappliedField is a v1 EC2NodeClass spec field that the schema accepts
+// but nodewright does not apply to a launch yet.
+type UnappliedField struct {
+	// Path is the field path, as in a FieldError ("spec.cpuOptions").
+	Path string
+	// Reason says what nodewright would have to do to apply it.
+	Reason string
+	set    func(EC2NodeClassSpec) bool
+}
+
+// UnappliedFields are refused by EC2NodeClass.Validate when set, so that a
+// class is never accepted (or reported Ready) while a field that Karpenter
+// would apply is dropped. docs/compatibility.md lists the same fields.
+var UnappliedFields = []UnappliedField{
+	{"spec.capacityReservationSelectorTerms", "nodewright does not discover capacity reservations (DescribeCapacityReservations) or offer reserved capacity yet",
+		func(s EC2NodeClassSpec) bool { return len(s.CapacityReservationSelectorTerms) > 0 }},
+	{"spec.placementGroupSelector", "nodewright does not resolve placement groups or launch into them yet",
+		func(s EC2NodeClassSpec) bool { return s.PlacementGroupSelector != nil }},
+	{"spec.connectionTracking", "nodewright does not set ENA connection-tracking timeouts on the launch template's network interfaces yet",
+		func(s EC2NodeClassSpec) bool { return s.ConnectionTracking != nil }},
+	{"spec.cpuOptions", "nodewright does not set CPU options (nested virtualization) on the launch template yet",
+		func(s EC2NodeClassSpec) bool { return s.CPUOptions != nil }},
+}
+
+// refuseUnapplied adds an error for each set field of UnappliedFields.
+func refuseUnapplied(errs *fieldErrors, s EC2NodeClassSpec) {
+	for _, u := range UnappliedFields {
+		if u.set(s) {
+			errs.add(u.Path, "not supported: %s; remove the field (Karpenter would apply it, nodewright would launch without it)", u.Reason)
+		}
+	}
 }
 
 // Warnings lists what EC2NodeClass.Validate accepts but Karpenter would not

@@ -35,10 +35,8 @@ func TestEC2NodeClassValidate(t *testing.T) {
 			nc.Spec.InstanceProfile = ptr("KarpenterProfile")
 			nc.Spec.SubnetSelectorTerms = []v1.SubnetSelectorTerm{{ID: "subnet-0a1b"}}
 			nc.Spec.SecurityGroupSelectorTerms = []v1.SecurityGroupSelectorTerm{{ID: "sg-0a1b"}, {Name: "default"}}
-			nc.Spec.CapacityReservationSelectorTerms = []v1.CapacityReservationSelectorTerm{{ID: "cr-0a1b"}, {InstanceMatchCriteria: "open", OwnerID: "123456789012"}}
-			nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{ID: "pg-0a1b"}
 		})},
-		{name: "should accept a full kubelet, disks, interfaces and conntrack", give: nodeClass(func(nc *v1.EC2NodeClass) {
+		{name: "should accept a full kubelet, disks and interfaces", give: nodeClass(func(nc *v1.EC2NodeClass) {
 			nc.Spec.Kubelet = &v1.KubeletConfiguration{
 				MaxPods: ptr(int32(110)), PodsPerCore: ptr(int32(0)),
 				SystemReserved:              map[string]string{"cpu": "100m", "memory": "100Mi", "ephemeral-storage": "1Gi", "pid": "100"},
@@ -54,9 +52,7 @@ func TestEC2NodeClassValidate(t *testing.T) {
 				{DeviceName: ptr("/dev/xvdc"), EBS: &v1.BlockDevice{VolumeSize: quantity("64T")}},
 			}
 			nc.Spec.NetworkInterfaces = []v1.NetworkInterface{{InterfaceType: "interface"}, {NetworkCardIndex: 1, InterfaceType: "efa-only"}}
-			nc.Spec.ConnectionTracking = &v1.ConnectionTracking{UDPTimeout: ptr(int32(30))}
 			nc.Spec.InstanceStorePolicy = ptr("RAID0")
-			nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: ptr("enabled")}
 			nc.Spec.Tags = map[string]string{"team": "a", "kubernetes.io/role": "ok"}
 			nc.Spec.MetadataOptions.HTTPPutResponseHopLimit = ptr(int64(64))
 		})},
@@ -134,7 +130,15 @@ func TestEC2NodeClassValidateErrors(t *testing.T) {
 			`spec.capacityReservationSelectorTerms[1]: set one of tags, id or instanceMatchCriteria`,
 			`spec.capacityReservationSelectorTerms[2].instanceMatchCriteria: "any" is not one of open, targeted`,
 			`spec.placementGroupSelector: set exactly one of name or id`,
+			`spec.capacityReservationSelectorTerms: not supported: nodewright does not discover capacity reservations (DescribeCapacityReservations) or offer reserved capacity yet; remove the field (Karpenter would apply it, nodewright would launch without it)`,
+			`spec.placementGroupSelector: not supported: nodewright does not resolve placement groups or launch into them yet; remove the field (Karpenter would apply it, nodewright would launch without it)`,
 		}},
+		{name: "should refuse each well-formed field nodewright does not apply, naming it", give: nodeClass(func(nc *v1.EC2NodeClass) {
+			nc.Spec.CapacityReservationSelectorTerms = []v1.CapacityReservationSelectorTerm{{ID: "cr-0a1b"}, {InstanceMatchCriteria: "open", OwnerID: "123456789012"}}
+			nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{ID: "pg-0a1b"}
+			nc.Spec.ConnectionTracking = &v1.ConnectionTracking{UDPTimeout: ptr(int32(30))}
+			nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: ptr("enabled")}
+		}), want: []string{`spec.capacityReservationSelectorTerms: not supported: nodewright does not discover capacity reservations (DescribeCapacityReservations) or offer reserved capacity yet; remove the field (Karpenter would apply it, nodewright would launch without it)`, `spec.placementGroupSelector: not supported: nodewright does not resolve placement groups or launch into them yet; remove the field (Karpenter would apply it, nodewright would launch without it)`, `spec.connectionTracking: not supported: nodewright does not set ENA connection-tracking timeouts on the launch template's network interfaces yet; remove the field (Karpenter would apply it, nodewright would launch without it)`, `spec.cpuOptions: not supported: nodewright does not set CPU options (nested virtualization) on the launch template yet; remove the field (Karpenter would apply it, nodewright would launch without it)`}},
 		{name: "should fail for restricted tag keys", give: nodeClass(func(nc *v1.EC2NodeClass) {
 			nc.Spec.Tags = map[string]string{"eks:eks-cluster-name": "a", "kubernetes.io/cluster/c": "owned", "karpenter.sh/nodepool": "x", "karpenter.sh/nodeclaim": "y", "karpenter.k8s.aws/ec2nodeclass": "z"}
 		}), want: []string{
@@ -192,6 +196,7 @@ func TestEC2NodeClassValidateErrors(t *testing.T) {
 			`spec.connectionTracking.tcpEstablishedTimeout: 59 is out of range 60..432000 (seconds)`,
 			`spec.connectionTracking.udpStreamTimeout: 181 is out of range 60..180 (seconds)`,
 			`spec.connectionTracking.udpTimeout: 61 is out of range 30..60 (seconds)`,
+			`spec.connectionTracking: not supported: nodewright does not set ENA connection-tracking timeouts on the launch template's network interfaces yet; remove the field (Karpenter would apply it, nodewright would launch without it)`,
 		}},
 		{name: "should fail for kubelet rules", give: nodeClass(func(nc *v1.EC2NodeClass) {
 			nc.Spec.Kubelet = &v1.KubeletConfiguration{
@@ -221,6 +226,7 @@ func TestEC2NodeClassValidateErrors(t *testing.T) {
 			`spec.ipPrefixCount: -1 is negative`,
 			`spec.instanceStorePolicy: "RAID1" is not one of RAID0`,
 			`spec.cpuOptions.nestedVirtualization: "on" is not one of enabled, disabled`,
+			`spec.cpuOptions: not supported: nodewright does not set CPU options (nested virtualization) on the launch template yet; remove the field (Karpenter would apply it, nodewright would launch without it)`,
 		}},
 	}
 	for _, tt := range tests {
