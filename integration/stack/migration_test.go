@@ -169,6 +169,18 @@ func launchAsKarpenter(t *testing.T, s *stack.Stack, pool *v1.NodePool, class *v
 		}
 		inst, _ := s.Sim.Instance(k.instance)
 		created := metav1.NewTime(time.Now().Add(-24 * time.Hour))
+		// Karpenter labels its NodeClaim with the instance type's well-known
+		// labels (karpenter.k8s.aws/instance-category, -generation, ...), as
+		// the Node carries them; without them the NodePool's requirements
+		// read the NodeClaim as drifted (RequirementsDrifted).
+		typeLabels := map[string]string{}
+		if node, err := s.Kube.CoreV1().Nodes().Get(ctx, k.node, metav1.GetOptions{}); err == nil {
+			for key, v := range node.Labels {
+				if strings.HasPrefix(key, "karpenter.k8s.aws/") {
+					typeLabels[key] = v
+				}
+			}
+		}
 		claim := v1.NodeClaim{
 			TypeMeta: metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: v1.KindNodeClaim},
 			ObjectMeta: metav1.ObjectMeta{
@@ -191,6 +203,11 @@ func launchAsKarpenter(t *testing.T, s *stack.Stack, pool *v1.NodePool, class *v
 					{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{inst.InstanceType}},
 				},
 			},
+		}
+		for key, v := range typeLabels {
+			if _, set := claim.Labels[key]; !set {
+				claim.Labels[key] = v
+			}
 		}
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&claim)
 		if err != nil {
