@@ -2,11 +2,8 @@ package moto_test
 
 import (
 	"encoding/xml"
-	"io"
-	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,23 +15,7 @@ import (
 // no provider code) and decodes the XML answer into v.
 func motoRaw(t *testing.T, m *moto.Server, form url.Values, v any) {
 	t.Helper()
-	form.Set("Version", "2016-11-15")
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, m.URL+"/", strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261202/"+region+"/ec2/aws4_request, SignedHeaders=host, Signature=0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: HTTP %d: %s", form.Get("Action"), resp.StatusCode, body)
-	}
-	if err := xml.Unmarshal(body, v); err != nil {
+	if err := xml.Unmarshal(m.Query(t, region, form), v); err != nil {
 		t.Fatalf("%s: %v", form.Get("Action"), err)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/xml"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -45,29 +43,6 @@ var fixtureTypes = []string{"c3.large", "c6g.large", "c6g.xlarge", "c7g.medium",
 // placeholder).
 var spotFixture = url.Values{"Action": {"DescribeSpotPriceHistory"}, "InstanceType.1": {"m5.large"}, "InstanceType.2": {"m6g.medium"}}
 
-// query sends one EC2 Query request to moto for region (moto reads the
-// region from the signature's credential scope) and returns the raw body.
-func query(t *testing.T, m *moto.Server, region string, form url.Values) []byte {
-	t.Helper()
-	form.Set("Version", "2016-11-15")
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, m.URL+"/", strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261202/"+region+"/ec2/aws4_request, SignedHeaders=host, Signature=0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v", form.Get("Action"), err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: HTTP %d %v: %s", form.Get("Action"), resp.StatusCode, err, body)
-	}
-	return body
-}
-
 type typesPage struct {
 	Types []struct {
 		Name string `xml:"instanceType"`
@@ -88,7 +63,7 @@ type offeringsPage struct {
 func motoOfferedTypes(t *testing.T, m *moto.Server, region string) []string {
 	t.Helper()
 	var p offeringsPage
-	if err := xml.Unmarshal(query(t, m, region, url.Values{"Action": {"DescribeInstanceTypeOfferings"}, "LocationType": {"region"}}), &p); err != nil {
+	if err := xml.Unmarshal(m.Query(t, region, url.Values{"Action": {"DescribeInstanceTypeOfferings"}, "LocationType": {"region"}}), &p); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -138,16 +113,16 @@ func captures(t *testing.T, m *moto.Server) map[string][]byte {
 	for i, n := range types {
 		form.Set("InstanceType."+strconv.Itoa(i+1), n)
 	}
-	out[fmt.Sprintf("describe-instance-types-%s-selected.xml", fixtureRegion)] = query(t, m, fixtureRegion, form)
+	out[fmt.Sprintf("describe-instance-types-%s-selected.xml", fixtureRegion)] = m.Query(t, fixtureRegion, form)
 	for _, loc := range []string{"availability-zone", "region"} {
 		form := url.Values{"Action": {"DescribeInstanceTypeOfferings"}, "LocationType": {loc},
 			"Filter.1.Name": {"instance-type"}}
 		for i, n := range types {
 			form.Set("Filter.1.Value."+strconv.Itoa(i+1), n)
 		}
-		out[fmt.Sprintf("describe-instance-type-offerings-%s-%s.xml", fixtureRegion, loc)] = query(t, m, fixtureRegion, form)
+		out[fmt.Sprintf("describe-instance-type-offerings-%s-%s.xml", fixtureRegion, loc)] = m.Query(t, fixtureRegion, form)
 	}
-	out[fmt.Sprintf("describe-spot-price-history-%s.xml", fixtureRegion)] = query(t, m, fixtureRegion, spotFixture)
+	out[fmt.Sprintf("describe-spot-price-history-%s.xml", fixtureRegion)] = m.Query(t, fixtureRegion, spotFixture)
 	out["types.txt"] = []byte(strings.Join(types, "\n") + "\n")
 	return out
 }
@@ -191,7 +166,7 @@ func TestMotoIgnoresMaxResultsOnDescribeInstanceTypes(t *testing.T) {
 	}
 	m := moto.Start(t)
 	var p typesPage
-	if err := xml.Unmarshal(query(t, m, fixtureRegion, url.Values{"Action": {"DescribeInstanceTypes"}, "MaxResults": {"5"}}), &p); err != nil {
+	if err := xml.Unmarshal(m.Query(t, fixtureRegion, url.Values{"Action": {"DescribeInstanceTypes"}, "MaxResults": {"5"}}), &p); err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Types) <= 100 || p.NextToken != "" {

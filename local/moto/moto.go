@@ -14,10 +14,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,4 +132,30 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// Query sends one EC2 Query request (API version 2016-11-15) to moto by
+// hand, without the SDK or any product code, for region (moto reads the
+// region from the signature's credential scope; the signature itself is
+// not checked), and returns the raw XML body. A transport error or a
+// status other than 200 fails t, naming the form's Action.
+func (s *Server) Query(t testing.TB, region string, form url.Values) []byte {
+	t.Helper()
+	form.Set("Version", "2016-11-15")
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, s.URL+"/", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261202/"+region+"/ec2/aws4_request, SignedHeaders=host, Signature=0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", form.Get("Action"), err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: HTTP %d %v: %s", form.Get("Action"), resp.StatusCode, err, body)
+	}
+	return body
 }
