@@ -63,7 +63,9 @@ func (c *aheadClock) Now() time.Time          { return time.Now().Add(time.Durat
 func (c *aheadClock) Advance(d time.Duration) { c.d.Add(int64(d)) }
 
 // refreshEC2Data runs one gc pass and fails t unless it fetched and
-// stored every part of the live EC2 data.
+// stored every part of the live EC2 data and cleaned nothing up (the
+// scenario's nodes are registered and healthy: a cleanup would replace
+// them for a reason other than the one under test).
 func refreshEC2Data(t *testing.T, s *stack.Stack) {
 	t.Helper()
 	out, err := s.RunGC(t.Context())
@@ -72,6 +74,9 @@ func refreshEC2Data(t *testing.T, s *stack.Stack) {
 	}
 	if out.EC2Data == nil || out.EC2Data.Error != "" || !slices.Equal(out.EC2Data.Stored, catalog.Parts) {
 		t.Fatalf("RunGC() EC2Data = %+v, want every part (%v) stored", out.EC2Data, catalog.Parts)
+	}
+	if len(out.Cleanups) != 0 {
+		t.Fatalf("RunGC() Cleanups = %+v, want none", out.Cleanups)
 	}
 }
 
@@ -115,12 +120,15 @@ func TestLivePricesAndOfferingsDriveLaunchAndSpotConsolidation(t *testing.T) {
 	// yet, so every part is due and fetched from the simulator.
 	refreshEC2Data(t, s)
 	zones := s.Sim.Zones()
-	// Make one zone the cheapest for every Spot pool of the types the pool
-	// may launch: halve its price there.
+	// Make one zone the cheapest: cut every Spot pool there to a twentieth
+	// of its price. The realistic world's per-pool ratios and steps vary
+	// by a factor of two at most, so the cheapest fitting pool is then in
+	// this zone whichever type it is (halving only some types left
+	// cheaper previous-generation types elsewhere).
 	cheap := zones[len(zones)-1]
-	for _, typ := range []string{"c5.large", "c6i.large", "m5.large", "m6i.large", "c5a.large", "m5a.large"} {
+	for _, typ := range s.Sim.InstanceTypes() {
 		if p, ok := s.Sim.Price(typ, cheap, v1.CapacityTypeSpot); ok && s.Sim.Offered(typ, cheap) {
-			s.Sim.SetSpotPrice(typ, cheap, p/2)
+			s.Sim.SetSpotPrice(typ, cheap, p/20)
 		}
 	}
 	applyGuide(t, s, "ec2nodeclass.yaml")
@@ -152,9 +160,27 @@ func TestLivePricesAndOfferingsDriveLaunchAndSpotConsolidation(t *testing.T) {
 		}
 	}
 
-	// Raise the launched pool's Spot price tenfold: cheaper Spot pools now
-	// exist, and the next evaluation replaces the node with one of them.
-	s.Sim.SetSpotPrice(first.InstanceType, first.Zone, paid*10)
+	// gc's clock is about to jump ahead: the node must be registered
+	// first, or gc would rightly replace it for not registering within
+	// RegistrationTimeout, and the replacement would not be the
+	// consolidation under test.
+	eventually(t, s, 2*time.Minute, "the first instance's node registered", func(context.Context, stack.Status) bool {
+		for _, n := range nodeList(t, s) {
+			if _, id, err := v1.ParseProviderID(n.Spec.ProviderID); err == nil && id == first.ID {
+				return n.Labels[v1.LabelRegistered] == "true"
+			}
+		}
+		return false
+	})
+	// A Spot spike in the launched pool: ten times its price before the
+	// cut (paid is a twentieth of it). Consolidation prices a replacement
+	// type at its worst case, the most expensive offering the replacement
+	// may launch as (Karpenter's filterByPrice), so a spot-to-spot move
+	// needs 15 types whose dearest allowed pool, in any zone, is below
+	// the candidate's price; a spike this size leaves dozens, and the
+	// next evaluation replaces the node with one of them.
+	raised := paid * 200
+	s.Sim.SetSpotPrice(first.InstanceType, first.Zone, raised)
 	// The stored Spot prices are minutes old: gc refetches them only once
 	// they are RefreshInterval old. Run gc (and the simulator, whose now is
 	// DescribeSpotPriceHistory's) that far ahead instead of waiting.
@@ -170,9 +196,12 @@ func TestLivePricesAndOfferingsDriveLaunchAndSpotConsolidation(t *testing.T) {
 		inst, ok := s.Sim.Instance(first.ID)
 		return second.ID != "" && ok && inst.State != ec2sim.StateRunning
 	})
+	if n := startedExecutions(s, "consolidate-"); n != 1 {
+		t.Errorf("%d consolidation executions, want the 1 that replaced the node (executions %+v)", n, s.Executions())
+	}
 	newPrice, _ := s.Sim.Price(second.InstanceType, second.Zone, v1.CapacityTypeSpot)
-	if newPrice >= paid*10 {
-		t.Errorf("replacement %s in %s costs %v, not less than the raised %v", second.InstanceType, second.Zone, newPrice, paid*10)
+	if newPrice >= raised {
+		t.Errorf("replacement %s in %s costs %v, not less than the raised %v", second.InstanceType, second.Zone, newPrice, raised)
 	}
 	if !s.Sim.Offered(second.InstanceType, second.Zone) {
 		t.Errorf("replacement %s in %s: the zone does not offer it", second.InstanceType, second.Zone)

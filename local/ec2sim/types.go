@@ -215,6 +215,14 @@ func (s *Server) Price(instanceType, zone, capacityType string) (price float64, 
 	return p, !math.IsInf(p, 1)
 }
 
+// InstanceTypes returns the names of every instance type the simulator
+// knows (what DescribeInstanceTypes can answer), sorted.
+func (s *Server) InstanceTypes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.types.names)
+}
+
 // roundPrice keeps 4 decimals, as DescribeSpotPriceHistory reports.
 func roundPrice(p float64) float64 { return math.Round(p*1e4) / 1e4 }
 

@@ -2,6 +2,7 @@ package ec2sim_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -111,6 +112,7 @@ func TestDescribeInstanceTypesMatchesTheCatalog(t *testing.T) {
 		{Name: aws.String("processor-info.supported-architecture"), Values: []string{"x86_64", "arm64"}},
 	}})
 	seen, pages, withoutENIs := 0, 0, 0
+	var names []string
 	for p.HasMorePages() {
 		out, err := p.NextPage(t.Context())
 		if err != nil {
@@ -123,6 +125,7 @@ func TestDescribeInstanceTypesMatchesTheCatalog(t *testing.T) {
 		for _, it := range out.InstanceTypes {
 			seen++
 			name := string(it.InstanceType)
+			names = append(names, name)
 			enis, ips := int64(aws.ToInt32(it.NetworkInfo.MaximumNetworkInterfaces)), int64(aws.ToInt32(it.NetworkInfo.Ipv4AddressesPerInterface))
 			if enis == 0 {
 				withoutENIs++
@@ -135,6 +138,10 @@ func TestDescribeInstanceTypesMatchesTheCatalog(t *testing.T) {
 	}
 	if seen != len(types) {
 		t.Errorf("paged through %d types, catalog has %d", seen, len(types))
+	}
+	slices.Sort(names)
+	if diff := cmp.Diff(names, e.sim.InstanceTypes()); diff != "" {
+		t.Errorf("InstanceTypes() differs from what DescribeInstanceTypes pages through (-paged +InstanceTypes):\n%s", diff)
 	}
 	if withoutENIs != 8 {
 		t.Errorf("%d types without ENI facts, want the 8 the catalog lacks vpclimits for", withoutENIs)
