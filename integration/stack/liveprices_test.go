@@ -121,10 +121,11 @@ func TestLivePricesAndOfferingsDriveLaunchAndSpotConsolidation(t *testing.T) {
 	refreshEC2Data(t, s)
 	zones := s.Sim.Zones()
 	// Make one zone the cheapest: cut every Spot pool there to a twentieth
-	// of its price. The realistic world's per-pool ratios and steps vary
-	// by a factor of two at most, so the cheapest fitting pool is then in
-	// this zone whichever type it is (halving only some types left
-	// cheaper previous-generation types elsewhere).
+	// of its price. A type's pools differ by a factor of two at most in
+	// the realistic world, so every type the zone offers is cheapest
+	// there, and the cheapest fitting pool is in this zone unless the
+	// types it offers all cost twenty times one it lacks (halving only
+	// some types left cheaper previous-generation types elsewhere).
 	cheap := zones[len(zones)-1]
 	for _, typ := range s.Sim.InstanceTypes() {
 		if p, ok := s.Sim.Price(typ, cheap, v1.CapacityTypeSpot); ok && s.Sim.Offered(typ, cheap) {
