@@ -184,16 +184,7 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		Limits: func() (map[string]corev1.ResourceList, error) {
 			return nodePoolLimits(nodePools.Lister())
 		},
-		NodePools: func() ([]string, error) {
-			objs, err := nodePools.Lister().List(labels.Everything())
-			names := make([]string, 0, len(objs))
-			for _, o := range objs {
-				if m, ok := o.(metav1.Object); ok {
-					names = append(names, m.GetName())
-				}
-			}
-			return names, err
-		},
+		NodePools: func() ([]string, error) { return nodePoolNames(nodePools) },
 	}, version, commit, 10*time.Second, time.Now)
 	if err := reg.Register(karpenter); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
@@ -360,6 +351,24 @@ func (a *app) run(ctx context.Context) error {
 // nodePoolLimits reads each cached NodePool's spec.limits (resource name ->
 // quantity); a NodePool without limits or with one that does not parse is
 // left out, as the NodePool validation refuses it.
+// nodePoolNames lists the cached NodePools' names. Before the cache's
+// first list it errors: the cache is empty then, not the cluster, and the
+// metrics collector serves every stored series on an error rather than
+// none (a restarted replica's first scrape can precede its sync).
+func nodePoolNames(inf informers.GenericInformer) ([]string, error) {
+	if !inf.Informer().HasSynced() {
+		return nil, errors.New("nodepools: cache not synced")
+	}
+	objs, err := inf.Lister().List(labels.Everything())
+	names := make([]string, 0, len(objs))
+	for _, o := range objs {
+		if m, ok := o.(metav1.Object); ok {
+			names = append(names, m.GetName())
+		}
+	}
+	return names, err
+}
+
 func nodePoolLimits(l cache.GenericLister) (map[string]corev1.ResourceList, error) {
 	objs, err := l.List(labels.Everything())
 	if err != nil {

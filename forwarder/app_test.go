@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -399,4 +400,25 @@ func TestTrimKeepsWhatTheForwarderReads(t *testing.T) {
 			t.Errorf("trim(node) = %+v", got)
 		}
 	})
+}
+
+func TestNodePoolNamesErrsUntilTheCacheSynced(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{nodePoolsGVR: "NodePoolList"},
+		unstructuredJSON(t, `{"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"default"}}`))
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	pools := factory.ForResource(nodePoolsGVR)
+	if names, err := nodePoolNames(pools); err == nil {
+		t.Fatalf("nodePoolNames() before the sync = %v, nil; want an error (an empty cache is not an empty cluster)", names)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer factory.Shutdown() // after cancel: Shutdown waits for the informers to stop
+	defer cancel()
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), pools.Informer().HasSynced) {
+		t.Fatal("cache did not sync")
+	}
+	names, err := nodePoolNames(pools)
+	if err != nil || !cmp.Equal(names, []string{"default"}) {
+		t.Errorf("nodePoolNames() after the sync = %v, %v; want [default], nil", names, err)
+	}
 }
