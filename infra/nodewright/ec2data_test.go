@@ -30,7 +30,7 @@ func TestEC2DataReadGrants(t *testing.T) {
 			env: assertions.Match_Absent(),
 		},
 		{
-			name:     "should withhold pricing:GetProducts and pass ISOLATED_VPC to gc in an isolated VPC",
+			name:     "should withhold pricing:GetProducts and pass ISOLATED_VPC to gc, provisioner and disruption in an isolated VPC",
 			isolated: true,
 			want: []string{
 				"Gc ReadEC2Data ec2:DescribeInstanceTypeOfferings", "Gc ReadEC2Data ec2:DescribeInstanceTypes",
@@ -63,10 +63,14 @@ func TestEC2DataReadGrants(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("EC2 data read grants mismatch (-want +got):\n%s", diff)
 			}
-			hasProps(t, tmpl, "AWS::Lambda::Function", map[string]any{
-				"Description": "nodewright " + specByName(t, "gc").description,
-				"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"ISOLATED_VPC": tt.env})},
-			})
+			// gc refreshes; the provisioner and disruption Lambdas report
+			// the option in the EC2DataLive condition.
+			for _, fn := range []string{"gc", "provisioner", "disruption"} {
+				hasProps(t, tmpl, "AWS::Lambda::Function", map[string]any{
+					"Description": "nodewright " + specByName(t, fn).description,
+					"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"ISOLATED_VPC": tt.env})},
+				})
+			}
 		})
 	}
 }

@@ -147,7 +147,7 @@ var functions = []functionSpec{
 		memoryMiB:    2048,
 		timeout:      2 * time.Minute,
 		singleWriter: true,
-		env:          []env{envCommon, envKube, envNodeBootstrap, envFeatureGates},
+		env:          []env{envCommon, envKube, envNodeBootstrap, envFeatureGates, envIsolatedVPC},
 		grants:       []grant{grantTable, grantResolve, grantLaunch, grantListInstances, grantTagInstances},
 		trigger:      trigger{kind: triggerQueue, queue: queueProvisioning, batchSize: 5},
 		kube:         &kubeAccess{group: "nodewright:provisioner"},
@@ -180,7 +180,7 @@ var functions = []functionSpec{
 		memoryMiB:    2048,
 		timeout:      50 * time.Second,
 		singleWriter: true,
-		env:          []env{envCommon, envKube, envDrift, envFeatureGates},
+		env:          []env{envCommon, envKube, envDrift, envFeatureGates, envIsolatedVPC},
 		grants:       []grant{grantTable, grantResolve, grantListInstances},
 		trigger:      trigger{kind: triggerSchedule, every: time.Minute},
 		kube:         &kubeAccess{group: "nodewright:disruption"},
@@ -276,7 +276,9 @@ func envFeatureGates(d *deployment) map[string]*string {
 }
 
 // envIsolatedVPC passes Props.IsolatedVPC to the live EC2 data refresher
-// (functions/gc reads ISOLATED_VPC); unset when false, the Lambda's default.
+// (functions/gc reads ISOLATED_VPC) and to the provisioner and disruption
+// Lambdas (their EC2DataLive condition); unset when false, the Lambdas'
+// default.
 func envIsolatedVPC(d *deployment) map[string]*string {
 	if !d.props.IsolatedVPC {
 		return nil

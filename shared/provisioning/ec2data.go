@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
 )
 
@@ -67,6 +70,68 @@ func FallbackWarning(src catalog.PriceSource) string {
 		return ""
 	}
 	return "EC2 data: " + strings.Join(b, "; ")
+}
+
+// EC2DataCondition is the informational EC2DataLive condition of a class
+// resolved with src (LaunchClass.PriceSource), stamped with generation;
+// unreadable is ReadLiveData's warning when the stored data could not be
+// read ("" otherwise) and isolatedVPC the deployment's isolatedVPC option.
+// ok is false when no live data is wired (src has no Parts and nothing was
+// unreadable: offline use), where the class gets no such condition.
+//
+// The reasons, first match wins: Unreadable; AwaitingFirstRefresh (no
+// part loaded); RefreshFailed (a part other than on-demand prices under
+// isolatedVPC is missing while others are loaded); Stale (a live part is
+// older than catalog.StaleAfter); IsolatedVPC (only the on-demand prices
+// are embedded, as isolatedVPC requires); Live (Status True). The message
+// names every part's source: "live, fetched <RFC 3339> (<N>h ago)" with
+// the age in whole hours, so the message (and the stored status) changes
+// at most hourly between refreshes, or the embedded stand-in.
+func EC2DataCondition(src catalog.PriceSource, unreadable string, isolatedVPC bool, generation int64) (metav1.Condition, bool) {
+	c := metav1.Condition{Type: v1.ConditionTypeEC2DataLive, Status: metav1.ConditionFalse, ObservedGeneration: generation}
+	if unreadable != "" {
+		c.Reason, c.Message = v1.ConditionReasonEC2DataUnreadable, unreadable
+		return c, true
+	}
+	if len(src.Parts) == 0 {
+		return metav1.Condition{}, false
+	}
+	var live, missing, stale int
+	isolatedOnly := true
+	parts := make([]string, 0, len(src.Parts))
+	for _, p := range src.Parts {
+		if !p.Live {
+			missing++
+			isolatedOnly = isolatedOnly && isolatedVPC && p.Part == catalog.PartOnDemandPrices
+			parts = append(parts, fmt.Sprintf("%s: %s", p.Part, p.Source))
+			continue
+		}
+		live++
+		desc := fmt.Sprintf("%s: live, fetched %s", p.Part, p.FetchedAt.UTC().Format(time.RFC3339))
+		if p.Age > 0 {
+			desc += fmt.Sprintf(" (%dh ago", int64(p.Age/time.Hour))
+			if p.Stale {
+				stale++
+				desc += ", stale"
+			}
+			desc += ")"
+		}
+		parts = append(parts, desc)
+	}
+	c.Message = strings.Join(parts, "; ")
+	switch {
+	case live == 0:
+		c.Reason = v1.ConditionReasonEC2DataAwaitingRefresh
+	case missing > 0 && !isolatedOnly:
+		c.Reason = v1.ConditionReasonEC2DataRefreshFailed
+	case stale > 0:
+		c.Reason = v1.ConditionReasonEC2DataStale
+	case missing > 0:
+		c.Reason = v1.ConditionReasonEC2DataIsolatedVPC
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, v1.ConditionReasonEC2DataLive
+	}
+	return c, true
 }
 
 // ec2DataStore keeps the region's live EC2 data (*ddbstore.Store through

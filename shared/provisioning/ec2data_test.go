@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -226,4 +227,108 @@ func TestEC2DataRefresher(t *testing.T) {
 			t.Errorf("Refresh() error = %v, want the store failure", err)
 		}
 	})
+}
+
+// classRecorder records each class a round resolved (the ClassStatus
+// port).
+type classRecorder struct{ got []v1.EC2NodeClass }
+
+func (r *classRecorder) RecordClassStatus(_ context.Context, nc v1.EC2NodeClass) {
+	r.got = append(r.got, nc)
+}
+
+func TestProvisionRecordsWhereTheClassesEC2DataCameFrom(t *testing.T) {
+	withoutSpot := m5Live(t0.Add(-time.Hour))
+	withoutSpot.SpotPrices = nil
+	withoutOnDemand := m5Live(t0.Add(-time.Hour))
+	withoutOnDemand.OnDemandPrices = nil
+	tests := []struct {
+		name        string
+		src         *liveStore // nil: no live data wired
+		isolatedVPC bool
+		wantStatus  string // "": no EC2DataLive condition
+		wantReason  string
+		wantMessage []string
+	}{
+		{name: "should say Live when every part is live and fresh", src: &liveStore{data: m5Live(t0.Add(-3*time.Hour - 20*time.Minute))},
+			wantStatus: "True", wantReason: v1.ConditionReasonEC2DataLive,
+			wantMessage: []string{"instance-types: live, fetched " + t0.Add(-3*time.Hour-20*time.Minute).UTC().Format(time.RFC3339) + " (3h ago)", "spot-prices: live, fetched"}},
+		{name: "should say AwaitingFirstRefresh before the refresher stored anything", src: &liveStore{data: catalog.LiveData{Region: testRegion}},
+			wantStatus: "False", wantReason: v1.ConditionReasonEC2DataAwaitingRefresh,
+			wantMessage: []string{"instance-types: embedded catalog", "offerings: embedded assumption: every type in every zone"}},
+		{name: "should say Unreadable when the stored data cannot be read", src: &liveStore{readErr: errors.New("throttled")},
+			wantStatus: "False", wantReason: v1.ConditionReasonEC2DataUnreadable,
+			wantMessage: []string{"live EC2 data unreadable, embedded tables used: throttled"}},
+		{name: "should say RefreshFailed when one part never arrived", src: &liveStore{data: withoutSpot},
+			wantStatus: "False", wantReason: v1.ConditionReasonEC2DataRefreshFailed,
+			wantMessage: []string{"spot-prices: on-demand price", "offerings: live, fetched"}},
+		{name: "should say RefreshFailed for missing on-demand prices outside an isolated VPC", src: &liveStore{data: withoutOnDemand},
+			wantStatus: "False", wantReason: v1.ConditionReasonEC2DataRefreshFailed,
+			wantMessage: []string{"on-demand-prices: embedded table for us-east-1"}},
+		{name: "should say IsolatedVPC for embedded on-demand prices in an isolated VPC", src: &liveStore{data: withoutOnDemand}, isolatedVPC: true,
+			wantStatus: "False", wantReason: v1.ConditionReasonEC2DataIsolatedVPC,
+			wantMessage: []string{"on-demand-prices: embedded table for us-east-1", "spot-prices: live"}},
+		{name: "should say Stale when a part is two refreshes old", src: &liveStore{data: m5Live(t0.Add(-25 * time.Hour))},
+			wantStatus: "False", wantReason: v1.ConditionReasonEC2DataStale,
+			wantMessage: []string{"(25h ago, stale)"}},
+		{name: "should write no condition without live data wired"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv([]v1.NodePool{nodePool(t, "default", spotOrOnDemand)}, []v1.EC2NodeClass{nodeClass(t)})
+			rec := &classRecorder{}
+			ports := provisioning.ProvisionerPorts{
+				Claims: e.store, Config: e.config, NodeClass: e.resolver, Cluster: e.cluster,
+				Offerings: e.offerings, Batches: e.store, Launcher: e.ec2, ClassStatus: rec,
+			}
+			if tt.src != nil {
+				ports.EC2Data = tt.src
+			}
+			p, err := provisioning.NewProvisioner(ports, provisioning.ProvisionerOptions{Cluster: testCluster, Region: testRegion,
+				SpotPriceRatio: provisioning.FallbackSpotPriceRatio, IsolatedVPC: tt.isolatedVPC})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Provision(t.Context(), podBatch("batch-1", podSummary("a", "500m")), t0); err != nil {
+				t.Fatalf("Provision() error = %v", err)
+			}
+			if len(e.ec2.instances) != 1 {
+				t.Errorf("instances = %d, want 1: the condition is informational", len(e.ec2.instances))
+			}
+			if len(rec.got) != 1 {
+				t.Fatalf("recorded %d classes, want 1", len(rec.got))
+			}
+			conds := rec.got[0].Status.Conditions
+			if c := findCondition(conds, v1.ConditionTypeReady); c == nil || c.Status != "True" {
+				t.Errorf("Ready = %+v, want True whatever the data's source", c)
+			}
+			c := findCondition(conds, v1.ConditionTypeEC2DataLive)
+			if tt.wantStatus == "" {
+				if c != nil {
+					t.Errorf("EC2DataLive = %+v, want none offline", c)
+				}
+				return
+			}
+			if c == nil {
+				t.Fatalf("no EC2DataLive condition in %+v", conds)
+			}
+			if string(c.Status) != tt.wantStatus || c.Reason != tt.wantReason {
+				t.Errorf("EC2DataLive = %s/%s, want %s/%s (message %q)", c.Status, c.Reason, tt.wantStatus, tt.wantReason, c.Message)
+			}
+			for _, m := range tt.wantMessage {
+				if !strings.Contains(c.Message, m) {
+					t.Errorf("EC2DataLive message %q, want it to contain %q", c.Message, m)
+				}
+			}
+		})
+	}
+}
+
+func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
 }

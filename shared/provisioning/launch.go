@@ -102,12 +102,15 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 	}
 	opts := LaunchOptions{Region: p.opts.Region, SpotPriceRatio: p.opts.SpotPriceRatio, ReservedENIs: p.opts.ReservedENIs,
 		VMMemoryOverheadPercent: p.opts.VMMemoryOverheadPercent, Unavailable: unavailable, UnavailableSubnets: fullSubnets,
-		Live: live, Now: now}
+		Live: live, Now: now, LiveUnreadable: warning, IsolatedVPC: p.opts.IsolatedVPC}
 	for _, nc := range classes {
 		if !referenced[nc.Name] {
 			continue
 		}
 		lc, err := ResolveLaunchClass(ctx, p.ports.NodeClass, nc, opts)
+		if lc.NodeClass.Name != "" && p.ports.ClassStatus != nil {
+			p.ports.ClassStatus.RecordClassStatus(ctx, lc.NodeClass)
+		}
 		if err != nil {
 			st.warnings = append(st.warnings, err.Error())
 			continue
@@ -148,6 +151,12 @@ type LaunchOptions struct {
 	// embedded tables only. Now dates it (catalog.Options.Now).
 	Live *catalog.LiveData
 	Now  time.Time
+	// LiveUnreadable is ReadLiveData's warning when the stored live data
+	// could not be read ("" otherwise); IsolatedVPC is the deployment's
+	// isolatedVPC option. Both feed the class's EC2DataLive condition
+	// (EC2DataCondition).
+	LiveUnreadable string
+	IsolatedVPC    bool
 }
 
 // LaunchClass is one EC2NodeClass resolved as launches see it.
@@ -169,6 +178,9 @@ type LaunchClass struct {
 // and validation, resolution through r, subnets marked, instance types
 // resolved (catalog.Resolve) and filtered to those a resolved AMI boots.
 // Readiness is the caller's decision (Ready=False classes still resolve).
+// When live data is wired (opts.Live or opts.LiveUnreadable), the resolved
+// status also carries the informational EC2DataLive condition
+// (EC2DataCondition); it never affects Ready.
 // The error says why the class is left out ("EC2NodeClass <name> left out:
 // invalid|resolve|instance types: ..."); with an instance-types error
 // LaunchClass.NodeClass is still the resolved class.
@@ -185,6 +197,9 @@ func ResolveLaunchClass(ctx context.Context, r nodeClassResolver, nc v1.EC2NodeC
 	types, src, subnets, err := LaunchTypes(&resolved, res.Subnets, opts)
 	if err != nil {
 		return LaunchClass{NodeClass: resolved}, fmt.Errorf("EC2NodeClass %s left out: instance types: %w", nc.Name, err)
+	}
+	if c, ok := EC2DataCondition(src, opts.LiveUnreadable, opts.IsolatedVPC, resolved.Generation); ok {
+		resolved.Status.Conditions = append(slices.Clone(resolved.Status.Conditions), c)
 	}
 	return LaunchClass{NodeClass: resolved, Subnets: subnets, InstanceTypes: types, PriceSource: src}, nil
 }

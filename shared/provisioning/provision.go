@@ -176,6 +176,16 @@ type ProvisionerPorts struct {
 	// EC2Data reads the region's live EC2 data the refresher stored; nil
 	// uses the embedded tables only (as before the first refresh).
 	EC2Data EC2DataSource
+	// ClassStatus records each EC2NodeClass a round resolved, with its
+	// EC2DataLive condition, for the status the forwarder writes; nil
+	// records nothing.
+	ClassStatus classStatusRecorder
+}
+
+// classStatusRecorder records a resolved EC2NodeClass (best effort: it
+// reports its own failures).
+type classStatusRecorder interface {
+	RecordClassStatus(ctx context.Context, nc v1.EC2NodeClass)
 }
 
 // ProvisionerOptions configure a Provisioner.
@@ -197,6 +207,10 @@ type ProvisionerOptions struct {
 	Scheduling scheduling.Options
 	// LaunchParallelism bounds concurrent launches; 0 means 16.
 	LaunchParallelism int
+	// IsolatedVPC is the deployment's isolatedVPC option (no Pricing API):
+	// it decides the EC2DataLive condition's reason when on-demand prices
+	// are embedded.
+	IsolatedVPC bool
 	// PersistReserve is kept back from the context deadline, when there is
 	// one, to store the batch's outcome after the launches; 0 means 5 s.
 	PersistReserve time.Duration

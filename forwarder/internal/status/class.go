@@ -59,8 +59,11 @@ const (
 // Karpenter's dry-run authorization checks. PlacementGroupReady is True
 // without spec.placementGroupSelector, else False
 // PlacementGroupsNotSupported. Ready is True when all are, else False
-// UnhealthyDependents. Unchanged conditions keep their lastTransitionTime
-// from prev.
+// UnhealthyDependents. After Ready comes rec's informational EC2DataLive
+// condition, when rec has one (where the class's instance types, offerings
+// and prices came from: provisioning.EC2DataCondition); it is not one of
+// Ready's dependents, as Karpenter's non-root conditions are not.
+// Unchanged conditions keep their lastTransitionTime from prev.
 func ClassConditions(nc v1.EC2NodeClass, rec *v1.NodeClassStatus, prev []metav1.Condition, now time.Time) []metav1.Condition {
 	awaiting := func(typ string) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: ReasonAwaitingReconciliation, Message: "object is awaiting reconciliation"}
@@ -85,7 +88,13 @@ func ClassConditions(nc v1.EC2NodeClass, rec *v1.NodeClassStatus, prev []metav1.
 		placement.Status, placement.Reason, placement.Message = metav1.ConditionFalse, ReasonPlacementGroupsNotSupported, "spec.placementGroupSelector: nodewright does not resolve placement groups"
 	}
 	conds = append(conds, validation, placement)
-	return finish(append(conds, readyOf(conds)), generation, prev, now)
+	conds = append(conds, readyOf(conds))
+	if rec != nil {
+		if c := Find(rec.Status.Conditions, v1.ConditionTypeEC2DataLive); c != nil {
+			conds = append(conds, metav1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+		}
+	}
+	return finish(conds, generation, prev, now)
 }
 
 // validateClass is nc's v1 validation after defaulting. It takes nc by

@@ -212,6 +212,40 @@ func TestSyncMarksClassAndPoolNotReadyWhenNoSubnetMatches(t *testing.T) {
 	}
 }
 
+func TestSyncWritesTheInformationalEC2DataLiveConditionWithoutMakingTheClassNotReady(t *testing.T) {
+	classes := resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"})
+	dataCond := metav1.Condition{Type: v1.ConditionTypeEC2DataLive, Status: metav1.ConditionFalse, Reason: v1.ConditionReasonEC2DataRefreshFailed,
+		Message: "instance-types: live, fetched 2026-12-02T10:00:00Z (3h ago); spot-prices: on-demand price", ObservedGeneration: 2}
+	classes.list.Items[0].Status.Conditions = append(classes.list.Items[0].Status.Conditions, dataCond)
+	e := newEnv(t, classes)
+	if _, err := e.w.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var nc v1.EC2NodeClass
+	e.get(t, NodeClassesGVR, "default", &nc)
+	want := []brief{
+		{"SubnetsReady", "True", "SubnetsReady", ""},
+		{"SecurityGroupsReady", "True", "SecurityGroupsReady", ""},
+		{"AMIsReady", "True", "AMIsReady", ""},
+		{"InstanceProfileReady", "True", "InstanceProfileReady", ""},
+		{"ValidationSucceeded", "True", "ValidationSucceeded", ""},
+		{"PlacementGroupReady", "True", "PlacementGroupReady", ""},
+		{"Ready", "True", "Ready", ""},
+		{"EC2DataLive", "False", "RefreshFailed", dataCond.Message},
+	}
+	if diff := cmp.Diff(want, briefs(nc.Status.Conditions)); diff != "" {
+		t.Errorf("EC2NodeClass conditions (-want +got):\n%s", diff)
+	}
+	if got := Find(nc.Status.Conditions, v1.ConditionTypeEC2DataLive); got == nil || got.ObservedGeneration != 2 || got.LastTransitionTime.IsZero() {
+		t.Errorf("EC2DataLive = %+v; want generation 2 and a lastTransitionTime", got)
+	}
+	var np v1.NodePool
+	e.get(t, NodePoolsGVR, "default", &np)
+	if got := Find(np.Status.Conditions, "Ready"); got == nil || got.Status != metav1.ConditionTrue {
+		t.Errorf("NodePool Ready = %+v; want True (EC2DataLive is informational)", got)
+	}
+}
+
 func TestSyncSkipsResolutionOfAnotherObjectWithTheSameName(t *testing.T) {
 	e := newEnv(t, resolved("uid-old", metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}))
 	res, err := e.w.Sync(context.Background())

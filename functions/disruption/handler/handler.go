@@ -100,14 +100,18 @@ type Config struct {
 	// FeatureGates are Karpenter's, from FEATURE_GATES
 	// ("SpotToSpotConsolidation=true").
 	FeatureGates disruption.FeatureGates
-	LogLevel     slog.Level
+	// IsolatedVPC is the deployment's isolatedVPC option (ISOLATED_VPC),
+	// for the EC2DataLive condition (provisioning.EC2DataCondition).
+	IsolatedVPC bool
+	LogLevel    slog.Level
 }
 
 // LoadConfig reads CLUSTER_NAME, TABLE_NAME, AWS_REGION,
 // KUBERNETES_VERSION and STATE_MACHINE_ARN (required),
 // INTERRUPTION_STATE_MACHINE_ARN, CLUSTER_CA_DATA,
 // CLUSTER_ENDPOINT, BUDGET_LEASE (a Go duration of at
-// least a second), FEATURE_GATES and LOG_LEVEL,
+// least a second), FEATURE_GATES, ISOLATED_VPC (true or false, default
+// false) and LOG_LEVEL,
 // reporting every problem at once.
 func LoadConfig(getenv func(string) string) (Config, error) {
 	e := lambdakit.NewEnv(getenv)
@@ -121,6 +125,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		CAData:                      e.StringOr("CLUSTER_CA_DATA", ""),
 		Endpoint:                    e.StringOr("CLUSTER_ENDPOINT", ""),
 		BudgetLease:                 e.Duration("BUDGET_LEASE", termination.LeaseDuration, time.Second),
+		IsolatedVPC:                 e.Bool("ISOLATED_VPC", false),
 		LogLevel:                    e.Level("LOG_LEVEL"),
 	}
 	err := e.Err()
@@ -490,7 +495,7 @@ func (h *Handler) input(ctx context.Context, now time.Time, snap ddbstore.Snapsh
 		warnings = append(warnings, liveWarning)
 	}
 	opts := provisioning.LaunchOptions{Region: h.cfg.Region, SpotPriceRatio: provisioning.FallbackSpotPriceRatio,
-		Unavailable: adapters.OfferingsOf(unavailable), Live: live, Now: now}
+		Unavailable: adapters.OfferingsOf(unavailable), Live: live, Now: now, LiveUnreadable: liveWarning, IsolatedVPC: h.cfg.IsolatedVPC}
 	dataWarned := false
 	for _, nc := range cfg.NodeClasses {
 		lc, err := provisioning.ResolveLaunchClass(ctx, h.d.NodeClasses, nc, opts)

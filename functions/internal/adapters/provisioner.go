@@ -23,7 +23,9 @@ type ProvisionerConfig struct {
 	// Options are the provisioner's options (cluster, region, Spot price
 	// ratio, launch parallelism).
 	Options provisioning.ProvisionerOptions
-	// OnResolved is NodeClasses.OnResolved (nil: nothing is called).
+	// OnResolved is called with each EC2NodeClass a round resolved, its
+	// launch state included (EC2DataLive), e.g. to record its status (nil:
+	// nothing is called).
 	OnResolved func(ctx context.Context, nc v1.EC2NodeClass)
 	// Metrics counts the NodeClaims created and deleted and measures each
 	// launch (karpenter_cloudprovider_*, controller Controller); nil
@@ -49,16 +51,33 @@ func NewProvisioner(store *ddbstore.Store, resolver *nodeclass.Resolver, fl *fle
 		launcher = measuredLauncher{next: launcher, m: cfg.Metrics, controller: cfg.Controller, now: now}
 	}
 	return provisioning.NewProvisioner(provisioning.ProvisionerPorts{
-		Claims:    Claims{Store: store, Metrics: cfg.Metrics},
-		Config:    Config{Store: store},
-		NodeClass: NodeClasses{Resolver: resolver, KubernetesVersion: cfg.KubernetesVersion, OnResolved: cfg.OnResolved},
-		Cluster:   Cluster{Store: store, Now: now},
-		Offerings: Offerings{Store: store},
-		Batches:   Batches{Store: store, Now: now},
-		Launcher:  launcher,
-		Subnets:   Subnets{Store: store},
-		EC2Data:   EC2Data{Store: store, Region: cfg.Options.Region},
+		Claims:      Claims{Store: store, Metrics: cfg.Metrics},
+		Config:      Config{Store: store},
+		NodeClass:   NodeClasses{Resolver: resolver, KubernetesVersion: cfg.KubernetesVersion},
+		Cluster:     Cluster{Store: store, Now: now},
+		Offerings:   Offerings{Store: store},
+		Batches:     Batches{Store: store, Now: now},
+		Launcher:    launcher,
+		Subnets:     Subnets{Store: store},
+		EC2Data:     EC2Data{Store: store, Region: cfg.Options.Region},
+		ClassStatus: classStatus(cfg.OnResolved),
 	}, cfg.Options)
+}
+
+// classStatus is provisioning's ClassStatus port over f (nil: none), so a
+// class is recorded after its launch state resolved, EC2DataLive included.
+func classStatus(f func(ctx context.Context, nc v1.EC2NodeClass)) classStatusFunc {
+	return classStatusFunc(f)
+}
+
+// classStatusFunc records a resolved class through a function.
+type classStatusFunc func(ctx context.Context, nc v1.EC2NodeClass)
+
+// RecordClassStatus calls f when set.
+func (f classStatusFunc) RecordClassStatus(ctx context.Context, nc v1.EC2NodeClass) {
+	if f != nil {
+		f(ctx, nc)
+	}
 }
 
 // launcherPort is provisioning's launcher.

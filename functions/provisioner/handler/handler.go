@@ -88,13 +88,17 @@ type Config struct {
 	DNS         string
 	// LaunchParallelism bounds concurrent CreateFleet calls (16).
 	LaunchParallelism int
-	LogLevel          slog.Level
+	// IsolatedVPC is the deployment's isolatedVPC option (ISOLATED_VPC):
+	// the EC2DataLive condition then reads embedded on-demand prices as
+	// expected (provisioning.EC2DataCondition).
+	IsolatedVPC bool
+	LogLevel    slog.Level
 }
 
 // LoadConfig reads the configuration: CLUSTER_NAME, TABLE_NAME,
 // AWS_REGION, KUBERNETES_VERSION, CLUSTER_ENDPOINT and CLUSTER_CA_DATA
-// (required); SERVICE_CIDR, CLUSTER_DNS, LAUNCH_PARALLELISM and
-// LOG_LEVEL. It reports every problem at once.
+// (required); SERVICE_CIDR, CLUSTER_DNS, LAUNCH_PARALLELISM, ISOLATED_VPC
+// (true or false, default false) and LOG_LEVEL. It reports every problem at once.
 func LoadConfig(getenv func(string) string) (Config, error) {
 	e := lambdakit.NewEnv(getenv)
 	c := Config{
@@ -107,6 +111,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		ServiceCIDR:       e.StringOr("SERVICE_CIDR", ""),
 		DNS:               e.StringOr("CLUSTER_DNS", ""),
 		LaunchParallelism: e.Int("LAUNCH_PARALLELISM", provisioning.DefaultLaunchParallelism, 1, 256),
+		IsolatedVPC:       e.Bool("ISOLATED_VPC", false),
 		LogLevel:          e.Level("LOG_LEVEL"),
 	}
 	err := e.Err()
@@ -152,7 +157,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		KubernetesVersion: cfg.KubernetesVersion,
 		Cluster:           nodeclass.Cluster{Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS},
 		Options: provisioning.ProvisionerOptions{
-			Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: provisioning.FallbackSpotPriceRatio, LaunchParallelism: cfg.LaunchParallelism,
+			Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: provisioning.FallbackSpotPriceRatio, LaunchParallelism: cfg.LaunchParallelism, IsolatedVPC: cfg.IsolatedVPC,
 		},
 		OnResolved: RecordNodeClassStatus(store, log, now),
 		Metrics:    rec, Controller: "provisioner",

@@ -227,6 +227,38 @@ const (
 	ConditionTypePlacementGroupReady       = "PlacementGroupReady"
 )
 
+// ConditionTypeEC2DataLive is nodewright's informational EC2NodeClass
+// condition saying where the instance types, offerings and prices the
+// class was resolved with came from: True (ConditionReasonEC2DataLive)
+// when every part is the region's live answer and fresh, False with one of
+// the reasons below when embedded tables or an estimate stand in for some
+// part. Like Karpenter's non-root conditions it is not part of Ready: a
+// class on the embedded tables still launches.
+const ConditionTypeEC2DataLive = "EC2DataLive"
+
+// EC2DataLive reasons, in the order the rule tests them
+// (provisioning.EC2DataCondition).
+const (
+	// ConditionReasonEC2DataUnreadable: the stored live data could not be
+	// read; every part came from the embedded tables.
+	ConditionReasonEC2DataUnreadable = "Unreadable"
+	// ConditionReasonEC2DataAwaitingRefresh: no part has been stored yet
+	// (before the refresher's first run).
+	ConditionReasonEC2DataAwaitingRefresh = "AwaitingFirstRefresh"
+	// ConditionReasonEC2DataRefreshFailed: some part that should be live
+	// has never been stored while others have (its fetch keeps failing).
+	ConditionReasonEC2DataRefreshFailed = "RefreshFailed"
+	// ConditionReasonEC2DataStale: every part is loaded but one is older
+	// than catalog.StaleAfter (refreshes failing since).
+	ConditionReasonEC2DataStale = "Stale"
+	// ConditionReasonEC2DataIsolatedVPC: isolatedVPC is set, so on-demand
+	// prices come from the embedded table (no Pricing API); the other
+	// parts are live and fresh.
+	ConditionReasonEC2DataIsolatedVPC = "IsolatedVPC"
+	// ConditionReasonEC2DataLive: every part is live and fresh.
+	ConditionReasonEC2DataLive = "Live"
+)
+
 // ConditionReasonUnsupportedAlias is the AMIsReady=False reason for an
 // amiSelectorTerms alias the cluster's Kubernetes version has no AMIs for
 // (AL2 on 1.33 and later, Windows2025 before 1.35; aws:
