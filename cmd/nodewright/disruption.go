@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/cmd/nodewright/internal/workload"
@@ -36,6 +37,9 @@ type disruptionConfig struct {
 	SpotPriceRatio float64
 	Gates          disruption.FeatureGates
 	Output         string
+	// Live is --live (the region's EC2 data read from AWS) and the SDK
+	// options it loads with.
+	Live liveConfig
 }
 
 // parseFeatureGates reads "Name=bool,Name=bool".
@@ -72,7 +76,7 @@ type disruptionFlags struct {
 	cfg        disruptionConfig
 }
 
-const disruptionUse = "disruption -f FILE|DIR|- ... [--now RFC3339] [--feature-gates SpotToSpotConsolidation=true] [--region R] [--spot-price-ratio F] [-o table|json|yaml]"
+const disruptionUse = "disruption -f FILE|DIR|- ... [--now RFC3339] [--feature-gates SpotToSpotConsolidation=true] [--region R] [--live] [--spot-price-ratio F] [-o table|json|yaml]"
 
 const disruptionLong = `Shows the disruption commands (Empty, Drifted, Underutilized, Expired) an evaluation at that instant would start for the NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods, PodDisruptionBudgets and DaemonSets of the manifests, and why every other NodeClaim is left alone.
 Subnet and security-group drift need EC2 instance data and are not evaluated from manifests.`
@@ -85,7 +89,9 @@ func (d *disruptionFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&d.gates, "feature-gates", "", "Karpenter feature `gates`, e.g. SpotToSpotConsolidation=true")
 	fs.StringVar(&d.cfg.Region, "region", "", "AWS `region` whose catalog and prices are used (default: the one region the input names in zone labels or requirements, else "+defaultRegion+")")
 	fs.Float64Var(&d.cfg.SpotPriceRatio, "spot-price-ratio", defaultSpotPriceRatio,
-		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity")
+		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity "+
+			"(with --live it applies only if Spot prices cannot be read; default there: the on-demand price)")
+	addLiveFlag(cmd, &d.cfg.Live.Enabled)
 	addOutputFlag(cmd, &d.cfg.Output)
 	_ = cmd.RegisterFlagCompletionFunc("region", completeRegions)
 	_ = cmd.RegisterFlagCompletionFunc("feature-gates", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -106,12 +112,12 @@ func parseDisruptionFlags(args []string, stderr io.Writer, now func() time.Time)
 		fmt.Fprintf(stderr, "nodewright disruption: %v\n", err)
 		return disruptionConfig{}, errUsage
 	}
-	return d.config(cmd.Flags().Args(), stderr, now)
+	return d.config(cmd.Flags(), cmd.Flags().Args(), stderr, now)
 }
 
 // config checks the parsed flags and positional args; a problem is printed
 // to stderr after "nodewright disruption: " and returned as errUsage.
-func (d *disruptionFlags) config(args []string, stderr io.Writer, now func() time.Time) (disruptionConfig, error) {
+func (d *disruptionFlags) config(fs *pflag.FlagSet, args []string, stderr io.Writer, now func() time.Time) (disruptionConfig, error) {
 	cfg := d.cfg
 	fail := func(format string, args ...any) (disruptionConfig, error) {
 		fmt.Fprintf(stderr, "nodewright disruption: "+format+"\n", args...)
@@ -130,6 +136,12 @@ func (d *disruptionFlags) config(args []string, stderr io.Writer, now func() tim
 	if err != nil {
 		return fail("--feature-gates %v", err)
 	}
+	if err := checkLive(cfg.Live.Enabled, cfg.Region); err != nil {
+		return fail("%v", err)
+	}
+	if cfg.Live.Enabled {
+		cfg.SpotPriceRatio = liveSpotPriceRatio(cfg.SpotPriceRatio, fs.Changed("spot-price-ratio"))
+	}
 	cfg.Gates, cfg.Files = g, d.files
 	if cfg.Now, err = parseNow(d.now, now); err != nil {
 		return fail("%v", err)
@@ -145,7 +157,7 @@ func newDisruptionCommand(c cli) *cobra.Command {
 		Long:                  disruptionLong,
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := d.config(args, c.stderr, time.Now)
+			cfg, err := d.config(cmd.Flags(), args, c.stderr, time.Now)
 			*c.code = printReport("disruption", cfg.Output, err,
 				func() (disruptionReport, error) { return evaluateDisruption(cmd.Context(), cfg, c.stdin, c.stderr) },
 				disruptionReport.writeTable, c.stdout, c.stderr)
@@ -176,7 +188,13 @@ func evaluateDisruption(ctx context.Context, cfg disruptionConfig, stdin io.Read
 	if err != nil {
 		return disruptionReport{}, err
 	}
-	snap, err := disruptionSnapshot(objs, cfg.Region, cfg.SpotPriceRatio, stderr)
+	var live *catalog.LiveData
+	if cfg.Live.Enabled {
+		if live, err = fetchLive(ctx, cfg.Live, cfg.Region, cfg.Now, stderr); err != nil {
+			return disruptionReport{}, err
+		}
+	}
+	snap, err := disruptionSnapshot(objs, cfg.Region, provisioning.LaunchOptions{SpotPriceRatio: cfg.SpotPriceRatio, Live: live, Now: cfg.Now}, stderr)
 	if err != nil {
 		return disruptionReport{}, err
 	}
@@ -223,8 +241,10 @@ type snapshot struct {
 // disruptionSnapshot checks objs, chooses the region (region: --region,
 // "" for the input's) and resolves every EC2NodeClass's instance types:
 // the input `nodewright disruption` evaluates and `nodewright rollout`
-// runs forward. Now and FeatureGates are left for the caller.
-func disruptionSnapshot(objs []manifest.Object, region string, spotPriceRatio float64, stderr io.Writer) (snapshot, error) {
+// runs forward; opts are the launch options but the region (its
+// SpotPriceRatio, and Live and Now with --live). Now and FeatureGates are
+// left for the caller.
+func disruptionSnapshot(objs []manifest.Object, region string, opts provisioning.LaunchOptions, stderr io.Writer) (snapshot, error) {
 	region, err := chooseRegion(region, objs, stderr)
 	if err != nil {
 		return snapshot{}, err
@@ -240,7 +260,8 @@ func disruptionSnapshot(objs []manifest.Object, region string, spotPriceRatio fl
 	var sources []string
 	for i := range in.NodeClasses {
 		nc := &in.NodeClasses[i]
-		types, src, _, err := provisioning.LaunchTypes(nc, nil, provisioning.LaunchOptions{Region: region, SpotPriceRatio: spotPriceRatio})
+		opts.Region = region
+		types, src, _, err := provisioning.LaunchTypes(nc, nil, opts)
 		if err != nil {
 			return snapshot{}, fmt.Errorf("%s: EC2NodeClass %q: resolve instance types: %w", cluster.Sources[v1.KindEC2NodeClass+"/"+nc.Name], nc.Name, err)
 		}

@@ -40,6 +40,9 @@ type planConfig struct {
 	// FailUnschedulable is --fail-unschedulable: exit 3 when the plan
 	// leaves a pod unschedulable.
 	FailUnschedulable bool
+	// Live is --live (the region's EC2 data read from AWS) and the SDK
+	// options it loads with.
+	Live liveConfig
 }
 
 // regionName is the shape of an AWS region name (us-east-1, us-gov-west-1,
@@ -80,7 +83,7 @@ type planFlags struct {
 	now          string
 }
 
-const planUse = "plan -f FILE|DIR|- ... [--region R] [--zones a,b] [--now RFC3339] [--spot-price-ratio F] [-o table|json|yaml] [--fail-unschedulable]"
+const planUse = "plan -f FILE|DIR|- ... [--region R] [--live] [--zones a,b] [--now RFC3339] [--spot-price-ratio F] [-o table|json|yaml] [--fail-unschedulable]"
 
 const planLong = "Shows the NodeClaims the solver would launch for the pending pods of the manifests, at what price, and why any pod cannot be placed."
 
@@ -92,7 +95,9 @@ func (p *planFlags) register(cmd *cobra.Command) {
 	fs.Var(&p.zones, "zones", "comma-separated `zones` to offer capacity in (default: each EC2NodeClass's status.subnets zones, else every zone of the region)")
 	fs.StringVar(&p.now, "now", "", "planning time, RFC 3339 (default: the current time); stamps the new NodeClaims")
 	fs.Float64Var(&p.cfg.SpotPriceRatio, "spot-price-ratio", defaultSpotPriceRatio,
-		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity")
+		"spot price as a fraction of on-demand: an offline assumption, since the embedded price table has no spot prices; 0 offers no spot capacity "+
+			"(with --live it applies only if Spot prices cannot be read; default there: the on-demand price)")
+	addLiveFlag(cmd, &p.cfg.Live.Enabled)
 	addOutputFlag(cmd, &p.cfg.Output)
 	fs.BoolVar(&p.cfg.FailUnschedulable, "fail-unschedulable", false, "exit 3 when any pod stays unschedulable (after printing the plan), for CI pipelines that gate manifest changes")
 	_ = cmd.RegisterFlagCompletionFunc("region", completeRegions)
@@ -129,6 +134,13 @@ func (p *planFlags) config(fs *pflag.FlagSet, args []string, stderr io.Writer, n
 	if fs.Changed("region") && cfg.Region == "" {
 		fmt.Fprintf(stderr, "nodewright plan: --region \"\": not an AWS region name such as us-east-1\n")
 		return cfg, errUsage
+	}
+	if err := checkLive(cfg.Live.Enabled, cfg.Region); err != nil {
+		fmt.Fprintf(stderr, "nodewright plan: %v\n", err)
+		return cfg, errUsage
+	}
+	if cfg.Live.Enabled {
+		cfg.SpotPriceRatio = liveSpotPriceRatio(cfg.SpotPriceRatio, fs.Changed("spot-price-ratio"))
 	}
 	if cfg.Region == "" && len(zones) > 0 {
 		cfg.Region, _ = regionOfZone(zones[0])
@@ -222,9 +234,16 @@ func plan(ctx context.Context, cfg planConfig, stdin io.Reader, stderr io.Writer
 	}
 	var sources []string
 	zones := map[string]workload.ZoneReport{}
+	opts := provisioning.LaunchOptions{Region: cfg.Region, Zones: cfg.Zones, SpotPriceRatio: cfg.SpotPriceRatio}
+	if cfg.Live.Enabled && len(in.NodeClasses) > 0 {
+		if opts.Live, err = fetchLive(ctx, cfg.Live, cfg.Region, cfg.Now, stderr); err != nil {
+			return workload.Report{}, err
+		}
+		opts.Now = cfg.Now
+	}
 	for i := range in.NodeClasses {
 		nc := &in.NodeClasses[i]
-		types, src, _, err := provisioning.LaunchTypes(nc, nil, provisioning.LaunchOptions{Region: cfg.Region, Zones: cfg.Zones, SpotPriceRatio: cfg.SpotPriceRatio})
+		types, src, _, err := provisioning.LaunchTypes(nc, nil, opts)
 		if err != nil {
 			return workload.Report{}, fmt.Errorf("%s: EC2NodeClass %q: resolve instance types: %w", cluster.Sources[v1.KindEC2NodeClass+"/"+nc.Name], nc.Name, err)
 		}

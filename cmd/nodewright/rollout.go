@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/manifest"
+	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/rollout"
 )
 
@@ -163,7 +164,7 @@ func forecastRollout(ctx context.Context, cfg rolloutConfig, stdin io.Reader, st
 		return rolloutReport{}, err
 	}
 	objs, changes := applyChange(objs)
-	snap, err := disruptionSnapshot(objs, cfg.Region, cfg.SpotPriceRatio, stderr)
+	snap, err := disruptionSnapshot(objs, cfg.Region, provisioning.LaunchOptions{SpotPriceRatio: cfg.SpotPriceRatio}, stderr)
 	if err != nil {
 		return rolloutReport{}, err
 	}
