@@ -41,6 +41,10 @@ type typeFacts struct {
 	efa                 int64
 	// onDemand is the on-demand price per hour; 0 when the catalog has none.
 	onDemand float64
+	// served, for a type AddInstanceType added, is its DescribeInstanceTypes
+	// item, served verbatim, and onDemand its exact price; nil for the
+	// catalog's types.
+	served *instanceTypeXML
 }
 
 // typeTable is the catalog as the simulator serves it: immutable once
@@ -385,6 +389,9 @@ type placementGroupInfoXML struct {
 
 // xml renders f as DescribeInstanceTypes does.
 func (f *typeFacts) xml() instanceTypeXML {
+	if f.served != nil {
+		return *f.served
+	}
 	x := instanceTypeXML{
 		InstanceType:                 f.name,
 		CurrentGeneration:            true,

@@ -104,9 +104,10 @@ func (s *Server) Offered(instanceType, zone string) bool {
 // region the catalog has no table for, where it is the us-east-1 price ×
 // the region's factor (regionPriceFactors) × a per-type variation of
 // ±4% (worldHash(region, type) % 81 − 40, in thousandths), rounded to 4
-// decimals. 0 when the catalog has no price.
+// decimals. 0 when the catalog has no price. A type AddInstanceType added
+// costs exactly the price it was added with.
 func (s *Server) onDemandPrice(f *typeFacts) float64 {
-	if !s.realistic || !s.types.fallbackPrices || f.onDemand == 0 {
+	if !s.realistic || !s.types.fallbackPrices || f.onDemand == 0 || f.served != nil {
 		return f.onDemand
 	}
 	factor, ok := regionPriceFactors[s.region]
