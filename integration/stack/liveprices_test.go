@@ -161,6 +161,19 @@ func TestLivePricesAndOfferingsDriveLaunchAndSpotConsolidation(t *testing.T) {
 		}
 	}
 
+	// The class says where its data came from: every part live and fresh
+	// (the informational EC2DataLive condition; Ready does not read it).
+	eventually(t, s, time.Minute, "EC2NodeClass production EC2DataLive=True (Live)", func(context.Context, stack.Status) bool {
+		var class v1.EC2NodeClassStatus
+		readStatus(t, s, "ec2nodeclass", &class)
+		for _, c := range class.Conditions {
+			if c.Type == v1.ConditionTypeEC2DataLive {
+				return c.Status == metav1.ConditionTrue && c.Reason == v1.ConditionReasonEC2DataLive
+			}
+		}
+		return false
+	})
+
 	// gc's clock is about to jump ahead: the node must be registered
 	// first, or gc would rightly replace it for not registering within
 	// RegistrationTimeout, and the replacement would not be the
