@@ -214,6 +214,12 @@ func evaluateDisruption(ctx context.Context, cfg disruptionConfig, stdin io.Read
 // non-strict warnings to stderr and fails on strict ones.
 func loadManifests(files []string, stdin io.Reader, stderr io.Writer) ([]manifest.Object, error) {
 	objs, err := manifest.ReadPaths(files, stdin)
+	return checkRead(objs, err, stderr)
+}
+
+// checkRead takes what manifest.Read or ReadPaths returned (objs,
+// err), prints the non-strict warnings to stderr and fails on strict ones.
+func checkRead(objs []manifest.Object, err error, stderr io.Writer) ([]manifest.Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read manifests:\n%w", err)
 	}

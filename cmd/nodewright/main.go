@@ -21,6 +21,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/nodewright/nodewright/shared/kube"
 )
 
 // Exit codes of the CLI.
@@ -37,6 +39,9 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	code           *int
+	// live reads the cluster snapshot of `rollout --live` as one List
+	// manifest (kube.LiveSnapshot; tests give a fake cluster).
+	live func(ctx context.Context, kubeconfig, kubeContext string) ([]byte, error)
 }
 
 func main() {
@@ -47,7 +52,7 @@ func main() {
 // arguments it prints the usage on stderr and returns 2.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	code := exitOK
-	root := newRoot(cli{stdin: stdin, stdout: stdout, stderr: stderr, code: &code})
+	root := newRoot(cli{stdin: stdin, stdout: stdout, stderr: stderr, code: &code, live: kube.LiveSnapshot})
 	if len(args) == 0 {
 		root.SetOut(stderr)
 		_ = root.Usage()

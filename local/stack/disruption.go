@@ -153,6 +153,11 @@ func executionARN(machineARN, name string) string {
 	return machineARN + ":" + name
 }
 
+// DisruptionPoll is how often the stack invokes the disruption handler:
+// Karpenter's disruption poll period (10 s), where production's
+// EventBridge schedule runs the Lambda every minute.
+const DisruptionPoll = 10 * time.Second
+
 // startDisruption wires consolidation, drift and expiry when the
 // Step Functions runner is installed (`make sfn-deps`): the disruption
 // handler on a 10-second ticker (Karpenter's disruption poll period), the
@@ -216,7 +221,7 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 		return false, fmt.Errorf("disruption: %w", err)
 	}
 	s.goLoop(runCtx, func(ctx context.Context) error {
-		t := time.NewTicker(10 * time.Second)
+		t := time.NewTicker(DisruptionPoll)
 		defer t.Stop()
 		for {
 			select {

@@ -3,6 +3,8 @@
 // cordons, evicts and deletes pods for termination, following Karpenter's
 // drain rules, and lists the VolumeAttachments termination waits for
 // (karpenter-spec sections 5.1, 5.2 and 11.3 items 19, 21 and 23).
+// Snapshot lists the objects a disruption evaluation reads, for the CLI's
+// `rollout --live`.
 // It is the only package under shared/ that imports client-go (STYLE import
 // rule 4); use cases reach it through interfaces they declare.
 //
