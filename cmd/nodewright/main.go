@@ -39,7 +39,7 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	code           *int
-	// live reads the cluster snapshot of `rollout --live` as one List
+	// live reads the cluster snapshot of `rollout --from-cluster` as one List
 	// manifest (kube.LiveSnapshot; tests give a fake cluster).
 	live func(ctx context.Context, kubeconfig, kubeContext string) ([]byte, error)
 }

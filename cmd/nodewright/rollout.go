@@ -29,9 +29,9 @@ type rolloutConfig struct {
 	Output         string
 	SVG            string
 	Compare        string
-	// Live reads the snapshot from the cluster of Kubeconfig and Context
+	// FromCluster reads the snapshot from the cluster of Kubeconfig and Context
 	// (empty: kubectl's defaults); Files are then only the change.
-	Live                bool
+	FromCluster         bool
 	Kubeconfig, Context string
 }
 
@@ -43,7 +43,7 @@ type rolloutFlags struct {
 	cfg         rolloutConfig
 }
 
-const rolloutUse = "rollout {-f CLUSTER | --live [--kubeconfig PATH] [--context NAME]} -f CHANGE ... [--from RFC3339] [--until RFC3339] [--poll D] [--boot D] [--drain D] [--compare BUDGETS] [--svg FILE] [-o table|json|yaml]"
+const rolloutUse = "rollout {-f CLUSTER | --from-cluster [--kubeconfig PATH] [--context NAME]} -f CHANGE ... [--from RFC3339] [--until RFC3339] [--poll D] [--boot D] [--drain D] [--compare BUDGETS] [--svg FILE] [-o table|json|yaml]"
 
 const rolloutLong = `Forecasts a rollout: applies a proposed change to a cluster snapshot and runs the disruption
 engine (the evaluation the disruption Lambda runs every minute) forward on a simulated clock.
@@ -52,7 +52,7 @@ Nodes, Pods, PodDisruptionBudgets, DaemonSets); the change is manifests given af
 an object of the same kind, namespace and name replaces the earlier one (the last -f wins). An
 EC2NodeClass given without status keeps the snapshot's status; when its amiSelectorTerms are
 one id term (an AMI pin), its status AMIs become that AMI. A new AMI in the region is an
-EC2NodeClass with the new status.amis. With --live the snapshot is read from the cluster instead
+EC2NodeClass with the new status.amis. With --from-cluster the snapshot is read from the cluster instead
 (list, cluster-wide, of those seven kinds; the kubeconfig as kubectl finds it, or --kubeconfig
 and --context) and every -f is the change.
 
@@ -66,13 +66,13 @@ with the NodePools' budgets of another file, side by side; --svg writes a Gantt 
 // register declares the flags on cmd.
 func (r *rolloutFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	addFileFlag(cmd, &r.files, "manifest `FILE|DIR|-`: the cluster snapshot, then the change (with --live only the change; repeatable; later objects replace earlier ones of the same kind and name)")
+	addFileFlag(cmd, &r.files, "manifest `FILE|DIR|-`: the cluster snapshot, then the change (with --from-cluster only the change; repeatable; later objects replace earlier ones of the same kind and name)")
 	fs.StringVar(&r.from, "from", "", "first evaluation, RFC 3339 (default: the current time)")
 	fs.StringVar(&r.until, "until", "", "last evaluation, RFC 3339 (default: --from + 48h)")
-	fs.BoolVar(&r.cfg.Live, "live", false, "read the cluster snapshot from the cluster's API server instead of the first -f (every -f is then the change)")
-	fs.StringVar(&r.cfg.Kubeconfig, "kubeconfig", "", "kubeconfig `PATH` of --live (default: $KUBECONFIG, else ~/.kube/config)")
+	fs.BoolVar(&r.cfg.FromCluster, "from-cluster", false, "read the cluster snapshot from the cluster's API server instead of the first -f (every -f is then the change)")
+	fs.StringVar(&r.cfg.Kubeconfig, "kubeconfig", "", "kubeconfig `PATH` of --from-cluster (default: $KUBECONFIG, else ~/.kube/config)")
 	_ = cmd.MarkFlagFilename("kubeconfig")
-	fs.StringVar(&r.cfg.Context, "context", "", "kubeconfig context `NAME` of --live (default: the current context)")
+	fs.StringVar(&r.cfg.Context, "context", "", "kubeconfig context `NAME` of --from-cluster (default: the current context)")
 	fs.DurationVar(&r.cfg.Opts.Poll, "poll", rollout.DefaultPoll, "time between evaluations; the default is the disruption Lambda's schedule, rate(1 minute)")
 	fs.DurationVar(&r.cfg.Opts.Boot, "boot", rollout.DefaultBoot, "a replacement's launch-to-Ready time; the default is the upper end of the 45-90 s a new EKS node takes to provision and join, as measured in production EKS (devfloor9 engineering playbook, Karpenter-based EKS scaling guide, 2026)")
 	fs.DurationVar(&r.cfg.Opts.Drain, "drain", rollout.DefaultDrain, "a candidate's drain-to-deleted time, capped by its terminationGracePeriod; the default is twice Kubernetes' default pod terminationGracePeriodSeconds (30 s), an assumption rather than a measurement: set what your pods take")
@@ -98,11 +98,11 @@ func (r *rolloutFlags) config(args []string, stderr io.Writer, now func() time.T
 	if len(args) > 0 {
 		return fail("unexpected argument %q (manifests are given with -f)", args[0])
 	}
-	if len(r.files) == 0 && !cfg.Live {
-		return fail("at least one -f is required (the cluster snapshot, or --live)")
+	if len(r.files) == 0 && !cfg.FromCluster {
+		return fail("at least one -f is required (the cluster snapshot, or --from-cluster)")
 	}
-	if !cfg.Live && (cfg.Kubeconfig != "" || cfg.Context != "") {
-		return fail("--kubeconfig and --context need --live")
+	if !cfg.FromCluster && (cfg.Kubeconfig != "" || cfg.Context != "") {
+		return fail("--kubeconfig and --context need --from-cluster")
 	}
 	if err := checkOutput(cfg.Output); err != nil {
 		return fail("%v", err)
@@ -175,14 +175,14 @@ type comparison struct {
 func forecastRollout(ctx context.Context, cfg rolloutConfig, c cli) (rolloutReport, error) {
 	stdin, stderr := c.stdin, c.stderr
 	var objs []manifest.Object
-	if cfg.Live {
+	if cfg.FromCluster {
 		raw, err := c.live(ctx, cfg.Kubeconfig, cfg.Context)
 		if err != nil {
-			return rolloutReport{}, fmt.Errorf("--live: %w", err)
+			return rolloutReport{}, fmt.Errorf("--from-cluster: %w", err)
 		}
 		read, err := manifest.Read(bytes.NewReader(raw), "cluster")
 		if objs, err = checkRead(read, err, stderr); err != nil {
-			return rolloutReport{}, fmt.Errorf("--live: %w", err)
+			return rolloutReport{}, fmt.Errorf("--from-cluster: %w", err)
 		}
 	}
 	if len(cfg.Files) > 0 {

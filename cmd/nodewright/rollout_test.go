@@ -18,7 +18,7 @@ import (
 	"github.com/nodewright/nodewright/shared/manifest"
 )
 
-// runLive runs the CLI with live as the cluster reader of --live.
+// runLive runs the CLI with live as the cluster reader of --from-cluster.
 func runLive(t *testing.T, live func(context.Context, string, string) ([]byte, error), args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
@@ -32,7 +32,7 @@ func runLive(t *testing.T, live func(context.Context, string, string) ([]byte, e
 }
 
 // fakeClusterOf is a dynamic fake clientset holding the objects of the
-// manifests at paths, and the kubeconfig and context --live asked for.
+// manifests at paths, and the kubeconfig and context --from-cluster asked for.
 func fakeClusterOf(t *testing.T, paths ...string) (live func(context.Context, string, string) ([]byte, error), asked *[2]string) {
 	t.Helper()
 	objs, err := manifest.ReadPaths(paths, nil)
@@ -69,7 +69,7 @@ func rolloutTimeline(t *testing.T, stdout string) rolloutReport {
 	return r
 }
 
-// --live reads the snapshot from the cluster's API server: the forecast of
+// --from-cluster reads the snapshot from the cluster's API server: the forecast of
 // a cluster holding the objects of the snapshot file, with the change from
 // -f, is the forecast of the file.
 func TestRolloutLiveForecastsTheClusterLikeItsManifests(t *testing.T) {
@@ -80,31 +80,31 @@ func TestRolloutLiveForecastsTheClusterLikeItsManifests(t *testing.T) {
 	}
 	want := rolloutTimeline(t, stdout)
 	live, asked := fakeClusterOf(t, "testdata/disruption/drift")
-	code, stdout, stderr = runLive(t, live, append([]string{"rollout", "--live", "--kubeconfig", "/k/config", "--context", "prod", "-f", "testdata/rollout/pin.yaml"}, window...)...)
+	code, stdout, stderr = runLive(t, live, append([]string{"rollout", "--from-cluster", "--kubeconfig", "/k/config", "--context", "prod", "-f", "testdata/rollout/pin.yaml"}, window...)...)
 	if code != 0 {
-		t.Fatalf("rollout --live: exit %d: %s", code, stderr)
+		t.Fatalf("rollout --from-cluster: exit %d: %s", code, stderr)
 	}
 	got := rolloutTimeline(t, stdout)
 	if *asked != [2]string{"/k/config", "prod"} {
-		t.Errorf("--live read kubeconfig %q context %q; want /k/config and prod", asked[0], asked[1])
+		t.Errorf("--from-cluster read kubeconfig %q context %q; want /k/config and prod", asked[0], asked[1])
 	}
 	if len(want.Steps) == 0 {
 		t.Fatal("the file forecast replaces nothing; the comparison proves nothing")
 	}
 	if diff := cmp.Diff(want.Timeline, got.Timeline); diff != "" {
-		t.Errorf("--live timeline differs from the file's (-file +live):\n%s", diff)
+		t.Errorf("--from-cluster timeline differs from the file's (-file +live):\n%s", diff)
 	}
 	if len(got.Changes) != 1 || !strings.Contains(got.Changes[0], "pinned to ami-0pinned") {
-		t.Errorf("--live changes = %q; want the AMI pin", got.Changes)
+		t.Errorf("--from-cluster changes = %q; want the AMI pin", got.Changes)
 	}
 	// Without a change the live cluster is forecast as it is: nothing is
 	// drifted, nothing is replaced.
-	code, stdout, stderr = runLive(t, live, append([]string{"rollout", "--live"}, window...)...)
+	code, stdout, stderr = runLive(t, live, append([]string{"rollout", "--from-cluster"}, window...)...)
 	if code != 0 {
-		t.Fatalf("rollout --live without -f: exit %d: %s", code, stderr)
+		t.Fatalf("rollout --from-cluster without -f: exit %d: %s", code, stderr)
 	}
 	if r := rolloutTimeline(t, stdout); len(r.Changes) != 0 {
-		t.Errorf("rollout --live without -f: changes %q; want none", r.Changes)
+		t.Errorf("rollout --from-cluster without -f: changes %q; want none", r.Changes)
 	}
 }
 
@@ -118,10 +118,10 @@ func TestRolloutLiveErrors(t *testing.T) {
 		code     int
 		inStderr string
 	}{
-		{"--kubeconfig without --live is a usage error", []string{"rollout", "-f", "testdata/disruption/drift", "--kubeconfig", "x"}, exitUsage, "--kubeconfig and --context need --live"},
-		{"--context without --live is a usage error", []string{"rollout", "-f", "testdata/disruption/drift", "--context", "x"}, exitUsage, "--kubeconfig and --context need --live"},
-		{"neither -f nor --live is a usage error", []string{"rollout"}, exitUsage, "at least one -f is required (the cluster snapshot, or --live)"},
-		{"a failed cluster read fails the command, naming --live", []string{"rollout", "--live", "--from", disruptionNow}, exitFailed, "--live: list nodepools: connection refused"},
+		{"--kubeconfig without --from-cluster is a usage error", []string{"rollout", "-f", "testdata/disruption/drift", "--kubeconfig", "x"}, exitUsage, "--kubeconfig and --context need --from-cluster"},
+		{"--context without --from-cluster is a usage error", []string{"rollout", "-f", "testdata/disruption/drift", "--context", "x"}, exitUsage, "--kubeconfig and --context need --from-cluster"},
+		{"neither -f nor --from-cluster is a usage error", []string{"rollout"}, exitUsage, "at least one -f is required (the cluster snapshot, or --from-cluster)"},
+		{"a failed cluster read fails the command, naming --from-cluster", []string{"rollout", "--from-cluster", "--from", disruptionNow}, exitFailed, "--from-cluster: list nodepools: connection refused"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 )
 
 // TestRolloutForecastHoldsOnTheStack takes a rollout forecast of an AMI pin
-// first (`nodewright rollout --live` against the stack's API server, with
+// first (`nodewright rollout --from-cluster` against the stack's API server, with
 // the stack's timings), then pins the AMI and checks that drift replaces
 // exactly the nodes the forecast names, each inside its forecast window.
 //
@@ -96,13 +96,13 @@ func TestRolloutForecastHoldsOnTheStack(t *testing.T) {
 
 	poll, boot, drain := stack.DisruptionPoll, termination.PollInterval, termination.DrainPollInterval
 	from := time.Now().UTC()
-	fc := exec.CommandContext(ctx, cli, "rollout", "--live", "--kubeconfig", s.Kubeconfig, "-f", changeFile,
+	fc := exec.CommandContext(ctx, cli, "rollout", "--from-cluster", "--kubeconfig", s.Kubeconfig, "-f", changeFile,
 		"--from", from.Format(time.RFC3339Nano), "--until", from.Add(10*time.Minute).Format(time.RFC3339Nano),
 		"--poll", poll.String(), "--boot", boot.String(), "--drain", drain.String(), "-o", "json")
 	fc.Stderr = os.Stderr
 	out, err := fc.Output()
 	if err != nil {
-		t.Fatalf("nodewright rollout --live: %v\n%s", err, out)
+		t.Fatalf("nodewright rollout --from-cluster: %v\n%s", err, out)
 	}
 	var tl rollout.Timeline
 	if err := json.Unmarshal(out, &tl); err != nil {
