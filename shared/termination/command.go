@@ -42,7 +42,33 @@ type Execution struct {
 // created at decidedAt and annotated with the execution. A pool without a
 // budget status gets Allowed 0 (fail closed).
 func Prepare(cmd disruption.Command, budgets []disruption.BudgetStatus, decidedAt time.Time) Execution {
-	name := ExecutionName(cmd.ID, decidedAt)
+	return prepare(cmd, budgets, ExecutionName(cmd.ID, decidedAt), decidedAt)
+}
+
+// PrepareManual is Prepare for a command of disruption.Manual, requested
+// by requestedBy (the caller's IAM ARN) with req, at decidedAt. The
+// execution's name is the command's ID itself, which depends only on the
+// request (disruption.ManualID): a retried or redelivered request names
+// the same execution, and Step Functions starts it once whenever it comes.
+// The input carries the request (workflow.ManualRequest) and, for the
+// record, the pools' Drifted budgets, which a Manual execution does not
+// lease (Budget.Budgeted is false).
+func PrepareManual(cmd disruption.Command, budgets []disruption.BudgetStatus, req disruption.ManualRequest, requestedBy string, decidedAt time.Time) Execution {
+	drifted := make([]disruption.BudgetStatus, 0, len(budgets))
+	for _, b := range budgets {
+		if b.Reason == disruption.MethodDrifted {
+			b.Reason = cmd.Method
+			drifted = append(drifted, b)
+		}
+	}
+	ex := prepare(cmd, drifted, cmd.ID, decidedAt)
+	ex.Input.Manual = &workflow.ManualRequest{
+		RequestedBy: requestedBy, Nodes: append([]string{}, req.Nodes...), ForceAfterSeconds: int(req.ForceAfter / time.Second),
+	}
+	return ex
+}
+
+func prepare(cmd disruption.Command, budgets []disruption.BudgetStatus, name string, decidedAt time.Time) Execution {
 	method := string(cmd.Method)
 	in := workflow.DisruptionInput{
 		ID: name, Method: method, NodePool: cmd.NodePool, Reason: cmd.Reason, DecidedAt: decidedAt.UTC(),
