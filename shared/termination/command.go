@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,4 +157,32 @@ func DecodeReplacements(data []byte) ([]v1.NodeClaim, error) {
 		return nil, fmt.Errorf("decode replacements: %w", err)
 	}
 	return claims, nil
+}
+
+// ManualInFlight splits off the NodeClaims of claims that the manual
+// execution req would start for them already holds (a live claim by
+// disruption.ManualID(name, req)): a retried or redelivered request must
+// find its own execution, not be refused because that execution already
+// claimed, tainted or began deleting the node. It returns claims with
+// those NodeClaims as they were before the execution took them (claim
+// annotations, DisruptionReason condition and deletionTimestamp removed;
+// the others unchanged, claims itself untouched) and their names, sorted.
+// Planning over the returned claims yields the same execution names; the
+// caller must not store their replacements again.
+func ManualInFlight(claims []v1.NodeClaim, req disruption.ManualRequest, now time.Time) ([]v1.NodeClaim, []string) {
+	out := make([]v1.NodeClaim, len(claims))
+	var own []string
+	for i := range claims {
+		c := claims[i]
+		cl := ClaimOf(&c)
+		if cl.Live(now) && cl.Method == workflow.MethodManual && cl.Holder == disruption.ManualID(c.Name, req) {
+			c = copyClaim(c)
+			clearClaim(&c, cl.Holder)
+			c.DeletionTimestamp = nil
+			own = append(own, c.Name)
+		}
+		out[i] = c
+	}
+	slices.Sort(own)
+	return out, own
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/disruption"
@@ -136,5 +137,29 @@ func TestManualSkipsRevalidation(t *testing.T) {
 	}
 	if begun.Nodes[0].Deadline != nil {
 		t.Errorf("BeginTermination() deadline = %v, want none: only force-after goes past PodDisruptionBudgets", begun.Nodes[0].Deadline)
+	}
+}
+
+func TestManualInFlight(t *testing.T) {
+	req := disruption.ManualRequest{Nodes: []string{"node-a", "node-b"}}
+	own := disruption.ManualID("a", req)
+	deleting := func(c *v1.NodeClaim) { c.DeletionTimestamp = ptr(metav1.NewTime(t0)) }
+	claims := []v1.NodeClaim{
+		nodeClaim("a", claimedBy(own, workflow.MethodManual, t0.Add(time.Minute)), deleting),
+		nodeClaim("b", claimedBy("drift-general-b-1", workflow.MethodDrifted, t0.Add(time.Minute))),
+		nodeClaim("c", claimedBy(disruption.ManualID("c", req), workflow.MethodManual, t0.Add(-time.Second))),
+	}
+	got, names := termination.ManualInFlight(claims, req, t0)
+	if diff := cmp.Diff([]string{"a"}, names); diff != "" {
+		t.Errorf("ManualInFlight() names mismatch (-want +got):\n%s", diff)
+	}
+	if cl := termination.ClaimOf(&got[0]); cl.Holder != "" || got[0].DeletionTimestamp != nil {
+		t.Errorf("a = %+v, %+v; want it as before its execution took it", cl, got[0].ObjectMeta)
+	}
+	if termination.ClaimOf(&got[1]).Holder != "drift-general-b-1" || termination.ClaimOf(&got[2]).Holder == "" {
+		t.Errorf("another execution's claim, or a lapsed one, was changed: %+v", got[1:])
+	}
+	if termination.ClaimOf(&claims[0]).Holder != own || claims[0].DeletionTimestamp == nil {
+		t.Errorf("ManualInFlight() changed its argument")
 	}
 }
