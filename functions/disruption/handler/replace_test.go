@@ -12,6 +12,8 @@ import (
 
 	"github.com/nodewright/nodewright/functions/disruption/handler"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/awstest"
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/workflow"
@@ -40,6 +42,16 @@ func (e env) seedProtected(t *testing.T) {
 		Part: 0, Parts: 1, Nodes: snap.Nodes, Pods: []v1.PodSummary{v1.SummarizePod(pod)}}
 	if _, err := e.store.PutSnapshotPart(t.Context(), part, t0.Add(-30*time.Second)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// replaceAccess fails t when a call Replace made is outside the replace
+// Lambda's table access (ddbstore.Schema): its role would be denied.
+func (e env) replaceAccess(t *testing.T) {
+	t.Helper()
+	access := ddbstore.Schema().Access["replace"]
+	for _, c := range e.calls.Denied(func(c awstest.DynamoDBCall) bool { return access.Allows(testCluster, c.Op, c.Index, c.PartitionKey) }) {
+		t.Errorf("%s %s %s: not in the replace function's access (ddbstore.Schema): its role would be denied", c.Op, c.Index, c.PartitionKey)
 	}
 }
 
@@ -119,6 +131,7 @@ func TestReplace(t *testing.T) {
 		if n := len(e.executions(t)); n != 1 {
 			t.Errorf("%d executions, want 1", n)
 		}
+		e.replaceAccess(t)
 	})
 }
 
