@@ -36,11 +36,11 @@ import (
 	"github.com/nodewright/nodewright/forwarder/internal/batcher"
 	"github.com/nodewright/nodewright/forwarder/internal/events"
 	"github.com/nodewright/nodewright/forwarder/internal/forward"
-	"github.com/nodewright/nodewright/forwarder/internal/intake"
 	"github.com/nodewright/nodewright/forwarder/internal/leader"
 	"github.com/nodewright/nodewright/forwarder/internal/metrics"
 	"github.com/nodewright/nodewright/forwarder/internal/mirror"
 	"github.com/nodewright/nodewright/forwarder/internal/status"
+	"github.com/nodewright/nodewright/internal/intake"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 

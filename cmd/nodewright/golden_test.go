@@ -17,6 +17,7 @@ var update = flag.Bool("update", false, "rewrite the CLI golden files under test
 // compares exit code, stdout and stderr with testdata/golden/<name>.txt;
 // go test -run TestGolden -update rewrites them.
 func TestGolden(t *testing.T) {
+	t.Setenv(endpointEnv, "")
 	guide := []string{"-f", guideComplete, "--region", "ap-northeast-1", "--now", planNow}
 	drift := []string{"-f", "testdata/disruption/drift", "--now", disruptionNow}
 	invalid := []string{"-f", "testdata/plan/invalid-nodepool.yaml"}
@@ -57,6 +58,10 @@ func TestGolden(t *testing.T) {
 		{"rollout-json", append(append([]string{}, pin...), "-o", "json")},
 		{"rollout-yaml", append(append([]string{}, pin...), "-o", "yaml")},
 		{"rollout-compare", append(append([]string{}, pin...), "--compare", "testdata/rollout/nightly.yaml")},
+		{"replace-help", []string{"replace", "-h"}},
+		{"replace-no-nodes", []string{"replace", "--endpoint", "https://abc123.execute-api.eu-west-1.amazonaws.com/prod"}},
+		{"replace-bad-force-after", []string{"replace", "node-a", "--force-after", "soon", "--endpoint", "https://abc123.execute-api.eu-west-1.amazonaws.com/prod"}},
+		{"replace-no-endpoint", []string{"replace", "node-a"}},
 		{"rollout-bad-until", append(append([]string{}, pin...)[:4], "--from", disruptionNow, "--until", "2025-01-01T00:00:00Z")},
 	}
 	for _, tt := range tests {

@@ -76,8 +76,9 @@ func newRoot(c cli) *cobra.Command {
 		Use:   "nodewright",
 		Short: "nodewright: Karpenter-compatible node autoscaling for EKS, off the cluster",
 		Long: `nodewright validates Karpenter v1 NodePool and EC2NodeClass manifests, shows what its solver
-would launch for them (plan) and what disruption would do now (disruption), and runs the
-whole system on this machine (local, demo).
+would launch for them (plan) and what disruption would do now (disruption), replaces
+protected nodes by hand through the deployed API (replace), and runs the whole system on
+this machine (local, demo).
 
 Exit codes: 0 success, 1 the command failed, 2 usage error, 3 plan --fail-unschedulable
 left pods unschedulable.`,
@@ -97,7 +98,7 @@ left pods unschedulable.`,
 	root.SetOut(c.stdout)
 	root.SetErr(c.stderr)
 	root.AddCommand(newDemoCommand(c), newDisruptionCommand(c), newLocalCommand(c), newPlanCommand(c),
-		newRolloutCommand(c), newValidateCommand(c), newVersionCommand(c))
+		newReplaceCommand(c), newRolloutCommand(c), newValidateCommand(c), newVersionCommand(c))
 	return root
 }
 

@@ -190,6 +190,25 @@ var functions = []functionSpec{
 		describes: map[string]string{"disruption": "", "interruption": "INTERRUPTION_STATE_MACHINE_ARN"},
 	},
 	{
+		// An operator's manual replacement (POST /v1/replacements,
+		// nodewright replace) plans over the same reads as the
+		// disruption evaluation (functions/disruption/handler.Replace)
+		// and starts Manual executions of the disruption state machine:
+		// the decider's memory, the intake's timeout (API Gateway's
+		// integration timeout is 29 s). Starts are idempotent by name, so
+		// overlapping requests are harmless: no reserved concurrency.
+		// states:StartExecution cannot be narrowed to the manual-
+		// executions: its resource is the state machine.
+		name:        "replace",
+		description: "replace: an operator's audited manual replacement of nodes; starts Manual disruption executions",
+		memoryMiB:   2048,
+		timeout:     25 * time.Second,
+		env:         []env{envCommon, envDrift, envFeatureGates},
+		grants:      []grant{grantTable, grantResolve, grantListInstances},
+		trigger:     trigger{kind: triggerAPI},
+		starts:      map[string]string{"STATE_MACHINE_ARN": "disruption"},
+	},
+	{
 		// The task Lambda of both state machines (statemachines/*.asl.json,
 		// ${DisrupttaskFunctionArn}): one step per invocation, the longest
 		// (a drain round) bounded by its task's TimeoutSeconds of 300.

@@ -255,8 +255,8 @@ func New(scope constructs.Construct, id string, props Props) (*Nodewright, error
 		return nil, err
 	}
 	specs := enabledFunctions(props)
-	if n := len(slices.DeleteFunc(slices.Clone(specs), func(f functionSpec) bool { return f.trigger.kind != triggerAPI })); n != 1 {
-		return nil, fmt.Errorf("functions table: %d functions serve the API, want 1", n)
+	if err := checkAPIFunctions(specs); err != nil {
+		return nil, err
 	}
 	if err := checkFunctionAssets(props.Assets.DistDir, specs); err != nil {
 		return nil, err

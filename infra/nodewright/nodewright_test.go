@@ -253,25 +253,28 @@ func TestDefaultDeployment(t *testing.T) {
 			paths = append(paths, render(r.Properties["PathPart"]))
 		}
 		slices.Sort(paths)
-		if diff := cmp.Diff([]string{"config", "events", "metrics", "nodeclaims", "nodeclasses", "podbatches", "registrations", "snapshots", "v1", "{id}"}, paths); diff != "" {
+		if diff := cmp.Diff([]string{"config", "events", "metrics", "nodeclaims", "nodeclasses", "podbatches", "registrations", "replacements", "snapshots", "v1", "{id}"}, paths); diff != "" {
 			t.Errorf("resources mismatch (-want +got):\n%s", diff)
 		}
 	})
 
-	t.Run("should let only the forwarder's role invoke the API", func(t *testing.T) {
+	t.Run("should let only the forwarder's role invoke the API, and only the account's operators, not the forwarder, replace nodes", func(t *testing.T) {
 		api := c.ofType("AWS::ApiGateway::RestApi")
 		if len(api) != 1 {
 			t.Fatalf("%d REST APIs, want 1", len(api))
 		}
 		for _, r := range api {
-			type st struct{ Effect, Principals, Resources, Condition string }
+			type st struct{ Effect, Principals, Resources, NotResources, Condition string }
 			var got []st
 			for _, s := range parseStatements("api", r.Properties["Policy"]) {
-				got = append(got, st{s.effect, strings.Join(s.principals, ","), strings.Join(s.resources, ","), render(s.conditions["StringNotEquals"]["aws:PrincipalArn"])})
+				got = append(got, st{s.effect, strings.Join(s.principals, ","), strings.Join(s.resources, ","), strings.Join(s.notResources, ","),
+					render(s.conditions["StringNotEquals"]["aws:PrincipalArn"])})
 			}
 			want := []st{
 				{Effect: "Allow", Principals: "AWS:<NodewrightForwarderRoleAEB9510D.Arn>", Resources: "execute-api:/*"},
-				{Effect: "Deny", Principals: "AWS:*", Resources: "execute-api:/*", Condition: "<NodewrightForwarderRoleAEB9510D.Arn>"},
+				{Effect: "Deny", Principals: "AWS:*", NotResources: "execute-api:/*/POST/v1/replacements", Condition: "<NodewrightForwarderRoleAEB9510D.Arn>"},
+				{Effect: "Allow", Principals: "AWS:arn:<AWS::Partition>:iam::111122223333:root", Resources: "execute-api:/*/POST/v1/replacements"},
+				{Effect: "Deny", Principals: "AWS:<NodewrightForwarderRoleAEB9510D.Arn>", Resources: "execute-api:/*/POST/v1/replacements"},
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("resource policy mismatch (-want +got):\n%s", diff)

@@ -34,17 +34,20 @@ func TestEveryFunctionHasARow(t *testing.T) {
 	}
 }
 
-// routeRE matches the route constants of shared/apis/v1/podbatch.go.
+// routeRE matches the route constants of shared/apis/v1/podbatch.go and
+// replacement.go.
 var routeRE = regexp.MustCompile(`Route[A-Za-z]+\s*=\s*"(/v1/[^"]*)"`)
 
 func TestAPIServesEveryContractRoute(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "shared", "apis", "v1", "podbatch.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var contract []string
-	for _, m := range routeRE.FindAllStringSubmatch(string(raw), -1) {
-		contract = append(contract, m[1])
+	for _, file := range []string{"podbatch.go", "replacement.go"} {
+		raw, err := os.ReadFile(filepath.Join(repoRoot, "shared", "apis", "v1", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range routeRE.FindAllStringSubmatch(string(raw), -1) {
+			contract = append(contract, m[1])
+		}
 	}
 	if len(contract) == 0 {
 		t.Fatal("no Route constants found in podbatch.go")

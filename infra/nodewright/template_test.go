@@ -59,13 +59,15 @@ func strs(v any) []string {
 // policyStatement is one IAM statement of the template, with where it
 // came from.
 type policyStatement struct {
-	owner      string // logical ID of the policy or role
-	sid        string
-	effect     string
-	actions    []string
-	resources  []string
-	principals []string // "AWS:<arn>", "Service:<name>"
-	conditions map[string]map[string]any
+	owner     string // logical ID of the policy or role
+	sid       string
+	effect    string
+	actions   []string
+	resources []string
+	// notResources is the statement's NotResource.
+	notResources []string
+	principals   []string // "AWS:<arn>", "Service:<name>"
+	conditions   map[string]map[string]any
 }
 
 func (s policyStatement) String() string {
@@ -78,7 +80,8 @@ func parseStatements(owner string, doc any) []policyStatement {
 	var out []policyStatement
 	for _, raw := range list {
 		st, _ := raw.(map[string]any)
-		ps := policyStatement{owner: owner, effect: render(st["Effect"]), actions: strs(st["Action"]), resources: strs(st["Resource"])}
+		ps := policyStatement{owner: owner, effect: render(st["Effect"]), actions: strs(st["Action"]), resources: strs(st["Resource"]),
+			notResources: strs(st["NotResource"])}
 		switch p := st["Principal"].(type) {
 		case string:
 			ps.principals = []string{p}

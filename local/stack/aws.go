@@ -28,6 +28,7 @@ import (
 	gchandler "github.com/nodewright/nodewright/functions/gc/handler"
 	intakehandler "github.com/nodewright/nodewright/functions/intake/handler"
 	provisionerhandler "github.com/nodewright/nodewright/functions/provisioner/handler"
+	replacehandler "github.com/nodewright/nodewright/functions/replace/handler"
 	"github.com/nodewright/nodewright/local/ec2sim"
 	"github.com/nodewright/nodewright/shared/apis/crds"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -41,8 +42,25 @@ import (
 // accepted, and the caller is reported as the forwarder's role.
 type apiFront struct {
 	intake *intakehandler.Handler
-	faults *faults
-	seq    atomic.Int64
+	// replace serves v1.RouteReplacements when disruption is wired; the
+	// caller is then the signature's access key ID as an IAM user of the
+	// account (none without a SigV4 signature), as API Gateway reports
+	// an IAM caller.
+	replace *replacehandler.Handler
+	faults  *faults
+	seq     atomic.Int64
+}
+
+// signer returns the IAM ARN the local front reports for a request
+// signed with access key ID akid, or "" when r is not SigV4-signed.
+func signer(r *http.Request) string {
+	const prefix = "AWS4-HMAC-SHA256 Credential="
+	auth := r.Header.Get("Authorization")
+	if !strings.HasPrefix(auth, prefix) {
+		return ""
+	}
+	akid, _, _ := strings.Cut(strings.TrimPrefix(auth, prefix), "/")
+	return "arn:aws:iam::" + account + ":user/" + akid
 }
 
 func (g *apiFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +100,13 @@ func (g *apiFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if killed {
 		ctx, cancel = withKill(ctx, killAfter)
 	}
-	resp, err := g.intake.Handle(ctx, req)
+	var resp events.APIGatewayProxyResponse
+	if g.replace != nil && strings.TrimSuffix(req.Path, "/") == v1.RouteReplacements {
+		req.RequestContext.Identity.UserArn = signer(r)
+		resp, err = g.replace.Handle(ctx, req)
+	} else {
+		resp, err = g.intake.Handle(ctx, req)
+	}
 	cancel()
 	answer := IntakeAnswer{Method: r.Method, Path: req.Path, IdempotencyKey: r.Header.Get(v1.HeaderIdempotencyKey), Killed: killed}
 	switch {

@@ -17,6 +17,7 @@ import (
 
 	disruptionhandler "github.com/nodewright/nodewright/functions/disruption/handler"
 	disrupttaskhandler "github.com/nodewright/nodewright/functions/disrupttask/handler"
+	replacehandler "github.com/nodewright/nodewright/functions/replace/handler"
 	"github.com/nodewright/nodewright/local/lambdaserver"
 	"github.com/nodewright/nodewright/local/stepfunctions"
 	"github.com/nodewright/nodewright/shared/workflow"
@@ -220,6 +221,7 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 	if err != nil {
 		return false, fmt.Errorf("disruption: %w", err)
 	}
+	s.replace = replacehandler.New(decider, s.log.With("function", "replace"))
 	s.goLoop(runCtx, func(ctx context.Context) error {
 		t := time.NewTicker(DisruptionPoll)
 		defer t.Stop()

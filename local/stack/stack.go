@@ -77,6 +77,7 @@ import (
 	gchandler "github.com/nodewright/nodewright/functions/gc/handler"
 	intakehandler "github.com/nodewright/nodewright/functions/intake/handler"
 	provisionerhandler "github.com/nodewright/nodewright/functions/provisioner/handler"
+	replacehandler "github.com/nodewright/nodewright/functions/replace/handler"
 	"github.com/nodewright/nodewright/local/controlplane"
 	"github.com/nodewright/nodewright/local/ec2sim"
 	"github.com/nodewright/nodewright/local/kwoknode"
@@ -229,6 +230,8 @@ type Stack struct {
 	// sfn is the local Step Functions of the disruption executions
 	// (startDisruption; Executions).
 	sfn *localSFN
+	// replace serves POST /v1/replacements once disruption is wired.
+	replace *replacehandler.Handler
 	// runs records the disruption ticker's invocations (DisruptionRuns).
 	runs disruptionRuns
 	// interruptionWired is set when the interruption queue and handler
@@ -536,7 +539,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 		}
 	}
 
-	front, err := s.serve(&apiFront{intake: intake, faults: &s.faults})
+	front, err := s.serve(&apiFront{intake: intake, replace: s.replace, faults: &s.faults})
 	if err != nil {
 		return fmt.Errorf("intake front: %w", err)
 	}

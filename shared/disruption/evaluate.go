@@ -510,11 +510,16 @@ func commandID(c *Command) string {
 	for _, r := range c.Replacements {
 		fmt.Fprintf(h, "%s\x00", strings.Join(r.InstanceTypes, ","))
 	}
-	sum := hex.EncodeToString(h.Sum(nil))[:8]
 	first := ""
 	if len(c.Candidates) > 0 {
 		first = c.Candidates[0].NodeClaim
 	}
+	return idOf(verb, first, hex.EncodeToString(h.Sum(nil))[:8])
+}
+
+// idOf is "<verb>-<first>-<sum>", first with every character outside
+// [A-Za-z0-9-_] turned into '-' and cut so the whole fits 80 characters.
+func idOf(verb, first, sum string) string {
 	first = strings.Map(func(r rune) rune {
 		if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
 			return r

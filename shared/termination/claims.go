@@ -151,8 +151,9 @@ func (s *Service) claimCandidates(ctx context.Context, st workflow.DisruptionSta
 		_, err := s.updateClaim(ctx, cand.NodeClaim, func(c *v1.NodeClaim) (bool, error) {
 			cl := ClaimOf(c)
 			// A forceful method (expiry, interruption) takes a node
-			// from a budgeted command; nothing else takes a live claim.
-			takeover := !workflow.IsBudgetedMethod(st.Method) && workflow.IsBudgetedMethod(cl.Method)
+			// from a budgeted or manual command; nothing else takes a
+			// live claim (a manual replacement never does).
+			takeover := workflow.IsForcefulMethod(st.Method) && !workflow.IsForcefulMethod(cl.Method)
 			switch {
 			case cl.Holder != st.ID && cl.Live(now) && !takeover:
 				return false, workflow.NewError(workflow.ErrNoLongerEligible,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,7 +43,33 @@ type Execution struct {
 // created at decidedAt and annotated with the execution. A pool without a
 // budget status gets Allowed 0 (fail closed).
 func Prepare(cmd disruption.Command, budgets []disruption.BudgetStatus, decidedAt time.Time) Execution {
-	name := ExecutionName(cmd.ID, decidedAt)
+	return prepare(cmd, budgets, ExecutionName(cmd.ID, decidedAt), decidedAt)
+}
+
+// PrepareManual is Prepare for a command of disruption.Manual, requested
+// by requestedBy (the caller's IAM ARN) with req, at decidedAt. The
+// execution's name is the command's ID itself, which depends only on the
+// request (disruption.ManualID): a retried or redelivered request names
+// the same execution, and Step Functions starts it once whenever it comes.
+// The input carries the request (workflow.ManualRequest) and, for the
+// record, the pools' Drifted budgets, which a Manual execution does not
+// lease (Budget.Budgeted is false).
+func PrepareManual(cmd disruption.Command, budgets []disruption.BudgetStatus, req disruption.ManualRequest, requestedBy string, decidedAt time.Time) Execution {
+	drifted := make([]disruption.BudgetStatus, 0, len(budgets))
+	for _, b := range budgets {
+		if b.Reason == disruption.MethodDrifted {
+			b.Reason = cmd.Method
+			drifted = append(drifted, b)
+		}
+	}
+	ex := prepare(cmd, drifted, cmd.ID, decidedAt)
+	ex.Input.Manual = &workflow.ManualRequest{
+		RequestedBy: requestedBy, Nodes: append([]string{}, req.Nodes...), ForceAfterSeconds: int(req.ForceAfter / time.Second),
+	}
+	return ex
+}
+
+func prepare(cmd disruption.Command, budgets []disruption.BudgetStatus, name string, decidedAt time.Time) Execution {
 	method := string(cmd.Method)
 	in := workflow.DisruptionInput{
 		ID: name, Method: method, NodePool: cmd.NodePool, Reason: cmd.Reason, DecidedAt: decidedAt.UTC(),
@@ -130,4 +157,32 @@ func DecodeReplacements(data []byte) ([]v1.NodeClaim, error) {
 		return nil, fmt.Errorf("decode replacements: %w", err)
 	}
 	return claims, nil
+}
+
+// ManualInFlight splits off the NodeClaims of claims that the manual
+// execution req would start for them already holds (a live claim by
+// disruption.ManualID(name, req)): a retried or redelivered request must
+// find its own execution, not be refused because that execution already
+// claimed, tainted or began deleting the node. It returns claims with
+// those NodeClaims as they were before the execution took them (claim
+// annotations, DisruptionReason condition and deletionTimestamp removed;
+// the others unchanged, claims itself untouched) and their names, sorted.
+// Planning over the returned claims yields the same execution names; the
+// caller must not store their replacements again.
+func ManualInFlight(claims []v1.NodeClaim, req disruption.ManualRequest, now time.Time) ([]v1.NodeClaim, []string) {
+	out := make([]v1.NodeClaim, len(claims))
+	var own []string
+	for i := range claims {
+		c := claims[i]
+		cl := ClaimOf(&c)
+		if cl.Live(now) && cl.Method == workflow.MethodManual && cl.Holder == disruption.ManualID(c.Name, req) {
+			c = copyClaim(c)
+			clearClaim(&c, cl.Holder)
+			c.DeletionTimestamp = nil
+			own = append(own, c.Name)
+		}
+		out[i] = c
+	}
+	slices.Sort(own)
+	return out, own
 }

@@ -136,7 +136,8 @@ const drainParallelism = 8
 // karpenter.sh/nodeclaim-termination-timestamp, or the interruption's when
 // earlier) and carries it out: evictions through the Eviction API, where a
 // PodDisruptionBudget's refusal (429) is recorded and retried next round,
-// and forced deletions. An interruption evicts do-not-disrupt pods too.
+// and forced deletions. An interruption and a Manual replacement evict
+// do-not-disrupt pods too.
 //
 // Once a node has no pod left to wait for, the round checks its volumes
 // instead (awaitVolumes): the node is drained when no VolumeAttachment of
@@ -157,7 +158,9 @@ func (s *Service) Drain(ctx context.Context, st workflow.DisruptionState, now ti
 	if err := s.renew(ctx, st, now); err != nil {
 		return out, err
 	}
-	evictDND := st.Method == workflow.MethodInterrupted
+	// An interruption, and an operator's manual replacement, move
+	// do-not-disrupt pods too.
+	evictDND := st.Method == workflow.MethodInterrupted || st.Method == workflow.MethodManual
 	cands := st.CandidateList()
 	nodes := make([]workflow.NodeDrain, len(cands))
 	progress := make([]bool, len(cands))

@@ -162,8 +162,10 @@ func TestDrainRounds(t *testing.T) {
 		tgp     time.Duration
 		blocked map[string]string
 		method  string
-		nows    []time.Duration // offsets from t0, one per round
-		want    []drainRound
+		// forceAfter is a Manual execution's ForceAfterSeconds.
+		forceAfter int
+		nows       []time.Duration // offsets from t0, one per round
+		want       []drainRound
 	}{
 		{
 			name: "should drain tier by tier, one tier per round",
@@ -234,6 +236,43 @@ func TestDrainRounds(t *testing.T) {
 			},
 		},
 		{
+			name:    "should evict a do-not-disrupt pod on a manual replacement",
+			objects: []runtime.Object{node("node-a"), pod("default", "db", "node-a", doNotDisrupt)},
+			method:  workflow.MethodManual,
+			nows:    []time.Duration{0, time.Second},
+			want: []drainRound{
+				{nextPoll: 5, counts: map[string]int{"Evicted": 1}},
+				{drained: true, nextPoll: 5},
+			},
+		},
+		{
+			name:    "should honour a PDB past the terminationGracePeriod on a manual replacement without force-after",
+			objects: []runtime.Object{node("node-a"), pod("default", "db", "node-a", doNotDisrupt)},
+			blocked: map[string]string{"default/db": "default/db-pdb"},
+			tgp:     time.Minute,
+			method:  workflow.MethodManual,
+			nows:    []time.Duration{0, 2 * time.Minute},
+			want: []drainRound{
+				{stalls: 1, nextPoll: 10, remaining: []string{"default/db"}, counts: map[string]int{"EvictionBlocked": 1}},
+				{stalls: 2, nextPoll: 20, remaining: []string{"default/db"}, counts: map[string]int{"EvictionBlocked": 1}},
+			},
+		},
+		{
+			name:       "should delete a PDB-protected pod at force-after minus its grace period on a manual replacement",
+			objects:    []runtime.Object{node("node-a"), pod("default", "db", "node-a", graceSeconds(5))},
+			blocked:    map[string]string{"default/db": "default/db-pdb"},
+			tgp:        time.Hour,
+			method:     workflow.MethodManual,
+			forceAfter: 60,
+			nows:       []time.Duration{0, 30 * time.Second, 55 * time.Second, 56 * time.Second},
+			want: []drainRound{
+				{stalls: 1, nextPoll: 10, remaining: []string{"default/db"}, counts: map[string]int{"EvictionBlocked": 1}},
+				{stalls: 2, nextPoll: 20, remaining: []string{"default/db"}, counts: map[string]int{"EvictionBlocked": 1}},
+				{nextPoll: 5, counts: map[string]int{"Deleted": 1}},
+				{drained: true, nextPoll: 5},
+			},
+		},
+		{
 			name:    "should report a node that is gone as drained",
 			objects: nil,
 			nows:    []time.Duration{0},
@@ -256,6 +295,9 @@ func TestDrainRounds(t *testing.T) {
 			}
 			e.claims.put(c)
 			st := e.hold(state(method, 1, "a"))
+			if method == workflow.MethodManual {
+				st.Manual = &workflow.ManualRequest{RequestedBy: "arn:aws:iam::111122223333:user/ops", Nodes: []string{"node-a"}, ForceAfterSeconds: tt.forceAfter}
+			}
 			if method == workflow.MethodInterrupted {
 				st.Candidates = nil
 				st.Interruption = &workflow.InterruptionInput{NodeClaim: "a", Node: "node-a", InstanceID: "i-a", Deadline: t0.Add(2 * time.Minute)}

@@ -92,13 +92,19 @@ func (s *Service) Taint(ctx context.Context, st workflow.DisruptionState, now ti
 //   - no pod has an active do-not-disrupt annotation, unless the method is
 //     Drifted and the NodeClaim has a terminationGracePeriod.
 //
-// The forceful methods (Expired, Interrupted) are not re-validated. A
+// The forceful methods (Expired, Interrupted) and Manual executions are
+// not re-validated. A
 // failed check returns workflow.ErrNoLongerEligible naming every reason.
 func (s *Service) Revalidate(ctx context.Context, st workflow.DisruptionState, now time.Time) (workflow.NodesOutput, error) {
 	out := workflow.NodesOutput{Nodes: []workflow.NodeOutcome{}}
 	var reasons []string
 	for _, cand := range st.CandidateList() {
 		o := workflow.NodeOutcome{NodeClaim: cand.NodeClaim, Node: cand.Node}
+		if st.Method == workflow.MethodManual {
+			o.Outcome = "not re-validated: an operator asked for this replacement"
+			out.Nodes = append(out.Nodes, o)
+			continue
+		}
 		if !workflow.IsBudgetedMethod(st.Method) {
 			o.Outcome = "not re-validated: " + st.Method + " is forceful"
 			out.Nodes = append(out.Nodes, o)
@@ -202,7 +208,9 @@ func ownedByDaemonSet(p *corev1.Pod) bool {
 // candidate NodeClaim is marked deleting (deletionTimestamp now) and, when
 // it has a terminationGracePeriod, annotated
 // karpenter.sh/nodeclaim-termination-timestamp = now + that period, the
-// drain's deadline (karpenter-spec.md section 5.2); each Node gets
+// drain's deadline (karpenter-spec.md section 5.2; for a Manual execution
+// the period is the operator's ForceAfterSeconds instead, and no deadline
+// without it, whatever the terminationGracePeriod); each Node gets
 // node.kubernetes.io/exclude-from-external-load-balancers=karpenter. A
 // NodeClaim already marked keeps its deadline, so a repeated call changes
 // nothing. It first renews the execution's claims and leases: a lapsed
@@ -221,11 +229,11 @@ func (s *Service) BeginTermination(ctx context.Context, st workflow.DisruptionSt
 				c.DeletionTimestamp = &metav1.Time{Time: now}
 				changed = true
 			}
-			if tgp := c.Spec.TerminationGracePeriod; tgp != nil && c.Annotations[v1.AnnotationNodeClaimTerminationTime] == "" {
+			if period, ok := terminationPeriod(c, st); ok && c.Annotations[v1.AnnotationNodeClaimTerminationTime] == "" {
 				if c.Annotations == nil {
 					c.Annotations = map[string]string{}
 				}
-				c.Annotations[v1.AnnotationNodeClaimTerminationTime] = now.Add(tgp.Duration).UTC().Format(time.RFC3339)
+				c.Annotations[v1.AnnotationNodeClaimTerminationTime] = now.Add(period).UTC().Format(time.RFC3339)
 				changed = true
 			}
 			return changed, nil
@@ -260,6 +268,23 @@ func (s *Service) BeginTermination(ctx context.Context, st workflow.DisruptionSt
 		out.Nodes = append(out.Nodes, o)
 	}
 	return out, nil
+}
+
+// terminationPeriod is how long the drain of c may wait before it deletes
+// the pods PodDisruptionBudgets protect: c's terminationGracePeriod, except
+// for a Manual execution, where only the operator's ForceAfterSeconds
+// goes past them. ok is false for no limit.
+func terminationPeriod(c *v1.NodeClaim, st workflow.DisruptionState) (time.Duration, bool) {
+	if st.Method == workflow.MethodManual {
+		if st.Manual == nil || st.Manual.ForceAfterSeconds <= 0 {
+			return 0, false
+		}
+		return time.Duration(st.Manual.ForceAfterSeconds) * time.Second, true
+	}
+	if tgp := c.Spec.TerminationGracePeriod; tgp != nil {
+		return tgp.Duration, true
+	}
+	return 0, false
 }
 
 // terminationDeadline is when the drain of c stops waiting: its

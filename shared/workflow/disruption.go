@@ -22,13 +22,15 @@ const (
 var disruptionNames = []string{ErrBudgetExhausted, ErrNoLongerEligible, ErrReplacementFailed}
 
 // Disruption methods: Karpenter's disruption reasons (karpenter-spec.md
-// section 6.1), plus Interrupted for the interruption state machine.
+// section 6.1), plus Interrupted for the interruption state machine and
+// Manual for an operator's replacement by hand (nodewright replace).
 const (
 	MethodEmpty         = "Empty"
 	MethodDrifted       = "Drifted"
 	MethodExpired       = "Expired"
 	MethodUnderutilized = "Underutilized"
 	MethodInterrupted   = "Interrupted"
+	MethodManual        = "Manual"
 )
 
 // Steps of statemachines/disruption.asl.json and interruption.asl.json.
@@ -133,6 +135,23 @@ type DisruptionInput struct {
 	// Continuation counts the continuations of the root execution; 0 for
 	// the root.
 	Continuation int `json:"continuation"`
+	// Manual is the operator's request, for a Manual execution only
+	// (nil otherwise).
+	Manual *ManualRequest `json:"manual,omitempty"`
+}
+
+// ManualRequest is what an operator asked of a Manual execution, kept in
+// its input for the audit trail.
+type ManualRequest struct {
+	// RequestedBy is the caller's identity as IAM authenticated it: the
+	// IAM ARN of API Gateway's request context.
+	RequestedBy string `json:"requestedBy"`
+	// Nodes are the nodes the request named, as it named them.
+	Nodes []string `json:"nodes"`
+	// ForceAfterSeconds is how long the drain honours
+	// PodDisruptionBudgets before deleting the pods they protect, counted
+	// from the start of the termination; 0 never forces.
+	ForceAfterSeconds int `json:"forceAfterSeconds"`
 }
 
 // Candidate is a node to disrupt.
@@ -470,11 +489,18 @@ type ReleaseOutput struct {
 
 // IsBudgetedMethod reports whether method spends a disruption budget:
 // every method but the forceful Expired and Interrupted (karpenter-spec.md
-// sections 5.3, 6.1 and 8.2).
+// sections 5.3, 6.1 and 8.2) and the operator's Manual.
 func IsBudgetedMethod(method string) bool {
 	switch method {
 	case MethodEmpty, MethodDrifted, MethodUnderutilized:
 		return true
 	}
 	return false
+}
+
+// IsForcefulMethod reports whether method is forceful (Expired,
+// Interrupted): it takes a node from any other method's live execution,
+// and no other method takes a node from it.
+func IsForcefulMethod(method string) bool {
+	return method == MethodExpired || method == MethodInterrupted
 }

@@ -97,11 +97,22 @@ func TestIsBudgetedMethod(t *testing.T) {
 		want bool
 	}{
 		{workflow.MethodEmpty, true}, {workflow.MethodDrifted, true}, {workflow.MethodUnderutilized, true},
-		{workflow.MethodExpired, false}, {workflow.MethodInterrupted, false}, {"", false},
+		{workflow.MethodExpired, false}, {workflow.MethodInterrupted, false}, {workflow.MethodManual, false}, {"", false},
 	}
 	for _, tt := range tests {
 		if got := workflow.IsBudgetedMethod(tt.give); got != tt.want {
 			t.Errorf("IsBudgetedMethod(%q) = %v, want %v", tt.give, got, tt.want)
+		}
+	}
+}
+
+func TestIsForcefulMethod(t *testing.T) {
+	for m, want := range map[string]bool{
+		workflow.MethodEmpty: false, workflow.MethodDrifted: false, workflow.MethodUnderutilized: false, workflow.MethodManual: false,
+		workflow.MethodExpired: true, workflow.MethodInterrupted: true, "": false,
+	} {
+		if got := workflow.IsForcefulMethod(m); got != want {
+			t.Errorf("IsForcefulMethod(%q) = %v, want %v", m, got, want)
 		}
 	}
 }

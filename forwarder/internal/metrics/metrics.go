@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodewright/nodewright/forwarder/internal/intake"
 	"github.com/nodewright/nodewright/forwarder/internal/mirror"
+	"github.com/nodewright/nodewright/internal/intake"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 

@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/forwarder/internal/forward"
-	"github.com/nodewright/nodewright/forwarder/internal/intake"
 	"github.com/nodewright/nodewright/forwarder/internal/metrics"
 	"github.com/nodewright/nodewright/forwarder/internal/mirror"
+	"github.com/nodewright/nodewright/internal/intake"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 

@@ -240,21 +240,25 @@ func (e env) seed(t *testing.T) {
 	if _, err := e.store.PutNodeClaim(t.Context(), claim); err != nil {
 		t.Fatal(err)
 	}
+	part := &v1.ClusterSnapshot{ID: "part-1", Cluster: testCluster, CreatedAt: metav1.NewTime(t0.Add(-time.Minute)), SnapshotID: "snap-1",
+		Part: 0, Parts: 1, Nodes: []v1.NodeSummary{v1.SummarizeNode(seededNode(labels, created))}}
+	if _, err := e.store.PutSnapshotPart(t.Context(), part, t0.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seededNode is the Node "node-a" of seed's NodeClaim.
+func seededNode(labels map[string]string, created metav1.Time) *corev1.Node {
 	nodeLabels := map[string]string{v1.LabelInitialized: "true", v1.LabelRegistered: "true"}
 	for k, v := range labels {
 		nodeLabels[k] = v
 	}
-	node := &corev1.Node{
+	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-node-a", CreationTimestamp: created, Labels: nodeLabels},
 		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-0a"},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 			Capacity:    corev1.ResourceList{corev1.ResourceCPU: mustQuantity("2"), corev1.ResourceMemory: mustQuantity("8Gi"), corev1.ResourcePods: mustQuantity("29")},
 			Allocatable: corev1.ResourceList{corev1.ResourceCPU: mustQuantity("1930m"), corev1.ResourceMemory: mustQuantity("7Gi"), corev1.ResourcePods: mustQuantity("29")}},
-	}
-	part := &v1.ClusterSnapshot{ID: "part-1", Cluster: testCluster, CreatedAt: metav1.NewTime(t0.Add(-time.Minute)), SnapshotID: "snap-1",
-		Part: 0, Parts: 1, Nodes: []v1.NodeSummary{v1.SummarizeNode(node)}}
-	if _, err := e.store.PutSnapshotPart(t.Context(), part, t0.Add(-time.Minute)); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -115,6 +115,7 @@ func Schema() TableSchema {
 			"gc":             gcAccess(),
 			"disruption":     disruptionAccess(),
 			"disrupttask":    disruptTaskAccess(),
+			"replace":        replaceAccess(),
 		},
 	}
 }
@@ -195,6 +196,19 @@ func disruptionAccess() Access {
 	return Access{
 		Read:  []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkOffering, pkEC2Data + "#*"},
 		Write: []string{pkNodeClaim, pkPayload + "#*", pkEvent, pkNodeClassStatus, pkMetric},
+	}
+}
+
+// replaceAccess is what the replace Lambda (an operator's manual
+// replacement, POST /v1/replacements) touches: it reads what an evaluation
+// reads (config, snapshot, NodeClaims, unavailable offerings, live EC2
+// data) and writes only the commands' replacements (payload
+// disruption/<execution>) and the node-class resolutions it makes on the
+// way. It changes no NodeClaim, lease or budget: its executions do.
+func replaceAccess() Access {
+	return Access{
+		Read:  []string{pkConfig, pkSnapshot, pkSnapshot + "#*", pkNodeClaim, pkOffering, pkEC2Data + "#*"},
+		Write: []string{pkPayload + "#" + payloadDisruption + "*", pkNodeClassStatus},
 	}
 }
 

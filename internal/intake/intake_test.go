@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodewright/nodewright/forwarder/internal/intake"
+	"github.com/nodewright/nodewright/internal/intake"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 

@@ -1,5 +1,6 @@
-// Package intake is the forwarder's HTTP client for the nodewright intake API
-// (API Gateway with IAM authorization). Every request is signed with AWS
+// Package intake is the HTTP client of the nodewright intake API (API
+// Gateway with IAM authorization), used by the forwarder and by the
+// operator CLI (nodewright replace). Every request is signed with AWS
 // Signature Version 4 for the "execute-api" service, with credentials from a
 // provider (the SDK's default chain resolves EKS Pod Identity and IRSA). POSTs
 // carry the message's idempotency key in the Idempotency-Key header and the
@@ -9,7 +10,7 @@
 // Retry-After header asks (up to MaxDelay); other 4xx answers are not
 // retried. With the defaults a 409 is retried for about 50 s, longer than
 // the API holds a message it is applying (30 s). Bodies are bounded by v1.MaxMessageBytes. The routes and message
-// shapes are those of shared/apis/v1 (podbatch.go).
+// shapes are those of shared/apis/v1 (podbatch.go, replacement.go).
 package intake
 
 import (
@@ -276,6 +277,17 @@ func (c *Client) NodeClasses(ctx context.Context) (v1.NodeClassStatusList, error
 		items = []v1.NodeClassStatus{}
 	}
 	return v1.NodeClassStatusList{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindNodeClassStatuses}, Items: items}, nil
+}
+
+// PostReplacement asks for the manual replacement of r's nodes
+// (v1.RouteReplacements). The request carries no idempotency key: its
+// executions are named by the request itself, so a retry starts nothing
+// new. A refusal is a *StatusError with status 422 and one field per
+// refused node; it is not retried.
+func (c *Client) PostReplacement(ctx context.Context, r *v1.ReplacementRequest) (v1.ReplacementResult, error) {
+	var out v1.ReplacementResult
+	err := c.post(ctx, v1.RouteReplacements, "", r, &out)
+	return out, err
 }
 
 // Encode returns the JSON body of msg, or an error wrapping
