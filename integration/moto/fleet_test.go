@@ -114,10 +114,7 @@ func TestMotoAcceptsTheFleetAndLaunchTemplateRequestsTheAdaptersBuild(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	var subnets []fleet.Subnet
-	for _, sn := range res.Subnets {
-		subnets = append(subnets, fleet.Subnet(sn))
-	}
+	subnets := res.Subnets
 	fl := fleet.New(ec2API)
 	for i, capacity := range []string{v1.CapacityTypeOnDemand, v1.CapacityTypeSpot} {
 		claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + capacity, UID: types.UID("uid-" + capacity),

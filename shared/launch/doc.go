@@ -9,6 +9,9 @@
 //   - plan.go: the capacity-type choice (reserved, then spot, then
 //     on-demand), the order of the launch offerings and the Expected one.
 //
+// subnet.go holds the subnet each zone's launches use (SubnetPerZone),
+// which decides the zones a launch may use (Request.Zones).
+//
 // The pipeline follows Karpenter's AWS provider (aws:
 // pkg/providers/instance/filter/filter.go, instance.go getCapacityType,
 // pkg/cloudprovider maxInstanceTypes; karpenter-spec §4 steps 2-5): each

@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
@@ -187,7 +188,7 @@ func (r *resolver) ResolveNodeClass(_ context.Context, nc v1.EC2NodeClass) (prov
 		InstanceProfile: "test-cluster_profile",
 		Conditions:      []metav1.Condition{{Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}},
 	}
-	return provisioning.ResolvedNodeClass{NodeClass: nc, Subnets: []provisioning.Subnet{
+	return provisioning.ResolvedNodeClass{NodeClass: nc, Subnets: []launch.Subnet{
 		{ID: "subnet-a", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 250},
 		{ID: "subnet-b", Zone: "us-east-1b", ZoneID: "use1-az2", AvailableIPs: 4000},
 	}}, nil

@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -34,7 +35,7 @@ type launchState struct {
 	// valid pool, by name.
 	classes map[string]*v1.EC2NodeClass
 	// subnets holds each class's subnets with their free addresses.
-	subnets map[string][]Subnet
+	subnets map[string][]launch.Subnet
 	// types holds each class's instance types, unavailable offerings
 	// marked and types no resolved AMI can boot removed.
 	types map[string][]*catalog.InstanceType
@@ -82,7 +83,7 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 			fullSubnets[id] = true
 		}
 	}
-	st := &launchState{classes: map[string]*v1.EC2NodeClass{}, subnets: map[string][]Subnet{}, types: map[string][]*catalog.InstanceType{}}
+	st := &launchState{classes: map[string]*v1.EC2NodeClass{}, subnets: map[string][]launch.Subnet{}, types: map[string][]*catalog.InstanceType{}}
 	referenced := map[string]bool{}
 	for _, np := range pools {
 		np.SetDefaults()
@@ -155,7 +156,7 @@ type LaunchClass struct {
 	// NodeClass is the class with its resolved status.
 	NodeClass v1.EC2NodeClass
 	// Subnets are its subnets, full ones marked.
-	Subnets []Subnet
+	Subnets []launch.Subnet
 	// InstanceTypes are its instance types: unavailable offerings marked
 	// (zones whose subnets are all full included) and types no resolved
 	// AMI can boot removed.
@@ -194,7 +195,7 @@ func ResolveLaunchClass(ctx context.Context, r nodeClassResolver, nc v1.EC2NodeC
 // marked (a copy is returned), instance types resolved with unavailable
 // offerings marked, types no resolved AMI boots removed. Errors are
 // catalog.Resolve's.
-func LaunchTypes(nc *v1.EC2NodeClass, subnets []Subnet, opts LaunchOptions) ([]*catalog.InstanceType, catalog.PriceSource, []Subnet, error) {
+func LaunchTypes(nc *v1.EC2NodeClass, subnets []launch.Subnet, opts LaunchOptions) ([]*catalog.InstanceType, catalog.PriceSource, []launch.Subnet, error) {
 	subnets = slices.Clone(subnets)
 	fullZones := markSubnets(subnets, opts.UnavailableSubnets)
 	types, src, err := catalog.Resolve(nc, catalog.Options{

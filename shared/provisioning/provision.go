@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
@@ -65,20 +66,7 @@ type ResolvedNodeClass struct {
 	// Subnets are the class's subnets with their free addresses, for the
 	// launcher's choice of one subnet per zone (karpenter-spec section 4
 	// step 5).
-	Subnets []Subnet
-}
-
-// Subnet is a subnet a launch may place an instance in.
-type Subnet struct {
-	ID     string
-	Zone   string
-	ZoneID string
-	// AvailableIPs is the subnet's free IPv4 address count.
-	AvailableIPs int64
-	// Unavailable marks a subnet that recently failed a launch with
-	// InsufficientFreeAddressesInSubnet; the launcher does not use it
-	// (karpenter-spec section 4 step 5).
-	Unavailable bool
+	Subnets []launch.Subnet
 }
 
 // clusterSource reads what the cluster runs now: Nodes, the pods bound to
@@ -144,7 +132,7 @@ type LaunchRequest struct {
 	// NodeClass is the claim's EC2NodeClass, resolved (status filled).
 	NodeClass v1.EC2NodeClass
 	// Subnets are the node class's subnets with their free addresses.
-	Subnets []Subnet
+	Subnets []launch.Subnet
 	// InstanceTypes are the node class's instance types with their
 	// offerings, unavailable offerings marked, as of the launch.
 	InstanceTypes []*catalog.InstanceType

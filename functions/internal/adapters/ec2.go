@@ -69,11 +69,7 @@ func (n NodeClasses) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (
 		Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeReady, ObservedGeneration: nc.Generation,
 	}}
 	n.resolved(ctx, nc)
-	out := provisioning.ResolvedNodeClass{NodeClass: nc}
-	for _, s := range res.Subnets {
-		out.Subnets = append(out.Subnets, provisioning.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID, AvailableIPs: s.AvailableIPs})
-	}
-	return out, nil
+	return provisioning.ResolvedNodeClass{NodeClass: nc, Subnets: res.Subnets}, nil
 }
 
 func (n NodeClasses) resolved(ctx context.Context, nc v1.EC2NodeClass) {
@@ -134,10 +130,6 @@ func (r FleetRequests) RecordRequest(ctx context.Context, token string, body []b
 // refused.
 func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (provisioning.LaunchResult, error) {
 	claim, class := req.NodeClaim, req.NodeClass
-	subnets := make([]fleet.Subnet, len(req.Subnets))
-	for i, s := range req.Subnets {
-		subnets[i] = fleet.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID, AvailableIPs: s.AvailableIPs, Unavailable: s.Unavailable}
-	}
 	templates := fleet.TemplateFunc(func(ctx context.Context, tr fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) {
 		lts, err := l.Templates.EnsureLaunchTemplates(ctx, nodeclass.TemplateRequest{
 			Cluster: l.Cluster, NodeClass: &class, NodeClaim: &claim,
@@ -154,7 +146,7 @@ func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (p
 	})
 	res, err := l.Fleet.Launch(ctx, fleet.Request{
 		ClusterName: l.Cluster.Name, NodeClaim: &claim, NodeClass: &class,
-		InstanceTypes: req.InstanceTypes, Subnets: subnets, Templates: templates, Requests: l.Requests,
+		InstanceTypes: req.InstanceTypes, Subnets: req.Subnets, Templates: templates, Requests: l.Requests,
 	})
 	var ice *fleet.InsufficientCapacityError
 	if errors.As(err, &ice) {

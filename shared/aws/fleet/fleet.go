@@ -26,6 +26,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // EC2API is the subset of the EC2 client this package calls.
@@ -45,21 +46,6 @@ type Client struct {
 
 // New returns a Client calling api.
 func New(api EC2API) *Client { return &Client{api: api} }
-
-// Subnet is a subnet a launch may place the instance in.
-type Subnet struct {
-	ID     string
-	Zone   string
-	ZoneID string
-	// AvailableIPs is the subnet's free IPv4 address count
-	// (AvailableIpAddressCount).
-	AvailableIPs int64
-	// Unavailable marks a subnet that recently returned
-	// InsufficientFreeAddressesInSubnet: it is never chosen, and a zone
-	// whose subnets are all unavailable is left out of the launch
-	// (karpenter-spec §4 step 5, §11.3 item 14).
-	Unavailable bool
-}
 
 // LaunchTemplate is an existing launch template and the instance types it
 // serves. Its field set matches nodeclass.LaunchTemplate, so one converts to
@@ -117,7 +103,7 @@ type Request struct {
 	// them.
 	InstanceTypes []*catalog.InstanceType
 	// Subnets are the node class's resolved subnets.
-	Subnets []Subnet
+	Subnets []launch.Subnet
 	// Templates supplies the launch templates.
 	Templates TemplateSource
 	// Requests, when set, keeps the CreateFleet request sent under each

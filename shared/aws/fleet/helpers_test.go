@@ -19,6 +19,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // sdkOpts compares SDK structs (which embed an unexported marker type).
@@ -94,8 +95,8 @@ func nodeClass() *v1.EC2NodeClass {
 
 // subnets has two subnets in us-east-1a (the second with more free
 // addresses) and one in each other zone.
-func subnets() []fleet.Subnet {
-	return []fleet.Subnet{
+func subnets() []launch.Subnet {
+	return []launch.Subnet{
 		{ID: "subnet-a1", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 100},
 		{ID: "subnet-a2", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 4000},
 		{ID: "subnet-b1", Zone: "us-east-1b", ZoneID: "use1-az2", AvailableIPs: 50},
