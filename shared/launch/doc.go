@@ -10,7 +10,8 @@
 //     on-demand), the order of the launch offerings and the Expected one.
 //
 // subnet.go holds the subnet each zone's launches use (SubnetPerZone),
-// which decides the zones a launch may use (Request.Zones).
+// which decides the zones a launch may use (Request.Zones); instance.go
+// the instance a launch returns, as every package that handles one sees it.
 //
 // The pipeline follows Karpenter's AWS provider (aws:
 // pkg/providers/instance/filter/filter.go, instance.go getCapacityType,

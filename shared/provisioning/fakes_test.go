@@ -255,13 +255,13 @@ type ec2 struct {
 	// after the instance exists (a timed-out response).
 	lostResponses int
 	// byToken maps a NodeClaim UID to its instance.
-	byToken   map[types.UID]provisioning.Instance
+	byToken   map[types.UID]launch.Instance
 	requests  []provisioning.LaunchRequest
-	instances []provisioning.Instance
+	instances []launch.Instance
 }
 
 func newEC2() *ec2 {
-	return &ec2{ice: map[provisioning.Offering]bool{}, byToken: map[types.UID]provisioning.Instance{}}
+	return &ec2{ice: map[provisioning.Offering]bool{}, byToken: map[types.UID]launch.Instance{}}
 }
 
 func (e *ec2) Launch(_ context.Context, req provisioning.LaunchRequest) (provisioning.LaunchResult, error) {
@@ -314,7 +314,7 @@ func (e *ec2) Launch(_ context.Context, req provisioning.LaunchRequest) (provisi
 			failed = append(failed, provisioning.UnavailableOffering{Offering: off, Code: "InsufficientInstanceCapacity"})
 			continue
 		}
-		inst := provisioning.Instance{
+		inst := launch.Instance{
 			ID: instanceID(req.NodeClaim.UID), InstanceType: c.it.Name, Zone: c.o.Zone,
 			CapacityType: c.o.CapacityType, ImageID: "ami-amd64", State: "pending",
 		}

@@ -425,7 +425,7 @@ func (p *Provisioner) giveUp(ctx context.Context, claim v1.NodeClaim, status Lau
 
 // recordLaunch writes the launched instance into the NodeClaim with a
 // version-checked update, re-reading it on conflict.
-func (p *Provisioner) recordLaunch(ctx context.Context, claim v1.NodeClaim, inst Instance, class *v1.EC2NodeClass, types []*catalog.InstanceType, now time.Time) outcome {
+func (p *Provisioner) recordLaunch(ctx context.Context, claim v1.NodeClaim, inst launch.Instance, class *v1.EC2NodeClass, types []*catalog.InstanceType, now time.Time) outcome {
 	o := outcome{Launch: Launch{NodeClaim: claim.Name}}
 	for range 3 {
 		updated, err := p.ports.Claims.UpdateNodeClaim(ctx, launchedClaim(claim, inst, class, types, now))
@@ -503,7 +503,7 @@ func (p *Provisioner) markUnavailable(ctx context.Context, offerings []Unavailab
 // capacity and allocatable of the type as resolved for the class;
 // providerID and imageID; the instance-profile and node-class hash
 // annotations; Launched=True.
-func launchedClaim(claim v1.NodeClaim, inst Instance, class *v1.EC2NodeClass, types []*catalog.InstanceType, now time.Time) v1.NodeClaim {
+func launchedClaim(claim v1.NodeClaim, inst launch.Instance, class *v1.EC2NodeClass, types []*catalog.InstanceType, now time.Time) v1.NodeClaim {
 	c := claim
 	c.Labels = maps.Clone(c.Labels)
 	if c.Labels == nil {

@@ -142,7 +142,7 @@ type LaunchRequest struct {
 type LaunchResult struct {
 	// Instance is the launched instance; ID, InstanceType, Zone and
 	// CapacityType are required, ImageID is expected.
-	Instance Instance
+	Instance launch.Instance
 	// Unavailable lists offerings CreateFleet reported unfulfillable even
 	// though an instance launched; Provision marks them unavailable.
 	Unavailable []UnavailableOffering

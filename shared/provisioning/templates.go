@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // LaunchTemplateUnusedTTL is how long a launch template nodewright created
@@ -77,7 +78,7 @@ type TemplateGCInput struct {
 	NodeClaims []v1.NodeClaim
 	// Instances are the cluster's instances with their tags and launch
 	// times.
-	Instances []Instance
+	Instances []launch.Instance
 }
 
 // PlanLaunchTemplateCleanup decides which launch templates to delete

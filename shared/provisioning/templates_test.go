@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -24,8 +25,8 @@ func TestPlanLaunchTemplateCleanup(t *testing.T) {
 		lt.ID, lt.Name, lt.Tags = lt.ID+"-unmarked", lt.Name+"-unmarked", tags
 		return lt
 	}
-	launchedFrom := func(lt string, ago time.Duration) provisioning.Instance {
-		inst := provisioning.Instance{ID: "i-1", Tags: map[string]string{"aws:ec2launchtemplate:id": lt}}
+	launchedFrom := func(lt string, ago time.Duration) launch.Instance {
+		inst := launch.Instance{ID: "i-1", Tags: map[string]string{"aws:ec2launchtemplate:id": lt}}
 		if ago >= 0 {
 			inst.LaunchTime = t0.Add(-ago)
 		}
@@ -44,7 +45,7 @@ func TestPlanLaunchTemplateCleanup(t *testing.T) {
 		templates []provisioning.LaunchTemplate
 		classes   []string
 		claims    []v1.NodeClaim
-		instances []provisioning.Instance
+		instances []launch.Instance
 		want      []string
 	}{
 		{
@@ -57,20 +58,20 @@ func TestPlanLaunchTemplateCleanup(t *testing.T) {
 			name:      "should keep a template an instance launched from within the TTL",
 			templates: []provisioning.LaunchTemplate{old},
 			classes:   []string{"default"},
-			instances: []provisioning.Instance{launchedFrom("lt-old", ttl-time.Second)},
+			instances: []launch.Instance{launchedFrom("lt-old", ttl-time.Second)},
 		},
 		{
 			name:      "should delete a template whose last launch is older than the TTL",
 			templates: []provisioning.LaunchTemplate{old},
 			classes:   []string{"default"},
-			instances: []provisioning.Instance{launchedFrom("lt-old", ttl)},
+			instances: []launch.Instance{launchedFrom("lt-old", ttl)},
 			want:      []string{"unused nodewright/old"},
 		},
 		{
 			name:      "should count an instance without a launch time as recent",
 			templates: []provisioning.LaunchTemplate{old},
 			classes:   []string{"default"},
-			instances: []provisioning.Instance{launchedFrom("lt-old", -1)},
+			instances: []launch.Instance{launchedFrom("lt-old", -1)},
 		},
 		{
 			name:      "should keep the class's templates while one of its NodeClaims is launching",
@@ -90,7 +91,7 @@ func TestPlanLaunchTemplateCleanup(t *testing.T) {
 			templates: []provisioning.LaunchTemplate{old, orphan},
 			classes:   []string{"default"},
 			claims:    []v1.NodeClaim{claim("gpu", "", false)},
-			instances: []provisioning.Instance{launchedFrom("lt-old", time.Minute), launchedFrom("lt-gpu", time.Second)},
+			instances: []launch.Instance{launchedFrom("lt-old", time.Minute), launchedFrom("lt-gpu", time.Second)},
 			want:      []string{"nodeclass_deleted nodewright/gpu"},
 		},
 		{
@@ -163,7 +164,7 @@ func TestCollectLaunchTemplates(t *testing.T) {
 		{
 			name:        "should delete the unused templates and keep the used and young ones",
 			ec2:         &templateEC2{templates: lts},
-			instances:   &gcEC2{instances: []provisioning.Instance{{ID: "i-1", LaunchTime: t0.Add(-time.Minute), Tags: map[string]string{"aws:ec2launchtemplate:id": "lt-2"}}}},
+			instances:   &gcEC2{instances: []launch.Instance{{ID: "i-1", LaunchTime: t0.Add(-time.Minute), Tags: map[string]string{"aws:ec2launchtemplate:id": "lt-2"}}}},
 			wantDeleted: []string{"lt-1"},
 		},
 		{

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"strings"
 	"time"
-
-	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
 // Timers of the NodeClaim lifecycle (karpenter-spec sections 4 step 9, 5.1
@@ -117,34 +115,6 @@ type InsufficientCapacityError struct {
 func (e *InsufficientCapacityError) Error() string {
 	return "insufficient capacity: " + e.Reason
 }
-
-// Instance is an EC2 instance as the launcher and the instance lister
-// report it.
-type Instance struct {
-	// ID is the instance ID, e.g. "i-0123456789abcdef0".
-	ID           string
-	InstanceType string
-	Zone         string
-	// ZoneID is the zone ID when known ("" otherwise).
-	ZoneID string
-	// CapacityType is "spot", "on-demand" or "reserved".
-	CapacityType string
-	// ReservationID is the capacity reservation of a reserved instance.
-	ReservationID string
-	ImageID       string
-	// State is the EC2 state name: pending, running, stopping, stopped,
-	// shutting-down or terminated.
-	State string
-	// LaunchTime is when EC2 launched it; zero when unknown (CreateFleet
-	// does not return it).
-	LaunchTime time.Time
-	// Tags are the instance's tags (listed instances only).
-	Tags map[string]string
-}
-
-// ProviderID is the instance's Kubernetes provider ID,
-// "aws:///<zone>/<instance-id>" (aws: pkg/utils/utils.go).
-func (i Instance) ProviderID() string { return v1.ProviderID(i.Zone, i.ID) }
 
 // EC2 instance states that mean the instance is on its way out or gone.
 const (

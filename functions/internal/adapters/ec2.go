@@ -13,6 +13,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -155,7 +156,7 @@ func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (p
 	if err != nil {
 		return provisioning.LaunchResult{}, err
 	}
-	return provisioning.LaunchResult{Instance: instance(res.Instance), Unavailable: unavailable(res.Unavailable)}, nil
+	return provisioning.LaunchResult{Instance: res.Instance, Unavailable: unavailable(res.Unavailable)}, nil
 }
 
 func unavailable(in []fleet.UnavailableOffering) []provisioning.UnavailableOffering {
@@ -169,13 +170,6 @@ func unavailable(in []fleet.UnavailableOffering) []provisioning.UnavailableOffer
 	return out
 }
 
-func instance(i fleet.Instance) provisioning.Instance {
-	return provisioning.Instance{
-		ID: i.ID, InstanceType: i.InstanceType, Zone: i.Zone, ZoneID: i.ZoneID, CapacityType: i.CapacityType,
-		ReservationID: i.ReservationID, ImageID: i.ImageID, State: i.State, LaunchTime: i.LaunchTime, Tags: i.Tags,
-	}
-}
-
 // Instances is provisioning's instance provider for garbage collection:
 // the cluster's tagged instances (fleet.Client.List) and termination.
 type Instances struct {
@@ -184,16 +178,8 @@ type Instances struct {
 }
 
 // ListInstances lists the cluster's instances in any state but terminated.
-func (in Instances) ListInstances(ctx context.Context) ([]provisioning.Instance, error) {
-	list, err := in.Fleet.List(ctx, in.Cluster)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]provisioning.Instance, len(list))
-	for i, inst := range list {
-		out[i] = instance(inst)
-	}
-	return out, nil
+func (in Instances) ListInstances(ctx context.Context) ([]launch.Instance, error) {
+	return in.Fleet.List(ctx, in.Cluster)
 }
 
 // TerminateInstance terminates one instance; an instance already gone is

@@ -19,7 +19,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/smithy-go"
@@ -124,32 +123,6 @@ type RequestLog interface {
 	// stored it, else the earlier one, byte for byte.
 	RecordRequest(ctx context.Context, token string, body []byte) ([]byte, error)
 }
-
-// Instance is an EC2 instance managed by nodewright.
-type Instance struct {
-	ID           string
-	InstanceType string
-	Zone         string
-	// ZoneID is the zone ID when known ("" otherwise).
-	ZoneID   string
-	SubnetID string
-	// CapacityType is "spot", "on-demand" or "reserved".
-	CapacityType string
-	// ReservationID is the capacity reservation for reserved instances.
-	ReservationID string
-	ImageID       string
-	// State is the EC2 state name (pending, running, ...); "pending" for a
-	// just-launched instance.
-	State string
-	// LaunchTime is zero for a just-launched instance (CreateFleet does not
-	// return it).
-	LaunchTime time.Time
-	// Tags are the instance's tags (List and Get only).
-	Tags map[string]string
-}
-
-// ProviderID is the instance's Kubernetes provider ID, aws:///<zone>/<id>.
-func (i Instance) ProviderID() string { return v1.ProviderID(i.Zone, i.ID) }
 
 // ClientToken returns the CreateFleet ClientToken of a NodeClaim:
 // "nodewright-" and 40 hex digits of SHA-256 over its UID (its name when

@@ -18,12 +18,13 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awserr"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // Result is the outcome of a launch.
 type Result struct {
 	// Instance is the launched instance (zero when Launch failed).
-	Instance Instance
+	Instance launch.Instance
 	// CapacityType is the capacity type requested.
 	CapacityType string
 	// InstanceTypes are the instance types requested (those with a launch
@@ -365,7 +366,7 @@ func fold(res Result, out *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, p *p
 		if len(fi.InstanceIds) == 0 {
 			continue
 		}
-		inst := Instance{
+		inst := launch.Instance{
 			ID:           fi.InstanceIds[0],
 			InstanceType: string(fi.InstanceType),
 			Zone:         aws.ToString(fi.AvailabilityZone),
