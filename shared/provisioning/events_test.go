@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -18,7 +19,7 @@ func TestEventsRecordInsufficientCapacityErrorOnTheNodeClaimOfAnICELaunch(t *tes
       - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
       - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}`)
 	e := newEnv([]v1.NodePool{pool}, []v1.EC2NodeClass{nodeClass(t)})
-	e.ec2.ice[provisioning.Offering{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}] = true
+	e.ec2.ice[catalog.OfferingKey{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}] = true
 
 	res, err := e.provisioner(t).Provision(t.Context(), podBatch("batch-1", podSummary("a", "1")), t0)
 	if err != nil {

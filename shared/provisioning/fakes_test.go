@@ -204,20 +204,20 @@ func (c *cluster) ClusterState(context.Context) (provisioning.ClusterState, erro
 // offerings is the unavailable-offerings cache with TTLs.
 type offerings struct {
 	mu      sync.Mutex
-	entries map[provisioning.Offering]time.Time
+	entries map[catalog.OfferingKey]time.Time
 	marks   []mark
 }
 
 type mark struct {
-	Offering provisioning.Offering
+	Offering catalog.OfferingKey
 	Code     string
 	Until    time.Time
 }
 
-func (o *offerings) UnavailableOfferings(_ context.Context, now time.Time) ([]provisioning.Offering, error) {
+func (o *offerings) UnavailableOfferings(_ context.Context, now time.Time) ([]catalog.OfferingKey, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var out []provisioning.Offering
+	var out []catalog.OfferingKey
 	for k, until := range o.entries {
 		if until.After(now) {
 			out = append(out, k)
@@ -227,11 +227,11 @@ func (o *offerings) UnavailableOfferings(_ context.Context, now time.Time) ([]pr
 	return out, nil
 }
 
-func (o *offerings) MarkUnavailable(_ context.Context, off provisioning.Offering, code string, now time.Time, ttl time.Duration) error {
+func (o *offerings) MarkUnavailable(_ context.Context, off catalog.OfferingKey, code string, now time.Time, ttl time.Duration) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.entries == nil {
-		o.entries = map[provisioning.Offering]time.Time{}
+		o.entries = map[catalog.OfferingKey]time.Time{}
 	}
 	o.entries[off] = now.Add(ttl)
 	o.marks = append(o.marks, mark{Offering: off, Code: code, Until: now.Add(ttl)})
@@ -247,7 +247,7 @@ func (o *offerings) MarkUnavailable(_ context.Context, off provisioning.Offering
 type ec2 struct {
 	mu sync.Mutex
 	// ice lists exhausted capacity pools.
-	ice map[provisioning.Offering]bool
+	ice map[catalog.OfferingKey]bool
 	// errs are returned by the next calls, one each, before anything else
 	// happens.
 	errs []error
@@ -261,7 +261,7 @@ type ec2 struct {
 }
 
 func newEC2() *ec2 {
-	return &ec2{ice: map[provisioning.Offering]bool{}, byToken: map[types.UID]launch.Instance{}}
+	return &ec2{ice: map[catalog.OfferingKey]bool{}, byToken: map[types.UID]launch.Instance{}}
 }
 
 func (e *ec2) Launch(_ context.Context, req provisioning.LaunchRequest) (provisioning.LaunchResult, error) {
@@ -309,9 +309,9 @@ func (e *ec2) Launch(_ context.Context, req provisioning.LaunchRequest) (provisi
 	}
 	var failed []provisioning.UnavailableOffering
 	for _, c := range cands {
-		off := provisioning.Offering{CapacityType: c.o.CapacityType, InstanceType: c.it.Name, Zone: c.o.Zone}
+		off := catalog.OfferingKey{CapacityType: c.o.CapacityType, InstanceType: c.it.Name, Zone: c.o.Zone}
 		if e.ice[off] {
-			failed = append(failed, provisioning.UnavailableOffering{Offering: off, Code: "InsufficientInstanceCapacity"})
+			failed = append(failed, provisioning.UnavailableOffering{OfferingKey: off, Code: "InsufficientInstanceCapacity"})
 			continue
 		}
 		inst := launch.Instance{

@@ -141,7 +141,7 @@ type LaunchOptions struct {
 	ReservedENIs            int
 	VMMemoryOverheadPercent *float64
 	// Unavailable are the offerings the cache holds unavailable.
-	Unavailable []Offering
+	Unavailable []catalog.OfferingKey
 	// UnavailableSubnets are subnet IDs recently out of addresses (nil:
 	// none known).
 	UnavailableSubnets map[string]bool
@@ -204,7 +204,7 @@ func LaunchTypes(nc *v1.EC2NodeClass, subnets []launch.Subnet, opts LaunchOption
 		SpotPriceRatio:          opts.SpotPriceRatio,
 		ReservedENIs:            opts.ReservedENIs,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
-		Unavailable:             withFullZones(unavailablePredicate(opts.Unavailable), fullZones),
+		Unavailable:             withFullZones(catalog.UnavailableFunc(opts.Unavailable), fullZones),
 		Live:                    opts.Live,
 		Now:                     opts.Now,
 	})
@@ -212,34 +212,6 @@ func LaunchTypes(nc *v1.EC2NodeClass, subnets []launch.Subnet, opts LaunchOption
 		return nil, src, nil, err
 	}
 	return bootable(types, nc.Status.AMIs), src, subnets, nil
-}
-
-// unavailablePredicate turns the cache entries into catalog.Options'
-// Unavailable function.
-func unavailablePredicate(entries []Offering) func(instanceType, zone, capacityType string) bool {
-	if len(entries) == 0 {
-		return nil
-	}
-	exact := map[Offering]bool{}
-	var partial []Offering
-	for _, o := range entries {
-		if o.CapacityType != "" && o.InstanceType != "" && o.Zone != "" {
-			exact[o] = true
-			continue
-		}
-		partial = append(partial, o)
-	}
-	return func(instanceType, zone, capacityType string) bool {
-		if exact[Offering{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}] {
-			return true
-		}
-		for _, o := range partial {
-			if o.matches(instanceType, zone, capacityType) {
-				return true
-			}
-		}
-		return false
-	}
 }
 
 // bootable keeps the instance types at least one resolved AMI serves (an
@@ -472,7 +444,7 @@ func (p *Provisioner) recordFailure(ctx context.Context, claim v1.NodeClaim, lau
 }
 
 // markUnavailable records capacity errors in the unavailable-offerings
-// cache for UnavailableOfferingsTTL. A full subnet is not an offering: it
+// cache for catalog.UnavailableOfferingsTTL. A full subnet is not an offering: it
 // goes to the unavailable-subnets cache, when there is one, for as long
 // (karpenter-spec section 4 step 5). It tries every entry and returns the
 // errors joined.
@@ -485,13 +457,13 @@ func (p *Provisioner) markUnavailable(ctx context.Context, offerings []Unavailab
 				continue
 			}
 			marked[u.SubnetID] = true
-			if err := p.ports.Subnets.MarkSubnetUnavailable(ctx, u.SubnetID, u.Code, now, UnavailableOfferingsTTL); err != nil {
+			if err := p.ports.Subnets.MarkSubnetUnavailable(ctx, u.SubnetID, u.Code, now, catalog.UnavailableOfferingsTTL); err != nil {
 				errs = append(errs, fmt.Errorf("mark subnet %s unavailable: %w", u.SubnetID, err))
 			}
 			continue
 		}
-		if err := p.ports.Offerings.MarkUnavailable(ctx, u.Offering, u.Code, now, UnavailableOfferingsTTL); err != nil {
-			errs = append(errs, fmt.Errorf("mark offering %s unavailable: %w", u.Offering, err))
+		if err := p.ports.Offerings.MarkUnavailable(ctx, u.OfferingKey, u.Code, now, catalog.UnavailableOfferingsTTL); err != nil {
+			errs = append(errs, fmt.Errorf("mark offering %s unavailable: %w", u.OfferingKey, err))
 		}
 	}
 	return errors.Join(errs...)

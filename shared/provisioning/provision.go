@@ -97,10 +97,10 @@ type ClusterState struct {
 type offeringCache interface {
 	// UnavailableOfferings returns the offerings still unavailable at now.
 	// Entries may leave fields empty (see Offering).
-	UnavailableOfferings(ctx context.Context, now time.Time) ([]Offering, error)
+	UnavailableOfferings(ctx context.Context, now time.Time) ([]catalog.OfferingKey, error)
 	// MarkUnavailable records that o cannot be launched until now+ttl,
 	// replacing any earlier entry for it; code is the EC2 error code.
-	MarkUnavailable(ctx context.Context, o Offering, code string, now time.Time, ttl time.Duration) error
+	MarkUnavailable(ctx context.Context, o catalog.OfferingKey, code string, now time.Time, ttl time.Duration) error
 }
 
 // batchStore keeps the answer to each pod batch: the plan, and then the

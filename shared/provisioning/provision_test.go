@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/requirements"
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -260,7 +261,7 @@ func TestProvisionInsufficientCapacity(t *testing.T) {
       - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
       - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}`)
 	e := newEnv([]v1.NodePool{pool}, []v1.EC2NodeClass{nodeClass(t)})
-	spot := provisioning.Offering{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}
+	spot := catalog.OfferingKey{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}
 	e.ec2.ice[spot] = true
 	p := e.provisioner(t)
 
@@ -634,7 +635,7 @@ func TestProvisionMarksOfferingsThatFailedWhileAnotherLaunched(t *testing.T) {
       - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
       - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}`)
 	e := newEnv([]v1.NodePool{pool}, []v1.EC2NodeClass{nodeClass(t)})
-	iced := provisioning.Offering{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}
+	iced := catalog.OfferingKey{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}
 	e.ec2.ice[iced] = true
 
 	res, err := e.provisioner(t).Provision(t.Context(), podBatch("batch-1", podSummary("a", "1")), t0)
@@ -644,7 +645,7 @@ func TestProvisionMarksOfferingsThatFailedWhileAnotherLaunched(t *testing.T) {
 	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.Launched || !strings.HasPrefix(got[0].ProviderID, "aws:///us-east-1b/") {
 		t.Fatalf("launches = %+v, want one Launched in us-east-1b", got)
 	}
-	wantMarks := []mark{{Offering: iced, Code: "InsufficientInstanceCapacity", Until: t0.Add(provisioning.UnavailableOfferingsTTL)}}
+	wantMarks := []mark{{Offering: iced, Code: "InsufficientInstanceCapacity", Until: t0.Add(catalog.UnavailableOfferingsTTL)}}
 	if diff := cmp.Diff(wantMarks, e.offerings.marks); diff != "" {
 		t.Errorf("offerings marked unavailable mismatch (-want +got):\n%s", diff)
 	}

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -62,7 +63,7 @@ func TestLaunchNodeClaims(t *testing.T) {
 func TestLaunchNodeClaimsInsufficientCapacity(t *testing.T) {
 	e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
 	for _, zone := range []string{"us-east-1a", "us-east-1b"} {
-		e.ec2.ice[provisioning.Offering{CapacityType: v1.CapacityTypeOnDemand, InstanceType: "m5.large", Zone: zone}] = true
+		e.ec2.ice[catalog.OfferingKey{CapacityType: v1.CapacityTypeOnDemand, InstanceType: "m5.large", Zone: zone}] = true
 	}
 	got, _, err := e.provisioner(t).LaunchNodeClaims(t.Context(), []v1.NodeClaim{replacement("default-r1", "m5.large")}, t0)
 	if err != nil {

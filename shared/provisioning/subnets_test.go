@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
@@ -59,8 +60,8 @@ func (r extraSubnet) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (
 
 func TestProvisionMarksSubnetsOutOfAddresses(t *testing.T) {
 	full := &provisioning.InsufficientCapacityError{Reason: "subnet full", Offerings: []provisioning.UnavailableOffering{{
-		Offering: provisioning.Offering{CapacityType: v1.CapacityTypeOnDemand, InstanceType: "m5.large", Zone: "us-east-1a"},
-		Code:     "InsufficientFreeAddressesInSubnet", SubnetID: "subnet-a",
+		OfferingKey: catalog.OfferingKey{CapacityType: v1.CapacityTypeOnDemand, InstanceType: "m5.large", Zone: "us-east-1a"},
+		Code:        "InsufficientFreeAddressesInSubnet", SubnetID: "subnet-a",
 	}}}
 	tests := []struct {
 		name string

@@ -2,17 +2,14 @@ package provisioning
 
 import (
 	"errors"
-	"strings"
 	"time"
+
+	"github.com/nodewright/nodewright/shared/catalog"
 )
 
 // Timers of the NodeClaim lifecycle (karpenter-spec sections 4 step 9, 5.1
 // and 5.4).
 const (
-	// UnavailableOfferingsTTL is how long an offering that failed with an
-	// insufficient-capacity error is left out of solving and launching
-	// (aws: pkg/cache UnavailableOfferingsTTL).
-	UnavailableOfferingsTTL = 3 * time.Minute
 	// LaunchTimeout: a NodeClaim not Launched this long after its Launched
 	// condition last changed (its creation, when the condition is absent)
 	// is deleted (karpenter: nodeclaim/lifecycle/liveness.go launchTTL).
@@ -48,43 +45,9 @@ var (
 	ErrNoNodeClaim = errors.New("no nodeclaim for node")
 )
 
-// Offering names one purchasable pool of EC2 capacity, the unit the
-// unavailable-offerings cache works in (karpenter-spec section 4 step 9).
-// An empty field matches every value of that field: {CapacityType: "spot"}
-// stands for every spot offering (Karpenter marks all spot unavailable on
-// AuthFailure.ServiceLinkedRoleCreationNotPermitted).
-type Offering struct {
-	// CapacityType is "spot", "on-demand" or "reserved".
-	CapacityType string
-	// InstanceType is an EC2 instance type, e.g. "c5.large".
-	InstanceType string
-	// Zone is an availability-zone name, e.g. "us-east-1a".
-	Zone string
-}
-
-// String renders o as "capacityType/instanceType/zone", with "*" for an
-// empty field.
-func (o Offering) String() string {
-	parts := []string{o.CapacityType, o.InstanceType, o.Zone}
-	for i, p := range parts {
-		if p == "" {
-			parts[i] = "*"
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
-// matches reports whether o, possibly with empty fields, covers the
-// concrete offering (instanceType, zone, capacityType).
-func (o Offering) matches(instanceType, zone, capacityType string) bool {
-	return (o.CapacityType == "" || o.CapacityType == capacityType) &&
-		(o.InstanceType == "" || o.InstanceType == instanceType) &&
-		(o.Zone == "" || o.Zone == zone)
-}
-
 // UnavailableOffering is an offering EC2 could not fulfil in one launch.
 type UnavailableOffering struct {
-	Offering
+	catalog.OfferingKey
 	// Code is the EC2 error code, e.g. "InsufficientInstanceCapacity".
 	Code string
 	// SubnetID is the override's subnet, when known.

@@ -13,6 +13,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
@@ -163,8 +164,8 @@ func unavailable(in []fleet.UnavailableOffering) []provisioning.UnavailableOffer
 	out := make([]provisioning.UnavailableOffering, len(in))
 	for i, u := range in {
 		out[i] = provisioning.UnavailableOffering{
-			Offering: provisioning.Offering{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Zone: u.Zone},
-			Code:     u.Code, SubnetID: u.SubnetID,
+			OfferingKey: catalog.OfferingKey{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Zone: u.Zone},
+			Code:        u.Code, SubnetID: u.SubnetID,
 		}
 	}
 	return out
