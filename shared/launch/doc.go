@@ -9,9 +9,11 @@
 //   - plan.go: the capacity-type choice (reserved, then spot, then
 //     on-demand), the order of the launch offerings and the Expected one.
 //
-// subnet.go holds the subnet each zone's launches use (SubnetPerZone),
-// which decides the zones a launch may use (Request.Zones); instance.go
-// the instance a launch returns, as every package that handles one sees it.
+// The types a launch takes and returns, one definition for every package
+// that handles them: subnet.go (Subnet, and SubnetPerZone, the subnet each
+// zone's launches use, which decides Request.Zones), instance.go (the
+// launched instance) and capacity.go (InsufficientCapacityError and its
+// UnavailableOffering).
 //
 // The pipeline follows Karpenter's AWS provider (aws:
 // pkg/providers/instance/filter/filter.go, instance.go getCapacityType,

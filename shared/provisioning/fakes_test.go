@@ -307,11 +307,11 @@ func (e *ec2) Launch(_ context.Context, req provisioning.LaunchRequest) (provisi
 	if len(cands) == 0 {
 		cands = allowed(v1.CapacityTypeOnDemand)
 	}
-	var failed []provisioning.UnavailableOffering
+	var failed []launch.UnavailableOffering
 	for _, c := range cands {
 		off := catalog.OfferingKey{CapacityType: c.o.CapacityType, InstanceType: c.it.Name, Zone: c.o.Zone}
 		if e.ice[off] {
-			failed = append(failed, provisioning.UnavailableOffering{OfferingKey: off, Code: "InsufficientInstanceCapacity"})
+			failed = append(failed, launch.UnavailableOffering{OfferingKey: off, Code: "InsufficientInstanceCapacity"})
 			continue
 		}
 		inst := launch.Instance{
@@ -330,7 +330,7 @@ func (e *ec2) Launch(_ context.Context, req provisioning.LaunchRequest) (provisi
 	if len(failed) > 0 {
 		reason = fmt.Sprintf("CreateFleet returned only capacity errors (%d)", len(failed))
 	}
-	return provisioning.LaunchResult{}, &provisioning.InsufficientCapacityError{Offerings: failed, Reason: reason}
+	return provisioning.LaunchResult{}, &launch.InsufficientCapacityError{Offerings: failed, Reason: reason}
 }
 
 // instanceID derives a fake instance ID from the ClientToken, so parallel

@@ -297,7 +297,7 @@ func (p *Provisioner) launchOne(ctx context.Context, planned v1.NodeClaim, st *l
 	res, err := p.ports.Launcher.Launch(ctx, LaunchRequest{
 		NodeClaim: claim, NodeClass: *class, Subnets: st.subnets[className], InstanceTypes: st.types[className],
 	})
-	var ice *InsufficientCapacityError
+	var ice *launch.InsufficientCapacityError
 	if errors.As(err, &ice) {
 		markErr := p.markUnavailable(ctx, ice.Offerings, now)
 		o = p.giveUp(ctx, claim, InsufficientCapacity, ice.Reason)
@@ -448,7 +448,7 @@ func (p *Provisioner) recordFailure(ctx context.Context, claim v1.NodeClaim, lau
 // goes to the unavailable-subnets cache, when there is one, for as long
 // (karpenter-spec section 4 step 5). It tries every entry and returns the
 // errors joined.
-func (p *Provisioner) markUnavailable(ctx context.Context, offerings []UnavailableOffering, now time.Time) error {
+func (p *Provisioner) markUnavailable(ctx context.Context, offerings []launch.UnavailableOffering, now time.Time) error {
 	var errs []error
 	marked := map[string]bool{}
 	for _, u := range offerings {

@@ -145,7 +145,7 @@ type LaunchResult struct {
 	Instance launch.Instance
 	// Unavailable lists offerings CreateFleet reported unfulfillable even
 	// though an instance launched; Provision marks them unavailable.
-	Unavailable []UnavailableOffering
+	Unavailable []launch.UnavailableOffering
 }
 
 // ProvisionerPorts are the adapters a Provisioner works through. All are

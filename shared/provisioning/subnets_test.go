@@ -59,7 +59,7 @@ func (r extraSubnet) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (
 }
 
 func TestProvisionMarksSubnetsOutOfAddresses(t *testing.T) {
-	full := &provisioning.InsufficientCapacityError{Reason: "subnet full", Offerings: []provisioning.UnavailableOffering{{
+	full := &launch.InsufficientCapacityError{Reason: "subnet full", Offerings: []launch.UnavailableOffering{{
 		OfferingKey: catalog.OfferingKey{CapacityType: v1.CapacityTypeOnDemand, InstanceType: "m5.large", Zone: "us-east-1a"},
 		Code:        "InsufficientFreeAddressesInSubnet", SubnetID: "subnet-a",
 	}}}

@@ -3,8 +3,6 @@ package provisioning
 import (
 	"errors"
 	"time"
-
-	"github.com/nodewright/nodewright/shared/catalog"
 )
 
 // Timers of the NodeClaim lifecycle (karpenter-spec sections 4 step 9, 5.1
@@ -45,39 +43,11 @@ var (
 	ErrNoNodeClaim = errors.New("no nodeclaim for node")
 )
 
-// UnavailableOffering is an offering EC2 could not fulfil in one launch.
-type UnavailableOffering struct {
-	catalog.OfferingKey
-	// Code is the EC2 error code, e.g. "InsufficientInstanceCapacity".
-	Code string
-	// SubnetID is the override's subnet, when known.
-	SubnetID string
-}
-
 // codeInsufficientFreeAddressesInSubnet names a full subnet rather than a
 // capacity pool: Karpenter marks the subnet, not the offering, unavailable
 // (karpenter-spec section 4 step 5), so Provision does not record it as an
 // unavailable offering.
 const codeInsufficientFreeAddressesInSubnet = "InsufficientFreeAddressesInSubnet"
-
-// InsufficientCapacityError is the launch error meaning "EC2 has no capacity
-// for this NodeClaim now": no offering the claim allows was available, or
-// CreateFleet returned no instance and only capacity errors. Provision marks
-// Offerings unavailable for UnavailableOfferingsTTL and deletes the
-// NodeClaim, so its pods are retried in the next round on other offerings
-// (karpenter-spec section 4 step 9, 11.3 item 13). Launcher adapters return
-// it (wrapped or not) for that case.
-type InsufficientCapacityError struct {
-	// Offerings are the offerings EC2 reported unfulfillable; empty when
-	// the launch never reached EC2.
-	Offerings []UnavailableOffering
-	// Reason says why, for events and the pods' messages.
-	Reason string
-}
-
-func (e *InsufficientCapacityError) Error() string {
-	return "insufficient capacity: " + e.Reason
-}
 
 // EC2 instance states that mean the instance is on its way out or gone.
 const (

@@ -13,7 +13,6 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
-	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
@@ -128,7 +127,7 @@ func (r FleetRequests) RecordRequest(ctx context.Context, token string, body []b
 }
 
 // Launch launches req.NodeClaim. An insufficient-capacity outcome is a
-// *provisioning.InsufficientCapacityError listing the offerings EC2
+// *launch.InsufficientCapacityError listing the offerings EC2
 // refused.
 func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (provisioning.LaunchResult, error) {
 	claim, class := req.NodeClaim, req.NodeClass
@@ -150,25 +149,14 @@ func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (p
 		ClusterName: l.Cluster.Name, NodeClaim: &claim, NodeClass: &class,
 		InstanceTypes: req.InstanceTypes, Subnets: req.Subnets, Templates: templates, Requests: l.Requests,
 	})
-	var ice *fleet.InsufficientCapacityError
+	var ice *launch.InsufficientCapacityError
 	if errors.As(err, &ice) {
-		return provisioning.LaunchResult{}, &provisioning.InsufficientCapacityError{Offerings: unavailable(ice.Offerings), Reason: ice.Reason}
+		return provisioning.LaunchResult{}, ice
 	}
 	if err != nil {
 		return provisioning.LaunchResult{}, err
 	}
-	return provisioning.LaunchResult{Instance: res.Instance, Unavailable: unavailable(res.Unavailable)}, nil
-}
-
-func unavailable(in []fleet.UnavailableOffering) []provisioning.UnavailableOffering {
-	out := make([]provisioning.UnavailableOffering, len(in))
-	for i, u := range in {
-		out[i] = provisioning.UnavailableOffering{
-			OfferingKey: catalog.OfferingKey{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Zone: u.Zone},
-			Code:        u.Code, SubnetID: u.SubnetID,
-		}
-	}
-	return out
+	return provisioning.LaunchResult{Instance: res.Instance, Unavailable: res.Unavailable}, nil
 }
 
 // Instances is provisioning's instance provider for garbage collection:

@@ -17,7 +17,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -142,46 +141,6 @@ func ClientToken(claim *v1.NodeClaim) string {
 // RetryClientToken is the ClientToken of the one CreateFleet retry after a
 // launch template vanished: ClientToken(claim) and "-r" (53 characters).
 func RetryClientToken(claim *v1.NodeClaim) string { return ClientToken(claim) + "-r" }
-
-// UnavailableOffering is an offering EC2 could not fulfil, for the caller to
-// mark unavailable for 3 minutes (karpenter-spec §4 step 9).
-type UnavailableOffering struct {
-	InstanceType string
-	Zone         string
-	CapacityType string
-	// Code is the EC2 error code, e.g. "InsufficientInstanceCapacity".
-	Code string
-	// SubnetID is the override's subnet; with code
-	// InsufficientFreeAddressesInSubnet it is the subnet to mark.
-	SubnetID string
-}
-
-// ErrNoCompatibleOffering is wrapped by an *InsufficientCapacityError when no
-// instance type passes the launch filters (no available offering allowed by
-// the claim, fitting its requests, in a zone with a subnet).
-var ErrNoCompatibleOffering = errors.New("no compatible offering")
-
-// InsufficientCapacityError means the NodeClaim cannot launch now: no
-// compatible offering was available, or CreateFleet returned no instance and
-// only capacity errors. Karpenter deletes the NodeClaim; its pods are
-// retried next round, without the offerings listed here.
-type InsufficientCapacityError struct {
-	// Offerings are the offerings EC2 reported unavailable (empty when the
-	// launch never reached EC2).
-	Offerings []UnavailableOffering
-	// Reason says why, for events.
-	Reason string
-	err    error
-}
-
-// Error returns "insufficient capacity: " and the reason.
-func (e *InsufficientCapacityError) Error() string {
-	return "insufficient capacity: " + e.Reason
-}
-
-// Unwrap returns ErrNoCompatibleOffering when the launch never reached EC2,
-// else the *FleetError values EC2 returned (joined).
-func (e *InsufficientCapacityError) Unwrap() error { return e.err }
 
 // FleetError is one per-override error of a CreateFleet response. It
 // implements smithy.APIError, so awserr.Classify and awserr.Code work on the

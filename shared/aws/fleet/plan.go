@@ -34,7 +34,7 @@ func newPlan(req *Request) (plan, error) {
 		Zones:         zones,
 	})
 	if errors.Is(err, launch.ErrNoCompatibleOffering) {
-		return plan{}, &InsufficientCapacityError{Reason: err.Error(), err: ErrNoCompatibleOffering}
+		return plan{}, &launch.InsufficientCapacityError{Reason: err.Error(), Err: err}
 	}
 	if err != nil {
 		return plan{}, err
