@@ -11,9 +11,9 @@
 //
 // The types a launch takes and returns, one definition for every package
 // that handles them: subnet.go (Subnet, and SubnetPerZone, the subnet each
-// zone's launches use, which decides Request.Zones), instance.go (the
-// launched instance) and capacity.go (InsufficientCapacityError and its
-// UnavailableOffering).
+// zone's launches use, which decides Request.Zones), template.go (a launch
+// template and the types it serves), instance.go (the launched instance)
+// and capacity.go (InsufficientCapacityError and its UnavailableOffering).
 //
 // The pipeline follows Karpenter's AWS provider (aws:
 // pkg/providers/instance/filter/filter.go, instance.go getCapacityType,

@@ -131,19 +131,11 @@ func (r FleetRequests) RecordRequest(ctx context.Context, token string, body []b
 // refused.
 func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (provisioning.LaunchResult, error) {
 	claim, class := req.NodeClaim, req.NodeClass
-	templates := fleet.TemplateFunc(func(ctx context.Context, tr fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) {
-		lts, err := l.Templates.EnsureLaunchTemplates(ctx, nodeclass.TemplateRequest{
+	templates := fleet.TemplateFunc(func(ctx context.Context, tr fleet.TemplateRequest) ([]launch.Template, error) {
+		return l.Templates.EnsureLaunchTemplates(ctx, nodeclass.TemplateRequest{
 			Cluster: l.Cluster, NodeClass: &class, NodeClaim: &claim,
 			CapacityType: tr.CapacityType, ReservationID: tr.ReservationID, InstanceTypes: tr.InstanceTypes,
 		})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]fleet.LaunchTemplate, len(lts))
-		for i, lt := range lts {
-			out[i] = fleet.LaunchTemplate(lt)
-		}
-		return out, nil
 	})
 	res, err := l.Fleet.Launch(ctx, fleet.Request{
 		ClusterName: l.Cluster.Name, NodeClaim: &claim, NodeClass: &class,

@@ -45,18 +45,6 @@ type Client struct {
 // New returns a Client calling api.
 func New(api EC2API) *Client { return &Client{api: api} }
 
-// LaunchTemplate is an existing launch template and the instance types it
-// serves. Its field set matches nodeclass.LaunchTemplate, so one converts to
-// the other.
-type LaunchTemplate struct {
-	// Name is the launch template name; CreateFleet uses version $Latest.
-	Name string
-	// ImageID is the template's AMI, repeated on each override.
-	ImageID string
-	// InstanceTypes are the instance type names the template serves.
-	InstanceTypes []string
-}
-
 // TemplateRequest asks for the launch templates of one launch.
 type TemplateRequest struct {
 	// CapacityType is the launch's capacity type ("spot", "on-demand" or
@@ -73,14 +61,14 @@ type TemplateRequest struct {
 // serve the requested instance types (types with no template, e.g. no
 // compatible AMI, are left out of the launch).
 type TemplateSource interface {
-	LaunchTemplates(ctx context.Context, req TemplateRequest) ([]LaunchTemplate, error)
+	LaunchTemplates(ctx context.Context, req TemplateRequest) ([]launch.Template, error)
 }
 
 // TemplateFunc adapts a function to TemplateSource.
-type TemplateFunc func(ctx context.Context, req TemplateRequest) ([]LaunchTemplate, error)
+type TemplateFunc func(ctx context.Context, req TemplateRequest) ([]launch.Template, error)
 
 // LaunchTemplates calls f.
-func (f TemplateFunc) LaunchTemplates(ctx context.Context, req TemplateRequest) ([]LaunchTemplate, error) {
+func (f TemplateFunc) LaunchTemplates(ctx context.Context, req TemplateRequest) ([]launch.Template, error) {
 	return f(ctx, req)
 }
 

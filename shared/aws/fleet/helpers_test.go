@@ -112,17 +112,17 @@ type templates struct {
 	requests []fleet.TemplateRequest
 }
 
-func (s *templates) LaunchTemplates(_ context.Context, r fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) {
+func (s *templates) LaunchTemplates(_ context.Context, r fleet.TemplateRequest) ([]launch.Template, error) {
 	s.requests = append(s.requests, r)
 	name := "nodewright/test-" + r.CapacityType + r.ReservationID
 	if _, _, ok := s.ec2.LaunchTemplateData(name); !ok {
 		s.ec2.AddLaunchTemplate(name, "ami-123")
 	}
-	lt := fleet.LaunchTemplate{Name: name, ImageID: "ami-123"}
+	lt := launch.Template{Name: name, ImageID: "ami-123"}
 	for _, it := range r.InstanceTypes {
 		lt.InstanceTypes = append(lt.InstanceTypes, it.Name)
 	}
-	return []fleet.LaunchTemplate{lt}, nil
+	return []launch.Template{lt}, nil
 }
 
 func request(ec2 *awstest.EC2, claim *v1.NodeClaim, types ...*catalog.InstanceType) fleet.Request {

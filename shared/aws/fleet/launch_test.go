@@ -445,8 +445,8 @@ func TestLaunchErrors(t *testing.T) {
 			claim: nodeClaim(),
 			types: []*catalog.InstanceType{instanceType("c5.large", 2, 0.085, 0.03)},
 			mutate: func(r *fleet.Request) {
-				r.Templates = fleet.TemplateFunc(func(_ context.Context, tr fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) {
-					return []fleet.LaunchTemplate{{Name: "nodewright/gone", ImageID: "ami-1", InstanceTypes: []string{"c5.large"}}}, nil
+				r.Templates = fleet.TemplateFunc(func(_ context.Context, tr fleet.TemplateRequest) ([]launch.Template, error) {
+					return []launch.Template{{Name: "nodewright/gone", ImageID: "ami-1", InstanceTypes: []string{"c5.large"}}}, nil
 				})
 			},
 			wantClass:      awserr.NotFound,
@@ -476,7 +476,7 @@ func TestLaunchErrors(t *testing.T) {
 			claim: nodeClaim(),
 			types: []*catalog.InstanceType{instanceType("c5.large", 2, 0.085, 0.03)},
 			mutate: func(r *fleet.Request) {
-				r.Templates = fleet.TemplateFunc(func(context.Context, fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) { return nil, nil })
+				r.Templates = fleet.TemplateFunc(func(context.Context, fleet.TemplateRequest) ([]launch.Template, error) { return nil, nil })
 			},
 			wantMsgContains: "none serves",
 		},
