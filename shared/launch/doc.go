@@ -12,8 +12,9 @@
 // The types a launch takes and returns, one definition for every package
 // that handles them: subnet.go (Subnet, and SubnetPerZone, the subnet each
 // zone's launches use, which decides Request.Zones), template.go (a launch
-// template and the types it serves), instance.go (the launched instance)
-// and capacity.go (InsufficientCapacityError and its UnavailableOffering).
+// template and the types it serves), instance.go (the launched instance),
+// capacity.go (InsufficientCapacityError and its UnavailableOffering) and
+// status.go (a NodeClaim's launch Status).
 //
 // The pipeline follows Karpenter's AWS provider (aws:
 // pkg/providers/instance/filter/filter.go, instance.go getCapacityType,

@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -26,7 +27,7 @@ func TestEventsRecordInsufficientCapacityErrorOnTheNodeClaimOfAnICELaunch(t *tes
 		t.Fatalf("Provision() error = %v", err)
 	}
 	name := provisioning.ClaimName("default", "batch-1", 0)
-	if len(res.Launches) != 1 || res.Launches[0].Status != provisioning.InsufficientCapacity {
+	if len(res.Launches) != 1 || res.Launches[0].Status != launch.InsufficientCapacity {
 		t.Fatalf("launches = %+v, want one InsufficientCapacity", res.Launches)
 	}
 	want := []v1.EventRecord{{
@@ -53,7 +54,7 @@ func TestEventsRecordNodeClassNotReadyOnTheNodeClaimWhoseEC2NodeClassIsNotReadyA
 		t.Fatalf("retry Provision() error = %v", err)
 	}
 	name := provisioning.ClaimName("default", "batch-1", 0)
-	if len(res.Launches) != 1 || res.Launches[0].Status != provisioning.NodeClassNotReady {
+	if len(res.Launches) != 1 || res.Launches[0].Status != launch.NodeClassNotReady {
 		t.Fatalf("launches = %+v, want one NodeClassNotReady", res.Launches)
 	}
 	want := []v1.EventRecord{{
@@ -101,7 +102,7 @@ func TestEventsRecordNothingForLaunchedNodeClaims(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Provision() error = %v", err)
 	}
-	if len(res.Launches) != 1 || res.Launches[0].Status != provisioning.Launched {
+	if len(res.Launches) != 1 || res.Launches[0].Status != launch.Launched {
 		t.Fatalf("launches = %+v, want one Launched", res.Launches)
 	}
 	if got := provisioning.Events(res, t0); len(got) != 0 {

@@ -267,22 +267,22 @@ var errAbandoned = errors.New("abandoned")
 func (p *Provisioner) launchOne(ctx context.Context, planned v1.NodeClaim, st *launchState, now time.Time) outcome {
 	o := outcome{Launch: Launch{NodeClaim: planned.Name}}
 	if planned.Status.ProviderID != "" {
-		o.Status, o.ProviderID = AlreadyLaunched, planned.Status.ProviderID
+		o.Status, o.ProviderID = launch.AlreadyLaunched, planned.Status.ProviderID
 		return o
 	}
 	claim, err := p.ensureClaim(ctx, planned, now)
 	switch {
 	case errors.Is(err, errAbandoned):
-		o.Status, o.Reason = Abandoned, fmt.Sprintf("the NodeClaim is gone from the store and its plan is older than the %v launch timeout", LaunchTimeout)
+		o.Status, o.Reason = launch.Abandoned, fmt.Sprintf("the NodeClaim is gone from the store and its plan is older than the %v launch timeout", LaunchTimeout)
 		return o
 	case err != nil:
-		o.Status, o.Reason = LaunchFailed, err.Error()
+		o.Status, o.Reason = launch.LaunchFailed, err.Error()
 		return o
 	case claim.DeletionTimestamp != nil:
-		o.Status, o.Reason = Abandoned, "the NodeClaim is being deleted"
+		o.Status, o.Reason = launch.Abandoned, "the NodeClaim is being deleted"
 		return o
 	case claim.Status.ProviderID != "":
-		o.Status, o.ProviderID, o.claim = AlreadyLaunched, claim.Status.ProviderID, &claim
+		o.Status, o.ProviderID, o.claim = launch.AlreadyLaunched, claim.Status.ProviderID, &claim
 		return o
 	}
 	className := ""
@@ -292,7 +292,7 @@ func (p *Provisioner) launchOne(ctx context.Context, planned v1.NodeClaim, st *l
 	class := st.classes[className]
 	if class == nil {
 		reason := fmt.Sprintf("EC2NodeClass %q is missing, invalid or not ready", className)
-		return p.giveUp(ctx, claim, NodeClassNotReady, reason)
+		return p.giveUp(ctx, claim, launch.NodeClassNotReady, reason)
 	}
 	res, err := p.ports.Launcher.Launch(ctx, LaunchRequest{
 		NodeClaim: claim, NodeClass: *class, Subnets: st.subnets[className], InstanceTypes: st.types[className],
@@ -300,7 +300,7 @@ func (p *Provisioner) launchOne(ctx context.Context, planned v1.NodeClaim, st *l
 	var ice *launch.InsufficientCapacityError
 	if errors.As(err, &ice) {
 		markErr := p.markUnavailable(ctx, ice.Offerings, now)
-		o = p.giveUp(ctx, claim, InsufficientCapacity, ice.Reason)
+		o = p.giveUp(ctx, claim, launch.InsufficientCapacity, ice.Reason)
 		if markErr != nil {
 			o.Reason += "; " + markErr.Error()
 		}
@@ -368,7 +368,7 @@ func newClaim(planned v1.NodeClaim, now time.Time) v1.NodeClaim {
 // giveUp deletes a NodeClaim that cannot launch now, so its pods are placed
 // again next round. If the claim turns out to have launched meanwhile (a
 // concurrent delivery of the batch), it is kept.
-func (p *Provisioner) giveUp(ctx context.Context, claim v1.NodeClaim, status LaunchStatus, reason string) outcome {
+func (p *Provisioner) giveUp(ctx context.Context, claim v1.NodeClaim, status launch.Status, reason string) outcome {
 	o := outcome{Launch: Launch{NodeClaim: claim.Name, Status: status, Reason: reason}}
 	for range 3 {
 		err := p.ports.Claims.DeleteNodeClaim(ctx, claim.Name, claim.ResourceVersion)
@@ -376,7 +376,7 @@ func (p *Provisioner) giveUp(ctx context.Context, claim v1.NodeClaim, status Lau
 			return o
 		}
 		if !errors.Is(err, v1.ErrConflict) {
-			o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("%s; delete nodeclaim: %v", reason, err), &claim
+			o.Status, o.Reason, o.claim = launch.LaunchFailed, fmt.Sprintf("%s; delete nodeclaim: %v", reason, err), &claim
 			return o
 		}
 		claim, err = p.ports.Claims.GetNodeClaim(ctx, claim.Name)
@@ -384,14 +384,14 @@ func (p *Provisioner) giveUp(ctx context.Context, claim v1.NodeClaim, status Lau
 			return o
 		}
 		if err != nil {
-			o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("%s; re-read nodeclaim: %v", reason, err), nil
+			o.Status, o.Reason, o.claim = launch.LaunchFailed, fmt.Sprintf("%s; re-read nodeclaim: %v", reason, err), nil
 			return o
 		}
 		if claim.Status.ProviderID != "" {
-			return outcome{Launch: Launch{NodeClaim: claim.Name, Status: AlreadyLaunched, ProviderID: claim.Status.ProviderID}, claim: &claim}
+			return outcome{Launch: Launch{NodeClaim: claim.Name, Status: launch.AlreadyLaunched, ProviderID: claim.Status.ProviderID}, claim: &claim}
 		}
 	}
-	o.Status, o.Reason, o.claim = LaunchFailed, reason+"; delete nodeclaim: kept changing", &claim
+	o.Status, o.Reason, o.claim = launch.LaunchFailed, reason+"; delete nodeclaim: kept changing", &claim
 	return o
 }
 
@@ -403,30 +403,30 @@ func (p *Provisioner) recordLaunch(ctx context.Context, claim v1.NodeClaim, inst
 		updated, err := p.ports.Claims.UpdateNodeClaim(ctx, launchedClaim(claim, inst, class, types, now))
 		switch {
 		case err == nil:
-			o.Status, o.ProviderID, o.claim = Launched, updated.Status.ProviderID, &updated
+			o.Status, o.ProviderID, o.claim = launch.Launched, updated.Status.ProviderID, &updated
 			return o
 		case errors.Is(err, v1.ErrNotFound):
-			o.Status, o.Reason = Abandoned, fmt.Sprintf("the NodeClaim was deleted while instance %s launched; garbage collection terminates the instance", inst.ID)
+			o.Status, o.Reason = launch.Abandoned, fmt.Sprintf("the NodeClaim was deleted while instance %s launched; garbage collection terminates the instance", inst.ID)
 			return o
 		case !errors.Is(err, v1.ErrConflict):
-			o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("instance %s launched; record it: %v", inst.ID, err), &claim
+			o.Status, o.Reason, o.claim = launch.LaunchFailed, fmt.Sprintf("instance %s launched; record it: %v", inst.ID, err), &claim
 			return o
 		}
 		claim, err = p.ports.Claims.GetNodeClaim(ctx, claim.Name)
 		if errors.Is(err, v1.ErrNotFound) {
-			o.Status, o.Reason = Abandoned, fmt.Sprintf("the NodeClaim was deleted while instance %s launched; garbage collection terminates the instance", inst.ID)
+			o.Status, o.Reason = launch.Abandoned, fmt.Sprintf("the NodeClaim was deleted while instance %s launched; garbage collection terminates the instance", inst.ID)
 			return o
 		}
 		if err != nil {
-			o.Status, o.Reason = LaunchFailed, fmt.Sprintf("instance %s launched; re-read nodeclaim: %v", inst.ID, err)
+			o.Status, o.Reason = launch.LaunchFailed, fmt.Sprintf("instance %s launched; re-read nodeclaim: %v", inst.ID, err)
 			return o
 		}
 		if claim.Status.ProviderID == inst.ProviderID() {
-			o.Status, o.ProviderID, o.claim = Launched, claim.Status.ProviderID, &claim
+			o.Status, o.ProviderID, o.claim = launch.Launched, claim.Status.ProviderID, &claim
 			return o
 		}
 	}
-	o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("instance %s launched; record it: the NodeClaim kept changing", inst.ID), &claim
+	o.Status, o.Reason, o.claim = launch.LaunchFailed, fmt.Sprintf("instance %s launched; record it: the NodeClaim kept changing", inst.ID), &claim
 	return o
 }
 
@@ -434,7 +434,7 @@ func (p *Provisioner) recordLaunch(ctx context.Context, claim v1.NodeClaim, inst
 // the reason (karpenter-spec section 4 step 9: other errors are retried).
 // Writing the reason is best effort: the outcome is LaunchFailed either way.
 func (p *Provisioner) recordFailure(ctx context.Context, claim v1.NodeClaim, launchErr error, now time.Time) outcome {
-	o := outcome{Launch: Launch{NodeClaim: claim.Name, Status: LaunchFailed, Reason: launchErr.Error()}, claim: &claim}
+	o := outcome{Launch: Launch{NodeClaim: claim.Name, Status: launch.LaunchFailed, Reason: launchErr.Error()}, claim: &claim}
 	failed := claim
 	setClaimCondition(&failed, v1.ConditionTypeLaunched, metav1.ConditionUnknown, ReasonLaunchFailed, launchErr.Error(), now)
 	if updated, err := p.ports.Claims.UpdateNodeClaim(ctx, failed); err == nil {

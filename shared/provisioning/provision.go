@@ -277,7 +277,7 @@ type Result struct {
 // Launch is what Provision did with one NodeClaim.
 type Launch struct {
 	NodeClaim string
-	Status    LaunchStatus
+	Status    launch.Status
 	// ProviderID is set for Launched and AlreadyLaunched.
 	ProviderID string
 	// Reason explains every other status; for Launched it is empty unless
@@ -285,32 +285,8 @@ type Launch struct {
 	Reason string
 }
 
-// LaunchStatus is the outcome of one NodeClaim's launch.
-type LaunchStatus string
-
-// Launch statuses.
-const (
-	// Launched: an instance was launched (or found again through the
-	// ClientToken) and the NodeClaim now records it.
-	Launched LaunchStatus = "Launched"
-	// AlreadyLaunched: an earlier attempt launched it; nothing was done.
-	AlreadyLaunched LaunchStatus = "AlreadyLaunched"
-	// InsufficientCapacity: the offerings were marked unavailable and the
-	// NodeClaim deleted; its pods are retried in the next round.
-	InsufficientCapacity LaunchStatus = "InsufficientCapacity"
-	// NodeClassNotReady: the claim's EC2NodeClass is missing or not ready;
-	// the NodeClaim was deleted (karpenter-spec section 4 step 1).
-	NodeClassNotReady LaunchStatus = "NodeClassNotReady"
-	// Abandoned: the planned NodeClaim is gone from the store (deleted
-	// after its launch timeout, or by someone else) and is not recreated.
-	Abandoned LaunchStatus = "Abandoned"
-	// LaunchFailed: the launch failed for another reason; the NodeClaim
-	// stays with Launched=Unknown and the reason, to be retried.
-	LaunchFailed LaunchStatus = "LaunchFailed"
-)
-
 // done reports whether the status is final for the batch.
-func (s LaunchStatus) done() bool { return s != LaunchFailed }
+func done(s launch.Status) bool { return s != launch.LaunchFailed }
 
 // Provision runs one provisioning round for batch at now (karpenter-spec
 // sections 3.1-3.4 and 4):
@@ -390,7 +366,7 @@ func (p *Provisioner) Provision(ctx context.Context, batch *v1.PodBatch, now tim
 
 	var incomplete []string
 	for _, l := range res.Launches {
-		if !l.Status.done() {
+		if !done(l.Status) {
 			incomplete = append(incomplete, l.NodeClaim+": "+l.Reason)
 		}
 	}
@@ -608,7 +584,7 @@ func applyLaunches(r *v1.PodBatchResult, outcomes []outcome) {
 		switch {
 		case o == nil:
 			kept = append(kept, c)
-		case o.Status == InsufficientCapacity || o.Status == NodeClassNotReady || o.Status == Abandoned:
+		case o.Status == launch.InsufficientCapacity || o.Status == launch.NodeClassNotReady || o.Status == launch.Abandoned:
 			for uid, nom := range r.Nominations {
 				if nom.NodeClaim != c.Name {
 					continue

@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/requirements"
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -92,7 +93,7 @@ func TestProvisionLaunchesThePlannedNodeClaims(t *testing.T) {
 		t.Fatalf("instances launched = %d, want 1", len(e.ec2.instances))
 	}
 	providerID := e.ec2.instances[0].ProviderID()
-	wantLaunches := []provisioning.Launch{{NodeClaim: name, Status: provisioning.Launched, ProviderID: providerID}}
+	wantLaunches := []provisioning.Launch{{NodeClaim: name, Status: launch.Launched, ProviderID: providerID}}
 	if diff := cmp.Diff(wantLaunches, res.Launches); diff != "" {
 		t.Errorf("Launches mismatch (-want +got):\n%s", diff)
 	}
@@ -151,7 +152,7 @@ func TestProvisionRetries(t *testing.T) {
 		prepare func(e *env)
 		// firstErr is whether the first attempt reports ErrLaunchIncomplete.
 		firstErr     bool
-		wantStatuses []provisioning.LaunchStatus // first attempt, second attempt
+		wantStatuses []launch.Status // first attempt, second attempt
 		wantReplayed bool
 		// wantLaunchCalls counts Launch calls over both attempts; every one
 		// carries the same NodeClaim UID.
@@ -160,7 +161,7 @@ func TestProvisionRetries(t *testing.T) {
 		{
 			name:            "should launch nothing when a completed batch is delivered again",
 			prepare:         func(*env) {},
-			wantStatuses:    []provisioning.LaunchStatus{provisioning.Launched},
+			wantStatuses:    []launch.Status{launch.Launched},
 			wantReplayed:    true,
 			wantLaunchCalls: 1,
 		},
@@ -168,21 +169,21 @@ func TestProvisionRetries(t *testing.T) {
 			name:            "should relaunch with the same ClientToken after a lost CreateFleet response",
 			prepare:         func(e *env) { e.ec2.lostResponses = 1 },
 			firstErr:        true,
-			wantStatuses:    []provisioning.LaunchStatus{provisioning.LaunchFailed, provisioning.Launched},
+			wantStatuses:    []launch.Status{launch.LaunchFailed, launch.Launched},
 			wantLaunchCalls: 2,
 		},
 		{
 			name:            "should relaunch with the same ClientToken when recording the instance failed",
 			prepare:         func(e *env) { e.store.failUpdates = 1 },
 			firstErr:        true,
-			wantStatuses:    []provisioning.LaunchStatus{provisioning.LaunchFailed, provisioning.Launched},
+			wantStatuses:    []launch.Status{launch.LaunchFailed, launch.Launched},
 			wantLaunchCalls: 2,
 		},
 		{
 			name:            "should retry a launch that failed before reaching EC2",
 			prepare:         func(e *env) { e.ec2.errs = []error{errors.New("RequestLimitExceeded: throttled")} },
 			firstErr:        true,
-			wantStatuses:    []provisioning.LaunchStatus{provisioning.LaunchFailed, provisioning.Launched},
+			wantStatuses:    []launch.Status{launch.LaunchFailed, launch.Launched},
 			wantLaunchCalls: 2,
 		},
 	}
@@ -208,7 +209,7 @@ func TestProvisionRetries(t *testing.T) {
 			if err != nil {
 				t.Fatalf("second Provision() error = %v", err)
 			}
-			var statuses []provisioning.LaunchStatus
+			var statuses []launch.Status
 			for _, r := range []provisioning.Result{first, second} {
 				for _, l := range r.Launches {
 					statuses = append(statuses, l.Status)
@@ -270,7 +271,7 @@ func TestProvisionInsufficientCapacity(t *testing.T) {
 		t.Fatalf("first Provision() error = %v", err)
 	}
 	first := provisioning.ClaimName("default", "batch-1", 0)
-	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.InsufficientCapacity {
+	if got := res.Launches; len(got) != 1 || got[0].Status != launch.InsufficientCapacity {
 		t.Fatalf("first round launches = %+v, want one InsufficientCapacity", got)
 	}
 	wantMarks := []mark{{Offering: spot, Code: "InsufficientInstanceCapacity", Until: t0.Add(3 * time.Minute)}}
@@ -293,7 +294,7 @@ func TestProvisionInsufficientCapacity(t *testing.T) {
 		t.Fatalf("second Provision() error = %v", err)
 	}
 	second := provisioning.ClaimName("default", "batch-2", 0)
-	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.Launched {
+	if got := res.Launches; len(got) != 1 || got[0].Status != launch.Launched {
 		t.Fatalf("second round launches = %+v, want one Launched", got)
 	}
 	stored, err := e.store.GetNodeClaim(t.Context(), second)
@@ -470,7 +471,7 @@ func TestProvisionAbandonsPlannedNodeClaimsGarbageCollected(t *testing.T) {
 	if err != nil {
 		t.Fatalf("late retry Provision() error = %v", err)
 	}
-	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.Abandoned {
+	if got := res.Launches; len(got) != 1 || got[0].Status != launch.Abandoned {
 		t.Errorf("launches = %+v, want one Abandoned", got)
 	}
 	if len(e.store.creates) != 1 || len(e.ec2.requests) != 1 {
@@ -642,7 +643,7 @@ func TestProvisionMarksOfferingsThatFailedWhileAnotherLaunched(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Provision() error = %v", err)
 	}
-	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.Launched || !strings.HasPrefix(got[0].ProviderID, "aws:///us-east-1b/") {
+	if got := res.Launches; len(got) != 1 || got[0].Status != launch.Launched || !strings.HasPrefix(got[0].ProviderID, "aws:///us-east-1b/") {
 		t.Fatalf("launches = %+v, want one Launched in us-east-1b", got)
 	}
 	wantMarks := []mark{{Offering: iced, Code: "InsufficientInstanceCapacity", Until: t0.Add(catalog.UnavailableOfferingsTTL)}}
@@ -665,7 +666,7 @@ func TestProvisionDeletesNodeClaimsOfANodeClassThatIsNoLongerReady(t *testing.T)
 		t.Fatalf("retry Provision() error = %v", err)
 	}
 	name := provisioning.ClaimName("default", "batch-1", 0)
-	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.NodeClassNotReady {
+	if got := res.Launches; len(got) != 1 || got[0].Status != launch.NodeClassNotReady {
 		t.Errorf("launches = %+v, want one NodeClassNotReady", got)
 	}
 	if _, err := e.store.GetNodeClaim(t.Context(), name); !errors.Is(err, v1.ErrNotFound) {
