@@ -12,7 +12,8 @@
 // The types a launch takes and returns, one definition for every package
 // that handles them: subnet.go (Subnet, and SubnetPerZone, the subnet each
 // zone's launches use, which decides Request.Zones), template.go (a launch
-// template and the types it serves), instance.go (the launched instance),
+// template and the types it serves; the cluster's listed templates),
+// instance.go (the launched instance),
 // capacity.go (InsufficientCapacityError and its UnavailableOffering) and
 // status.go (a NodeClaim's launch Status).
 //
