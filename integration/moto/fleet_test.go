@@ -23,6 +23,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 const (
@@ -114,10 +115,7 @@ func TestMotoAcceptsTheFleetAndLaunchTemplateRequestsTheAdaptersBuild(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	var subnets []fleet.Subnet
-	for _, sn := range res.Subnets {
-		subnets = append(subnets, fleet.Subnet(sn))
-	}
+	subnets := res.Subnets
 	fl := fleet.New(ec2API)
 	for i, capacity := range []string{v1.CapacityTypeOnDemand, v1.CapacityTypeSpot} {
 		claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + capacity, UID: types.UID("uid-" + capacity),
@@ -126,15 +124,10 @@ func TestMotoAcceptsTheFleetAndLaunchTemplateRequestsTheAdaptersBuild(t *testing
 			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.large", "c5.large", "t3.medium"}},
 			{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{capacity}},
 		}
-		templates := fleet.TemplateFunc(func(ctx context.Context, r fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) {
-			lts, err := resolver.EnsureLaunchTemplates(ctx, nodeclass.TemplateRequest{
+		templates := fleet.TemplateFunc(func(ctx context.Context, r fleet.TemplateRequest) ([]launch.Template, error) {
+			return resolver.EnsureLaunchTemplates(ctx, nodeclass.TemplateRequest{
 				Cluster:   nodeclass.Cluster{Name: cluster, Endpoint: "https://example.invalid", CABundle: "Y2E=", ServiceCIDR: "10.96.0.0/12"},
 				NodeClass: nc, NodeClaim: claim, CapacityType: r.CapacityType, InstanceTypes: r.InstanceTypes})
-			out := make([]fleet.LaunchTemplate, len(lts))
-			for i, lt := range lts {
-				out[i] = fleet.LaunchTemplate(lt)
-			}
-			return out, err
 		})
 		got, err := fl.Launch(t.Context(), fleet.Request{ClusterName: cluster, NodeClaim: claim, NodeClass: nc,
 			InstanceTypes: its, Subnets: subnets, Templates: templates})

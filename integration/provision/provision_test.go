@@ -20,6 +20,7 @@ import (
 	"github.com/nodewright/nodewright/local/ec2sim"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -351,7 +352,7 @@ func TestInsufficientCapacityEndsOnAnotherOffering(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(unavailable) != 1 || unavailable[0].CapacityType != "spot" || unavailable[0].InstanceType != "m5.large" || unavailable[0].Zone != "us-east-1a" ||
-		!unavailable[0].Until.Equal(e.clock.Now().Add(provisioning.UnavailableOfferingsTTL)) {
+		!unavailable[0].Until.Equal(e.clock.Now().Add(catalog.UnavailableOfferingsTTL)) {
 		t.Errorf("unavailable offerings = %+v, want spot/m5.large/us-east-1a for 3 minutes", unavailable)
 	}
 	evs, err := e.store.ListEvents(context.Background(), e.clock.Now())

@@ -245,5 +245,5 @@ func (b *Bridge) NodeFor(in ec2sim.Instance) (*corev1.Node, error) {
 // ProviderID is the Node's spec.providerID for an instance:
 // aws:///<zone>/<instance-id>, as the AWS cloud provider writes it.
 func ProviderID(in ec2sim.Instance) string {
-	return "aws:///" + in.Zone + "/" + in.ID
+	return v1.ProviderID(in.Zone, in.ID)
 }

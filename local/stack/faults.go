@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/queue"
+	"github.com/nodewright/nodewright/shared/catalog"
 )
 
 // faults holds the faults queued for the provisioning queue pump (the
@@ -218,12 +219,12 @@ func (s *Stack) RedeliverProvisioning(n int) {
 
 // MarkOfferingUnavailable records the offering (capacity type, instance
 // type, zone) as unavailable in the stack's DynamoDB store for
-// ddbstore.UnavailableOfferingsTTL, as the provisioner does after
+// catalog.UnavailableOfferingsTTL, as the provisioner does after
 // insufficient capacity: the next solve and launch leave it out.
 func (s *Stack) MarkOfferingUnavailable(ctx context.Context, capacityType, instanceType, zone string) error {
 	if s.store == nil {
 		return errors.New("mark offering unavailable: the stack has no store yet")
 	}
-	return s.store.MarkUnavailable(ctx, ddbstore.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone},
-		"marked by a test", time.Now(), ddbstore.UnavailableOfferingsTTL)
+	return s.store.MarkUnavailable(ctx, catalog.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone},
+		"marked by a test", time.Now(), catalog.UnavailableOfferingsTTL)
 }

@@ -106,11 +106,9 @@ func (s *Stack) Observe(ctx context.Context) (Status, error) {
 		return Status{}, fmt.Errorf("list nodes: %w", err)
 	}
 	st.Nodes = len(nodes.Items)
-	for _, n := range nodes.Items {
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				st.ReadyNodes++
-			}
+	for i := range nodes.Items {
+		if v1.NodeReady(&nodes.Items[i]) {
+			st.ReadyNodes++
 		}
 	}
 	claims, err := s.observe.meta.Resource(NodeClaimResource).List(ctx, metav1.ListOptions{})

@@ -9,6 +9,14 @@
 //   - plan.go: the capacity-type choice (reserved, then spot, then
 //     on-demand), the order of the launch offerings and the Expected one.
 //
+// The types a launch takes and returns, one definition for every package
+// that handles them: subnet.go (Subnet, and SubnetPerZone, the subnet each
+// zone's launches use, which decides Request.Zones), template.go (a launch
+// template and the types it serves; the cluster's listed templates),
+// instance.go (the launched instance),
+// capacity.go (InsufficientCapacityError and its UnavailableOffering) and
+// status.go (a NodeClaim's launch Status).
+//
 // The pipeline follows Karpenter's AWS provider (aws:
 // pkg/providers/instance/filter/filter.go, instance.go getCapacityType,
 // pkg/cloudprovider maxInstanceTypes; karpenter-spec §4 steps 2-5): each

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // AdoptedFromKarpenter is v1.AnnotationAdoptedFrom's value on the records
@@ -71,7 +72,7 @@ type AdoptionInput struct {
 	// Nodes are the cluster's Nodes.
 	Nodes []corev1.Node
 	// Instances are the cluster's instances (listed by its launch tags).
-	Instances []Instance
+	Instances []launch.Instance
 	// Now is when adoption decides: the lastTransitionTime of the adopted
 	// records' Adopted condition.
 	Now time.Time
@@ -123,7 +124,7 @@ func PlanAdoption(in AdoptionInput) (adopt []v1.NodeClaim, refused []AdoptionRef
 			nodeByProvider[p] = in.Nodes[i].Name
 		}
 	}
-	instances := map[string]*Instance{}
+	instances := map[string]*launch.Instance{}
 	for i := range in.Instances {
 		instances[in.Instances[i].ID] = &in.Instances[i]
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -50,7 +51,7 @@ func adoptionInput(t testing.TB, claim v1.NodeClaim) provisioning.AdoptionInput 
 		NodePools:   []v1.NodePool{nodePool(t, "default", "[]")},
 		NodeClasses: []v1.EC2NodeClass{nodeClass(t)},
 		Nodes:       []corev1.Node{gcNode("ip-10-0-1-17.ec2.internal", claim.Status.ProviderID, true)},
-		Instances:   []provisioning.Instance{inst},
+		Instances:   []launch.Instance{inst},
 		Now:         t0.Add(time.Hour),
 	}
 }

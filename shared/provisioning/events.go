@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // Event reasons of a provisioning round (karpenter: pkg/events/reason.go;
@@ -59,9 +60,9 @@ func Events(res Result, now time.Time) []v1.EventRecord {
 	for _, l := range res.Launches {
 		var reason string
 		switch l.Status {
-		case InsufficientCapacity:
+		case launch.InsufficientCapacity:
 			reason = EventInsufficientCapacityError
-		case NodeClassNotReady:
+		case launch.NodeClassNotReady:
 			reason = EventNodeClassNotReady
 		default:
 			continue

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -18,14 +20,14 @@ func TestEventsRecordInsufficientCapacityErrorOnTheNodeClaimOfAnICELaunch(t *tes
       - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
       - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}`)
 	e := newEnv([]v1.NodePool{pool}, []v1.EC2NodeClass{nodeClass(t)})
-	e.ec2.ice[provisioning.Offering{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}] = true
+	e.ec2.ice[catalog.OfferingKey{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}] = true
 
 	res, err := e.provisioner(t).Provision(t.Context(), podBatch("batch-1", podSummary("a", "1")), t0)
 	if err != nil {
 		t.Fatalf("Provision() error = %v", err)
 	}
 	name := provisioning.ClaimName("default", "batch-1", 0)
-	if len(res.Launches) != 1 || res.Launches[0].Status != provisioning.InsufficientCapacity {
+	if len(res.Launches) != 1 || res.Launches[0].Status != launch.InsufficientCapacity {
 		t.Fatalf("launches = %+v, want one InsufficientCapacity", res.Launches)
 	}
 	want := []v1.EventRecord{{
@@ -52,7 +54,7 @@ func TestEventsRecordNodeClassNotReadyOnTheNodeClaimWhoseEC2NodeClassIsNotReadyA
 		t.Fatalf("retry Provision() error = %v", err)
 	}
 	name := provisioning.ClaimName("default", "batch-1", 0)
-	if len(res.Launches) != 1 || res.Launches[0].Status != provisioning.NodeClassNotReady {
+	if len(res.Launches) != 1 || res.Launches[0].Status != launch.NodeClassNotReady {
 		t.Fatalf("launches = %+v, want one NodeClassNotReady", res.Launches)
 	}
 	want := []v1.EventRecord{{
@@ -100,7 +102,7 @@ func TestEventsRecordNothingForLaunchedNodeClaims(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Provision() error = %v", err)
 	}
-	if len(res.Launches) != 1 || res.Launches[0].Status != provisioning.Launched {
+	if len(res.Launches) != 1 || res.Launches[0].Status != launch.Launched {
 		t.Fatalf("launches = %+v, want one Launched", res.Launches)
 	}
 	if got := provisioning.Events(res, t0); len(got) != 0 {

@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
@@ -187,7 +188,7 @@ func (r *resolver) ResolveNodeClass(_ context.Context, nc v1.EC2NodeClass) (prov
 		InstanceProfile: "test-cluster_profile",
 		Conditions:      []metav1.Condition{{Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}},
 	}
-	return provisioning.ResolvedNodeClass{NodeClass: nc, Subnets: []provisioning.Subnet{
+	return provisioning.ResolvedNodeClass{NodeClass: nc, Subnets: []launch.Subnet{
 		{ID: "subnet-a", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 250},
 		{ID: "subnet-b", Zone: "us-east-1b", ZoneID: "use1-az2", AvailableIPs: 4000},
 	}}, nil
@@ -203,20 +204,20 @@ func (c *cluster) ClusterState(context.Context) (provisioning.ClusterState, erro
 // offerings is the unavailable-offerings cache with TTLs.
 type offerings struct {
 	mu      sync.Mutex
-	entries map[provisioning.Offering]time.Time
+	entries map[catalog.OfferingKey]time.Time
 	marks   []mark
 }
 
 type mark struct {
-	Offering provisioning.Offering
+	Offering catalog.OfferingKey
 	Code     string
 	Until    time.Time
 }
 
-func (o *offerings) UnavailableOfferings(_ context.Context, now time.Time) ([]provisioning.Offering, error) {
+func (o *offerings) UnavailableOfferings(_ context.Context, now time.Time) ([]catalog.OfferingKey, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var out []provisioning.Offering
+	var out []catalog.OfferingKey
 	for k, until := range o.entries {
 		if until.After(now) {
 			out = append(out, k)
@@ -226,11 +227,11 @@ func (o *offerings) UnavailableOfferings(_ context.Context, now time.Time) ([]pr
 	return out, nil
 }
 
-func (o *offerings) MarkUnavailable(_ context.Context, off provisioning.Offering, code string, now time.Time, ttl time.Duration) error {
+func (o *offerings) MarkUnavailable(_ context.Context, off catalog.OfferingKey, code string, now time.Time, ttl time.Duration) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.entries == nil {
-		o.entries = map[provisioning.Offering]time.Time{}
+		o.entries = map[catalog.OfferingKey]time.Time{}
 	}
 	o.entries[off] = now.Add(ttl)
 	o.marks = append(o.marks, mark{Offering: off, Code: code, Until: now.Add(ttl)})
@@ -246,7 +247,7 @@ func (o *offerings) MarkUnavailable(_ context.Context, off provisioning.Offering
 type ec2 struct {
 	mu sync.Mutex
 	// ice lists exhausted capacity pools.
-	ice map[provisioning.Offering]bool
+	ice map[catalog.OfferingKey]bool
 	// errs are returned by the next calls, one each, before anything else
 	// happens.
 	errs []error
@@ -254,13 +255,13 @@ type ec2 struct {
 	// after the instance exists (a timed-out response).
 	lostResponses int
 	// byToken maps a NodeClaim UID to its instance.
-	byToken   map[types.UID]provisioning.Instance
+	byToken   map[types.UID]launch.Instance
 	requests  []provisioning.LaunchRequest
-	instances []provisioning.Instance
+	instances []launch.Instance
 }
 
 func newEC2() *ec2 {
-	return &ec2{ice: map[provisioning.Offering]bool{}, byToken: map[types.UID]provisioning.Instance{}}
+	return &ec2{ice: map[catalog.OfferingKey]bool{}, byToken: map[types.UID]launch.Instance{}}
 }
 
 func (e *ec2) Launch(_ context.Context, req provisioning.LaunchRequest) (provisioning.LaunchResult, error) {
@@ -306,14 +307,14 @@ func (e *ec2) Launch(_ context.Context, req provisioning.LaunchRequest) (provisi
 	if len(cands) == 0 {
 		cands = allowed(v1.CapacityTypeOnDemand)
 	}
-	var failed []provisioning.UnavailableOffering
+	var failed []launch.UnavailableOffering
 	for _, c := range cands {
-		off := provisioning.Offering{CapacityType: c.o.CapacityType, InstanceType: c.it.Name, Zone: c.o.Zone}
+		off := catalog.OfferingKey{CapacityType: c.o.CapacityType, InstanceType: c.it.Name, Zone: c.o.Zone}
 		if e.ice[off] {
-			failed = append(failed, provisioning.UnavailableOffering{Offering: off, Code: "InsufficientInstanceCapacity"})
+			failed = append(failed, launch.UnavailableOffering{OfferingKey: off, Code: "InsufficientInstanceCapacity"})
 			continue
 		}
-		inst := provisioning.Instance{
+		inst := launch.Instance{
 			ID: instanceID(req.NodeClaim.UID), InstanceType: c.it.Name, Zone: c.o.Zone,
 			CapacityType: c.o.CapacityType, ImageID: "ami-amd64", State: "pending",
 		}
@@ -329,7 +330,7 @@ func (e *ec2) Launch(_ context.Context, req provisioning.LaunchRequest) (provisi
 	if len(failed) > 0 {
 		reason = fmt.Sprintf("CreateFleet returned only capacity errors (%d)", len(failed))
 	}
-	return provisioning.LaunchResult{}, &provisioning.InsufficientCapacityError{Offerings: failed, Reason: reason}
+	return provisioning.LaunchResult{}, &launch.InsufficientCapacityError{Offerings: failed, Reason: reason}
 }
 
 // instanceID derives a fake instance ID from the ClientToken, so parallel

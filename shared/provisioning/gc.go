@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // CleanupReason says why garbage collection removes something; the values
@@ -66,7 +67,7 @@ type GCInput struct {
 	Nodes      []corev1.Node
 	// Instances is the complete list of the cluster's instances in any
 	// state; a partial list would make NodeClaims look orphaned.
-	Instances []Instance
+	Instances []launch.Instance
 }
 
 // PlanGarbageCollection decides what to remove (karpenter-spec sections 5.1
@@ -103,7 +104,7 @@ func PlanGarbageCollection(in GCInput) []Cleanup {
 			nodeByInstance[id] = n
 		}
 	}
-	instances := map[string]*Instance{}
+	instances := map[string]*launch.Instance{}
 	for i := range in.Instances {
 		instances[in.Instances[i].ID] = &in.Instances[i]
 	}
@@ -192,7 +193,7 @@ func PlanGarbageCollection(in GCInput) []Cleanup {
 // instances by: eks:eks-cluster-name=<cluster> and the karpenter.sh/nodepool
 // and karpenter.k8s.aws/ec2nodeclass keys (aws:
 // pkg/providers/instance/instance.go List).
-func carriesClusterTags(inst *Instance, cluster string) bool {
+func carriesClusterTags(inst *launch.Instance, cluster string) bool {
 	if cluster == "" || inst.Tags[v1.TagKeyEKSClusterName] != cluster {
 		return false
 	}
@@ -214,7 +215,7 @@ type instanceProvider interface {
 	// ListInstances returns every instance tagged for the cluster, in any
 	// state but terminated, with its tags and launch time. It fails rather
 	// than return a partial list.
-	ListInstances(ctx context.Context) ([]Instance, error)
+	ListInstances(ctx context.Context) ([]launch.Instance, error)
 	// TerminateInstance terminates one instance. It returns nil, or an
 	// error matching v1.ErrNotFound, when the instance is already gone.
 	TerminateInstance(ctx context.Context, id string) error

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -58,8 +59,8 @@ func gcNode(name, providerID string, ready bool) corev1.Node {
 
 // gcInstance is a running instance nodewright launched (the cluster's
 // launch tags and its ownership mark), launched at launched.
-func gcInstance(id string, launched time.Time) provisioning.Instance {
-	return provisioning.Instance{
+func gcInstance(id string, launched time.Time) launch.Instance {
+	return launch.Instance{
 		ID: id, Zone: "us-east-1a", State: "running", LaunchTime: launched,
 		Tags: map[string]string{
 			v1.TagKeyEKSClusterName: testCluster, v1.TagKeyClusterPrefix + testCluster: "owned",
@@ -72,8 +73,8 @@ func gcInstance(id string, launched time.Time) provisioning.Instance {
 // cluster, with the tags Karpenter's launch and post-registration tagging
 // give it (aws: pkg/utils/utils.go GetTags, pkg/controllers/nodeclaim/
 // tagging; EC2's aws:ec2launchtemplate:* tags) and no nodewright mark.
-func karpenterInstance(id string, launched time.Time) provisioning.Instance {
-	return provisioning.Instance{
+func karpenterInstance(id string, launched time.Time) launch.Instance {
+	return launch.Instance{
 		ID: id, Zone: "us-east-1a", State: "running", LaunchTime: launched,
 		Tags: map[string]string{
 			v1.TagKeyClusterPrefix + testCluster: "owned",
@@ -134,7 +135,7 @@ func TestPlanGarbageCollection(t *testing.T) {
 			now:  t0.Add(14*time.Minute + 59*time.Second),
 			input: provisioning.GCInput{
 				NodeClaims: []v1.NodeClaim{gcClaim("b", true, false)},
-				Instances:  []provisioning.Instance{gcInstance("i-b", t0)},
+				Instances:  []launch.Instance{gcInstance("i-b", t0)},
 			},
 		},
 		{
@@ -143,7 +144,7 @@ func TestPlanGarbageCollection(t *testing.T) {
 			input: provisioning.GCInput{
 				NodeClaims: []v1.NodeClaim{gcClaim("b", true, false)},
 				Nodes:      []corev1.Node{gcNode("node-b", "aws:///us-east-1a/i-b", false)},
-				Instances:  []provisioning.Instance{gcInstance("i-b", t0)},
+				Instances:  []launch.Instance{gcInstance("i-b", t0)},
 			},
 			want: []provisioning.Cleanup{{Reason: provisioning.CleanupRegistrationTimeout, NodeClaim: "b", ResourceVersion: "1", InstanceID: "i-b", Node: "node-b"}},
 		},
@@ -151,14 +152,14 @@ func TestPlanGarbageCollection(t *testing.T) {
 			name: "should keep an instance without NodeClaim 29s after launch",
 			now:  t0.Add(29 * time.Second),
 			input: provisioning.GCInput{
-				Instances: []provisioning.Instance{gcInstance("i-leak", t0)},
+				Instances: []launch.Instance{gcInstance("i-leak", t0)},
 			},
 		},
 		{
 			name: "should keep an instance without NodeClaim exactly 30s after launch",
 			now:  t0.Add(30 * time.Second),
 			input: provisioning.GCInput{
-				Instances: []provisioning.Instance{gcInstance("i-leak", t0)},
+				Instances: []launch.Instance{gcInstance("i-leak", t0)},
 			},
 		},
 		{
@@ -166,20 +167,20 @@ func TestPlanGarbageCollection(t *testing.T) {
 			now:  t0.Add(31 * time.Second),
 			input: provisioning.GCInput{
 				Nodes:     []corev1.Node{gcNode("node-leak", "aws:///us-east-1a/i-leak", true)},
-				Instances: []provisioning.Instance{gcInstance("i-leak", t0)},
+				Instances: []launch.Instance{gcInstance("i-leak", t0)},
 			},
 			want: []provisioning.Cleanup{{Reason: provisioning.CleanupLeakedInstance, InstanceID: "i-leak", Node: "node-leak"}},
 		},
 		{
 			name: "should never terminate an instance without the cluster's tags",
 			now:  t0.Add(time.Hour),
-			input: provisioning.GCInput{Instances: []provisioning.Instance{
-				func() provisioning.Instance {
+			input: provisioning.GCInput{Instances: []launch.Instance{
+				func() launch.Instance {
 					i := gcInstance("i-other-cluster", t0)
 					i.Tags[v1.TagKeyEKSClusterName] = "other"
 					return i
 				}(),
-				func() provisioning.Instance {
+				func() launch.Instance {
 					i := gcInstance("i-no-pool", t0)
 					delete(i.Tags, v1.TagKeyNodePool)
 					return i
@@ -194,13 +195,13 @@ func TestPlanGarbageCollection(t *testing.T) {
 					gcNode("ip-10-0-1-17.ec2.internal", "aws:///us-east-1a/i-karpenter-ready", true),
 					gcNode("ip-10-0-1-18.ec2.internal", "aws:///us-east-1a/i-karpenter-notready", false),
 				},
-				Instances: []provisioning.Instance{karpenterInstance("i-karpenter-ready", t0), karpenterInstance("i-karpenter-notready", t0)},
+				Instances: []launch.Instance{karpenterInstance("i-karpenter-ready", t0), karpenterInstance("i-karpenter-notready", t0)},
 			},
 		},
 		{
 			name: "should never terminate an instance whose ownership mark names another cluster",
 			now:  t0.Add(time.Hour),
-			input: provisioning.GCInput{Instances: []provisioning.Instance{func() provisioning.Instance {
+			input: provisioning.GCInput{Instances: []launch.Instance{func() launch.Instance {
 				i := gcInstance("i-other-owner", t0)
 				i.Tags[v1.TagKeyOwner] = "other"
 				return i
@@ -211,16 +212,16 @@ func TestPlanGarbageCollection(t *testing.T) {
 			now:  t0.Add(time.Hour),
 			input: provisioning.GCInput{
 				Nodes:     []corev1.Node{gcNode("node-k", "aws:///us-east-1a/i-k", true), gcNode("node-leak", "aws:///us-east-1a/i-leak", true)},
-				Instances: []provisioning.Instance{karpenterInstance("i-k", t0), gcInstance("i-leak", t0)},
+				Instances: []launch.Instance{karpenterInstance("i-k", t0), gcInstance("i-leak", t0)},
 			},
 			want: []provisioning.Cleanup{{Reason: provisioning.CleanupLeakedInstance, InstanceID: "i-leak", Node: "node-leak"}},
 		},
 		{
 			name: "should leave instances that are shutting down or terminated",
 			now:  t0.Add(time.Hour),
-			input: provisioning.GCInput{Instances: []provisioning.Instance{
-				func() provisioning.Instance { i := gcInstance("i-1", t0); i.State = "shutting-down"; return i }(),
-				func() provisioning.Instance { i := gcInstance("i-2", t0); i.State = "terminated"; return i }(),
+			input: provisioning.GCInput{Instances: []launch.Instance{
+				func() launch.Instance { i := gcInstance("i-1", t0); i.State = "shutting-down"; return i }(),
+				func() launch.Instance { i := gcInstance("i-2", t0); i.State = "terminated"; return i }(),
 			}},
 		},
 		{
@@ -228,7 +229,7 @@ func TestPlanGarbageCollection(t *testing.T) {
 			now:  t0.Add(time.Minute),
 			input: provisioning.GCInput{
 				NodeClaims: []v1.NodeClaim{gcClaim("c", false, false)},
-				Instances: []provisioning.Instance{func() provisioning.Instance {
+				Instances: []launch.Instance{func() launch.Instance {
 					i := gcInstance("i-c", t0)
 					i.Tags[v1.TagKeyNodeClaim] = "c"
 					return i
@@ -241,7 +242,7 @@ func TestPlanGarbageCollection(t *testing.T) {
 			input: provisioning.GCInput{
 				NodeClaims: []v1.NodeClaim{registered},
 				Nodes:      []corev1.Node{gcNode("node-reg", registered.Status.ProviderID, true)},
-				Instances:  []provisioning.Instance{gcInstance("i-reg", t0)},
+				Instances:  []launch.Instance{gcInstance("i-reg", t0)},
 			},
 		},
 		{
@@ -258,7 +259,7 @@ func TestPlanGarbageCollection(t *testing.T) {
 			now:  t0.Add(time.Hour),
 			input: provisioning.GCInput{
 				NodeClaims: []v1.NodeClaim{registered},
-				Instances:  []provisioning.Instance{func() provisioning.Instance { i := gcInstance("i-reg", t0); i.State = "terminated"; return i }()},
+				Instances:  []launch.Instance{func() launch.Instance { i := gcInstance("i-reg", t0); i.State = "terminated"; return i }()},
 			},
 			want: []provisioning.Cleanup{{Reason: provisioning.CleanupInstanceGone, NodeClaim: "reg", ResourceVersion: "1"}},
 		},
@@ -291,18 +292,18 @@ func TestPlanGarbageCollection(t *testing.T) {
 // gcEC2 lists and terminates instances.
 type gcEC2 struct {
 	mu         sync.Mutex
-	instances  []provisioning.Instance
+	instances  []launch.Instance
 	terminated []string
 	listErr    error
 }
 
-func (g *gcEC2) ListInstances(context.Context) ([]provisioning.Instance, error) {
+func (g *gcEC2) ListInstances(context.Context) ([]launch.Instance, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.listErr != nil {
 		return nil, g.listErr
 	}
-	var out []provisioning.Instance
+	var out []launch.Instance
 	for _, i := range g.instances {
 		if !slices.Contains(g.terminated, i.ID) {
 			out = append(out, i)
@@ -353,7 +354,7 @@ func TestCollectGarbage(t *testing.T) {
 	notRegistered := gcClaim("b", true, false)
 	s.put(notLaunched)
 	s.put(notRegistered)
-	ec2 := &gcEC2{instances: []provisioning.Instance{gcInstance("i-b", t0), gcInstance("i-leak", t0), karpenterInstance("i-karpenter", t0)}}
+	ec2 := &gcEC2{instances: []launch.Instance{gcInstance("i-b", t0), gcInstance("i-leak", t0), karpenterInstance("i-karpenter", t0)}}
 	k := &kube{nodes: []corev1.Node{gcNode("node-leak", "aws:///us-east-1a/i-leak", true), gcNode("node-karpenter", "aws:///us-east-1a/i-karpenter", true)}}
 	c, err := provisioning.NewCollector(testCluster, s, ec2, k)
 	if err != nil {
@@ -404,7 +405,7 @@ func (s touchingStore) DeleteNodeClaim(ctx context.Context, name, rv string) err
 func TestCollectGarbageKeepsNodeClaimsThatChanged(t *testing.T) {
 	s := newStore()
 	s.put(gcClaim("b", true, false))
-	ec2 := &gcEC2{instances: []provisioning.Instance{gcInstance("i-b", t0)}}
+	ec2 := &gcEC2{instances: []launch.Instance{gcInstance("i-b", t0)}}
 	c, _ := provisioning.NewCollector(testCluster, touchingStore{s}, ec2, &kube{})
 	results, err := c.CollectGarbage(t.Context(), t0.Add(16*time.Minute))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -34,7 +35,7 @@ type launchState struct {
 	// valid pool, by name.
 	classes map[string]*v1.EC2NodeClass
 	// subnets holds each class's subnets with their free addresses.
-	subnets map[string][]Subnet
+	subnets map[string][]launch.Subnet
 	// types holds each class's instance types, unavailable offerings
 	// marked and types no resolved AMI can boot removed.
 	types map[string][]*catalog.InstanceType
@@ -82,7 +83,7 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 			fullSubnets[id] = true
 		}
 	}
-	st := &launchState{classes: map[string]*v1.EC2NodeClass{}, subnets: map[string][]Subnet{}, types: map[string][]*catalog.InstanceType{}}
+	st := &launchState{classes: map[string]*v1.EC2NodeClass{}, subnets: map[string][]launch.Subnet{}, types: map[string][]*catalog.InstanceType{}}
 	referenced := map[string]bool{}
 	for _, np := range pools {
 		np.SetDefaults()
@@ -143,7 +144,7 @@ type LaunchOptions struct {
 	ReservedENIs            int
 	VMMemoryOverheadPercent *float64
 	// Unavailable are the offerings the cache holds unavailable.
-	Unavailable []Offering
+	Unavailable []catalog.OfferingKey
 	// UnavailableSubnets are subnet IDs recently out of addresses (nil:
 	// none known).
 	UnavailableSubnets map[string]bool
@@ -164,7 +165,7 @@ type LaunchClass struct {
 	// NodeClass is the class with its resolved status.
 	NodeClass v1.EC2NodeClass
 	// Subnets are its subnets, full ones marked.
-	Subnets []Subnet
+	Subnets []launch.Subnet
 	// InstanceTypes are its instance types: unavailable offerings marked
 	// (zones whose subnets are all full included) and types no resolved
 	// AMI can boot removed.
@@ -209,7 +210,7 @@ func ResolveLaunchClass(ctx context.Context, r nodeClassResolver, nc v1.EC2NodeC
 // marked (a copy is returned), instance types resolved with unavailable
 // offerings marked, types no resolved AMI boots removed. Errors are
 // catalog.Resolve's.
-func LaunchTypes(nc *v1.EC2NodeClass, subnets []Subnet, opts LaunchOptions) ([]*catalog.InstanceType, catalog.PriceSource, []Subnet, error) {
+func LaunchTypes(nc *v1.EC2NodeClass, subnets []launch.Subnet, opts LaunchOptions) ([]*catalog.InstanceType, catalog.PriceSource, []launch.Subnet, error) {
 	subnets = slices.Clone(subnets)
 	fullZones := markSubnets(subnets, opts.UnavailableSubnets)
 	types, src, err := catalog.Resolve(nc, catalog.Options{
@@ -218,7 +219,7 @@ func LaunchTypes(nc *v1.EC2NodeClass, subnets []Subnet, opts LaunchOptions) ([]*
 		SpotPriceRatio:          opts.SpotPriceRatio,
 		ReservedENIs:            opts.ReservedENIs,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
-		Unavailable:             withFullZones(unavailablePredicate(opts.Unavailable), fullZones),
+		Unavailable:             withFullZones(catalog.UnavailableFunc(opts.Unavailable), fullZones),
 		Live:                    opts.Live,
 		Now:                     opts.Now,
 	})
@@ -226,34 +227,6 @@ func LaunchTypes(nc *v1.EC2NodeClass, subnets []Subnet, opts LaunchOptions) ([]*
 		return nil, src, nil, err
 	}
 	return bootable(types, nc.Status.AMIs), src, subnets, nil
-}
-
-// unavailablePredicate turns the cache entries into catalog.Options'
-// Unavailable function.
-func unavailablePredicate(entries []Offering) func(instanceType, zone, capacityType string) bool {
-	if len(entries) == 0 {
-		return nil
-	}
-	exact := map[Offering]bool{}
-	var partial []Offering
-	for _, o := range entries {
-		if o.CapacityType != "" && o.InstanceType != "" && o.Zone != "" {
-			exact[o] = true
-			continue
-		}
-		partial = append(partial, o)
-	}
-	return func(instanceType, zone, capacityType string) bool {
-		if exact[Offering{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}] {
-			return true
-		}
-		for _, o := range partial {
-			if o.matches(instanceType, zone, capacityType) {
-				return true
-			}
-		}
-		return false
-	}
 }
 
 // bootable keeps the instance types at least one resolved AMI serves (an
@@ -309,22 +282,22 @@ var errAbandoned = errors.New("abandoned")
 func (p *Provisioner) launchOne(ctx context.Context, planned v1.NodeClaim, st *launchState, now time.Time) outcome {
 	o := outcome{Launch: Launch{NodeClaim: planned.Name}}
 	if planned.Status.ProviderID != "" {
-		o.Status, o.ProviderID = AlreadyLaunched, planned.Status.ProviderID
+		o.Status, o.ProviderID = launch.AlreadyLaunched, planned.Status.ProviderID
 		return o
 	}
 	claim, err := p.ensureClaim(ctx, planned, now)
 	switch {
 	case errors.Is(err, errAbandoned):
-		o.Status, o.Reason = Abandoned, fmt.Sprintf("the NodeClaim is gone from the store and its plan is older than the %v launch timeout", LaunchTimeout)
+		o.Status, o.Reason = launch.Abandoned, fmt.Sprintf("the NodeClaim is gone from the store and its plan is older than the %v launch timeout", LaunchTimeout)
 		return o
 	case err != nil:
-		o.Status, o.Reason = LaunchFailed, err.Error()
+		o.Status, o.Reason = launch.LaunchFailed, err.Error()
 		return o
 	case claim.DeletionTimestamp != nil:
-		o.Status, o.Reason = Abandoned, "the NodeClaim is being deleted"
+		o.Status, o.Reason = launch.Abandoned, "the NodeClaim is being deleted"
 		return o
 	case claim.Status.ProviderID != "":
-		o.Status, o.ProviderID, o.claim = AlreadyLaunched, claim.Status.ProviderID, &claim
+		o.Status, o.ProviderID, o.claim = launch.AlreadyLaunched, claim.Status.ProviderID, &claim
 		return o
 	}
 	className := ""
@@ -334,15 +307,15 @@ func (p *Provisioner) launchOne(ctx context.Context, planned v1.NodeClaim, st *l
 	class := st.classes[className]
 	if class == nil {
 		reason := fmt.Sprintf("EC2NodeClass %q is missing, invalid or not ready", className)
-		return p.giveUp(ctx, claim, NodeClassNotReady, reason)
+		return p.giveUp(ctx, claim, launch.NodeClassNotReady, reason)
 	}
 	res, err := p.ports.Launcher.Launch(ctx, LaunchRequest{
 		NodeClaim: claim, NodeClass: *class, Subnets: st.subnets[className], InstanceTypes: st.types[className],
 	})
-	var ice *InsufficientCapacityError
+	var ice *launch.InsufficientCapacityError
 	if errors.As(err, &ice) {
 		markErr := p.markUnavailable(ctx, ice.Offerings, now)
-		o = p.giveUp(ctx, claim, InsufficientCapacity, ice.Reason)
+		o = p.giveUp(ctx, claim, launch.InsufficientCapacity, ice.Reason)
 		if markErr != nil {
 			o.Reason += "; " + markErr.Error()
 		}
@@ -410,7 +383,7 @@ func newClaim(planned v1.NodeClaim, now time.Time) v1.NodeClaim {
 // giveUp deletes a NodeClaim that cannot launch now, so its pods are placed
 // again next round. If the claim turns out to have launched meanwhile (a
 // concurrent delivery of the batch), it is kept.
-func (p *Provisioner) giveUp(ctx context.Context, claim v1.NodeClaim, status LaunchStatus, reason string) outcome {
+func (p *Provisioner) giveUp(ctx context.Context, claim v1.NodeClaim, status launch.Status, reason string) outcome {
 	o := outcome{Launch: Launch{NodeClaim: claim.Name, Status: status, Reason: reason}}
 	for range 3 {
 		err := p.ports.Claims.DeleteNodeClaim(ctx, claim.Name, claim.ResourceVersion)
@@ -418,7 +391,7 @@ func (p *Provisioner) giveUp(ctx context.Context, claim v1.NodeClaim, status Lau
 			return o
 		}
 		if !errors.Is(err, v1.ErrConflict) {
-			o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("%s; delete nodeclaim: %v", reason, err), &claim
+			o.Status, o.Reason, o.claim = launch.LaunchFailed, fmt.Sprintf("%s; delete nodeclaim: %v", reason, err), &claim
 			return o
 		}
 		claim, err = p.ports.Claims.GetNodeClaim(ctx, claim.Name)
@@ -426,49 +399,49 @@ func (p *Provisioner) giveUp(ctx context.Context, claim v1.NodeClaim, status Lau
 			return o
 		}
 		if err != nil {
-			o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("%s; re-read nodeclaim: %v", reason, err), nil
+			o.Status, o.Reason, o.claim = launch.LaunchFailed, fmt.Sprintf("%s; re-read nodeclaim: %v", reason, err), nil
 			return o
 		}
 		if claim.Status.ProviderID != "" {
-			return outcome{Launch: Launch{NodeClaim: claim.Name, Status: AlreadyLaunched, ProviderID: claim.Status.ProviderID}, claim: &claim}
+			return outcome{Launch: Launch{NodeClaim: claim.Name, Status: launch.AlreadyLaunched, ProviderID: claim.Status.ProviderID}, claim: &claim}
 		}
 	}
-	o.Status, o.Reason, o.claim = LaunchFailed, reason+"; delete nodeclaim: kept changing", &claim
+	o.Status, o.Reason, o.claim = launch.LaunchFailed, reason+"; delete nodeclaim: kept changing", &claim
 	return o
 }
 
 // recordLaunch writes the launched instance into the NodeClaim with a
 // version-checked update, re-reading it on conflict.
-func (p *Provisioner) recordLaunch(ctx context.Context, claim v1.NodeClaim, inst Instance, class *v1.EC2NodeClass, types []*catalog.InstanceType, now time.Time) outcome {
+func (p *Provisioner) recordLaunch(ctx context.Context, claim v1.NodeClaim, inst launch.Instance, class *v1.EC2NodeClass, types []*catalog.InstanceType, now time.Time) outcome {
 	o := outcome{Launch: Launch{NodeClaim: claim.Name}}
 	for range 3 {
 		updated, err := p.ports.Claims.UpdateNodeClaim(ctx, launchedClaim(claim, inst, class, types, now))
 		switch {
 		case err == nil:
-			o.Status, o.ProviderID, o.claim = Launched, updated.Status.ProviderID, &updated
+			o.Status, o.ProviderID, o.claim = launch.Launched, updated.Status.ProviderID, &updated
 			return o
 		case errors.Is(err, v1.ErrNotFound):
-			o.Status, o.Reason = Abandoned, fmt.Sprintf("the NodeClaim was deleted while instance %s launched; garbage collection terminates the instance", inst.ID)
+			o.Status, o.Reason = launch.Abandoned, fmt.Sprintf("the NodeClaim was deleted while instance %s launched; garbage collection terminates the instance", inst.ID)
 			return o
 		case !errors.Is(err, v1.ErrConflict):
-			o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("instance %s launched; record it: %v", inst.ID, err), &claim
+			o.Status, o.Reason, o.claim = launch.LaunchFailed, fmt.Sprintf("instance %s launched; record it: %v", inst.ID, err), &claim
 			return o
 		}
 		claim, err = p.ports.Claims.GetNodeClaim(ctx, claim.Name)
 		if errors.Is(err, v1.ErrNotFound) {
-			o.Status, o.Reason = Abandoned, fmt.Sprintf("the NodeClaim was deleted while instance %s launched; garbage collection terminates the instance", inst.ID)
+			o.Status, o.Reason = launch.Abandoned, fmt.Sprintf("the NodeClaim was deleted while instance %s launched; garbage collection terminates the instance", inst.ID)
 			return o
 		}
 		if err != nil {
-			o.Status, o.Reason = LaunchFailed, fmt.Sprintf("instance %s launched; re-read nodeclaim: %v", inst.ID, err)
+			o.Status, o.Reason = launch.LaunchFailed, fmt.Sprintf("instance %s launched; re-read nodeclaim: %v", inst.ID, err)
 			return o
 		}
 		if claim.Status.ProviderID == inst.ProviderID() {
-			o.Status, o.ProviderID, o.claim = Launched, claim.Status.ProviderID, &claim
+			o.Status, o.ProviderID, o.claim = launch.Launched, claim.Status.ProviderID, &claim
 			return o
 		}
 	}
-	o.Status, o.Reason, o.claim = LaunchFailed, fmt.Sprintf("instance %s launched; record it: the NodeClaim kept changing", inst.ID), &claim
+	o.Status, o.Reason, o.claim = launch.LaunchFailed, fmt.Sprintf("instance %s launched; record it: the NodeClaim kept changing", inst.ID), &claim
 	return o
 }
 
@@ -476,7 +449,7 @@ func (p *Provisioner) recordLaunch(ctx context.Context, claim v1.NodeClaim, inst
 // the reason (karpenter-spec section 4 step 9: other errors are retried).
 // Writing the reason is best effort: the outcome is LaunchFailed either way.
 func (p *Provisioner) recordFailure(ctx context.Context, claim v1.NodeClaim, launchErr error, now time.Time) outcome {
-	o := outcome{Launch: Launch{NodeClaim: claim.Name, Status: LaunchFailed, Reason: launchErr.Error()}, claim: &claim}
+	o := outcome{Launch: Launch{NodeClaim: claim.Name, Status: launch.LaunchFailed, Reason: launchErr.Error()}, claim: &claim}
 	failed := claim
 	setClaimCondition(&failed, v1.ConditionTypeLaunched, metav1.ConditionUnknown, ReasonLaunchFailed, launchErr.Error(), now)
 	if updated, err := p.ports.Claims.UpdateNodeClaim(ctx, failed); err == nil {
@@ -486,11 +459,11 @@ func (p *Provisioner) recordFailure(ctx context.Context, claim v1.NodeClaim, lau
 }
 
 // markUnavailable records capacity errors in the unavailable-offerings
-// cache for UnavailableOfferingsTTL. A full subnet is not an offering: it
+// cache for catalog.UnavailableOfferingsTTL. A full subnet is not an offering: it
 // goes to the unavailable-subnets cache, when there is one, for as long
 // (karpenter-spec section 4 step 5). It tries every entry and returns the
 // errors joined.
-func (p *Provisioner) markUnavailable(ctx context.Context, offerings []UnavailableOffering, now time.Time) error {
+func (p *Provisioner) markUnavailable(ctx context.Context, offerings []launch.UnavailableOffering, now time.Time) error {
 	var errs []error
 	marked := map[string]bool{}
 	for _, u := range offerings {
@@ -499,13 +472,13 @@ func (p *Provisioner) markUnavailable(ctx context.Context, offerings []Unavailab
 				continue
 			}
 			marked[u.SubnetID] = true
-			if err := p.ports.Subnets.MarkSubnetUnavailable(ctx, u.SubnetID, u.Code, now, UnavailableOfferingsTTL); err != nil {
+			if err := p.ports.Subnets.MarkSubnetUnavailable(ctx, u.SubnetID, u.Code, now, catalog.UnavailableOfferingsTTL); err != nil {
 				errs = append(errs, fmt.Errorf("mark subnet %s unavailable: %w", u.SubnetID, err))
 			}
 			continue
 		}
-		if err := p.ports.Offerings.MarkUnavailable(ctx, u.Offering, u.Code, now, UnavailableOfferingsTTL); err != nil {
-			errs = append(errs, fmt.Errorf("mark offering %s unavailable: %w", u.Offering, err))
+		if err := p.ports.Offerings.MarkUnavailable(ctx, u.OfferingKey, u.Code, now, catalog.UnavailableOfferingsTTL); err != nil {
+			errs = append(errs, fmt.Errorf("mark offering %s unavailable: %w", u.OfferingKey, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -517,7 +490,7 @@ func (p *Provisioner) markUnavailable(ctx context.Context, offerings []Unavailab
 // capacity and allocatable of the type as resolved for the class;
 // providerID and imageID; the instance-profile and node-class hash
 // annotations; Launched=True.
-func launchedClaim(claim v1.NodeClaim, inst Instance, class *v1.EC2NodeClass, types []*catalog.InstanceType, now time.Time) v1.NodeClaim {
+func launchedClaim(claim v1.NodeClaim, inst launch.Instance, class *v1.EC2NodeClass, types []*catalog.InstanceType, now time.Time) v1.NodeClaim {
 	c := claim
 	c.Labels = maps.Clone(c.Labels)
 	if c.Labels == nil {

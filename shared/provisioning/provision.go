@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/scheduling"
 )
 
@@ -65,20 +66,7 @@ type ResolvedNodeClass struct {
 	// Subnets are the class's subnets with their free addresses, for the
 	// launcher's choice of one subnet per zone (karpenter-spec section 4
 	// step 5).
-	Subnets []Subnet
-}
-
-// Subnet is a subnet a launch may place an instance in.
-type Subnet struct {
-	ID     string
-	Zone   string
-	ZoneID string
-	// AvailableIPs is the subnet's free IPv4 address count.
-	AvailableIPs int64
-	// Unavailable marks a subnet that recently failed a launch with
-	// InsufficientFreeAddressesInSubnet; the launcher does not use it
-	// (karpenter-spec section 4 step 5).
-	Unavailable bool
+	Subnets []launch.Subnet
 }
 
 // clusterSource reads what the cluster runs now: Nodes, the pods bound to
@@ -109,10 +97,10 @@ type ClusterState struct {
 type offeringCache interface {
 	// UnavailableOfferings returns the offerings still unavailable at now.
 	// Entries may leave fields empty (see Offering).
-	UnavailableOfferings(ctx context.Context, now time.Time) ([]Offering, error)
+	UnavailableOfferings(ctx context.Context, now time.Time) ([]catalog.OfferingKey, error)
 	// MarkUnavailable records that o cannot be launched until now+ttl,
 	// replacing any earlier entry for it; code is the EC2 error code.
-	MarkUnavailable(ctx context.Context, o Offering, code string, now time.Time, ttl time.Duration) error
+	MarkUnavailable(ctx context.Context, o catalog.OfferingKey, code string, now time.Time, ttl time.Duration) error
 }
 
 // batchStore keeps the answer to each pod batch: the plan, and then the
@@ -144,7 +132,7 @@ type LaunchRequest struct {
 	// NodeClass is the claim's EC2NodeClass, resolved (status filled).
 	NodeClass v1.EC2NodeClass
 	// Subnets are the node class's subnets with their free addresses.
-	Subnets []Subnet
+	Subnets []launch.Subnet
 	// InstanceTypes are the node class's instance types with their
 	// offerings, unavailable offerings marked, as of the launch.
 	InstanceTypes []*catalog.InstanceType
@@ -154,10 +142,10 @@ type LaunchRequest struct {
 type LaunchResult struct {
 	// Instance is the launched instance; ID, InstanceType, Zone and
 	// CapacityType are required, ImageID is expected.
-	Instance Instance
+	Instance launch.Instance
 	// Unavailable lists offerings CreateFleet reported unfulfillable even
 	// though an instance launched; Provision marks them unavailable.
-	Unavailable []UnavailableOffering
+	Unavailable []launch.UnavailableOffering
 }
 
 // ProvisionerPorts are the adapters a Provisioner works through. All are
@@ -303,7 +291,7 @@ type Result struct {
 // Launch is what Provision did with one NodeClaim.
 type Launch struct {
 	NodeClaim string
-	Status    LaunchStatus
+	Status    launch.Status
 	// ProviderID is set for Launched and AlreadyLaunched.
 	ProviderID string
 	// Reason explains every other status; for Launched it is empty unless
@@ -311,32 +299,8 @@ type Launch struct {
 	Reason string
 }
 
-// LaunchStatus is the outcome of one NodeClaim's launch.
-type LaunchStatus string
-
-// Launch statuses.
-const (
-	// Launched: an instance was launched (or found again through the
-	// ClientToken) and the NodeClaim now records it.
-	Launched LaunchStatus = "Launched"
-	// AlreadyLaunched: an earlier attempt launched it; nothing was done.
-	AlreadyLaunched LaunchStatus = "AlreadyLaunched"
-	// InsufficientCapacity: the offerings were marked unavailable and the
-	// NodeClaim deleted; its pods are retried in the next round.
-	InsufficientCapacity LaunchStatus = "InsufficientCapacity"
-	// NodeClassNotReady: the claim's EC2NodeClass is missing or not ready;
-	// the NodeClaim was deleted (karpenter-spec section 4 step 1).
-	NodeClassNotReady LaunchStatus = "NodeClassNotReady"
-	// Abandoned: the planned NodeClaim is gone from the store (deleted
-	// after its launch timeout, or by someone else) and is not recreated.
-	Abandoned LaunchStatus = "Abandoned"
-	// LaunchFailed: the launch failed for another reason; the NodeClaim
-	// stays with Launched=Unknown and the reason, to be retried.
-	LaunchFailed LaunchStatus = "LaunchFailed"
-)
-
 // done reports whether the status is final for the batch.
-func (s LaunchStatus) done() bool { return s != LaunchFailed }
+func done(s launch.Status) bool { return s != launch.LaunchFailed }
 
 // Provision runs one provisioning round for batch at now (karpenter-spec
 // sections 3.1-3.4 and 4):
@@ -416,7 +380,7 @@ func (p *Provisioner) Provision(ctx context.Context, batch *v1.PodBatch, now tim
 
 	var incomplete []string
 	for _, l := range res.Launches {
-		if !l.Status.done() {
+		if !done(l.Status) {
 			incomplete = append(incomplete, l.NodeClaim+": "+l.Reason)
 		}
 	}
@@ -634,7 +598,7 @@ func applyLaunches(r *v1.PodBatchResult, outcomes []outcome) {
 		switch {
 		case o == nil:
 			kept = append(kept, c)
-		case o.Status == InsufficientCapacity || o.Status == NodeClassNotReady || o.Status == Abandoned:
+		case o.Status == launch.InsufficientCapacity || o.Status == launch.NodeClassNotReady || o.Status == launch.Abandoned:
 			for uid, nom := range r.Nominations {
 				if nom.NodeClaim != c.Name {
 					continue

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/requirements"
 	"github.com/nodewright/nodewright/shared/scheduling"
@@ -91,7 +93,7 @@ func TestProvisionLaunchesThePlannedNodeClaims(t *testing.T) {
 		t.Fatalf("instances launched = %d, want 1", len(e.ec2.instances))
 	}
 	providerID := e.ec2.instances[0].ProviderID()
-	wantLaunches := []provisioning.Launch{{NodeClaim: name, Status: provisioning.Launched, ProviderID: providerID}}
+	wantLaunches := []provisioning.Launch{{NodeClaim: name, Status: launch.Launched, ProviderID: providerID}}
 	if diff := cmp.Diff(wantLaunches, res.Launches); diff != "" {
 		t.Errorf("Launches mismatch (-want +got):\n%s", diff)
 	}
@@ -150,7 +152,7 @@ func TestProvisionRetries(t *testing.T) {
 		prepare func(e *env)
 		// firstErr is whether the first attempt reports ErrLaunchIncomplete.
 		firstErr     bool
-		wantStatuses []provisioning.LaunchStatus // first attempt, second attempt
+		wantStatuses []launch.Status // first attempt, second attempt
 		wantReplayed bool
 		// wantLaunchCalls counts Launch calls over both attempts; every one
 		// carries the same NodeClaim UID.
@@ -159,7 +161,7 @@ func TestProvisionRetries(t *testing.T) {
 		{
 			name:            "should launch nothing when a completed batch is delivered again",
 			prepare:         func(*env) {},
-			wantStatuses:    []provisioning.LaunchStatus{provisioning.Launched},
+			wantStatuses:    []launch.Status{launch.Launched},
 			wantReplayed:    true,
 			wantLaunchCalls: 1,
 		},
@@ -167,21 +169,21 @@ func TestProvisionRetries(t *testing.T) {
 			name:            "should relaunch with the same ClientToken after a lost CreateFleet response",
 			prepare:         func(e *env) { e.ec2.lostResponses = 1 },
 			firstErr:        true,
-			wantStatuses:    []provisioning.LaunchStatus{provisioning.LaunchFailed, provisioning.Launched},
+			wantStatuses:    []launch.Status{launch.LaunchFailed, launch.Launched},
 			wantLaunchCalls: 2,
 		},
 		{
 			name:            "should relaunch with the same ClientToken when recording the instance failed",
 			prepare:         func(e *env) { e.store.failUpdates = 1 },
 			firstErr:        true,
-			wantStatuses:    []provisioning.LaunchStatus{provisioning.LaunchFailed, provisioning.Launched},
+			wantStatuses:    []launch.Status{launch.LaunchFailed, launch.Launched},
 			wantLaunchCalls: 2,
 		},
 		{
 			name:            "should retry a launch that failed before reaching EC2",
 			prepare:         func(e *env) { e.ec2.errs = []error{errors.New("RequestLimitExceeded: throttled")} },
 			firstErr:        true,
-			wantStatuses:    []provisioning.LaunchStatus{provisioning.LaunchFailed, provisioning.Launched},
+			wantStatuses:    []launch.Status{launch.LaunchFailed, launch.Launched},
 			wantLaunchCalls: 2,
 		},
 	}
@@ -207,7 +209,7 @@ func TestProvisionRetries(t *testing.T) {
 			if err != nil {
 				t.Fatalf("second Provision() error = %v", err)
 			}
-			var statuses []provisioning.LaunchStatus
+			var statuses []launch.Status
 			for _, r := range []provisioning.Result{first, second} {
 				for _, l := range r.Launches {
 					statuses = append(statuses, l.Status)
@@ -260,7 +262,7 @@ func TestProvisionInsufficientCapacity(t *testing.T) {
       - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
       - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}`)
 	e := newEnv([]v1.NodePool{pool}, []v1.EC2NodeClass{nodeClass(t)})
-	spot := provisioning.Offering{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}
+	spot := catalog.OfferingKey{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}
 	e.ec2.ice[spot] = true
 	p := e.provisioner(t)
 
@@ -269,7 +271,7 @@ func TestProvisionInsufficientCapacity(t *testing.T) {
 		t.Fatalf("first Provision() error = %v", err)
 	}
 	first := provisioning.ClaimName("default", "batch-1", 0)
-	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.InsufficientCapacity {
+	if got := res.Launches; len(got) != 1 || got[0].Status != launch.InsufficientCapacity {
 		t.Fatalf("first round launches = %+v, want one InsufficientCapacity", got)
 	}
 	wantMarks := []mark{{Offering: spot, Code: "InsufficientInstanceCapacity", Until: t0.Add(3 * time.Minute)}}
@@ -292,7 +294,7 @@ func TestProvisionInsufficientCapacity(t *testing.T) {
 		t.Fatalf("second Provision() error = %v", err)
 	}
 	second := provisioning.ClaimName("default", "batch-2", 0)
-	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.Launched {
+	if got := res.Launches; len(got) != 1 || got[0].Status != launch.Launched {
 		t.Fatalf("second round launches = %+v, want one Launched", got)
 	}
 	stored, err := e.store.GetNodeClaim(t.Context(), second)
@@ -469,7 +471,7 @@ func TestProvisionAbandonsPlannedNodeClaimsGarbageCollected(t *testing.T) {
 	if err != nil {
 		t.Fatalf("late retry Provision() error = %v", err)
 	}
-	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.Abandoned {
+	if got := res.Launches; len(got) != 1 || got[0].Status != launch.Abandoned {
 		t.Errorf("launches = %+v, want one Abandoned", got)
 	}
 	if len(e.store.creates) != 1 || len(e.ec2.requests) != 1 {
@@ -634,17 +636,17 @@ func TestProvisionMarksOfferingsThatFailedWhileAnotherLaunched(t *testing.T) {
       - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
       - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}`)
 	e := newEnv([]v1.NodePool{pool}, []v1.EC2NodeClass{nodeClass(t)})
-	iced := provisioning.Offering{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}
+	iced := catalog.OfferingKey{CapacityType: v1.CapacityTypeSpot, InstanceType: "m5.large", Zone: "us-east-1a"}
 	e.ec2.ice[iced] = true
 
 	res, err := e.provisioner(t).Provision(t.Context(), podBatch("batch-1", podSummary("a", "1")), t0)
 	if err != nil {
 		t.Fatalf("Provision() error = %v", err)
 	}
-	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.Launched || !strings.HasPrefix(got[0].ProviderID, "aws:///us-east-1b/") {
+	if got := res.Launches; len(got) != 1 || got[0].Status != launch.Launched || !strings.HasPrefix(got[0].ProviderID, "aws:///us-east-1b/") {
 		t.Fatalf("launches = %+v, want one Launched in us-east-1b", got)
 	}
-	wantMarks := []mark{{Offering: iced, Code: "InsufficientInstanceCapacity", Until: t0.Add(provisioning.UnavailableOfferingsTTL)}}
+	wantMarks := []mark{{Offering: iced, Code: "InsufficientInstanceCapacity", Until: t0.Add(catalog.UnavailableOfferingsTTL)}}
 	if diff := cmp.Diff(wantMarks, e.offerings.marks); diff != "" {
 		t.Errorf("offerings marked unavailable mismatch (-want +got):\n%s", diff)
 	}
@@ -664,7 +666,7 @@ func TestProvisionDeletesNodeClaimsOfANodeClassThatIsNoLongerReady(t *testing.T)
 		t.Fatalf("retry Provision() error = %v", err)
 	}
 	name := provisioning.ClaimName("default", "batch-1", 0)
-	if got := res.Launches; len(got) != 1 || got[0].Status != provisioning.NodeClassNotReady {
+	if got := res.Launches; len(got) != 1 || got[0].Status != launch.NodeClassNotReady {
 		t.Errorf("launches = %+v, want one NodeClassNotReady", got)
 	}
 	if _, err := e.store.GetNodeClaim(t.Context(), name); !errors.Is(err, v1.ErrNotFound) {

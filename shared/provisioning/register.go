@@ -265,13 +265,7 @@ func syncPatch(node *corev1.Node, claim *v1.NodeClaim) (NodePatch, []string) {
 // initGate returns the reason and message the NodeClaim is not initialized
 // yet, or "" when it is (karpenter: initialization.go).
 func initGate(node *corev1.Node, claim *v1.NodeClaim) (reason, message string) {
-	ready := false
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			ready = c.Status == corev1.ConditionTrue
-		}
-	}
-	if !ready {
+	if !v1.NodeReady(node) {
 		return ReasonNodeNotReady, "Node status is NotReady"
 	}
 	for _, t := range claim.Spec.StartupTaints {

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -37,7 +39,7 @@ func TestLaunchNodeClaims(t *testing.T) {
 	if len(e.ec2.instances) != 1 {
 		t.Fatalf("instances launched = %d, want 1", len(e.ec2.instances))
 	}
-	want := []provisioning.Launch{{NodeClaim: "default-r1", Status: provisioning.Launched, ProviderID: e.ec2.instances[0].ProviderID()}}
+	want := []provisioning.Launch{{NodeClaim: "default-r1", Status: launch.Launched, ProviderID: e.ec2.instances[0].ProviderID()}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LaunchNodeClaims() mismatch (-want +got):\n%s", diff)
 	}
@@ -50,7 +52,7 @@ func TestLaunchNodeClaims(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second LaunchNodeClaims() error = %v", err)
 	}
-	wantAgain := []provisioning.Launch{{NodeClaim: "default-r1", Status: provisioning.AlreadyLaunched, ProviderID: want[0].ProviderID}}
+	wantAgain := []provisioning.Launch{{NodeClaim: "default-r1", Status: launch.AlreadyLaunched, ProviderID: want[0].ProviderID}}
 	if diff := cmp.Diff(wantAgain, again); diff != "" {
 		t.Errorf("second LaunchNodeClaims() mismatch (-want +got):\n%s", diff)
 	}
@@ -62,13 +64,13 @@ func TestLaunchNodeClaims(t *testing.T) {
 func TestLaunchNodeClaimsInsufficientCapacity(t *testing.T) {
 	e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
 	for _, zone := range []string{"us-east-1a", "us-east-1b"} {
-		e.ec2.ice[provisioning.Offering{CapacityType: v1.CapacityTypeOnDemand, InstanceType: "m5.large", Zone: zone}] = true
+		e.ec2.ice[catalog.OfferingKey{CapacityType: v1.CapacityTypeOnDemand, InstanceType: "m5.large", Zone: zone}] = true
 	}
 	got, _, err := e.provisioner(t).LaunchNodeClaims(t.Context(), []v1.NodeClaim{replacement("default-r1", "m5.large")}, t0)
 	if err != nil {
 		t.Fatalf("LaunchNodeClaims() error = %v", err)
 	}
-	if len(got) != 1 || got[0].Status != provisioning.InsufficientCapacity {
+	if len(got) != 1 || got[0].Status != launch.InsufficientCapacity {
 		t.Fatalf("LaunchNodeClaims() = %+v, want InsufficientCapacity", got)
 	}
 	if _, err := e.store.GetNodeClaim(t.Context(), "default-r1"); err == nil {

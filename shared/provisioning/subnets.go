@@ -3,6 +3,8 @@ package provisioning
 import (
 	"context"
 	"time"
+
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // subnetCache is the unavailable-subnets cache (DynamoDB with a TTL
@@ -22,7 +24,7 @@ type subnetCache interface {
 // markSubnets sets Unavailable on the subnets listed in unavailable and
 // returns the zones all of whose subnets are unavailable: a zone is
 // unavailable only when every subnet in it is (karpenter-spec 11.3 item 14).
-func markSubnets(subnets []Subnet, unavailable map[string]bool) map[string]bool {
+func markSubnets(subnets []launch.Subnet, unavailable map[string]bool) map[string]bool {
 	usable := map[string]bool{}
 	zones := map[string]bool{}
 	for i := range subnets {

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -47,7 +49,7 @@ func (s *subnets) MarkSubnetUnavailable(_ context.Context, id, code string, now 
 // extraSubnet adds a subnet to what the fake resolver returns.
 type extraSubnet struct {
 	*resolver
-	add []provisioning.Subnet
+	add []launch.Subnet
 }
 
 func (r extraSubnet) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (provisioning.ResolvedNodeClass, error) {
@@ -57,15 +59,15 @@ func (r extraSubnet) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (
 }
 
 func TestProvisionMarksSubnetsOutOfAddresses(t *testing.T) {
-	full := &provisioning.InsufficientCapacityError{Reason: "subnet full", Offerings: []provisioning.UnavailableOffering{{
-		Offering: provisioning.Offering{CapacityType: v1.CapacityTypeOnDemand, InstanceType: "m5.large", Zone: "us-east-1a"},
-		Code:     "InsufficientFreeAddressesInSubnet", SubnetID: "subnet-a",
+	full := &launch.InsufficientCapacityError{Reason: "subnet full", Offerings: []launch.UnavailableOffering{{
+		OfferingKey: catalog.OfferingKey{CapacityType: v1.CapacityTypeOnDemand, InstanceType: "m5.large", Zone: "us-east-1a"},
+		Code:        "InsufficientFreeAddressesInSubnet", SubnetID: "subnet-a",
 	}}}
 	tests := []struct {
 		name string
 		// extra subnets besides subnet-a (us-east-1a) and subnet-b
 		// (us-east-1b).
-		extra []provisioning.Subnet
+		extra []launch.Subnet
 		// at is when the second round runs.
 		at              time.Duration
 		wantUnavailable []string
@@ -79,7 +81,7 @@ func TestProvisionMarksSubnetsOutOfAddresses(t *testing.T) {
 		},
 		{
 			name:            "should keep the zone while another subnet there has addresses",
-			extra:           []provisioning.Subnet{{ID: "subnet-a2", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 10}},
+			extra:           []launch.Subnet{{ID: "subnet-a2", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 10}},
 			at:              time.Minute,
 			wantUnavailable: []string{"subnet-a"},
 			wantZoneA:       true,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // LaunchTemplateUnusedTTL is how long a launch template nodewright created
@@ -27,21 +28,6 @@ const LaunchTemplateUnusedTTL = 10 * time.Minute
 // template"): the template's ID.
 const tagLaunchTemplateID = "aws:ec2launchtemplate:id"
 
-// LaunchTemplate is one of the cluster's launch templates as garbage
-// collection sees it.
-type LaunchTemplate struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	// NodeClass is the EC2NodeClass it was created for (its
-	// karpenter.k8s.aws/ec2nodeclass tag); "" when untagged.
-	NodeClass string `json:"nodeClass,omitempty"`
-	// CreateTime is when EC2 created it.
-	CreateTime time.Time `json:"createTime"`
-	// Tags are its tags; only a template carrying nodewright's ownership
-	// mark (v1.OwnedBy) is ever deleted.
-	Tags map[string]string `json:"tags,omitempty"`
-}
-
 // TemplateCleanupReason says why a launch template is deleted.
 type TemplateCleanupReason string
 
@@ -56,7 +42,7 @@ const (
 
 // TemplateCleanup is one launch template to delete.
 type TemplateCleanup struct {
-	LaunchTemplate
+	launch.ClusterTemplate
 	Reason TemplateCleanupReason `json:"reason"`
 }
 
@@ -68,7 +54,7 @@ type TemplateGCInput struct {
 	Cluster string
 	// Templates are the cluster's launch templates (found by the cluster
 	// tags; a template without the ownership mark is left alone).
-	Templates []LaunchTemplate
+	Templates []launch.ClusterTemplate
 	// NodeClasses are the names of the EC2NodeClasses in the synced
 	// configuration.
 	NodeClasses []string
@@ -77,7 +63,7 @@ type TemplateGCInput struct {
 	NodeClaims []v1.NodeClaim
 	// Instances are the cluster's instances with their tags and launch
 	// times.
-	Instances []Instance
+	Instances []launch.Instance
 }
 
 // PlanLaunchTemplateCleanup decides which launch templates to delete
@@ -121,10 +107,10 @@ func PlanLaunchTemplateCleanup(in TemplateGCInput) []TemplateCleanup {
 		switch {
 		case !v1.OwnedBy(t.Tags, in.Cluster):
 		case t.NodeClass != "" && !classes[t.NodeClass]:
-			out = append(out, TemplateCleanup{LaunchTemplate: t, Reason: TemplateNodeClassDeleted})
+			out = append(out, TemplateCleanup{ClusterTemplate: t, Reason: TemplateNodeClassDeleted})
 		case in.Now.Sub(t.CreateTime) < LaunchTemplateUnusedTTL, recentlyUsed[t.ID], inFlight[t.NodeClass]:
 		default:
-			out = append(out, TemplateCleanup{LaunchTemplate: t, Reason: TemplateUnused})
+			out = append(out, TemplateCleanup{ClusterTemplate: t, Reason: TemplateUnused})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -136,7 +122,7 @@ func PlanLaunchTemplateCleanup(in TemplateGCInput) []TemplateCleanup {
 type templateStore interface {
 	// ListLaunchTemplates returns all the cluster's launch templates; it
 	// fails rather than return a partial list.
-	ListLaunchTemplates(ctx context.Context) ([]LaunchTemplate, error)
+	ListLaunchTemplates(ctx context.Context) ([]launch.ClusterTemplate, error)
 	// DeleteLaunchTemplate deletes one by ID; nil when it is already gone.
 	DeleteLaunchTemplate(ctx context.Context, id string) error
 }

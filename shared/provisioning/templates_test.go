@@ -11,21 +11,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
 func TestPlanLaunchTemplateCleanup(t *testing.T) {
 	ttl := provisioning.LaunchTemplateUnusedTTL
 	marked := map[string]string{v1.TagKeyOwner: testCluster}
-	old := provisioning.LaunchTemplate{ID: "lt-old", Name: "nodewright/old", NodeClass: "default", CreateTime: t0.Add(-time.Hour), Tags: marked}
-	young := provisioning.LaunchTemplate{ID: "lt-young", Name: "nodewright/young", NodeClass: "default", CreateTime: t0.Add(-ttl + time.Second), Tags: marked}
-	orphan := provisioning.LaunchTemplate{ID: "lt-gpu", Name: "nodewright/gpu", NodeClass: "gpu", CreateTime: t0.Add(-time.Second), Tags: marked}
-	unmarked := func(lt provisioning.LaunchTemplate, tags map[string]string) provisioning.LaunchTemplate {
+	old := launch.ClusterTemplate{ID: "lt-old", Name: "nodewright/old", NodeClass: "default", CreateTime: t0.Add(-time.Hour), Tags: marked}
+	young := launch.ClusterTemplate{ID: "lt-young", Name: "nodewright/young", NodeClass: "default", CreateTime: t0.Add(-ttl + time.Second), Tags: marked}
+	orphan := launch.ClusterTemplate{ID: "lt-gpu", Name: "nodewright/gpu", NodeClass: "gpu", CreateTime: t0.Add(-time.Second), Tags: marked}
+	unmarked := func(lt launch.ClusterTemplate, tags map[string]string) launch.ClusterTemplate {
 		lt.ID, lt.Name, lt.Tags = lt.ID+"-unmarked", lt.Name+"-unmarked", tags
 		return lt
 	}
-	launchedFrom := func(lt string, ago time.Duration) provisioning.Instance {
-		inst := provisioning.Instance{ID: "i-1", Tags: map[string]string{"aws:ec2launchtemplate:id": lt}}
+	launchedFrom := func(lt string, ago time.Duration) launch.Instance {
+		inst := launch.Instance{ID: "i-1", Tags: map[string]string{"aws:ec2launchtemplate:id": lt}}
 		if ago >= 0 {
 			inst.LaunchTime = t0.Add(-ago)
 		}
@@ -41,61 +42,61 @@ func TestPlanLaunchTemplateCleanup(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		templates []provisioning.LaunchTemplate
+		templates []launch.ClusterTemplate
 		classes   []string
 		claims    []v1.NodeClaim
-		instances []provisioning.Instance
+		instances []launch.Instance
 		want      []string
 	}{
 		{
 			name:      "should delete a template older than the TTL that nothing used",
-			templates: []provisioning.LaunchTemplate{old, young},
+			templates: []launch.ClusterTemplate{old, young},
 			classes:   []string{"default"},
 			want:      []string{"unused nodewright/old"},
 		},
 		{
 			name:      "should keep a template an instance launched from within the TTL",
-			templates: []provisioning.LaunchTemplate{old},
+			templates: []launch.ClusterTemplate{old},
 			classes:   []string{"default"},
-			instances: []provisioning.Instance{launchedFrom("lt-old", ttl-time.Second)},
+			instances: []launch.Instance{launchedFrom("lt-old", ttl-time.Second)},
 		},
 		{
 			name:      "should delete a template whose last launch is older than the TTL",
-			templates: []provisioning.LaunchTemplate{old},
+			templates: []launch.ClusterTemplate{old},
 			classes:   []string{"default"},
-			instances: []provisioning.Instance{launchedFrom("lt-old", ttl)},
+			instances: []launch.Instance{launchedFrom("lt-old", ttl)},
 			want:      []string{"unused nodewright/old"},
 		},
 		{
 			name:      "should count an instance without a launch time as recent",
-			templates: []provisioning.LaunchTemplate{old},
+			templates: []launch.ClusterTemplate{old},
 			classes:   []string{"default"},
-			instances: []provisioning.Instance{launchedFrom("lt-old", -1)},
+			instances: []launch.Instance{launchedFrom("lt-old", -1)},
 		},
 		{
 			name:      "should keep the class's templates while one of its NodeClaims is launching",
-			templates: []provisioning.LaunchTemplate{old},
+			templates: []launch.ClusterTemplate{old},
 			classes:   []string{"default"},
 			claims:    []v1.NodeClaim{claim("default", "", false)},
 		},
 		{
 			name:      "should not let launched, deleting or other classes' NodeClaims protect a template",
-			templates: []provisioning.LaunchTemplate{old},
+			templates: []launch.ClusterTemplate{old},
 			classes:   []string{"default", "gpu"},
 			claims:    []v1.NodeClaim{claim("default", "aws:///us-east-1a/i-9", false), claim("default", "", true), claim("gpu", "", false)},
 			want:      []string{"unused nodewright/old"},
 		},
 		{
 			name:      "should delete every template of a class gone from the configuration, however young",
-			templates: []provisioning.LaunchTemplate{old, orphan},
+			templates: []launch.ClusterTemplate{old, orphan},
 			classes:   []string{"default"},
 			claims:    []v1.NodeClaim{claim("gpu", "", false)},
-			instances: []provisioning.Instance{launchedFrom("lt-old", time.Minute), launchedFrom("lt-gpu", time.Second)},
+			instances: []launch.Instance{launchedFrom("lt-old", time.Minute), launchedFrom("lt-gpu", time.Second)},
 			want:      []string{"nodeclass_deleted nodewright/gpu"},
 		},
 		{
 			name: "should never delete a template without nodewright's ownership mark for the cluster, unused or orphaned",
-			templates: []provisioning.LaunchTemplate{
+			templates: []launch.ClusterTemplate{
 				unmarked(old, nil), unmarked(orphan, map[string]string{v1.TagKeyNodePool: "default"}),
 				unmarked(old, map[string]string{v1.TagKeyOwner: "other-cluster"}),
 			},
@@ -120,17 +121,17 @@ func TestPlanLaunchTemplateCleanup(t *testing.T) {
 
 // templateEC2 lists and deletes launch templates.
 type templateEC2 struct {
-	templates []provisioning.LaunchTemplate
+	templates []launch.ClusterTemplate
 	deleted   []string
 	listErr   error
 	deleteErr error
 }
 
-func (e *templateEC2) ListLaunchTemplates(context.Context) ([]provisioning.LaunchTemplate, error) {
+func (e *templateEC2) ListLaunchTemplates(context.Context) ([]launch.ClusterTemplate, error) {
 	if e.listErr != nil {
 		return nil, e.listErr
 	}
-	var out []provisioning.LaunchTemplate
+	var out []launch.ClusterTemplate
 	for _, lt := range e.templates {
 		if !slices.Contains(e.deleted, lt.ID) {
 			out = append(out, lt)
@@ -148,7 +149,7 @@ func (e *templateEC2) DeleteLaunchTemplate(_ context.Context, id string) error {
 }
 
 func TestCollectLaunchTemplates(t *testing.T) {
-	lts := []provisioning.LaunchTemplate{
+	lts := []launch.ClusterTemplate{
 		{ID: "lt-1", Name: "nodewright/a", NodeClass: "default", CreateTime: t0.Add(-time.Hour), Tags: map[string]string{v1.TagKeyOwner: testCluster}},
 		{ID: "lt-2", Name: "nodewright/b", NodeClass: "default", CreateTime: t0.Add(-time.Hour), Tags: map[string]string{v1.TagKeyOwner: testCluster}},
 		{ID: "lt-3", Name: "nodewright/c", NodeClass: "default", CreateTime: t0, Tags: map[string]string{v1.TagKeyOwner: testCluster}},
@@ -163,7 +164,7 @@ func TestCollectLaunchTemplates(t *testing.T) {
 		{
 			name:        "should delete the unused templates and keep the used and young ones",
 			ec2:         &templateEC2{templates: lts},
-			instances:   &gcEC2{instances: []provisioning.Instance{{ID: "i-1", LaunchTime: t0.Add(-time.Minute), Tags: map[string]string{"aws:ec2launchtemplate:id": "lt-2"}}}},
+			instances:   &gcEC2{instances: []launch.Instance{{ID: "i-1", LaunchTime: t0.Add(-time.Minute), Tags: map[string]string{"aws:ec2launchtemplate:id": "lt-2"}}}},
 			wantDeleted: []string{"lt-1"},
 		},
 		{

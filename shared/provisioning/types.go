@@ -2,19 +2,12 @@ package provisioning
 
 import (
 	"errors"
-	"strings"
 	"time"
-
-	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
 // Timers of the NodeClaim lifecycle (karpenter-spec sections 4 step 9, 5.1
 // and 5.4).
 const (
-	// UnavailableOfferingsTTL is how long an offering that failed with an
-	// insufficient-capacity error is left out of solving and launching
-	// (aws: pkg/cache UnavailableOfferingsTTL).
-	UnavailableOfferingsTTL = 3 * time.Minute
 	// LaunchTimeout: a NodeClaim not Launched this long after its Launched
 	// condition last changed (its creation, when the condition is absent)
 	// is deleted (karpenter: nodeclaim/lifecycle/liveness.go launchTTL).
@@ -50,101 +43,11 @@ var (
 	ErrNoNodeClaim = errors.New("no nodeclaim for node")
 )
 
-// Offering names one purchasable pool of EC2 capacity, the unit the
-// unavailable-offerings cache works in (karpenter-spec section 4 step 9).
-// An empty field matches every value of that field: {CapacityType: "spot"}
-// stands for every spot offering (Karpenter marks all spot unavailable on
-// AuthFailure.ServiceLinkedRoleCreationNotPermitted).
-type Offering struct {
-	// CapacityType is "spot", "on-demand" or "reserved".
-	CapacityType string
-	// InstanceType is an EC2 instance type, e.g. "c5.large".
-	InstanceType string
-	// Zone is an availability-zone name, e.g. "us-east-1a".
-	Zone string
-}
-
-// String renders o as "capacityType/instanceType/zone", with "*" for an
-// empty field.
-func (o Offering) String() string {
-	parts := []string{o.CapacityType, o.InstanceType, o.Zone}
-	for i, p := range parts {
-		if p == "" {
-			parts[i] = "*"
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
-// matches reports whether o, possibly with empty fields, covers the
-// concrete offering (instanceType, zone, capacityType).
-func (o Offering) matches(instanceType, zone, capacityType string) bool {
-	return (o.CapacityType == "" || o.CapacityType == capacityType) &&
-		(o.InstanceType == "" || o.InstanceType == instanceType) &&
-		(o.Zone == "" || o.Zone == zone)
-}
-
-// UnavailableOffering is an offering EC2 could not fulfil in one launch.
-type UnavailableOffering struct {
-	Offering
-	// Code is the EC2 error code, e.g. "InsufficientInstanceCapacity".
-	Code string
-	// SubnetID is the override's subnet, when known.
-	SubnetID string
-}
-
 // codeInsufficientFreeAddressesInSubnet names a full subnet rather than a
 // capacity pool: Karpenter marks the subnet, not the offering, unavailable
 // (karpenter-spec section 4 step 5), so Provision does not record it as an
 // unavailable offering.
 const codeInsufficientFreeAddressesInSubnet = "InsufficientFreeAddressesInSubnet"
-
-// InsufficientCapacityError is the launch error meaning "EC2 has no capacity
-// for this NodeClaim now": no offering the claim allows was available, or
-// CreateFleet returned no instance and only capacity errors. Provision marks
-// Offerings unavailable for UnavailableOfferingsTTL and deletes the
-// NodeClaim, so its pods are retried in the next round on other offerings
-// (karpenter-spec section 4 step 9, 11.3 item 13). Launcher adapters return
-// it (wrapped or not) for that case.
-type InsufficientCapacityError struct {
-	// Offerings are the offerings EC2 reported unfulfillable; empty when
-	// the launch never reached EC2.
-	Offerings []UnavailableOffering
-	// Reason says why, for events and the pods' messages.
-	Reason string
-}
-
-func (e *InsufficientCapacityError) Error() string {
-	return "insufficient capacity: " + e.Reason
-}
-
-// Instance is an EC2 instance as the launcher and the instance lister
-// report it.
-type Instance struct {
-	// ID is the instance ID, e.g. "i-0123456789abcdef0".
-	ID           string
-	InstanceType string
-	Zone         string
-	// ZoneID is the zone ID when known ("" otherwise).
-	ZoneID string
-	// CapacityType is "spot", "on-demand" or "reserved".
-	CapacityType string
-	// ReservationID is the capacity reservation of a reserved instance.
-	ReservationID string
-	ImageID       string
-	// State is the EC2 state name: pending, running, stopping, stopped,
-	// shutting-down or terminated.
-	State string
-	// LaunchTime is when EC2 launched it; zero when unknown (CreateFleet
-	// does not return it).
-	LaunchTime time.Time
-	// Tags are the instance's tags (listed instances only).
-	Tags map[string]string
-}
-
-// ProviderID is the instance's Kubernetes provider ID,
-// "aws:///<zone>/<instance-id>" (aws: pkg/utils/utils.go).
-func (i Instance) ProviderID() string { return v1.ProviderID(i.Zone, i.ID) }
 
 // EC2 instance states that mean the instance is on its way out or gone.
 const (

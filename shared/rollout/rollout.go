@@ -435,7 +435,7 @@ func (s *sim) replacement(r disruption.Replacement, model *v1.NodeClaim, modelNo
 	c.Labels[v1.LabelHostname] = name
 	c.Labels[v1.LabelRegistered], c.Labels[v1.LabelInitialized] = "true", "true"
 	c.Status.NodeName = name
-	c.Status.ProviderID = "aws:///" + e.Zone + "/i-" + name
+	c.Status.ProviderID = v1.ProviderID(e.Zone, "i-"+name)
 	c.Status.ImageID = ""
 	c.Status.LastPodEventTime = metav1.NewTime(t)
 	c.Status.Conditions = nil

@@ -24,6 +24,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/workflow"
 )
@@ -249,7 +250,7 @@ func (k kubeAPI) BoundVolume(ctx context.Context, namespace, name string) (strin
 // store; statuses scripts a status per NodeClaim name.
 type launcher struct {
 	claims   *claims
-	statuses map[string]termination.LaunchStatus
+	statuses map[string]launch.Status
 	calls    int
 }
 
@@ -259,12 +260,12 @@ func (l *launcher) LaunchNodeClaims(_ context.Context, planned []v1.NodeClaim, n
 	for i, c := range planned {
 		status := l.statuses[c.Name]
 		if status == "" {
-			status = termination.Launched
+			status = launch.Launched
 		}
 		r := termination.LaunchResult{NodeClaim: c.Name, Status: status}
-		if status == termination.Launched {
+		if status == launch.Launched {
 			if cur, err := l.claims.GetNodeClaim(context.Background(), c.Name); err == nil {
-				r.Status, r.ProviderID = termination.AlreadyLaunched, cur.Status.ProviderID
+				r.Status, r.ProviderID = launch.AlreadyLaunched, cur.Status.ProviderID
 			} else {
 				c.Status.ProviderID = fmt.Sprintf("aws:///us-east-1a/i-0000000000000r%d", i)
 				c.CreationTimestamp = metav1.NewTime(now)
@@ -371,7 +372,7 @@ func newEnv(t *testing.T, objects ...runtime.Object) *env {
 		status:    &executions{status: map[string]termination.ExecutionStatus{}},
 		blocked:   map[string]string{},
 	}
-	e.launcher = &launcher{claims: e.claims, statuses: map[string]termination.LaunchStatus{}}
+	e.launcher = &launcher{claims: e.claims, statuses: map[string]launch.Status{}}
 	// Evictions: a pod a PDB protects gets 429; any other is deleted at
 	// once (the kubelet is fast here).
 	e.cs.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {

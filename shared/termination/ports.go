@@ -10,6 +10,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // The ports return the store errors of shared/apis/v1 (v1.ErrNotFound,
@@ -134,26 +135,12 @@ type replacementLauncher interface {
 // LaunchResult is what launching one replacement did.
 type LaunchResult struct {
 	NodeClaim string
-	Status    LaunchStatus
+	Status    launch.Status
 	// ProviderID is set once launched.
 	ProviderID string
 	// Reason explains a failure.
 	Reason string
 }
-
-// LaunchStatus is a replacement's launch outcome (the provisioning
-// statuses).
-type LaunchStatus string
-
-// Launch statuses.
-const (
-	Launched             LaunchStatus = "Launched"
-	AlreadyLaunched      LaunchStatus = "AlreadyLaunched"
-	InsufficientCapacity LaunchStatus = "InsufficientCapacity"
-	NodeClassNotReady    LaunchStatus = "NodeClassNotReady"
-	Abandoned            LaunchStatus = "Abandoned"
-	LaunchFailed         LaunchStatus = "LaunchFailed"
-)
 
 // instanceTerminator terminates EC2 instances (shared/aws/fleet).
 type instanceTerminator interface {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/workflow"
 )
 
@@ -55,8 +56,8 @@ func (s *Service) LaunchReplacements(ctx context.Context, st workflow.Disruption
 		rs := workflow.ReplacementStatus{NodeClaim: r.NodeClaim, Status: string(r.Status), ProviderID: r.ProviderID, Detail: r.Reason}
 		out.Replacements = append(out.Replacements, rs)
 		switch r.Status {
-		case Launched, AlreadyLaunched:
-		case LaunchFailed:
+		case launch.Launched, launch.AlreadyLaunched:
+		case launch.LaunchFailed:
 			retry = append(retry, r.NodeClaim+": "+r.Reason)
 		default:
 			failed = append(failed, fmt.Sprintf("%s: %s: %s", r.NodeClaim, r.Status, r.Reason))

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/workflow"
 )
@@ -50,13 +51,13 @@ func TestLaunchReplacements(t *testing.T) {
 func TestLaunchReplacementsErrors(t *testing.T) {
 	tests := []struct {
 		name     string
-		status   termination.LaunchStatus
+		status   launch.Status
 		mangle   func(*workflow.DisruptionState, commands)
 		wantName string
 	}{
-		{name: "should fail the command when EC2 has no capacity for a replacement", status: termination.InsufficientCapacity, wantName: workflow.ErrReplacementFailed},
-		{name: "should fail the command when the replacement's EC2NodeClass is not ready", status: termination.NodeClassNotReady, wantName: workflow.ErrReplacementFailed},
-		{name: "should ask for a retry when a launch failed otherwise", status: termination.LaunchFailed, wantName: workflow.ErrLaunchIncomplete},
+		{name: "should fail the command when EC2 has no capacity for a replacement", status: launch.InsufficientCapacity, wantName: workflow.ErrReplacementFailed},
+		{name: "should fail the command when the replacement's EC2NodeClass is not ready", status: launch.NodeClassNotReady, wantName: workflow.ErrReplacementFailed},
+		{name: "should ask for a retry when a launch failed otherwise", status: launch.LaunchFailed, wantName: workflow.ErrLaunchIncomplete},
 		{name: "should refuse when nothing is stored under the command ref", mangle: func(st *workflow.DisruptionState, c commands) { delete(c, st.CommandRef) },
 			wantName: workflow.ErrInvalidInput},
 		{name: "should refuse stored replacements that do not match the state", mangle: func(st *workflow.DisruptionState, _ commands) { st.Replacements[0].NodeClaim = "other" },

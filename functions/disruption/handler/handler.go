@@ -61,6 +61,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/disruption"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/workflow"
@@ -207,7 +208,7 @@ type nodeClassResolver interface {
 
 // instanceLister lists the cluster's instances (*fleet.Client).
 type instanceLister interface {
-	List(ctx context.Context, cluster string) ([]fleet.Instance, error)
+	List(ctx context.Context, cluster string) ([]launch.Instance, error)
 }
 
 // starter starts disruption executions (*sfnstarter.Starter).

@@ -34,6 +34,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
 	"github.com/nodewright/nodewright/shared/disruption"
 	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/workflow"
@@ -168,7 +169,7 @@ func (resolver) ResolveNodeClass(_ context.Context, nc v1.EC2NodeClass) (provisi
 
 type noInstances struct{}
 
-func (noInstances) List(context.Context, string) ([]fleet.Instance, error) { return nil, nil }
+func (noInstances) List(context.Context, string) ([]launch.Instance, error) { return nil, nil }
 
 const manifests = `
 apiVersion: karpenter.sh/v1
@@ -535,8 +536,8 @@ func TestHandleReleasesStaleClaimsThroughTheStore(t *testing.T) {
 // DescribeInstances answer).
 type instancesOn struct{ image string }
 
-func (i instancesOn) List(context.Context, string) ([]fleet.Instance, error) {
-	return []fleet.Instance{{ID: "i-0a", Zone: "us-east-1a", ImageID: i.image, SubnetID: "subnet-a", State: "running"}}, nil
+func (i instancesOn) List(context.Context, string) ([]launch.Instance, error) {
+	return []launch.Instance{{ID: "i-0a", Zone: "us-east-1a", ImageID: i.image, SubnetID: "subnet-a", State: "running"}}, nil
 }
 
 // TestHandleStartsADriftExecutionForANodeOnAnotherImage checks the AMI

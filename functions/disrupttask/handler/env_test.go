@@ -38,6 +38,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/workflow"
 )
@@ -355,11 +356,11 @@ func (f *ec2) LaunchNodeClaims(ctx context.Context, planned []v1.NodeClaim, now 
 	var out []termination.LaunchResult
 	for _, c := range planned {
 		if f.ice[c.Name] {
-			out = append(out, termination.LaunchResult{NodeClaim: c.Name, Status: termination.InsufficientCapacity, Reason: "InsufficientInstanceCapacity for every offering"})
+			out = append(out, termination.LaunchResult{NodeClaim: c.Name, Status: launch.InsufficientCapacity, Reason: "InsufficientInstanceCapacity for every offering"})
 			continue
 		}
 		if cur, err := f.store.GetNodeClaim(ctx, c.Name); err == nil {
-			out = append(out, termination.LaunchResult{NodeClaim: c.Name, Status: termination.AlreadyLaunched, ProviderID: cur.Status.ProviderID})
+			out = append(out, termination.LaunchResult{NodeClaim: c.Name, Status: launch.AlreadyLaunched, ProviderID: cur.Status.ProviderID})
 			continue
 		}
 		c.UID = types.UID("uid-" + c.Name)
@@ -373,7 +374,7 @@ func (f *ec2) LaunchNodeClaims(ctx context.Context, planned []v1.NodeClaim, now 
 			return nil, err
 		}
 		f.launched = append(f.launched, c.Name)
-		out = append(out, termination.LaunchResult{NodeClaim: c.Name, Status: termination.Launched, ProviderID: c.Status.ProviderID})
+		out = append(out, termination.LaunchResult{NodeClaim: c.Name, Status: launch.Launched, ProviderID: c.Status.ProviderID})
 	}
 	return out, nil
 }

@@ -18,8 +18,8 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
-	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/workflow"
 )
 
@@ -156,10 +156,10 @@ func TestLoadConfigErrors(t *testing.T) {
 // TestLaunchStatusesMatchProvisioning pins the launch statuses the adapter
 // passes through by name.
 func TestLaunchStatusesMatchProvisioning(t *testing.T) {
-	pairs := map[provisioning.LaunchStatus]termination.LaunchStatus{
-		provisioning.Launched: termination.Launched, provisioning.AlreadyLaunched: termination.AlreadyLaunched,
-		provisioning.InsufficientCapacity: termination.InsufficientCapacity, provisioning.NodeClassNotReady: termination.NodeClassNotReady,
-		provisioning.Abandoned: termination.Abandoned, provisioning.LaunchFailed: termination.LaunchFailed,
+	pairs := map[launch.Status]launch.Status{
+		launch.Launched: launch.Launched, launch.AlreadyLaunched: launch.AlreadyLaunched,
+		launch.InsufficientCapacity: launch.InsufficientCapacity, launch.NodeClassNotReady: launch.NodeClassNotReady,
+		launch.Abandoned: launch.Abandoned, launch.LaunchFailed: launch.LaunchFailed,
 	}
 	for p, want := range pairs {
 		got, err := adapters.ReplacementLauncher{Provisioner: fixedLaunch{status: p}}.LaunchNodeClaims(t.Context(), []v1.NodeClaim{{}}, t0)
@@ -169,7 +169,7 @@ func TestLaunchStatusesMatchProvisioning(t *testing.T) {
 	}
 }
 
-type fixedLaunch struct{ status provisioning.LaunchStatus }
+type fixedLaunch struct{ status launch.Status }
 
 func (f fixedLaunch) LaunchNodeClaims(context.Context, []v1.NodeClaim, time.Time) ([]provisioning.Launch, []string, error) {
 	return []provisioning.Launch{{NodeClaim: "x", Status: f.status}}, nil, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nodewright/nodewright/functions/gc/handler"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/workflow"
 )
@@ -41,7 +42,7 @@ func (c *templates) CollectLaunchTemplates(_ context.Context, now time.Time) ([]
 }
 
 func TestHandleHousekeeping(t *testing.T) {
-	lt := provisioning.TemplateCleanup{LaunchTemplate: provisioning.LaunchTemplate{ID: "lt-1", Name: "nodewright/a", NodeClass: "default"}, Reason: provisioning.TemplateUnused}
+	lt := provisioning.TemplateCleanup{ClusterTemplate: launch.ClusterTemplate{ID: "lt-1", Name: "nodewright/a", NodeClass: "default"}, Reason: provisioning.TemplateUnused}
 	tag := provisioning.TagResult{NodeClaim: "default-a", InstanceID: "i-a", Added: map[string]string{"Name": "node-a"}}
 	denied := errors.New("UnauthorizedOperation")
 	tests := []struct {

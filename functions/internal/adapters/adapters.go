@@ -23,6 +23,7 @@ import (
 	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/termination"
@@ -118,7 +119,7 @@ func (c Config) ClusterConfig(ctx context.Context) ([]v1.NodePool, []v1.EC2NodeC
 type Offerings struct{ Store *ddbstore.Store }
 
 // UnavailableOfferings lists the offerings still unavailable at now.
-func (o Offerings) UnavailableOfferings(ctx context.Context, now time.Time) ([]provisioning.Offering, error) {
+func (o Offerings) UnavailableOfferings(ctx context.Context, now time.Time) ([]catalog.OfferingKey, error) {
 	list, err := o.Store.ListUnavailable(ctx, now)
 	if err != nil {
 		return nil, err
@@ -128,17 +129,17 @@ func (o Offerings) UnavailableOfferings(ctx context.Context, now time.Time) ([]p
 
 // OfferingsOf turns the cache's entries into provisioning's offerings (an
 // empty field matches every value).
-func OfferingsOf(list []ddbstore.UnavailableOffering) []provisioning.Offering {
-	out := make([]provisioning.Offering, len(list))
+func OfferingsOf(list []ddbstore.UnavailableOffering) []catalog.OfferingKey {
+	out := make([]catalog.OfferingKey, len(list))
 	for i, u := range list {
-		out[i] = provisioning.Offering{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Zone: u.Zone}
+		out[i] = catalog.OfferingKey{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Zone: u.Zone}
 	}
 	return out
 }
 
 // MarkUnavailable records an offering as unavailable until now+ttl.
-func (o Offerings) MarkUnavailable(ctx context.Context, off provisioning.Offering, code string, now time.Time, ttl time.Duration) error {
-	key := ddbstore.OfferingKey{CapacityType: off.CapacityType, InstanceType: off.InstanceType, Zone: off.Zone}
+func (o Offerings) MarkUnavailable(ctx context.Context, off catalog.OfferingKey, code string, now time.Time, ttl time.Duration) error {
+	key := catalog.OfferingKey{CapacityType: off.CapacityType, InstanceType: off.InstanceType, Zone: off.Zone}
 	return o.Store.MarkUnavailable(ctx, key, code, now, ttl)
 }
 

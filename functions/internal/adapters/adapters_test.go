@@ -25,7 +25,7 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
-	"github.com/nodewright/nodewright/shared/provisioning"
+	"github.com/nodewright/nodewright/shared/catalog"
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -118,9 +118,9 @@ func TestConfigAndClusterWithoutData(t *testing.T) {
 func TestOfferingsRoundTrip(t *testing.T) {
 	o := adapters.Offerings{Store: newStore(t)}
 	ctx := context.Background()
-	spot := provisioning.Offering{CapacityType: "spot"}
-	exact := provisioning.Offering{CapacityType: "on-demand", InstanceType: "m5.large", Zone: "us-east-1a"}
-	for _, off := range []provisioning.Offering{exact, spot} {
+	spot := catalog.OfferingKey{CapacityType: "spot"}
+	exact := catalog.OfferingKey{CapacityType: "on-demand", InstanceType: "m5.large", Zone: "us-east-1a"}
+	for _, off := range []catalog.OfferingKey{exact, spot} {
 		if err := o.MarkUnavailable(ctx, off, "InsufficientInstanceCapacity", t0, 3*time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func TestOfferingsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]provisioning.Offering{exact, spot}, got); diff != "" {
+	if diff := cmp.Diff([]catalog.OfferingKey{exact, spot}, got); diff != "" {
 		t.Errorf("UnavailableOfferings() mismatch (-want +got):\n%s", diff)
 	}
 }

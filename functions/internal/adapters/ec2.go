@@ -13,6 +13,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -69,11 +70,7 @@ func (n NodeClasses) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (
 		Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeReady, ObservedGeneration: nc.Generation,
 	}}
 	n.resolved(ctx, nc)
-	out := provisioning.ResolvedNodeClass{NodeClass: nc}
-	for _, s := range res.Subnets {
-		out.Subnets = append(out.Subnets, provisioning.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID, AvailableIPs: s.AvailableIPs})
-	}
-	return out, nil
+	return provisioning.ResolvedNodeClass{NodeClass: nc, Subnets: res.Subnets}, nil
 }
 
 func (n NodeClasses) resolved(ctx context.Context, nc v1.EC2NodeClass) {
@@ -130,58 +127,28 @@ func (r FleetRequests) RecordRequest(ctx context.Context, token string, body []b
 }
 
 // Launch launches req.NodeClaim. An insufficient-capacity outcome is a
-// *provisioning.InsufficientCapacityError listing the offerings EC2
+// *launch.InsufficientCapacityError listing the offerings EC2
 // refused.
 func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (provisioning.LaunchResult, error) {
 	claim, class := req.NodeClaim, req.NodeClass
-	subnets := make([]fleet.Subnet, len(req.Subnets))
-	for i, s := range req.Subnets {
-		subnets[i] = fleet.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID, AvailableIPs: s.AvailableIPs, Unavailable: s.Unavailable}
-	}
-	templates := fleet.TemplateFunc(func(ctx context.Context, tr fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) {
-		lts, err := l.Templates.EnsureLaunchTemplates(ctx, nodeclass.TemplateRequest{
+	templates := fleet.TemplateFunc(func(ctx context.Context, tr fleet.TemplateRequest) ([]launch.Template, error) {
+		return l.Templates.EnsureLaunchTemplates(ctx, nodeclass.TemplateRequest{
 			Cluster: l.Cluster, NodeClass: &class, NodeClaim: &claim,
 			CapacityType: tr.CapacityType, ReservationID: tr.ReservationID, InstanceTypes: tr.InstanceTypes,
 		})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]fleet.LaunchTemplate, len(lts))
-		for i, lt := range lts {
-			out[i] = fleet.LaunchTemplate(lt)
-		}
-		return out, nil
 	})
 	res, err := l.Fleet.Launch(ctx, fleet.Request{
 		ClusterName: l.Cluster.Name, NodeClaim: &claim, NodeClass: &class,
-		InstanceTypes: req.InstanceTypes, Subnets: subnets, Templates: templates, Requests: l.Requests,
+		InstanceTypes: req.InstanceTypes, Subnets: req.Subnets, Templates: templates, Requests: l.Requests,
 	})
-	var ice *fleet.InsufficientCapacityError
+	var ice *launch.InsufficientCapacityError
 	if errors.As(err, &ice) {
-		return provisioning.LaunchResult{}, &provisioning.InsufficientCapacityError{Offerings: unavailable(ice.Offerings), Reason: ice.Reason}
+		return provisioning.LaunchResult{}, ice
 	}
 	if err != nil {
 		return provisioning.LaunchResult{}, err
 	}
-	return provisioning.LaunchResult{Instance: instance(res.Instance), Unavailable: unavailable(res.Unavailable)}, nil
-}
-
-func unavailable(in []fleet.UnavailableOffering) []provisioning.UnavailableOffering {
-	out := make([]provisioning.UnavailableOffering, len(in))
-	for i, u := range in {
-		out[i] = provisioning.UnavailableOffering{
-			Offering: provisioning.Offering{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Zone: u.Zone},
-			Code:     u.Code, SubnetID: u.SubnetID,
-		}
-	}
-	return out
-}
-
-func instance(i fleet.Instance) provisioning.Instance {
-	return provisioning.Instance{
-		ID: i.ID, InstanceType: i.InstanceType, Zone: i.Zone, ZoneID: i.ZoneID, CapacityType: i.CapacityType,
-		ReservationID: i.ReservationID, ImageID: i.ImageID, State: i.State, LaunchTime: i.LaunchTime, Tags: i.Tags,
-	}
+	return provisioning.LaunchResult{Instance: res.Instance, Unavailable: res.Unavailable}, nil
 }
 
 // Instances is provisioning's instance provider for garbage collection:
@@ -192,16 +159,8 @@ type Instances struct {
 }
 
 // ListInstances lists the cluster's instances in any state but terminated.
-func (in Instances) ListInstances(ctx context.Context) ([]provisioning.Instance, error) {
-	list, err := in.Fleet.List(ctx, in.Cluster)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]provisioning.Instance, len(list))
-	for i, inst := range list {
-		out[i] = instance(inst)
-	}
-	return out, nil
+func (in Instances) ListInstances(ctx context.Context) ([]launch.Instance, error) {
+	return in.Fleet.List(ctx, in.Cluster)
 }
 
 // TerminateInstance terminates one instance; an instance already gone is

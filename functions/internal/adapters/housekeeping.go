@@ -9,6 +9,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -55,16 +56,8 @@ type LaunchTemplates struct {
 }
 
 // ListLaunchTemplates lists the cluster's launch templates.
-func (l LaunchTemplates) ListLaunchTemplates(ctx context.Context) ([]provisioning.LaunchTemplate, error) {
-	list, err := l.Templates.List(ctx, l.Cluster)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]provisioning.LaunchTemplate, len(list))
-	for i, t := range list {
-		out[i] = provisioning.LaunchTemplate{ID: t.ID, Name: t.Name, NodeClass: t.NodeClass, CreateTime: t.CreateTime, Tags: t.Tags}
-	}
-	return out, nil
+func (l LaunchTemplates) ListLaunchTemplates(ctx context.Context) ([]launch.ClusterTemplate, error) {
+	return l.Templates.List(ctx, l.Cluster)
 }
 
 // DeleteLaunchTemplate deletes one launch template; one already gone is

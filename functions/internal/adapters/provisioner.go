@@ -10,6 +10,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -105,7 +106,7 @@ func (l measuredLauncher) Launch(ctx context.Context, req provisioning.LaunchReq
 // launchErrorName is the error label of a failed launch: Karpenter's error
 // type names where one applies, else "LaunchError"; "" for success.
 func launchErrorName(err error) string {
-	var ice *provisioning.InsufficientCapacityError
+	var ice *launch.InsufficientCapacityError
 	switch {
 	case err == nil:
 		return ""

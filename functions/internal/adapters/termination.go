@@ -188,7 +188,7 @@ func (l ReplacementLauncher) LaunchNodeClaims(ctx context.Context, planned []v1.
 	}
 	out := make([]termination.LaunchResult, len(launches))
 	for i, la := range launches {
-		out[i] = termination.LaunchResult{NodeClaim: la.NodeClaim, Status: termination.LaunchStatus(la.Status), ProviderID: la.ProviderID, Reason: la.Reason}
+		out[i] = termination.LaunchResult{NodeClaim: la.NodeClaim, Status: la.Status, ProviderID: la.ProviderID, Reason: la.Reason}
 	}
 	return out, nil
 }

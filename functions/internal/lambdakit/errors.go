@@ -20,7 +20,7 @@ func Is(target error, name string) Rule {
 }
 
 // As is the Rule "errors.As(err, *T) => name", for error types such as
-// *provisioning.InsufficientCapacityError.
+// *launch.InsufficientCapacityError.
 func As[T error](name string) Rule {
 	return func(err error) (string, bool) {
 		var target T

@@ -136,7 +136,7 @@ func TestEnvErrors(t *testing.T) {
 }
 
 // capacityError stands in for a domain error type such as
-// *provisioning.InsufficientCapacityError.
+// *launch.InsufficientCapacityError.
 type capacityError struct{}
 
 func (*capacityError) Error() string { return "no capacity" }

@@ -27,6 +27,7 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/interruption"
 	"github.com/nodewright/nodewright/shared/workflow"
 )
@@ -75,7 +76,7 @@ type store interface {
 	FindByInstanceID(ctx context.Context, instanceID string) (v1.NodeClaim, error)
 	HasIdempotencyKey(ctx context.Context, scope, key string, now time.Time) (bool, error)
 	ClaimIdempotencyKey(ctx context.Context, scope, key string, now time.Time, ttl time.Duration) (bool, error)
-	MarkUnavailable(ctx context.Context, offering ddbstore.OfferingKey, reason string, now time.Time, ttl time.Duration) error
+	MarkUnavailable(ctx context.Context, offering catalog.OfferingKey, reason string, now time.Time, ttl time.Duration) error
 	PutEvent(ctx context.Context, e ddbstore.Event, now time.Time, ttl time.Duration) error
 }
 
@@ -294,7 +295,7 @@ func (h *Handler) handleMessage(ctx context.Context, msg interruption.Message) (
 func (h *Handler) act(ctx context.Context, msg interruption.Message, handling interruption.Handling, t target, now time.Time) error {
 	claim := t.claim
 	if key, ok := unavailableOffering(handling.Mark, claim); ok {
-		if err := h.store.MarkUnavailable(ctx, key, string(msg.Kind), now, ddbstore.UnavailableOfferingsTTL); err != nil {
+		if err := h.store.MarkUnavailable(ctx, key, string(msg.Kind), now, catalog.UnavailableOfferingsTTL); err != nil {
 			return err
 		}
 	}
@@ -339,7 +340,7 @@ func (h *Handler) act(ctx context.Context, msg interruption.Message, handling in
 // (capacity type, instance type, zone), not by reservation, so a reclaimed
 // capacity reservation marks the reserved offering of its type and zone:
 // coarser than Karpenter's per-reservation mark.
-func unavailableOffering(mark interruption.Mark, claim v1.NodeClaim) (ddbstore.OfferingKey, bool) {
+func unavailableOffering(mark interruption.Mark, claim v1.NodeClaim) (catalog.OfferingKey, bool) {
 	var capacityType string
 	switch mark {
 	case interruption.MarkSpotOffering:
@@ -347,13 +348,13 @@ func unavailableOffering(mark interruption.Mark, claim v1.NodeClaim) (ddbstore.O
 	case interruption.MarkReservation:
 		capacityType = v1.CapacityTypeReserved
 	default:
-		return ddbstore.OfferingKey{}, false
+		return catalog.OfferingKey{}, false
 	}
 	instanceType, zone := claim.Labels[v1.LabelInstanceType], claim.Labels[v1.LabelTopologyZone]
 	if instanceType == "" || zone == "" {
-		return ddbstore.OfferingKey{}, false
+		return catalog.OfferingKey{}, false
 	}
-	return ddbstore.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}, true
+	return catalog.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}, true
 }
 
 // eventRecordID derives an event record's id from what it records, so a

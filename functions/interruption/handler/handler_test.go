@@ -28,6 +28,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/interruption"
 	"github.com/nodewright/nodewright/shared/workflow"
 )
@@ -103,7 +104,7 @@ func reserved(c *v1.NodeClaim)    { c.Labels[v1.LabelCapacityType] = v1.Capacity
 func withoutZone(c *v1.NodeClaim) { delete(c.Labels, v1.LabelTopologyZone) }
 
 type mark struct {
-	Key    ddbstore.OfferingKey
+	Key    catalog.OfferingKey
 	Reason string
 	TTL    time.Duration
 }
@@ -177,7 +178,7 @@ func (s *fakeStore) ClaimIdempotencyKey(_ context.Context, scope, key string, at
 	return false, nil
 }
 
-func (s *fakeStore) MarkUnavailable(_ context.Context, key ddbstore.OfferingKey, reason string, _ time.Time, ttl time.Duration) error {
+func (s *fakeStore) MarkUnavailable(_ context.Context, key catalog.OfferingKey, reason string, _ time.Time, ttl time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.failMethod["MarkUnavailable"]; err != nil {
@@ -315,7 +316,7 @@ func TestHandleEveryEventType(t *testing.T) {
 	claimA, claimB := nodeClaim("default-aaaaa", healthA), nodeClaim("default-bbbbb", healthB)
 	crClaim := nodeClaim("reserved-r2d2c", crInstance, reserved)
 	terminating := interruption.TerminatingNotice()
-	spotTTL := ddbstore.UnavailableOfferingsTTL
+	spotTTL := catalog.UnavailableOfferingsTTL
 
 	type want struct {
 		outcome    outcome
@@ -358,7 +359,7 @@ func TestHandleEveryEventType(t *testing.T) {
 			want: want{
 				outcome:    outcomeActed,
 				executions: executions(execution(spotClaim, spotInstance, "spot_interrupted", spotEventID, spotTime.Add(2*time.Minute))),
-				marks:      []mark{{Key: ddbstore.OfferingKey{CapacityType: "spot", InstanceType: "m5.large", Zone: "us-west-2a"}, Reason: "spot_interrupted", TTL: spotTTL}},
+				marks:      []mark{{Key: catalog.OfferingKey{CapacityType: "spot", InstanceType: "m5.large", Zone: "us-west-2a"}, Reason: "spot_interrupted", TTL: spotTTL}},
 				events:     []ddbstore.Event{event(spotClaim, spotTime, notice(interruption.KindSpotInterruption)), event(spotClaim, spotTime, terminating)},
 				handledIDs: []string{spotEventID},
 			},
@@ -369,7 +370,7 @@ func TestHandleEveryEventType(t *testing.T) {
 			want: want{
 				outcome:    outcomeActed,
 				executions: executions(execution(nodeClaim("default-x7k2p", spotInstance, unregistered), spotInstance, "spot_interrupted", spotEventID, spotTime.Add(2*time.Minute))),
-				marks:      []mark{{Key: ddbstore.OfferingKey{CapacityType: "spot", InstanceType: "m5.large", Zone: "us-west-2a"}, Reason: "spot_interrupted", TTL: spotTTL}},
+				marks:      []mark{{Key: catalog.OfferingKey{CapacityType: "spot", InstanceType: "m5.large", Zone: "us-west-2a"}, Reason: "spot_interrupted", TTL: spotTTL}},
 				events: []ddbstore.Event{
 					event(nodeClaim("default-x7k2p", spotInstance, unregistered), spotTime, notice(interruption.KindSpotInterruption)),
 					event(nodeClaim("default-x7k2p", spotInstance, unregistered), spotTime, terminating),
@@ -383,7 +384,7 @@ func TestHandleEveryEventType(t *testing.T) {
 			want: want{
 				outcome:    outcomeActed,
 				executions: executions(),
-				marks:      []mark{{Key: ddbstore.OfferingKey{CapacityType: "spot", InstanceType: "m5.large", Zone: "us-west-2a"}, Reason: "spot_interrupted", TTL: spotTTL}},
+				marks:      []mark{{Key: catalog.OfferingKey{CapacityType: "spot", InstanceType: "m5.large", Zone: "us-west-2a"}, Reason: "spot_interrupted", TTL: spotTTL}},
 				events:     []ddbstore.Event{event(spotClaim, spotTime, notice(interruption.KindSpotInterruption))},
 				handledIDs: []string{spotEventID},
 			},
@@ -464,7 +465,7 @@ func TestHandleEveryEventType(t *testing.T) {
 			want: want{
 				outcome:    outcomeActed,
 				executions: executions(execution(crClaim, crInstance, "capacity_reservation_interrupted", crEventID, time.Date(2026, 3, 14, 11, 32, 0, 0, time.UTC))),
-				marks:      []mark{{Key: ddbstore.OfferingKey{CapacityType: "reserved", InstanceType: "m5.large", Zone: "us-west-2a"}, Reason: "capacity_reservation_interrupted", TTL: spotTTL}},
+				marks:      []mark{{Key: catalog.OfferingKey{CapacityType: "reserved", InstanceType: "m5.large", Zone: "us-west-2a"}, Reason: "capacity_reservation_interrupted", TTL: spotTTL}},
 				events:     []ddbstore.Event{event(crClaim, crTime, notice(interruption.KindCapacityReservationInterruption)), event(crClaim, crTime, terminating)},
 				handledIDs: []string{crEventID},
 			},
@@ -938,8 +939,8 @@ func TestHandleWithRealAdapters(t *testing.T) {
 		t.Fatalf("ListUnavailable() error = %v", err)
 	}
 	wantOfferings := []ddbstore.UnavailableOffering{{
-		OfferingKey: ddbstore.OfferingKey{CapacityType: "spot", InstanceType: "m5.large", Zone: "us-west-2a"},
-		Reason:      "spot_interrupted", Until: clock.Add(ddbstore.UnavailableOfferingsTTL),
+		OfferingKey: catalog.OfferingKey{CapacityType: "spot", InstanceType: "m5.large", Zone: "us-west-2a"},
+		Reason:      "spot_interrupted", Until: clock.Add(catalog.UnavailableOfferingsTTL),
 	}}
 	if diff := cmp.Diff(wantOfferings, offerings); diff != "" {
 		t.Errorf("unavailable offerings mismatch (-want +got):\n%s", diff)

@@ -62,6 +62,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
 	"github.com/nodewright/nodewright/shared/aws/queue"
 	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -364,7 +365,7 @@ func (h *Handler) podBatch(ctx context.Context, log *slog.Logger, body []byte) o
 		h.deps.Metrics.PendingPods(ctx, len(b.Pods), len(res.Batch.Unschedulable))
 	}
 	h.recordEvents(ctx, log, provisioning.Events(res, round), round)
-	counts := map[provisioning.LaunchStatus]int{}
+	counts := map[launch.Status]int{}
 	for _, l := range res.Launches {
 		counts[l.Status]++
 	}

@@ -22,6 +22,7 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 )
 
@@ -428,9 +429,9 @@ func TestRecordNodeClassStatus(t *testing.T) {
 func TestHandleRecordsTheRoundsProvisioningEvents(t *testing.T) {
 	f := newFixture()
 	f.prov.launches = []provisioning.Launch{
-		{NodeClaim: "default-a", Status: provisioning.Launched, ProviderID: "aws:///us-east-1a/i-a"},
-		{NodeClaim: "default-b", Status: provisioning.InsufficientCapacity, Reason: "InsufficientInstanceCapacity: no m5.large in us-east-1a"},
-		{NodeClaim: "default-c", Status: provisioning.NodeClassNotReady, Reason: `EC2NodeClass "default" is missing, invalid or not ready`},
+		{NodeClaim: "default-a", Status: launch.Launched, ProviderID: "aws:///us-east-1a/i-a"},
+		{NodeClaim: "default-b", Status: launch.InsufficientCapacity, Reason: "InsufficientInstanceCapacity: no m5.large in us-east-1a"},
+		{NodeClaim: "default-c", Status: launch.NodeClassNotReady, Reason: `EC2NodeClass "default" is missing, invalid or not ready`},
 	}
 	resp, err := f.handler(t).Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{record("m1", "PodBatch", batch("b1"))}})
 	if err != nil || len(resp.BatchItemFailures) != 0 {
@@ -454,7 +455,7 @@ func TestHandleRecordsTheRoundsProvisioningEvents(t *testing.T) {
 
 func TestHandleAcknowledgesTheBatchWhenItsEventsCannotBeRecorded(t *testing.T) {
 	f := newFixture()
-	f.prov.launches = []provisioning.Launch{{NodeClaim: "default-b", Status: provisioning.InsufficientCapacity, Reason: "no capacity"}}
+	f.prov.launches = []provisioning.Launch{{NodeClaim: "default-b", Status: launch.InsufficientCapacity, Reason: "no capacity"}}
 	f.events.err = errors.New("ProvisionedThroughputExceededException")
 	resp, err := f.handler(t).Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{record("m1", "PodBatch", batch("b1"))}})
 	if err != nil || len(resp.BatchItemFailures) != 0 {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nodewright/nodewright/shared/catalog"
 )
 
 const (
@@ -16,26 +18,9 @@ const (
 	anyValue = "*"
 )
 
-// UnavailableOfferingsTTL is how long Karpenter keeps an offering that
-// failed with an insufficient-capacity error out of consideration
-// (karpenter-spec.md section 4 step 9; aws: pkg/cache UnavailableOfferingsTTL).
-const UnavailableOfferingsTTL = 3 * time.Minute
-
-// OfferingKey names what is unavailable. An empty field matches every value
-// of that field: {CapacityType: "spot"} marks all spot offerings (as
-// Karpenter does on AuthFailure.ServiceLinkedRoleCreationNotPermitted).
-type OfferingKey struct {
-	// CapacityType is "spot", "on-demand" or "reserved".
-	CapacityType string
-	// InstanceType is an EC2 instance type, e.g. "c5.large".
-	InstanceType string
-	// Zone is an availability-zone name, e.g. "us-east-1a".
-	Zone string
-}
-
 // UnavailableOffering is one entry of the unavailable-offerings cache.
 type UnavailableOffering struct {
-	OfferingKey
+	catalog.OfferingKey
 	// Reason is the EC2 error code that caused it, e.g.
 	// "InsufficientInstanceCapacity".
 	Reason string
@@ -44,7 +29,9 @@ type UnavailableOffering struct {
 	Until time.Time
 }
 
-func (k OfferingKey) sortKey() (string, error) {
+// offeringSortKey is the sort key of k: its fields joined by "#", "*" for
+// an empty one.
+func offeringSortKey(k catalog.OfferingKey) (string, error) {
 	parts := []string{k.CapacityType, k.InstanceType, k.Zone}
 	names := []string{"capacity type", "instance type", "zone"}
 	for i, p := range parts {
@@ -65,7 +52,7 @@ func (k OfferingKey) sortKey() (string, error) {
 	return strings.Join(parts, "#"), nil
 }
 
-func offeringKeyFromSortKey(sk string) OfferingKey {
+func offeringKeyFromSortKey(sk string) catalog.OfferingKey {
 	parts := strings.SplitN(sk, "#", 3)
 	for len(parts) < 3 {
 		parts = append(parts, anyValue)
@@ -75,16 +62,16 @@ func offeringKeyFromSortKey(sk string) OfferingKey {
 			parts[i] = ""
 		}
 	}
-	return OfferingKey{CapacityType: parts[0], InstanceType: parts[1], Zone: parts[2]}
+	return catalog.OfferingKey{CapacityType: parts[0], InstanceType: parts[1], Zone: parts[2]}
 }
 
 // MarkUnavailable records that offering cannot be launched until now+ttl
-// (use UnavailableOfferingsTTL for capacity errors). Marking an offering
+// (use catalog.UnavailableOfferingsTTL for capacity errors). Marking an offering
 // again replaces its deadline and reason (the latest error wins, as in
 // Karpenter's cache). The item carries the table TTL attribute, so DynamoDB
 // deletes it some time after it expires.
-func (s *Store) MarkUnavailable(ctx context.Context, offering OfferingKey, reason string, now time.Time, ttl time.Duration) error {
-	sk, err := offering.sortKey()
+func (s *Store) MarkUnavailable(ctx context.Context, offering catalog.OfferingKey, reason string, now time.Time, ttl time.Duration) error {
+	sk, err := offeringSortKey(offering)
 	if err != nil {
 		return fmt.Errorf("mark offering unavailable: %w", err)
 	}

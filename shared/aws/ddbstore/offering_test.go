@@ -9,17 +9,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/catalog"
 )
 
 func TestUnavailableOfferings(t *testing.T) {
 	ctx := context.Background()
-	spotC5 := ddbstore.OfferingKey{CapacityType: "spot", InstanceType: "c5.large", Zone: "us-east-1a"}
-	odM5 := ddbstore.OfferingKey{CapacityType: "on-demand", InstanceType: "m5.large", Zone: "us-east-1b"}
-	allSpot := ddbstore.OfferingKey{CapacityType: "spot"}
-	ttl := ddbstore.UnavailableOfferingsTTL
+	spotC5 := catalog.OfferingKey{CapacityType: "spot", InstanceType: "c5.large", Zone: "us-east-1a"}
+	odM5 := catalog.OfferingKey{CapacityType: "on-demand", InstanceType: "m5.large", Zone: "us-east-1b"}
+	allSpot := catalog.OfferingKey{CapacityType: "spot"}
+	ttl := catalog.UnavailableOfferingsTTL
 
 	type mark struct {
-		key    ddbstore.OfferingKey
+		key    catalog.OfferingKey
 		reason string
 		at     time.Time
 		ttl    time.Duration
@@ -99,13 +100,13 @@ func TestMarkUnavailableErrors(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name string
-		key  ddbstore.OfferingKey
+		key  catalog.OfferingKey
 		ttl  time.Duration
 	}{
-		{name: "should refuse an offering with no field set", key: ddbstore.OfferingKey{}, ttl: time.Minute},
-		{name: "should refuse a literal wildcard", key: ddbstore.OfferingKey{CapacityType: "spot", Zone: "*"}, ttl: time.Minute},
-		{name: "should refuse a field containing the key separator", key: ddbstore.OfferingKey{InstanceType: "c5#large"}, ttl: time.Minute},
-		{name: "should refuse a zero TTL", key: ddbstore.OfferingKey{CapacityType: "spot"}, ttl: 0},
+		{name: "should refuse an offering with no field set", key: catalog.OfferingKey{}, ttl: time.Minute},
+		{name: "should refuse a literal wildcard", key: catalog.OfferingKey{CapacityType: "spot", Zone: "*"}, ttl: time.Minute},
+		{name: "should refuse a field containing the key separator", key: catalog.OfferingKey{InstanceType: "c5#large"}, ttl: time.Minute},
+		{name: "should refuse a zero TTL", key: catalog.OfferingKey{CapacityType: "spot"}, ttl: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

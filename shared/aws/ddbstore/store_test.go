@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
+	"github.com/nodewright/nodewright/shared/catalog"
 )
 
 // t0 is the tests' "now". kumo deletes items whose TTL attribute is before
@@ -161,7 +162,7 @@ func TestSDKErrorsPassThrough(t *testing.T) {
 		"ListNodeClaims": func() error { _, err := s.ListNodeClaims(ctx); return err },
 		"GetConfig":      func() error { _, err := s.GetConfig(ctx); return err },
 		"MarkUnavailable": func() error {
-			return s.MarkUnavailable(ctx, ddbstore.OfferingKey{CapacityType: "spot"}, "", t0, time.Minute)
+			return s.MarkUnavailable(ctx, catalog.OfferingKey{CapacityType: "spot"}, "", t0, time.Minute)
 		},
 		"ClaimIdempotencyKey": func() error { _, err := s.ClaimIdempotencyKey(ctx, "batch", "k", t0, time.Minute); return err },
 		"AcquireLease":        func() error { _, err := s.AcquireLease(ctx, "l", "h", t0, time.Minute); return err },

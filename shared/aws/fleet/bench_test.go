@@ -12,6 +12,7 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // stubEC2 answers CreateFleet with one instance at once, so the benchmark
@@ -40,12 +41,12 @@ func BenchmarkLaunch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tmpl := fleet.TemplateFunc(func(_ context.Context, r fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) {
-		lt := fleet.LaunchTemplate{Name: "nodewright/bench", ImageID: "ami-1"}
+	tmpl := fleet.TemplateFunc(func(_ context.Context, r fleet.TemplateRequest) ([]launch.Template, error) {
+		lt := launch.Template{Name: "nodewright/bench", ImageID: "ami-1"}
 		for _, it := range r.InstanceTypes {
 			lt.InstanceTypes = append(lt.InstanceTypes, it.Name)
 		}
-		return []fleet.LaunchTemplate{lt}, nil
+		return []launch.Template{lt}, nil
 	})
 	req := fleet.Request{ClusterName: "prod", NodeClaim: nodeClaim(), NodeClass: nodeClass(), InstanceTypes: types, Subnets: subnets(), Templates: tmpl}
 	c := fleet.New(stubEC2{})

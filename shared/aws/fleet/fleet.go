@@ -17,15 +17,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/smithy-go"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // EC2API is the subset of the EC2 client this package calls.
@@ -46,33 +45,6 @@ type Client struct {
 // New returns a Client calling api.
 func New(api EC2API) *Client { return &Client{api: api} }
 
-// Subnet is a subnet a launch may place the instance in.
-type Subnet struct {
-	ID     string
-	Zone   string
-	ZoneID string
-	// AvailableIPs is the subnet's free IPv4 address count
-	// (AvailableIpAddressCount).
-	AvailableIPs int64
-	// Unavailable marks a subnet that recently returned
-	// InsufficientFreeAddressesInSubnet: it is never chosen, and a zone
-	// whose subnets are all unavailable is left out of the launch
-	// (karpenter-spec §4 step 5, §11.3 item 14).
-	Unavailable bool
-}
-
-// LaunchTemplate is an existing launch template and the instance types it
-// serves. Its field set matches nodeclass.LaunchTemplate, so one converts to
-// the other.
-type LaunchTemplate struct {
-	// Name is the launch template name; CreateFleet uses version $Latest.
-	Name string
-	// ImageID is the template's AMI, repeated on each override.
-	ImageID string
-	// InstanceTypes are the instance type names the template serves.
-	InstanceTypes []string
-}
-
 // TemplateRequest asks for the launch templates of one launch.
 type TemplateRequest struct {
 	// CapacityType is the launch's capacity type ("spot", "on-demand" or
@@ -89,14 +61,14 @@ type TemplateRequest struct {
 // serve the requested instance types (types with no template, e.g. no
 // compatible AMI, are left out of the launch).
 type TemplateSource interface {
-	LaunchTemplates(ctx context.Context, req TemplateRequest) ([]LaunchTemplate, error)
+	LaunchTemplates(ctx context.Context, req TemplateRequest) ([]launch.Template, error)
 }
 
 // TemplateFunc adapts a function to TemplateSource.
-type TemplateFunc func(ctx context.Context, req TemplateRequest) ([]LaunchTemplate, error)
+type TemplateFunc func(ctx context.Context, req TemplateRequest) ([]launch.Template, error)
 
 // LaunchTemplates calls f.
-func (f TemplateFunc) LaunchTemplates(ctx context.Context, req TemplateRequest) ([]LaunchTemplate, error) {
+func (f TemplateFunc) LaunchTemplates(ctx context.Context, req TemplateRequest) ([]launch.Template, error) {
 	return f(ctx, req)
 }
 
@@ -117,7 +89,7 @@ type Request struct {
 	// them.
 	InstanceTypes []*catalog.InstanceType
 	// Subnets are the node class's resolved subnets.
-	Subnets []Subnet
+	Subnets []launch.Subnet
 	// Templates supplies the launch templates.
 	Templates TemplateSource
 	// Requests, when set, keeps the CreateFleet request sent under each
@@ -139,32 +111,6 @@ type RequestLog interface {
 	RecordRequest(ctx context.Context, token string, body []byte) ([]byte, error)
 }
 
-// Instance is an EC2 instance managed by nodewright.
-type Instance struct {
-	ID           string
-	InstanceType string
-	Zone         string
-	// ZoneID is the zone ID when known ("" otherwise).
-	ZoneID   string
-	SubnetID string
-	// CapacityType is "spot", "on-demand" or "reserved".
-	CapacityType string
-	// ReservationID is the capacity reservation for reserved instances.
-	ReservationID string
-	ImageID       string
-	// State is the EC2 state name (pending, running, ...); "pending" for a
-	// just-launched instance.
-	State string
-	// LaunchTime is zero for a just-launched instance (CreateFleet does not
-	// return it).
-	LaunchTime time.Time
-	// Tags are the instance's tags (List and Get only).
-	Tags map[string]string
-}
-
-// ProviderID is the instance's Kubernetes provider ID, aws:///<zone>/<id>.
-func (i Instance) ProviderID() string { return v1.ProviderID(i.Zone, i.ID) }
-
 // ClientToken returns the CreateFleet ClientToken of a NodeClaim:
 // "nodewright-" and 40 hex digits of SHA-256 over its UID (its name when
 // the UID is empty); 51 ASCII characters, under EC2's 64. The same claim
@@ -183,46 +129,6 @@ func ClientToken(claim *v1.NodeClaim) string {
 // RetryClientToken is the ClientToken of the one CreateFleet retry after a
 // launch template vanished: ClientToken(claim) and "-r" (53 characters).
 func RetryClientToken(claim *v1.NodeClaim) string { return ClientToken(claim) + "-r" }
-
-// UnavailableOffering is an offering EC2 could not fulfil, for the caller to
-// mark unavailable for 3 minutes (karpenter-spec §4 step 9).
-type UnavailableOffering struct {
-	InstanceType string
-	Zone         string
-	CapacityType string
-	// Code is the EC2 error code, e.g. "InsufficientInstanceCapacity".
-	Code string
-	// SubnetID is the override's subnet; with code
-	// InsufficientFreeAddressesInSubnet it is the subnet to mark.
-	SubnetID string
-}
-
-// ErrNoCompatibleOffering is wrapped by an *InsufficientCapacityError when no
-// instance type passes the launch filters (no available offering allowed by
-// the claim, fitting its requests, in a zone with a subnet).
-var ErrNoCompatibleOffering = errors.New("no compatible offering")
-
-// InsufficientCapacityError means the NodeClaim cannot launch now: no
-// compatible offering was available, or CreateFleet returned no instance and
-// only capacity errors. Karpenter deletes the NodeClaim; its pods are
-// retried next round, without the offerings listed here.
-type InsufficientCapacityError struct {
-	// Offerings are the offerings EC2 reported unavailable (empty when the
-	// launch never reached EC2).
-	Offerings []UnavailableOffering
-	// Reason says why, for events.
-	Reason string
-	err    error
-}
-
-// Error returns "insufficient capacity: " and the reason.
-func (e *InsufficientCapacityError) Error() string {
-	return "insufficient capacity: " + e.Reason
-}
-
-// Unwrap returns ErrNoCompatibleOffering when the launch never reached EC2,
-// else the *FleetError values EC2 returned (joined).
-func (e *InsufficientCapacityError) Unwrap() error { return e.err }
 
 // FleetError is one per-override error of a CreateFleet response. It
 // implements smithy.APIError, so awserr.Classify and awserr.Code work on the

@@ -19,6 +19,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // sdkOpts compares SDK structs (which embed an unexported marker type).
@@ -94,8 +95,8 @@ func nodeClass() *v1.EC2NodeClass {
 
 // subnets has two subnets in us-east-1a (the second with more free
 // addresses) and one in each other zone.
-func subnets() []fleet.Subnet {
-	return []fleet.Subnet{
+func subnets() []launch.Subnet {
+	return []launch.Subnet{
 		{ID: "subnet-a1", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 100},
 		{ID: "subnet-a2", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 4000},
 		{ID: "subnet-b1", Zone: "us-east-1b", ZoneID: "use1-az2", AvailableIPs: 50},
@@ -111,17 +112,17 @@ type templates struct {
 	requests []fleet.TemplateRequest
 }
 
-func (s *templates) LaunchTemplates(_ context.Context, r fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) {
+func (s *templates) LaunchTemplates(_ context.Context, r fleet.TemplateRequest) ([]launch.Template, error) {
 	s.requests = append(s.requests, r)
 	name := "nodewright/test-" + r.CapacityType + r.ReservationID
 	if _, _, ok := s.ec2.LaunchTemplateData(name); !ok {
 		s.ec2.AddLaunchTemplate(name, "ami-123")
 	}
-	lt := fleet.LaunchTemplate{Name: name, ImageID: "ami-123"}
+	lt := launch.Template{Name: name, ImageID: "ami-123"}
 	for _, it := range r.InstanceTypes {
 		lt.InstanceTypes = append(lt.InstanceTypes, it.Name)
 	}
-	return []fleet.LaunchTemplate{lt}, nil
+	return []launch.Template{lt}, nil
 }
 
 func request(ec2 *awstest.EC2, claim *v1.NodeClaim, types ...*catalog.InstanceType) fleet.Request {

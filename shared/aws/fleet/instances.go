@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awserr"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // ErrNotFound is returned (wrapped) by Get when the instance does not exist
@@ -65,7 +66,7 @@ var liveStates = []string{"pending", "running", "stopping", "stopped", "shutting
 // (aws: pkg/controllers/nodeclaim/garbagecollection; karpenter-spec §5.4).
 // It follows NextToken through every page and returns the instances sorted
 // by ID.
-func (c *Client) List(ctx context.Context, cluster string) ([]Instance, error) {
+func (c *Client) List(ctx context.Context, cluster string) ([]launch.Instance, error) {
 	if cluster == "" {
 		return nil, errors.New("list instances: cluster name: required")
 	}
@@ -77,7 +78,7 @@ func (c *Client) List(ctx context.Context, cluster string) ([]Instance, error) {
 			{Name: aws.String("instance-state-name"), Values: liveStates},
 		},
 	}
-	var out []Instance
+	var out []launch.Instance
 	for {
 		page, err := c.api.DescribeInstances(ctx, in)
 		if err != nil {
@@ -93,7 +94,7 @@ func (c *Client) List(ctx context.Context, cluster string) ([]Instance, error) {
 		}
 		in.NextToken = page.NextToken
 	}
-	slices.SortFunc(out, func(a, b Instance) int {
+	slices.SortFunc(out, func(a, b launch.Instance) int {
 		switch {
 		case a.ID < b.ID:
 			return -1
@@ -102,18 +103,18 @@ func (c *Client) List(ctx context.Context, cluster string) ([]Instance, error) {
 		}
 		return 0
 	})
-	return slices.CompactFunc(out, func(a, b Instance) bool { return a.ID == b.ID }), nil
+	return slices.CompactFunc(out, func(a, b launch.Instance) bool { return a.ID == b.ID }), nil
 }
 
 // Get returns one instance. A missing or terminated instance is ErrNotFound
 // (wrapped), as Karpenter's Get treats both.
-func (c *Client) Get(ctx context.Context, id string) (Instance, error) {
+func (c *Client) Get(ctx context.Context, id string) (launch.Instance, error) {
 	out, err := c.api.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 	if awserr.Classify(err) == awserr.NotFound {
-		return Instance{}, fmt.Errorf("get instance %s: %w", id, errors.Join(ErrNotFound, err))
+		return launch.Instance{}, fmt.Errorf("get instance %s: %w", id, errors.Join(ErrNotFound, err))
 	}
 	if err != nil {
-		return Instance{}, fmt.Errorf("get instance %s: %w", id, err)
+		return launch.Instance{}, fmt.Errorf("get instance %s: %w", id, err)
 	}
 	for _, r := range out.Reservations {
 		for i := range r.Instances {
@@ -122,17 +123,17 @@ func (c *Client) Get(ctx context.Context, id string) (Instance, error) {
 				continue
 			}
 			if inst.State == string(ec2types.InstanceStateNameTerminated) {
-				return Instance{}, fmt.Errorf("get instance %s: terminated: %w", id, ErrNotFound)
+				return launch.Instance{}, fmt.Errorf("get instance %s: terminated: %w", id, ErrNotFound)
 			}
 			return inst, nil
 		}
 	}
-	return Instance{}, fmt.Errorf("get instance %s: %w", id, ErrNotFound)
+	return launch.Instance{}, fmt.Errorf("get instance %s: %w", id, ErrNotFound)
 }
 
 // instance converts a DescribeInstances entry.
-func instance(in *ec2types.Instance) Instance {
-	out := Instance{
+func instance(in *ec2types.Instance) launch.Instance {
+	out := launch.Instance{
 		ID:           aws.ToString(in.InstanceId),
 		InstanceType: string(in.InstanceType),
 		SubnetID:     aws.ToString(in.SubnetId),

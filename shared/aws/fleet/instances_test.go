@@ -17,6 +17,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/awserr"
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 var launchTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -114,7 +115,7 @@ func TestList(t *testing.T) {
 	if err != nil {
 		t.Fatalf("List() error = %v", err)
 	}
-	want := []fleet.Instance{
+	want := []launch.Instance{
 		{ID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a", SubnetID: "subnet-a2", CapacityType: "on-demand", ImageID: "ami-1", State: "pending", LaunchTime: launchTime, Tags: clusterTags("prod")},
 		{ID: "i-3", InstanceType: "m5.large", Zone: "us-east-1a", SubnetID: "subnet-a2", CapacityType: "on-demand", ImageID: "ami-1", State: "running", LaunchTime: launchTime, Tags: clusterTags("prod")},
 		{ID: "i-6", InstanceType: "m5.large", Zone: "us-east-1a", SubnetID: "subnet-a2", CapacityType: "spot", ImageID: "ami-1", State: "stopping", LaunchTime: launchTime, Tags: clusterTags("prod")},
@@ -152,7 +153,7 @@ func TestLaunched(t *testing.T) {
 	claim.Labels["team"] = "a"
 	it := instanceType("m5.large", 2, 0.096, 0.04)
 	it.Overhead.KubeReserved = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("70m")}
-	inst := fleet.Instance{ID: "i-1", InstanceType: "m5.large", Zone: "us-east-1b", ZoneID: "use1-az2", CapacityType: "spot", ImageID: "ami-9"}
+	inst := launch.Instance{ID: "i-1", InstanceType: "m5.large", Zone: "us-east-1b", ZoneID: "use1-az2", CapacityType: "spot", ImageID: "ami-9"}
 	now := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
 	got := fleet.Launched(claim, inst, it, now)
 

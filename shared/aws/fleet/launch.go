@@ -18,12 +18,13 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awserr"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // Result is the outcome of a launch.
 type Result struct {
 	// Instance is the launched instance (zero when Launch failed).
-	Instance Instance
+	Instance launch.Instance
 	// CapacityType is the capacity type requested.
 	CapacityType string
 	// InstanceTypes are the instance types requested (those with a launch
@@ -36,7 +37,7 @@ type Result struct {
 	// Unavailable are the offerings CreateFleet reported as unfulfillable,
 	// set even when an instance launched; the caller marks each unavailable
 	// for 3 minutes (InsufficientFreeAddressesInSubnet: the subnet).
-	Unavailable []UnavailableOffering
+	Unavailable []launch.UnavailableOffering
 }
 
 // Launch starts one instance for req.NodeClaim with a single instant
@@ -353,8 +354,8 @@ func fold(res Result, out *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, p *p
 				res.Unavailable = appendUnique(res.Unavailable, o)
 			}
 		case awserr.ClassifyCode(fe.Code) == awserr.Unfulfillable && fe.InstanceType != "":
-			res.Unavailable = appendUnique(res.Unavailable, UnavailableOffering{
-				InstanceType: fe.InstanceType, Zone: fe.Zone, CapacityType: fe.CapacityType, Code: fe.Code, SubnetID: fe.SubnetID,
+			res.Unavailable = appendUnique(res.Unavailable, launch.UnavailableOffering{
+				OfferingKey: catalog.OfferingKey{InstanceType: fe.InstanceType, Zone: fe.Zone, CapacityType: fe.CapacityType}, Code: fe.Code, SubnetID: fe.SubnetID,
 			})
 		default:
 			allCapacity = false
@@ -365,7 +366,7 @@ func fold(res Result, out *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, p *p
 		if len(fi.InstanceIds) == 0 {
 			continue
 		}
-		inst := Instance{
+		inst := launch.Instance{
 			ID:           fi.InstanceIds[0],
 			InstanceType: string(fi.InstanceType),
 			Zone:         aws.ToString(fi.AvailabilityZone),
@@ -397,10 +398,10 @@ func fold(res Result, out *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, p *p
 		return res, fmt.Errorf("launch nodeclaim %s: create fleet returned neither an instance nor an error", claimName)
 	}
 	if allCapacity {
-		return res, &InsufficientCapacityError{
+		return res, &launch.InsufficientCapacityError{
 			Offerings: slices.Clone(res.Unavailable),
 			Reason:    fmt.Sprintf("create fleet for nodeclaim %s: %d offerings unfulfillable (%s)", claimName, len(res.Unavailable), codes(fleetErrs)),
-			err:       errors.Join(fleetErrs...),
+			Err:       errors.Join(fleetErrs...),
 		}
 	}
 	return res, fmt.Errorf("launch nodeclaim %s: create fleet: %w", claimName, errors.Join(fleetErrs...))
@@ -420,17 +421,17 @@ func lifecycle(l ec2types.InstanceLifecycle, requested string) string {
 	return requested
 }
 
-func requestedOfferings(in *ec2.CreateFleetInput) []UnavailableOffering {
-	var out []UnavailableOffering
+func requestedOfferings(in *ec2.CreateFleetInput) []launch.UnavailableOffering {
+	var out []launch.UnavailableOffering
 	for _, cfg := range in.LaunchTemplateConfigs {
 		for _, ov := range cfg.Overrides {
-			out = append(out, UnavailableOffering{InstanceType: string(ov.InstanceType), Zone: aws.ToString(ov.AvailabilityZone), SubnetID: aws.ToString(ov.SubnetId)})
+			out = append(out, launch.UnavailableOffering{OfferingKey: catalog.OfferingKey{InstanceType: string(ov.InstanceType), Zone: aws.ToString(ov.AvailabilityZone)}, SubnetID: aws.ToString(ov.SubnetId)})
 		}
 	}
 	return out
 }
 
-func appendUnique(list []UnavailableOffering, o UnavailableOffering) []UnavailableOffering {
+func appendUnique(list []launch.UnavailableOffering, o launch.UnavailableOffering) []launch.UnavailableOffering {
 	if slices.Contains(list, o) {
 		return list
 	}

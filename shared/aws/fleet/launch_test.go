@@ -19,6 +19,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 var launchTags = []ec2types.Tag{
@@ -360,9 +361,9 @@ func TestLaunchFoldsCapacityErrors(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Launch() error = %v", err)
 	}
-	want := []fleet.UnavailableOffering{
-		{InstanceType: "c5.large", Zone: "us-east-1a", CapacityType: "spot", Code: "InsufficientInstanceCapacity", SubnetID: "subnet-a2"},
-		{InstanceType: "c5.large", Zone: "us-east-1b", CapacityType: "spot", Code: "InsufficientInstanceCapacity", SubnetID: "subnet-b1"},
+	want := []launch.UnavailableOffering{
+		{OfferingKey: catalog.OfferingKey{InstanceType: "c5.large", Zone: "us-east-1a", CapacityType: "spot"}, Code: "InsufficientInstanceCapacity", SubnetID: "subnet-a2"},
+		{OfferingKey: catalog.OfferingKey{InstanceType: "c5.large", Zone: "us-east-1b", CapacityType: "spot"}, Code: "InsufficientInstanceCapacity", SubnetID: "subnet-b1"},
 	}
 	if diff := cmp.Diff(want, res.Unavailable); diff != "" {
 		t.Errorf("Unavailable mismatch (-want +got):\n%s", diff)
@@ -382,7 +383,7 @@ func TestLaunchErrors(t *testing.T) {
 		mutate          func(*fleet.Request)
 		wantICE         bool
 		wantNoOffering  bool
-		wantOfferings   []fleet.UnavailableOffering
+		wantOfferings   []launch.UnavailableOffering
 		wantClass       awserr.Class
 		wantCode        string
 		wantFleetCalls  int
@@ -396,7 +397,7 @@ func TestLaunchErrors(t *testing.T) {
 				only(e, awstest.Pool{InstanceType: "c5.large", Zone: "us-east-1a", CapacityType: "spot"})
 			},
 			wantICE:        true,
-			wantOfferings:  []fleet.UnavailableOffering{{InstanceType: "c5.large", Zone: "us-east-1a", CapacityType: "spot", Code: "InsufficientInstanceCapacity", SubnetID: "subnet-a2"}},
+			wantOfferings:  []launch.UnavailableOffering{{OfferingKey: catalog.OfferingKey{InstanceType: "c5.large", Zone: "us-east-1a", CapacityType: "spot"}, Code: "InsufficientInstanceCapacity", SubnetID: "subnet-a2"}},
 			wantClass:      awserr.Unfulfillable,
 			wantCode:       "InsufficientInstanceCapacity",
 			wantFleetCalls: 1,
@@ -433,9 +434,9 @@ func TestLaunchErrors(t *testing.T) {
 				}}}
 			},
 			wantICE: true,
-			wantOfferings: []fleet.UnavailableOffering{
-				{InstanceType: "c5.large", Zone: "us-east-1a", CapacityType: "spot", Code: awserr.CodeServiceLinkedRoleCreationNotPermitted, SubnetID: "subnet-a2"},
-				{InstanceType: "c5.large", Zone: "us-east-1b", CapacityType: "spot", Code: awserr.CodeServiceLinkedRoleCreationNotPermitted, SubnetID: "subnet-b1"},
+			wantOfferings: []launch.UnavailableOffering{
+				{OfferingKey: catalog.OfferingKey{InstanceType: "c5.large", Zone: "us-east-1a", CapacityType: "spot"}, Code: awserr.CodeServiceLinkedRoleCreationNotPermitted, SubnetID: "subnet-a2"},
+				{OfferingKey: catalog.OfferingKey{InstanceType: "c5.large", Zone: "us-east-1b", CapacityType: "spot"}, Code: awserr.CodeServiceLinkedRoleCreationNotPermitted, SubnetID: "subnet-b1"},
 			},
 			wantFleetCalls: 1,
 		},
@@ -444,8 +445,8 @@ func TestLaunchErrors(t *testing.T) {
 			claim: nodeClaim(),
 			types: []*catalog.InstanceType{instanceType("c5.large", 2, 0.085, 0.03)},
 			mutate: func(r *fleet.Request) {
-				r.Templates = fleet.TemplateFunc(func(_ context.Context, tr fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) {
-					return []fleet.LaunchTemplate{{Name: "nodewright/gone", ImageID: "ami-1", InstanceTypes: []string{"c5.large"}}}, nil
+				r.Templates = fleet.TemplateFunc(func(_ context.Context, tr fleet.TemplateRequest) ([]launch.Template, error) {
+					return []launch.Template{{Name: "nodewright/gone", ImageID: "ami-1", InstanceTypes: []string{"c5.large"}}}, nil
 				})
 			},
 			wantClass:      awserr.NotFound,
@@ -475,7 +476,7 @@ func TestLaunchErrors(t *testing.T) {
 			claim: nodeClaim(),
 			types: []*catalog.InstanceType{instanceType("c5.large", 2, 0.085, 0.03)},
 			mutate: func(r *fleet.Request) {
-				r.Templates = fleet.TemplateFunc(func(context.Context, fleet.TemplateRequest) ([]fleet.LaunchTemplate, error) { return nil, nil })
+				r.Templates = fleet.TemplateFunc(func(context.Context, fleet.TemplateRequest) ([]launch.Template, error) { return nil, nil })
 			},
 			wantMsgContains: "none serves",
 		},
@@ -506,7 +507,7 @@ func TestLaunchErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Launch() = %+v, want an error", res.Instance)
 			}
-			var ice *fleet.InsufficientCapacityError
+			var ice *launch.InsufficientCapacityError
 			if got := errors.As(err, &ice); got != tt.wantICE {
 				t.Fatalf("Launch() error = %v; insufficient capacity = %v, want %v", err, got, tt.wantICE)
 			}
@@ -514,7 +515,7 @@ func TestLaunchErrors(t *testing.T) {
 				if diff := cmp.Diff(tt.wantOfferings, ice.Offerings); diff != "" {
 					t.Errorf("InsufficientCapacityError.Offerings mismatch (-want +got):\n%s", diff)
 				}
-				if got := errors.Is(err, fleet.ErrNoCompatibleOffering); got != tt.wantNoOffering {
+				if got := errors.Is(err, launch.ErrNoCompatibleOffering); got != tt.wantNoOffering {
 					t.Errorf("errors.Is(ErrNoCompatibleOffering) = %v, want %v", got, tt.wantNoOffering)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // Launched returns claim as a successful launch leaves it (karpenter-spec §4
@@ -25,7 +26,7 @@ import (
 //
 // claim is not modified: maps and the condition list are copied. it may be
 // nil when the type is unknown, leaving capacity and type labels unset.
-func Launched(claim v1.NodeClaim, inst Instance, it *catalog.InstanceType, now time.Time) v1.NodeClaim {
+func Launched(claim v1.NodeClaim, inst launch.Instance, it *catalog.InstanceType, now time.Time) v1.NodeClaim {
 	out := claim
 	labels := maps.Clone(claim.Labels)
 	if labels == nil {

@@ -16,13 +16,13 @@ const MaxInstanceTypes = launch.MaxInstanceTypes
 type plan struct {
 	launch.Plan
 	// subnets maps a zone to the subnet used there.
-	subnets map[string]Subnet
+	subnets map[string]launch.Subnet
 }
 
 // newPlan asks the launch model what req.NodeClaim may launch as, over the
 // zones that have a usable subnet.
 func newPlan(req *Request) (plan, error) {
-	subnets := subnetPerZone(req.Subnets)
+	subnets := launch.SubnetPerZone(req.Subnets)
 	zones := make(map[string]bool, len(subnets))
 	for z := range subnets {
 		zones[z] = true
@@ -34,7 +34,7 @@ func newPlan(req *Request) (plan, error) {
 		Zones:         zones,
 	})
 	if errors.Is(err, launch.ErrNoCompatibleOffering) {
-		return plan{}, &InsufficientCapacityError{Reason: err.Error(), err: ErrNoCompatibleOffering}
+		return plan{}, &launch.InsufficientCapacityError{Reason: err.Error(), Err: err}
 	}
 	if err != nil {
 		return plan{}, err
@@ -55,24 +55,6 @@ func (p *plan) types() []*catalog.InstanceType {
 		if !seen[o.InstanceType] {
 			seen[o.InstanceType] = true
 			out = append(out, byName[o.InstanceType])
-		}
-	}
-	return out
-}
-
-// subnetPerZone picks, per zone, the subnet with the most free addresses
-// among those not marked unavailable; ties keep input order. A zone whose
-// subnets are all unavailable gets none, so its offerings are left out
-// (karpenter-spec §4 step 5, §11.3 item 14).
-func subnetPerZone(subnets []Subnet) map[string]Subnet {
-	out := map[string]Subnet{}
-	for _, s := range subnets {
-		if s.Zone == "" || s.ID == "" || s.Unavailable {
-			continue
-		}
-		cur, ok := out[s.Zone]
-		if !ok || s.AvailableIPs > cur.AvailableIPs {
-			out[s.Zone] = s
 		}
 	}
 	return out

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -12,6 +11,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awserr"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // TemplateAPI is the subset of the EC2 client Templates calls
@@ -35,25 +35,13 @@ type Templates struct {
 // NewTemplates returns a Templates calling api.
 func NewTemplates(api TemplateAPI) *Templates { return &Templates{api: api} }
 
-// TemplateInfo is one existing launch template of the cluster.
-type TemplateInfo struct {
-	ID   string
-	Name string
-	// NodeClass is its karpenter.k8s.aws/ec2nodeclass tag.
-	NodeClass string
-	// CreateTime is when EC2 created it.
-	CreateTime time.Time
-	// Tags are all its tags.
-	Tags map[string]string
-}
-
 // List returns the cluster's launch templates: named NamePrefix..., tagged
 // kubernetes.io/cluster/<cluster>=owned and eks:eks-cluster-name=<cluster>
 // with a karpenter.sh/nodepool tag (the tags EnsureLaunchTemplates sets and
 // the DeleteLaunchTemplate grant is conditioned on), following NextToken
 // through every page, in EC2's order. Errors: an empty cluster, or the
 // call's error, wrapped.
-func (t *Templates) List(ctx context.Context, cluster string) ([]TemplateInfo, error) {
+func (t *Templates) List(ctx context.Context, cluster string) ([]launch.ClusterTemplate, error) {
 	if cluster == "" {
 		return nil, fmt.Errorf("list launch templates: cluster name: required")
 	}
@@ -62,7 +50,7 @@ func (t *Templates) List(ctx context.Context, cluster string) ([]TemplateInfo, e
 		{Name: aws.String("tag:" + v1.TagKeyEKSClusterName), Values: []string{cluster}},
 		{Name: aws.String("tag-key"), Values: []string{v1.TagKeyNodePool}},
 	}}
-	var out []TemplateInfo
+	var out []launch.ClusterTemplate
 	for {
 		page, err := t.api.DescribeLaunchTemplates(ctx, in)
 		if err != nil {
@@ -73,7 +61,7 @@ func (t *Templates) List(ctx context.Context, cluster string) ([]TemplateInfo, e
 			if !strings.HasPrefix(name, NamePrefix) {
 				continue
 			}
-			info := TemplateInfo{ID: aws.ToString(lt.LaunchTemplateId), Name: name, CreateTime: aws.ToTime(lt.CreateTime), Tags: map[string]string{}}
+			info := launch.ClusterTemplate{ID: aws.ToString(lt.LaunchTemplateId), Name: name, CreateTime: aws.ToTime(lt.CreateTime), Tags: map[string]string{}}
 			for _, tag := range lt.Tags {
 				info.Tags[aws.ToString(tag.Key)] = aws.ToString(tag.Value)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // templateAPI serves DescribeLaunchTemplates one template a page and
@@ -59,7 +60,7 @@ func TestTemplatesList(t *testing.T) {
 	if err != nil {
 		t.Fatalf("List() error = %v", err)
 	}
-	want := []nodeclass.TemplateInfo{
+	want := []launch.ClusterTemplate{
 		{ID: "lt-1", Name: "nodewright/aaa", NodeClass: "default", CreateTime: created, Tags: map[string]string{"karpenter.k8s.aws/ec2nodeclass": "default", "team": "x"}},
 		{ID: "lt-3", Name: "nodewright/ccc", NodeClass: "gpu", CreateTime: created, Tags: map[string]string{"karpenter.k8s.aws/ec2nodeclass": "gpu", "team": "x"}},
 	}

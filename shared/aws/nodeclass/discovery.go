@@ -13,6 +13,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // tagFilters turns selector tags into EC2 filters: tag:<key>=<value>, or
@@ -35,7 +36,7 @@ func tagFilters(tags map[string]string) []ec2types.Filter {
 // de-duplicated and sorted by free addresses, most first, then by ID.
 // Errors: a failed call (wrapped), or ErrSubnetsNotFound when nothing
 // matches.
-func (r *Resolver) Subnets(ctx context.Context, nc *v1.EC2NodeClass) ([]Subnet, error) {
+func (r *Resolver) Subnets(ctx context.Context, nc *v1.EC2NodeClass) ([]launch.Subnet, error) {
 	var queries [][]ec2types.Filter
 	var ids []string
 	for _, term := range nc.Spec.SubnetSelectorTerms {
@@ -49,7 +50,7 @@ func (r *Resolver) Subnets(ctx context.Context, nc *v1.EC2NodeClass) ([]Subnet, 
 	if len(ids) > 0 {
 		queries = append(queries, []ec2types.Filter{{Name: aws.String("subnet-id"), Values: ids}})
 	}
-	found := map[string]Subnet{}
+	found := map[string]launch.Subnet{}
 	for _, filters := range queries {
 		in := &ec2.DescribeSubnetsInput{Filters: filters}
 		for {
@@ -58,7 +59,7 @@ func (r *Resolver) Subnets(ctx context.Context, nc *v1.EC2NodeClass) ([]Subnet, 
 				return nil, fmt.Errorf("node class %s: describe subnets: %w", nc.Name, err)
 			}
 			for _, s := range out.Subnets {
-				found[aws.ToString(s.SubnetId)] = Subnet{
+				found[aws.ToString(s.SubnetId)] = launch.Subnet{
 					ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone), ZoneID: aws.ToString(s.AvailabilityZoneId),
 					AvailableIPs: int64(aws.ToInt32(s.AvailableIpAddressCount)),
 				}
@@ -73,7 +74,7 @@ func (r *Resolver) Subnets(ctx context.Context, nc *v1.EC2NodeClass) ([]Subnet, 
 		return nil, fmt.Errorf("node class %s: %w for spec.subnetSelectorTerms", nc.Name, ErrSubnetsNotFound)
 	}
 	out := slices.Collect(maps.Values(found))
-	slices.SortFunc(out, func(a, b Subnet) int {
+	slices.SortFunc(out, func(a, b launch.Subnet) int {
 		return cmp.Or(cmp.Compare(b.AvailableIPs, a.AvailableIPs), strings.Compare(a.ID, b.ID))
 	})
 	return out, nil

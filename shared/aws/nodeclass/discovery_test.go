@@ -15,6 +15,7 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/awserr"
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 var sdkOpts = cmp.Options{cmpopts.IgnoreTypes(smithydocument.NoSerde{})}
@@ -43,13 +44,13 @@ func TestSubnets(t *testing.T) {
 	tests := []struct {
 		name        string
 		terms       []v1.SubnetSelectorTerm
-		want        []nodeclass.Subnet
+		want        []launch.Subnet
 		wantFilters [][]ec2types.Filter
 	}{
 		{
 			name:  "should select subnets by tags, most free addresses first",
 			terms: []v1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "prod", "tier": "private"}}},
-			want: []nodeclass.Subnet{
+			want: []launch.Subnet{
 				{ID: "subnet-b", Zone: "us-east-1b", ZoneID: "use1-az2", AvailableIPs: 4000},
 				{ID: "subnet-a", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 100},
 			},
@@ -58,7 +59,7 @@ func TestSubnets(t *testing.T) {
 		{
 			name:  "should match any value of a tag given as *",
 			terms: []v1.SubnetSelectorTerm{{Tags: map[string]string{"tier": "*"}}},
-			want: []nodeclass.Subnet{
+			want: []launch.Subnet{
 				{ID: "subnet-b", Zone: "us-east-1b", ZoneID: "use1-az2", AvailableIPs: 4000},
 				{ID: "subnet-a", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 100},
 				{ID: "subnet-c", Zone: "us-east-1c", ZoneID: "use1-az3", AvailableIPs: 100},
@@ -70,7 +71,7 @@ func TestSubnets(t *testing.T) {
 			terms: []v1.SubnetSelectorTerm{
 				{ID: "subnet-c"}, {Tags: map[string]string{"tier": "public"}}, {ID: "subnet-x"}, {Tags: map[string]string{"karpenter.sh/discovery": "staging"}},
 			},
-			want: []nodeclass.Subnet{
+			want: []launch.Subnet{
 				{ID: "subnet-x", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 9000},
 				{ID: "subnet-c", Zone: "us-east-1c", ZoneID: "use1-az3", AvailableIPs: 100},
 			},

@@ -62,15 +62,6 @@ type TemplateRequest struct {
 	InstanceTypes []*catalog.InstanceType
 }
 
-// LaunchTemplate is an existing launch template and the instance types it
-// serves. Its field set matches fleet.LaunchTemplate, so one converts to the
-// other.
-type LaunchTemplate struct {
-	Name          string
-	ImageID       string
-	InstanceTypes []string
-}
-
 // EnsureLaunchTemplates makes sure a launch template exists for every group
 // of the requested instance types that shares an AMI and a max-pods value
 // (karpenter-spec §4 step 6, §9.3), creating missing ones, and returns them in
@@ -95,7 +86,7 @@ type LaunchTemplate struct {
 // restricted tags, unresolved security groups, AMIs or instance profile), no
 // AMI for any type, user data that cannot be rendered, or a failed call
 // (wrapped).
-func (r *Resolver) EnsureLaunchTemplates(ctx context.Context, req TemplateRequest) ([]LaunchTemplate, error) {
+func (r *Resolver) EnsureLaunchTemplates(ctx context.Context, req TemplateRequest) ([]launch.Template, error) {
 	wanted, err := templates(req)
 	if err != nil {
 		return nil, err
@@ -119,7 +110,7 @@ func (r *Resolver) EnsureLaunchTemplates(ctx context.Context, req TemplateReques
 		}
 		in.NextToken = out.NextToken
 	}
-	result := make([]LaunchTemplate, len(wanted))
+	result := make([]launch.Template, len(wanted))
 	for i, w := range wanted {
 		if !existing[w.name] {
 			_, err := r.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
@@ -132,7 +123,7 @@ func (r *Resolver) EnsureLaunchTemplates(ctx context.Context, req TemplateReques
 				return nil, fmt.Errorf("create launch template %s: %w", w.name, err)
 			}
 		}
-		result[i] = LaunchTemplate{Name: w.name, ImageID: aws.ToString(w.data.ImageId), InstanceTypes: w.types}
+		result[i] = launch.Template{Name: w.name, ImageID: aws.ToString(w.data.ImageId), InstanceTypes: w.types}
 	}
 	return result, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 // EC2API is the subset of the EC2 client this package calls.
@@ -60,22 +61,10 @@ func New(ec2API EC2API, ssmAPI SSMAPI, now func() time.Time) *Resolver {
 	return &Resolver{ec2: ec2API, ssm: ssmAPI, now: now}
 }
 
-// Subnet is a resolved subnet with its free address count.
-type Subnet struct {
-	ID     string
-	Zone   string
-	ZoneID string
-	// AvailableIPs is AvailableIpAddressCount.
-	AvailableIPs int64
-	// Unavailable is always false here; the field exists so that Subnet
-	// converts to fleet.Subnet, whose callers set it from their cache.
-	Unavailable bool
-}
-
 // Resolved is what a node class resolves to: the content of its status.
 type Resolved struct {
 	// Subnets are sorted by free addresses, most first, then by ID.
-	Subnets []Subnet
+	Subnets []launch.Subnet
 	// SecurityGroups are sorted by ID.
 	SecurityGroups []v1.SecurityGroup
 	// AMIs are sorted newest first (see AMIs).
