@@ -33,8 +33,8 @@ cli: ## the nodewright CLI as bin/nodewright
 HOST_ARCH := $(shell $(GO) env GOARCH)
 IMAGE_FORWARDER := dist/image/forwarder-linux-$(HOST_ARCH)
 
-test: controlplane sfn-deps cdk-tools image ## everything CI runs: vet, unit and end-to-end tests (local control plane, local Step Functions; the forwarder from the image), the image's and the Helm chart's tests, the CDK app's tests and synth
-	$(GO) vet ./...
+test: controlplane sfn-deps cdk-tools image ## everything CI runs: lint (gofmt, vet, golangci-lint), unit and end-to-end tests (local control plane, local Step Functions; the forwarder from the image), the image's and the Helm chart's tests, the CDK app's tests and synth
+	$(MAKE) --no-print-directory lint
 	cd image && $(GO) run . extract -layout ../dist/image/oci -platform linux/$(HOST_ARCH) -o ../$(IMAGE_FORWARDER)
 	NODEWRIGHT_FORWARDER_BIN=$(CURDIR)/$(IMAGE_FORWARDER) $(GO) test -count=1 -timeout 60m ./...
 	cd image && $(GO) vet ./... && $(GO) test -count=1 ./...

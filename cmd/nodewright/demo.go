@@ -306,6 +306,7 @@ func (d *demoRun) watch(ctx context.Context, s *stack.Stack, phase string, timeo
 			}
 		}
 		if time.Now().After(deadline) {
+			//nolint:errorlint // err is the last observation's outcome and may be nil (%w would print %!w(<nil>)); the timeout is the failure
 			return st, fmt.Errorf("%s: not done after %s (last: nodes %d, nodeclaims %d, pending %d, running %d; err %v)",
 				phase, timeout, st.Nodes, st.NodeClaims, st.PendingPods, st.RunningPods, err)
 		}
@@ -333,22 +334,35 @@ type driftNode struct {
 	tainted, gone                bool
 }
 
-// drift pins the EC2NodeClass to a newly registered AMI (amiSelectorTerms
-// - id: <ami>) and follows Karpenter's drift replacement (karpenter-spec
-// §6.4, §7) until every node that ran the old image is gone, every node
-// runs the new one and all pods run again. It prints one line per event:
-// execution started (the node drifted), replacement launched, replacement
-// Ready, node tainted and drained, node removed, execution finished. It
-// fails when more nodes are disrupted at once than the NodePool's budget
-// allows, or after six minutes.
-func (d *demoRun) drift(ctx context.Context, s *stack.Stack, replicas int) error {
+// sayDriftExecutions reports each execution of execs once when it is first
+// seen and once when it has finished, marking it in seen and done.
+func (d *demoRun) sayDriftExecutions(execs []stack.Execution, old map[string]*driftNode, seen, done map[string]bool) {
+	for _, e := range execs {
+		if !seen[e.Name] {
+			seen[e.Name] = true
+			d.say("drift: execution %s started: %s", e.Name, describeDriftExecution(e.Name, old))
+		}
+		if !e.Finished.IsZero() && !done[e.Name] {
+			done[e.Name] = true
+			if e.Status == "SUCCEEDED" {
+				d.say("drift: execution %s %s after %.0fs", e.Name, e.Status, e.Finished.Sub(e.Started).Seconds())
+			} else {
+				d.say("drift: execution %s %s: %s %s", e.Name, e.Status, e.Error, e.Cause)
+			}
+		}
+	}
+}
+
+// driftNodes returns the cluster's nodes before the drift, by instance ID,
+// with their image and NodeClaim.
+func driftNodes(ctx context.Context, s *stack.Stack) (map[string]*driftNode, error) {
 	nodes, err := s.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
+		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	claims, err := s.Dynamic.Resource(stack.NodeClaimResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("list nodeclaims: %w", err)
+		return nil, fmt.Errorf("list nodeclaims: %w", err)
 	}
 	claimOf := map[string]string{} // provider ID -> NodeClaim
 	for _, c := range claims.Items {
@@ -360,6 +374,22 @@ func (d *demoRun) drift(ctx context.Context, s *stack.Stack, replicas int) error
 		id := instanceID(n.Spec.ProviderID)
 		in, _ := s.Sim.Instance(id)
 		old[id] = &driftNode{name: n.Name, instance: id, image: in.ImageID, claim: claimOf[n.Spec.ProviderID]}
+	}
+	return old, nil
+}
+
+// drift pins the EC2NodeClass to a newly registered AMI (amiSelectorTerms
+// - id: <ami>) and follows Karpenter's drift replacement (karpenter-spec
+// §6.4, §7) until every node that ran the old image is gone, every node
+// runs the new one and all pods run again. It prints one line per event:
+// execution started (the node drifted), replacement launched, replacement
+// Ready, node tainted and drained, node removed, execution finished. It
+// fails when more nodes are disrupted at once than the NodePool's budget
+// allows, or after six minutes.
+func (d *demoRun) drift(ctx context.Context, s *stack.Stack, replicas int) error {
+	old, err := driftNodes(ctx, s)
+	if err != nil {
+		return err
 	}
 	img, err := s.Sim.AddImage(ec2sim.Image{
 		Name:         fmt.Sprintf("amazon-eks-node-al2023-x86_64-standard-%s-v%s", stack.DefaultKubernetesVersion, time.Now().UTC().Format("20060102")),
@@ -393,20 +423,7 @@ func (d *demoRun) drift(ctx context.Context, s *stack.Stack, replicas int) error
 		seenInst[id] = true
 	}
 	for {
-		for _, e := range s.Executions() {
-			if !seenExec[e.Name] {
-				seenExec[e.Name] = true
-				d.say("drift: execution %s started: %s", e.Name, describeDriftExecution(e.Name, old))
-			}
-			if !e.Finished.IsZero() && !doneExec[e.Name] {
-				doneExec[e.Name] = true
-				if e.Status == "SUCCEEDED" {
-					d.say("drift: execution %s %s after %.0fs", e.Name, e.Status, e.Finished.Sub(e.Started).Seconds())
-				} else {
-					d.say("drift: execution %s %s: %s %s", e.Name, e.Status, e.Error, e.Cause)
-				}
-			}
-		}
+		d.sayDriftExecutions(s.Executions(), old, seenExec, doneExec)
 		for _, in := range s.Sim.Instances() {
 			if !seenInst[in.ID] && (in.State == "pending" || in.State == "running") {
 				seenInst[in.ID] = true

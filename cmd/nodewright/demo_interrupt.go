@@ -30,6 +30,22 @@ func offeringOf(in ec2sim.Instance) offering {
 
 func (o offering) String() string { return o.capacityType + " " + o.instanceType + " in " + o.zone }
 
+// applySpot applies the interruption demo's Spot NodePool and Deployment
+// (deploy/demo/spot).
+func (d *demoRun) applySpot(ctx context.Context, s *stack.Stack) error {
+	for _, f := range []string{"nodepool.yaml", "spot-inflate.yaml"} {
+		data, err := demo.Spot.ReadFile("spot/" + f)
+		if err != nil {
+			return err
+		}
+		if err := s.Apply(ctx, data); err != nil {
+			return fmt.Errorf("apply %s: %w", f, err)
+		}
+		d.say("interruption: applied deploy/demo/spot/%s", f)
+	}
+	return nil
+}
+
 // interruption is the demo's Spot interruption step (issue: survive Spot
 // interruptions, karpenter-spec.md section 8): it applies the Spot NodePool
 // and spot-inflate (deploy/demo/spot/), waits for its pods, issues a Spot
@@ -41,15 +57,8 @@ func (o offering) String() string { return o.capacityType + " " + o.instanceType
 // the warning), or when a launch after the warning reuses the interrupted
 // offering (Karpenter marks it unavailable for three minutes).
 func (d *demoRun) interruption(ctx context.Context, s *stack.Stack) error {
-	for _, f := range []string{"nodepool.yaml", "spot-inflate.yaml"} {
-		data, err := demo.Spot.ReadFile("spot/" + f)
-		if err != nil {
-			return err
-		}
-		if err := s.Apply(ctx, data); err != nil {
-			return fmt.Errorf("apply %s: %w", f, err)
-		}
-		d.say("interruption: applied deploy/demo/spot/%s", f)
+	if err := d.applySpot(ctx, s); err != nil {
+		return err
 	}
 	d.say("interruption: waiting for %d %s pods on Spot capacity (NodePool spot)", spotReplicas, spotDeployment)
 	var pods []corev1.Pod
@@ -65,12 +74,7 @@ func (d *demoRun) interruption(ctx context.Context, s *stack.Stack) error {
 	if err != nil {
 		return err
 	}
-	onVictim := 0
-	for _, p := range pods {
-		if p.Spec.NodeName == victim {
-			onVictim++
-		}
-	}
+	onVictim := podsOn(pods, victim)
 	d.say("interruption: %d pods Running; node %s (%s, %s) runs %d of them", spotReplicas, victim, in.ID, offeringOf(in), onVictim)
 
 	before := map[string]bool{}
@@ -163,6 +167,7 @@ func (d *demoRun) poll(ctx context.Context, timeout time.Duration, what string, 
 			return nil
 		}
 		if time.Now().After(deadline) {
+			//nolint:errorlint // cond's last error may be nil (%w would print %!w(<nil>)); the timeout is the failure
 			return fmt.Errorf("%s: not after %s (last error: %v)", what, timeout, err)
 		}
 		select {
@@ -184,6 +189,17 @@ func spotPods(ctx context.Context, s *stack.Stack) ([]corev1.Pod, error) {
 
 // countRunning counts the pods Running and not being deleted, on a node
 // other than notOn when it is set.
+// podsOn counts the pods bound to node.
+func podsOn(pods []corev1.Pod, node string) int {
+	n := 0
+	for _, p := range pods {
+		if p.Spec.NodeName == node {
+			n++
+		}
+	}
+	return n
+}
+
 func countRunning(pods []corev1.Pod, notOn string) int {
 	n := 0
 	for _, p := range pods {

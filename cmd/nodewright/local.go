@@ -374,6 +374,7 @@ func localUpDetached(ctx context.Context, f upFlags, stdout io.Writer) error {
 		select {
 		case err := <-exited:
 			data, _ := os.ReadFile(logPath)
+			//nolint:errorlint // Wait's error is nil on a clean exit (%w would print %!w(<nil>)); the early exit is the failure
 			return cleanFailedStart(dir, fresh, fmt.Errorf("stack process exited (%v):\n%s", err, data))
 		case <-ctx.Done():
 			return ctx.Err()

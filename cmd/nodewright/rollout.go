@@ -203,7 +203,7 @@ func forecastRollout(ctx context.Context, cfg rolloutConfig, c cli) (rolloutRepo
 	}
 	rep := rolloutReport{Region: snap.Region, PriceSource: snap.PriceSource, Changes: changes, Timeline: tl}
 	if cfg.Compare != "" {
-		alt, err := withBudgets(snap.Input.NodePools, cfg.Compare, stdin, stderr)
+		alt, err := withBudgets(snap.NodePools, cfg.Compare, stdin, stderr)
 		if err != nil {
 			return rolloutReport{}, err
 		}

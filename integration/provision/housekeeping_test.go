@@ -173,7 +173,7 @@ func (v *vanishingEC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput
 	if v.done.CompareAndSwap(false, true) {
 		for _, cfg := range in.LaunchTemplateConfigs {
 			name := cfg.LaunchTemplateSpecification.LaunchTemplateName
-			if _, err := v.Client.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: name}); err != nil {
+			if _, err := v.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: name}); err != nil {
 				return nil, err
 			}
 			v.deleted = append(v.deleted, *name)

@@ -49,13 +49,13 @@ func TestDaemonSetAppliedJustBeforeItsPodsSizesTheirNode(t *testing.T) {
 	if _, err := s.Kube.AppsV1().Deployments("default").Create(ctx, deployment("app", 1, "1500m", "1Gi"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	st := eventually(t, s, 3*time.Minute, "the pod and the daemon pod Running on one node", func(_ context.Context, st stack.Status) bool {
+	eventually(t, s, 3*time.Minute, "the pod and the daemon pod Running on one node", func(_ context.Context, st stack.Status) bool {
 		return st.RunningPods == 2 && st.PendingPods == 0
 	})
 	// Give a wrong first plan the time to show its second NodeClaim: the
 	// daemon pod pending on a too small node would cause one.
 	time.Sleep(5 * time.Second)
-	if st, _ = s.Observe(ctx); st.Instances != 1 || st.Nodes != 1 || st.NodeClaims != 1 || st.PendingPods != 0 {
+	if st, _ := s.Observe(ctx); st.Instances != 1 || st.Nodes != 1 || st.NodeClaims != 1 || st.PendingPods != 0 {
 		t.Errorf("status = %+v, want one instance, one Node, one NodeClaim and nothing pending", st)
 	}
 	if got := len(s.Sim.CallsTo("CreateFleet")); got != 1 {

@@ -62,7 +62,7 @@ func scrapeForwarder(t testing.TB, s *stack.Stack) scraped {
 			continue
 		}
 		smp := sample{labels: map[string]string{}}
-		rest := line
+		var rest string
 		if i := strings.IndexByte(line, '{'); i >= 0 {
 			j := strings.LastIndexByte(line, '}')
 			if j < i {

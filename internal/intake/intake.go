@@ -96,7 +96,7 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("intake endpoint %q: %w", opts.Endpoint, err)
 	}
-	if u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname()))) {
+	if u.Host == "" || (u.Scheme != "https" && (u.Scheme != "http" || !loopback(u.Hostname()))) {
 		return nil, fmt.Errorf("intake endpoint %q: must be an https URL (http only for loopback hosts)", opts.Endpoint)
 	}
 	if opts.Region == "" {
@@ -339,7 +339,7 @@ func (c *Client) do(ctx context.Context, method, route, idempotencyKey string, b
 			c.opts.OnRetry(route, status, err)
 		}
 		if err := c.opts.Sleep(ctx, max(c.backoff(attempt), min(retryAfter, c.opts.MaxDelay))); err != nil {
-			return fmt.Errorf("%s %s: %w (last attempt: %v)", method, route, err, lastErr)
+			return fmt.Errorf("%s %s: %w (last attempt: %w)", method, route, err, lastErr)
 		}
 	}
 }

@@ -435,9 +435,10 @@ func waitReady(ctx context.Context, p *process, timeout time.Duration, check fun
 		}
 		select {
 		case <-p.done:
+			//nolint:errorlint // p.err is nil on a clean exit (%w would print %!w(<nil>)); the early exit is the failure
 			return fmt.Errorf("%s exited (%v) before it was ready; %s:\n%s", p.name, p.err, p.log, tail(p.log, 20))
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready (%v): %w; %s:\n%s", p.name, last, ctx.Err(), p.log, tail(p.log, 20))
+			return fmt.Errorf("%s not ready (%w): %w; %s:\n%s", p.name, last, ctx.Err(), p.log, tail(p.log, 20))
 		case <-tick.C:
 		}
 	}

@@ -29,7 +29,7 @@ func parseFilters(q *qnode, supported []string, tags bool) ([]filter, error) {
 			return nil, missingParameter("Filter.Name")
 		}
 		isTag := strings.HasPrefix(f.name, "tag:") || f.name == "tag-key" || f.name == "tag-value"
-		if !(tags && isTag) && !slices.Contains(supported, f.name) {
+		if (!tags || !isTag) && !slices.Contains(supported, f.name) {
 			return nil, invalidParameterValue("The filter '%s' is invalid", f.name)
 		}
 		out = append(out, f)

@@ -334,6 +334,40 @@ func validAMIID(id string) bool {
 // Owner.N ("self", "amazon" or account IDs), filters, and
 // IncludeDeprecated — deprecated images are omitted unless it is true,
 // image IDs are given, or the caller owns them.
+// filterField is the values of DescribeImages filter name for img (nil for
+// a name it does not know).
+func (img *image) filterField(name string) []string {
+	switch name {
+	case "image-id":
+		return []string{img.ID}
+	case "name":
+		return []string{img.Name}
+	case "owner-id":
+		return []string{img.OwnerID}
+	case "owner-alias":
+		return []string{img.OwnerAlias}
+	case "architecture":
+		return []string{img.Architecture}
+	case "state":
+		return []string{"available"}
+	case "is-public":
+		return boolStr(img.Public)
+	case "platform":
+		return []string{img.Platform}
+	case "image-type":
+		return []string{"machine"}
+	case "description":
+		return []string{img.Description}
+	case "root-device-type":
+		return []string{"ebs"}
+	case "virtualization-type":
+		return []string{"hvm"}
+	case "hypervisor":
+		return []string{"xen"}
+	}
+	return nil
+}
+
 func (s *Server) describeImages(q *qnode, now time.Time) (response, error) {
 	filters, err := parseFilters(q, []string{"image-id", "name", "owner-id", "owner-alias", "architecture", "state",
 		"is-public", "platform", "image-type", "description", "root-device-type", "virtualization-type", "hypervisor"}, true)
@@ -381,38 +415,7 @@ func (s *Server) describeImages(q *qnode, now time.Time) (response, error) {
 		if img.Platform == "windows" {
 			platformDetails, usage = "Windows", "RunInstances:0002"
 		}
-		field := func(name string) []string {
-			switch name {
-			case "image-id":
-				return []string{img.ID}
-			case "name":
-				return []string{img.Name}
-			case "owner-id":
-				return []string{img.OwnerID}
-			case "owner-alias":
-				return []string{img.OwnerAlias}
-			case "architecture":
-				return []string{img.Architecture}
-			case "state":
-				return []string{"available"}
-			case "is-public":
-				return boolStr(img.Public)
-			case "platform":
-				return []string{img.Platform}
-			case "image-type":
-				return []string{"machine"}
-			case "description":
-				return []string{img.Description}
-			case "root-device-type":
-				return []string{"ebs"}
-			case "virtualization-type":
-				return []string{"hvm"}
-			case "hypervisor":
-				return []string{"xen"}
-			}
-			return nil
-		}
-		if !matches(filters, img.Tags, field) {
+		if !matches(filters, img.Tags, img.filterField) {
 			continue
 		}
 		x := imageXML{

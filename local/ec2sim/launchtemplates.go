@@ -202,6 +202,9 @@ func parseLTData(d *qnode) (ltData, error) {
 	return out, nil
 }
 
+// ltNameChars are the characters EC2 allows in a launch template name.
+const ltNameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789().-/_"
+
 // validLTName applies EC2's launch template name rule: 3 to 128
 // characters of [a-zA-Z0-9().-/_].
 func validLTName(name string) bool {
@@ -209,7 +212,7 @@ func validLTName(name string) bool {
 		return false
 	}
 	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("().-/_", c)) {
+		if !strings.ContainsRune(ltNameChars, c) {
 			return false
 		}
 	}

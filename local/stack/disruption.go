@@ -35,7 +35,7 @@ const account = "111122223333"
 type localSFN struct {
 	runner *stepfunctions.Runner
 	defs   map[string][]byte // state machine ARN -> definition; guarded by mu
-	ctx    context.Context
+	ctx    context.Context   //nolint:containedctx // the stack's lifetime, not a request's: executions outlive StartExecution
 	wg     *sync.WaitGroup
 	log    *slog.Logger
 

@@ -213,7 +213,6 @@ type Stack struct {
 	fwd      *child
 	fwdMu    sync.Mutex
 	fwdBin   string
-	fwdEnv   []string
 	log      *slog.Logger
 	logFile  *os.File
 	prices   *pricer
@@ -282,7 +281,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	// The forwarder build reports its progress concurrently with the steps.
-	var progressOut io.Writer = io.Discard
+	progressOut := io.Discard
 	if opts.Progress != nil {
 		progressOut = &syncWriter{w: opts.Progress}
 	}

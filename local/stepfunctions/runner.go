@@ -265,7 +265,7 @@ func (r *Runner) Run(ctx context.Context, definition []byte, ex Execution) (Resu
 	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
 		return Result{}, fmt.Errorf("run %s: decode engine output: %w: %.500s", ex.Name, err, stdout.String())
 	}
-	return Result{Status: resp.Status, Output: resp.Output, Error: resp.Error, Cause: resp.Cause, Events: resp.Events}, nil
+	return Result(resp), nil
 }
 
 // Validate runs asl-validator on the definition file at path (JSONPath

@@ -37,7 +37,7 @@ type Service struct {
 	order    []string
 	sem      chan struct{}
 	wg       sync.WaitGroup
-	ctx      context.Context
+	ctx      context.Context //nolint:containedctx // the service's lifetime (Close cancels it): executions outlive StartExecution
 	cancel   context.CancelFunc
 	now      func() time.Time
 }

@@ -1,6 +1,7 @@
 package amifamily
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -80,7 +81,7 @@ func parseMIME(data string) ([]mimePart, error) {
 	var parts []mimePart
 	for {
 		p, err := r.NextRawPart()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -23,10 +23,11 @@ func (a *amount) add(b amount) {
 	}
 }
 
-// holds reports whether need fits in room in every dimension need uses.
-func (room amount) holds(need amount) bool {
+// holds reports whether need fits in the room a in every dimension need
+// uses.
+func (a amount) holds(need amount) bool {
 	for i := range need {
-		if need[i] > 0 && need[i] > room[i] {
+		if need[i] > 0 && need[i] > a[i] {
 			return false
 		}
 	}

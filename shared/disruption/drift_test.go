@@ -1,13 +1,13 @@
 package disruption_test
 
 import (
-	"github.com/nodewright/nodewright/shared/catalog"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/disruption"
 	st "github.com/nodewright/nodewright/shared/scheduling/schedulingtest"
 )

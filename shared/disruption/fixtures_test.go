@@ -74,10 +74,6 @@ func policy(p v1.ConsolidationPolicy) st.NodePoolOption {
 	return func(np *v1.NodePool) { np.Spec.Disruption.ConsolidationPolicy = p }
 }
 
-func tgp(d time.Duration) st.NodePoolOption {
-	return func(np *v1.NodePool) { np.Spec.Template.Spec.TerminationGracePeriod = v1.NewDuration(d) }
-}
-
 // managedOption changes a managed node's NodeClaim and Node.
 type managedOption func(*v1.NodeClaim, *corev1.Node)
 
@@ -168,10 +164,6 @@ func createdAt(t time.Time) managedOption {
 		nc.CreationTimestamp = metav1.NewTime(t)
 		n.CreationTimestamp = metav1.NewTime(t)
 	}
-}
-
-func notReady(_ *v1.NodeClaim, n *corev1.Node) {
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
 }
 
 func imageID(id string) managedOption {

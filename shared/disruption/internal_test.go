@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,8 +239,9 @@ func TestCommandIDIsAnExecutionName(t *testing.T) {
 	if len(id) > 80 {
 		t.Errorf("commandID() = %q: %d characters, want at most 80", id, len(id))
 	}
+	const nameChars = "-_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 	for _, r := range id {
-		if !(r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')) {
+		if !strings.ContainsRune(nameChars, r) {
 			t.Errorf("commandID() = %q contains %q", id, r)
 		}
 	}

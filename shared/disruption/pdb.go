@@ -97,7 +97,7 @@ func blocksEviction(limits []pdbLimit, p *corev1.Pod) string {
 			continue
 		}
 		matched = append(matched, l.name)
-		if zero == nil && l.allowed == 0 && !(l.alwaysAllowUnhealthy && !podReady(p)) {
+		if zero == nil && l.allowed == 0 && (!l.alwaysAllowUnhealthy || podReady(p)) {
 			zero = l
 		}
 	}

@@ -11,12 +11,12 @@ import (
 type Action string
 
 const (
-	// ActionNone: acknowledge the event and do nothing.
+	// ActionNone acknowledges the event and does nothing.
 	ActionNone Action = "None"
-	// ActionRecordOnly: record the kind's event on the NodeClaim and Node;
-	// change nothing.
+	// ActionRecordOnly records the kind's event on the NodeClaim and Node
+	// and changes nothing.
 	ActionRecordOnly Action = "RecordOnly"
-	// ActionCordonAndDrain: start the interruption execution, which taints
+	// ActionCordonAndDrain starts the interruption execution, which taints
 	// and drains the node at once (no disruption budget, no waiting for a
 	// replacement) and then terminates it; Karpenter deletes the NodeClaim,
 	// which goes through the same taint-and-drain termination.
@@ -28,13 +28,13 @@ const (
 type Mark string
 
 const (
-	// MarkNone: nothing.
+	// MarkNone marks nothing.
 	MarkNone Mark = ""
-	// MarkSpotOffering: the (spot, instance type, zone) offering of the
+	// MarkSpotOffering marks the (spot, instance type, zone) offering of the
 	// interrupted NodeClaim.
 	MarkSpotOffering Mark = "SpotOffering"
-	// MarkReservation: the capacity reservation the NodeClaim was launched
-	// into.
+	// MarkReservation marks the capacity reservation the NodeClaim was
+	// launched into.
 	MarkReservation Mark = "Reservation"
 )
 

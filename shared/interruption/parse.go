@@ -103,7 +103,7 @@ func Parse(body []byte) (Message, error) {
 	}
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return Message{}, &ParseError{Err: fmt.Errorf("%w: %v", ErrMalformed, err)}
+		return Message{}, &ParseError{Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
 	}
 	fail := func(err error) (Message, error) {
 		return Message{}, &ParseError{EventID: env.ID, Source: env.Source, DetailType: env.DetailType, Version: env.Version, Err: err}
@@ -130,7 +130,7 @@ func Parse(body []byte) (Message, error) {
 		Account: env.Account, Region: env.Region, Time: at.UTC(),
 	}
 	if err := p(&m, env.Detail); err != nil {
-		return fail(fmt.Errorf("%w: detail: %v", ErrMalformed, err))
+		return fail(fmt.Errorf("%w: detail: %w", ErrMalformed, err))
 	}
 	return m, nil
 }

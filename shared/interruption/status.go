@@ -36,7 +36,7 @@ func StatusKinds() []Kind {
 	return []Kind{KindScheduledEvent, KindInstanceStatusImpaired, KindSystemStatusImpaired}
 }
 
-// ActionForcefulDrain: start the interruption execution with its
+// ActionForcefulDrain starts the interruption execution with its
 // termination deadline at the poll's time, so no grace is left: the drain
 // deletes every pod at once (with the minimum grace period, do-not-disrupt
 // pods too) and the instance is terminated without waiting for the drain.

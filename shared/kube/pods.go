@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 )
 
-// UsePodGracePeriod, passed as a grace period to Evict or DeletePod, keeps
-// the pod's own spec.terminationGracePeriodSeconds.
+// UsePodGracePeriod is the grace period that, passed to Evict or DeletePod,
+// keeps the pod's own spec.terminationGracePeriodSeconds.
 const UsePodGracePeriod time.Duration = -1
 
 // EvictionOutcome is how the API server answered an eviction request.

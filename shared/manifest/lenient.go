@@ -95,10 +95,10 @@ func prune(raw []byte, path string) ([]byte, bool) {
 func splitPath(path string) ([]string, bool) {
 	var segs []string
 	for path != "" {
-		switch {
-		case path[0] == '.':
+		switch path[0] {
+		case '.':
 			path = path[1:]
-		case path[0] == '[':
+		case '[':
 			end := strings.IndexByte(path, ']')
 			if end < 0 {
 				return nil, false

@@ -391,18 +391,22 @@ func decodeObject(h header, raw []byte, source string) (Object, error) {
 		return obj, nil
 	}
 	des := make([]error, 0, len(errs))
+	var first *DocumentError
 	for _, err := range errs {
 		de := &DocumentError{Source: source, Kind: h.Kind, Name: h.Name, Err: err}
 		var fe *apijson.FieldError
 		if errors.As(err, &fe) {
 			de.Path, de.Err = fe.Path, fe.Err
 		}
+		if first == nil {
+			first = de
+		}
 		des = append(des, de)
 	}
 	if typed != nil {
 		partial := obj
 		partial.Typed, partial.Warnings = typed, warnings
-		des[0].(*DocumentError).Partial = &partial
+		first.Partial = &partial
 	}
 	return Object{}, errors.Join(des...)
 }

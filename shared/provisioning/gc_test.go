@@ -394,9 +394,9 @@ func TestCollectGarbage(t *testing.T) {
 type touchingStore struct{ *store }
 
 func (s touchingStore) DeleteNodeClaim(ctx context.Context, name, rv string) error {
-	c, _ := s.store.GetNodeClaim(ctx, name)
+	c, _ := s.GetNodeClaim(ctx, name)
 	c.Status.NodeName = "late-node"
-	if _, err := s.store.UpdateNodeClaim(ctx, c); err != nil {
+	if _, err := s.UpdateNodeClaim(ctx, c); err != nil {
 		return err
 	}
 	return s.store.DeleteNodeClaim(ctx, name, rv)

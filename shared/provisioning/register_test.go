@@ -372,7 +372,7 @@ type racingStore struct {
 func (r *racingStore) UpdateNodeClaim(ctx context.Context, c v1.NodeClaim) (v1.NodeClaim, error) {
 	if !r.raced {
 		r.raced = true
-		cur, _ := r.store.GetNodeClaim(ctx, c.Name)
+		cur, _ := r.GetNodeClaim(ctx, c.Name)
 		cur.Annotations = map[string]string{"touched": "yes"}
 		if _, err := r.store.UpdateNodeClaim(ctx, cur); err != nil {
 			return v1.NodeClaim{}, err

@@ -110,7 +110,7 @@ func checkIntersection(t *testing.T, a, b *Requirement) {
 	if got := b.intersects(a); got != nonEmpty {
 		t.Fatalf("(%s).intersects(%s) = %t, want %t", b, a, got, nonEmpty)
 	}
-	if v := ab.Any(); v != "" && !(a.Has(v) && b.Has(v)) {
+	if v := ab.Any(); v != "" && (!a.Has(v) || !b.Has(v)) {
 		t.Fatalf("(%s).Intersection(%s).Any() = %q, which is not in both", a, b, v)
 	}
 	if ab.bounded() && (!ab.hasGte || !ab.hasLte) && ab.Any() == "" {

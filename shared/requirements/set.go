@@ -163,7 +163,7 @@ func (r Requirements) compatible(o Requirements, allowWellKnown bool) error {
 	for key, b := range o {
 		a, ok := r[key]
 		if !ok {
-			if !(allowWellKnown && v1.WellKnownLabels[key]) && !b.negative() {
+			if (!allowWellKnown || !v1.WellKnownLabels[key]) && !b.negative() {
 				return r.incompatible(o, true, allowWellKnown)
 			}
 			continue
@@ -186,7 +186,7 @@ func (r Requirements) incompatible(o Requirements, checkUndefined, allowWellKnow
 		switch {
 		case ok && !pairOK(a, b):
 			e.Conflicts = append(e.Conflicts, Conflict{Key: key, Existing: a, Incoming: b})
-		case !ok && checkUndefined && !(allowWellKnown && v1.WellKnownLabels[key]) && !b.negative():
+		case !ok && checkUndefined && (!allowWellKnown || !v1.WellKnownLabels[key]) && !b.negative():
 			e.Undefined = append(e.Undefined, key)
 		}
 	}

@@ -204,7 +204,7 @@ func Forecast(ctx context.Context, snap disruption.Input, opts Options) (Timelin
 
 func withDefaults(o Options) (Options, error) {
 	if o.From.IsZero() {
-		return o, errors.New("From: the forecast needs a start instant")
+		return o, errors.New("options: From: the forecast needs a start instant")
 	}
 	if o.Until.IsZero() {
 		o.Until = o.From.Add(DefaultHorizon)
@@ -215,17 +215,17 @@ func withDefaults(o Options) (Options, error) {
 		def  time.Duration
 	}{{"Poll", &o.Poll, DefaultPoll}, {"Boot", &o.Boot, DefaultBoot}, {"Drain", &o.Drain, DefaultDrain}} {
 		if *d.v < 0 {
-			return o, fmt.Errorf("%s %s: want a duration of 0 or more", d.name, *d.v)
+			return o, fmt.Errorf("options: %s %s: want a duration of 0 or more", d.name, *d.v)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
 		}
 	}
 	if o.Until.Before(o.From) {
-		return o, fmt.Errorf("Until %s is before From %s", o.Until.UTC().Format(time.RFC3339), o.From.UTC().Format(time.RFC3339))
+		return o, fmt.Errorf("options: Until %s is before From %s", o.Until.UTC().Format(time.RFC3339), o.From.UTC().Format(time.RFC3339))
 	}
 	if n := o.Until.Sub(o.From) / o.Poll; n > 1_000_000 {
-		return o, fmt.Errorf("Until - From spans %d polls of %s; at most 1000000", n, o.Poll)
+		return o, fmt.Errorf("options: Until - From spans %d polls of %s; at most 1000000", n, o.Poll)
 	}
 	return o, nil
 }

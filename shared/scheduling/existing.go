@@ -199,11 +199,10 @@ func (s *solver) newNode(en *ExistingNode) *enode {
 	managed := en.NodeClaim != nil || node.pool != ""
 	node.initialized = !managed || node.labels[v1.LabelInitialized] == "true"
 	var alloc corev1.ResourceList
-	switch {
-	case en.Node == nil:
+	if en.Node == nil {
 		node.taints = en.NodeClaim.Spec.Taints
 		alloc = en.NodeClaim.Status.Allocatable
-	default:
+	} else {
 		node.taints = en.Node.Spec.Taints
 		alloc = en.Node.Status.Allocatable
 		if !node.initialized {

@@ -87,12 +87,10 @@ func (s *solver) explainFit(pi *podInfo, p *pool, tl *typeList, limitCap *vec) s
 			if have < 0 {
 				have = 0
 			}
-			req := pi.req[i]
 			if i == resPods {
-				req--
 				return fmt.Sprintf("largest compatible instance type %s has room for %s pods, pod needs 1", largest.name, s.res.format(i, have))
 			}
-			msg := fmt.Sprintf("largest compatible instance type %s has %s %s, pod requests %s", largest.name, s.res.format(i, have), what, s.res.format(i, req))
+			msg := fmt.Sprintf("largest compatible instance type %s has %s %s, pod requests %s", largest.name, s.res.format(i, have), what, s.res.format(i, pi.req[i]))
 			if i == resEphemeral {
 				msg += " (an EC2NodeClass's blockDeviceMappings set the root volume size, which is a node's ephemeral storage)"
 			}

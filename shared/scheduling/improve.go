@@ -390,8 +390,7 @@ func (s *solver) tryShrink(c *nclaim) bool {
 			continue
 		}
 		tries++
-		var excess vec
-		excess = c.used
+		excess := c.used
 		excess.sub(&target.alloc, n)
 		evict := s.chooseEviction(c, &excess)
 		if evict == nil {

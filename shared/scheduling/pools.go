@@ -482,8 +482,8 @@ func (s *solver) domainsOf(p *pool, key string) []string {
 	}
 	r := s.reqs.get(p.reqID)
 	set := map[string]bool{}
-	switch {
-	case key == v1.LabelTopologyZone || key == v1.LabelCapacityType:
+	switch key {
+	case v1.LabelTopologyZone, v1.LabelCapacityType:
 		for _, t := range p.types {
 			for i := range t.offers {
 				o := &t.offers[i]

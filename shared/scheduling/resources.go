@@ -161,16 +161,6 @@ func humanBytes(b int64) string {
 	return s + suffixes[i]
 }
 
-// fits reports whether used+req <= capacity in every slot below n.
-func fits(used, req, capacity *vec, n int) bool {
-	for i := 0; i < n; i++ {
-		if used[i]+req[i] > capacity[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // leq reports whether a <= b in every slot below n.
 func leq(a, b *vec, n int) bool {
 	for i := 0; i < n; i++ {

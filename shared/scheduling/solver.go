@@ -934,8 +934,7 @@ func (s *solver) evalClaim(pi *podInfo, c *nclaim) cand {
 	}
 	n := s.res.n()
 	// Quick reject: not even the largest candidate can take the pod.
-	var need vec
-	need = c.used
+	need := c.used
 	need.add(&pi.req, n)
 	if !leq(&need, &c.tl.maxAlloc, n) || s.hostnameBlocks(e, c.h) {
 		return cand{}

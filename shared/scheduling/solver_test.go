@@ -401,13 +401,11 @@ func TestSolveTolerations(t *testing.T) {
 
 func TestSolveErrors(t *testing.T) {
 	base := input([]v1.NodePool{st.NodePool("default")}, []*corev1.Pod{st.Pod("p", st.Requests("1", "1Gi"))})
-	canceled, cancel := context.WithCancel(context.Background())
-	cancel()
 	tests := []struct {
-		name   string
-		ctx    context.Context
-		modify func(in *scheduling.Input)
-		want   error
+		name     string
+		canceled bool
+		modify   func(in *scheduling.Input)
+		want     error
 	}{
 		{name: "should reject an unknown preference policy", modify: func(in *scheduling.Input) { in.Options.PreferencePolicy = "Sometimes" }, want: scheduling.ErrInvalidInput},
 		{name: "should reject an unknown minValues policy", modify: func(in *scheduling.Input) { in.Options.MinValuesPolicy = "Loose" }, want: scheduling.ErrInvalidInput},
@@ -419,7 +417,7 @@ func TestSolveErrors(t *testing.T) {
 			n := st.Existing(st.Node("n1", st.NodeAllocatable("1", "1Gi", "10")))
 			in.Nodes = append(in.Nodes, n, n)
 		}, want: scheduling.ErrInvalidInput},
-		{name: "should stop when the context is canceled", ctx: canceled, modify: func(*scheduling.Input) {}, want: context.Canceled},
+		{name: "should stop when the context is canceled", canceled: true, modify: func(*scheduling.Input) {}, want: context.Canceled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -427,9 +425,11 @@ func TestSolveErrors(t *testing.T) {
 			in.Pods = append([]*corev1.Pod(nil), base.Pods...)
 			in.NodePools = append([]v1.NodePool(nil), base.NodePools...)
 			tt.modify(&in)
-			ctx := tt.ctx
-			if ctx == nil {
-				ctx = t.Context()
+			ctx := t.Context()
+			if tt.canceled {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				cancel()
 			}
 			_, err := scheduling.Solve(ctx, in)
 			if !errors.Is(err, tt.want) {

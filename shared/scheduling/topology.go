@@ -568,6 +568,51 @@ func (s *solver) hostCounts(v *topoView, g int32) (int32, int32) {
 	return v.h.counts(g)
 }
 
+// appendOwnedOptions appends to s.domArena the domains of doms a host may
+// take for the pod's owned affinity or anti-affinity term o (not hostname,
+// not spread): for affinity, the domains where a selected pod runs, or
+// when none runs in a domain the pod allows and the term selects the pod
+// itself, the first domain it allows; for anti-affinity, one free domain.
+func (s *solver) appendOwnedOptions(o *owned, podReqs requirements.Requirements, doms []int32) {
+	g := o.g
+	if g.kind != gAffinity {
+		// Pin the host to one free domain: an anti-affinity owner is
+		// recorded in every domain its host may land in, so leaving
+		// the claim flexible would block those domains for every pod
+		// the term selects (e.g. self anti-affinity on zone would
+		// place one pod instead of one per zone). Karpenter keeps the
+		// claim flexible here; pinning admits strictly more plans.
+		for _, d := range doms {
+			if g.counts[d] == 0 {
+				s.domArena = append(s.domArena, d)
+				break
+			}
+		}
+		return
+	}
+	any := false
+	for d, c := range g.counts {
+		if c > 0 && domainAllowed(podReqs, g.key, int32(d)) {
+			any = true
+			break
+		}
+	}
+	if any {
+		for _, d := range doms {
+			if g.counts[d] > 0 {
+				s.domArena = append(s.domArena, d)
+			}
+		}
+	} else if o.self {
+		for _, d := range doms {
+			if domainAllowed(podReqs, g.key, d) {
+				s.domArena = append(s.domArena, d)
+				break
+			}
+		}
+	}
+}
+
 // checkTopology evaluates a pod's owned terms and the inverse
 // anti-affinity of placed pods against a host. It returns the domain
 // restrictions a claim must take (appended to buf), or the failing term.
@@ -598,7 +643,7 @@ func (s *solver) checkTopology(e *effClass, v *topoView, buf []narrow) ([]narrow
 		if g.key.hostname {
 			c, _ := s.hostCounts(v, g.id)
 			if g.kind == gAffinity {
-				if c == 0 && !(g.total == 0 && o.self) {
+				if c == 0 && (g.total != 0 || !o.self) {
 					return narrowed, s.fail(g, false)
 				}
 			} else if c > 0 {
@@ -611,42 +656,7 @@ func (s *solver) checkTopology(e *effClass, v *topoView, buf []narrow) ([]narrow
 			continue // a host without the key shares no domain with anyone
 		}
 		start := len(s.domArena)
-		if g.kind == gAffinity {
-			any := false
-			for d, c := range g.counts {
-				if c > 0 && domainAllowed(podReqs, g.key, int32(d)) {
-					any = true
-					break
-				}
-			}
-			if any {
-				for _, d := range doms {
-					if g.counts[d] > 0 {
-						s.domArena = append(s.domArena, d)
-					}
-				}
-			} else if o.self {
-				for _, d := range doms {
-					if domainAllowed(podReqs, g.key, d) {
-						s.domArena = append(s.domArena, d)
-						break
-					}
-				}
-			}
-		} else {
-			// Pin the host to one free domain: an anti-affinity owner is
-			// recorded in every domain its host may land in, so leaving
-			// the claim flexible would block those domains for every pod
-			// the term selects (e.g. self anti-affinity on zone would
-			// place one pod instead of one per zone). Karpenter keeps the
-			// claim flexible here; pinning admits strictly more plans.
-			for _, d := range doms {
-				if g.counts[d] == 0 {
-					s.domArena = append(s.domArena, d)
-					break
-				}
-			}
-		}
+		s.appendOwnedOptions(o, podReqs, doms)
 		opts := take(start)
 		if len(opts) == 0 {
 			return narrowed, s.fail(g, false)

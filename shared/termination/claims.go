@@ -133,7 +133,7 @@ func (s *Service) updateClaim(ctx context.Context, name string, mutate func(*v1.
 // conditions), so a mutation never touches the original.
 func copyClaim(c v1.NodeClaim) v1.NodeClaim {
 	out := c
-	out.ObjectMeta = *c.ObjectMeta.DeepCopy()
+	out.ObjectMeta = *c.DeepCopy()
 	out.Status.Conditions = slices.Clone(c.Status.Conditions)
 	return out
 }

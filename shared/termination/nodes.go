@@ -15,9 +15,6 @@ import (
 	"github.com/nodewright/nodewright/shared/workflow"
 )
 
-// disruptedTaint is karpenter.sh/disrupted:NoSchedule.
-var disruptedTaint = corev1.Taint{Key: v1.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}
-
 // Taint is StepTaint: it puts karpenter.sh/disrupted:NoSchedule on every
 // candidate Node, annotated with the execution's name, so that nothing new
 // is scheduled there (karpenter-spec.md sections 1.5 and 6.5). A candidate

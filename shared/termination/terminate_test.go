@@ -219,9 +219,19 @@ func TestExecutionName(t *testing.T) {
 	if got := termination.ContinuationName(strings.Repeat("y", 80), 12); len(got) != 80 || !strings.HasSuffix(got, "-c12") {
 		t.Errorf("ContinuationName() = %q, want 80 characters ending -c12", got)
 	}
-	if termination.ReplacementName("general", id, 0) != termination.ReplacementName("general", id, 0) ||
-		termination.ReplacementName("general", id, 0) == termination.ReplacementName("general", id, 1) {
-		t.Error("ReplacementName() is not deterministic per (execution, index)")
+	// A retried launch step runs in another invocation, so the name must be
+	// a pure function of its arguments: pinned here to the value computed
+	// outside Go (base32 [a-z2-7] of SHA-256 "nodewright/replacement/<id>/<i>").
+	for i, want := range []string{"general-4ra2tr3kfy", "general-ufscgsepfi"} {
+		if got := termination.ReplacementName("general", id, i); got != want {
+			t.Errorf("ReplacementName(general, %s, %d) = %q, want %q", id, i, got, want)
+		}
+	}
+	if termination.ReplacementName("general", id, 0) == termination.ReplacementName("general", id+"x", 0) {
+		t.Error("ReplacementName() is the same for two executions")
+	}
+	if got := termination.ReplacementName("spot", id, 0); got != "spot-4ra2tr3kfy" {
+		t.Errorf("ReplacementName(spot, %s, 0) = %q, want the NodePool as prefix: spot-4ra2tr3kfy", id, got)
 	}
 }
 

@@ -18,10 +18,10 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
-// Karpenter's controller elects its leader through the Lease
-// "karpenter-leader-election" in the namespace it runs in (karpenter:
-// pkg/operator, LeaderElectionID), whichever namespace its Helm chart was
-// installed in: the forwarder looks for that name in every namespace.
+// KarpenterLeaseName is the Lease through which Karpenter's controller
+// elects its leader, in the namespace it runs in (karpenter: pkg/operator,
+// LeaderElectionID), whichever namespace its Helm chart was installed in:
+// the forwarder looks for that name in every namespace.
 const KarpenterLeaseName = "karpenter-leader-election"
 
 // KarpenterActivityWindow is how long a change of one of Karpenter's

@@ -126,7 +126,7 @@ func TestHandleDrainsAndDeletesTheNodeClaimsOfADeletedNodePool(t *testing.T) {
 	next := cur.Config
 	next.NodePools = nil
 	next.CreatedAt = t0.Add(-time.Minute)
-	next.Generation = cur.Config.Generation + 1
+	next.Generation = cur.Generation + 1
 	if _, err := e.store.PutConfig(t.Context(), next, cur.Version); err != nil {
 		t.Fatal(err)
 	}

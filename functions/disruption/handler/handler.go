@@ -409,7 +409,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	h.recordEligible(ctx, res)
 	h.recordBudgets(ctx, res)
 	var errs []error
-	cmds := append(res.Commands, disruption.Deleted(in, cfg.Config.NodeClasses, res.Commands)...)
+	cmds := append(res.Commands, disruption.Deleted(in, cfg.NodeClasses, res.Commands)...)
 	start, held := disruption.HoldAdopted(cmds, in.NodeClaims, snap.KarpenterActive)
 	for _, cmd := range held {
 		out.Held = append(out.Held, cmd.ID)

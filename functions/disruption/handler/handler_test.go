@@ -3,7 +3,6 @@ package handler_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"io"
 	"log/slog"
 	"regexp"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/functions/disruption/handler"
+	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awstest"

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -32,6 +31,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/nodewright/nodewright/functions/disrupttask/handler"
+	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"github.com/nodewright/nodewright/local/lambdaserver"
 	"github.com/nodewright/nodewright/local/stepfunctions"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -152,12 +152,6 @@ func newEnv(t *testing.T, objects ...runtime.Object) *env {
 	t.Cleanup(hs.Close)
 	e.runner = r.WithLambda(hs.URL, "us-east-1")
 	return e
-}
-
-func newStore(t *testing.T) *ddbstore.Store {
-	t.Helper()
-	s, _ := newRecordedStores(t)
-	return s
 }
 
 // newRecordedStores returns two stores over one new table: plain, and

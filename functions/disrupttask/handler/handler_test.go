@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"io"
 	"log/slog"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/functions/disrupttask/handler"
+	"github.com/nodewright/nodewright/functions/internal/adapters"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/kube"

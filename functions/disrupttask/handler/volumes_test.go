@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodewright/nodewright/functions/internal/adapters"
 	sfnlocal "github.com/nodewright/nodewright/local/stepfunctions"
 	apiv1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/kube"

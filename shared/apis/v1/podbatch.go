@@ -419,9 +419,6 @@ func summarizeContainers(cs []corev1.Container) []ContainerSummary {
 	return out
 }
 
-// Pod returns a corev1.Pod carrying everything in the summary, for the
-// solver. Fields the summary does not carry are zero. The pod shares no
-// memory with s.
 // OwnedByDaemonSet reports whether a DaemonSet owns p (an owner reference
 // of kind DaemonSet): such pods are daemonset overhead, not workload.
 func OwnedByDaemonSet(p *corev1.Pod) bool {
@@ -433,6 +430,9 @@ func OwnedByDaemonSet(p *corev1.Pod) bool {
 	return false
 }
 
+// Pod returns a corev1.Pod carrying everything in the summary, for the
+// solver. Fields the summary does not carry are zero. The pod shares no
+// memory with s.
 func (s PodSummary) Pod() *corev1.Pod {
 	p := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -897,7 +897,7 @@ func NewErrorResponse(err error) ErrorResponse {
 	switch {
 	case errors.As(err, &ve):
 		for _, f := range ve.Fields {
-			resp.Fields = append(resp.Fields, ErrorField{Path: f.Path, Message: f.Message})
+			resp.Fields = append(resp.Fields, ErrorField(f))
 		}
 	case errors.As(err, &fe):
 		path := fe.Path

@@ -23,19 +23,19 @@ const (
 	// Unknown is any error that is not an API error or whose code is in no
 	// other class (including nil).
 	Unknown Class = iota
-	// NotFound: the named resource does not exist (or no longer does).
+	// NotFound means the named resource does not exist (or no longer does).
 	// Deleting or terminating it again can be treated as done.
 	NotFound
-	// Throttled: the request was rate-limited; retry later with backoff.
+	// Throttled means the request was rate-limited; retry later with backoff.
 	Throttled
-	// Unfulfillable: EC2 cannot provide the requested capacity for this
+	// Unfulfillable means EC2 cannot provide the requested capacity for this
 	// offering now. Karpenter marks the (capacity type, instance type, zone)
 	// offering unavailable for 3 minutes (spec §4 step 9).
 	Unfulfillable
-	// Unauthorized: the caller's credentials are missing, invalid, expired or
-	// lack the permission. Retrying does not help until IAM changes.
+	// Unauthorized means the caller's credentials are missing, invalid,
+	// expired or lack the permission. Retrying does not help until IAM changes.
 	Unauthorized
-	// AlreadyExists: a resource with the requested unique name exists.
+	// AlreadyExists means a resource with the requested unique name exists.
 	AlreadyExists
 )
 

@@ -17,7 +17,7 @@ const kindLease = "Lease"
 // invocations never solve the same cluster at once.
 const LeaseProvisioning = "provisioning"
 
-// ErrLeaseLost: the caller no longer holds the lease (it expired and was
+// ErrLeaseLost means the caller no longer holds the lease (it expired and was
 // taken, or was released).
 var ErrLeaseLost = errors.New("lease lost")
 

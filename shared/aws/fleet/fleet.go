@@ -130,10 +130,10 @@ func ClientToken(claim *v1.NodeClaim) string {
 // launch template vanished: ClientToken(claim) and "-r" (53 characters).
 func RetryClientToken(claim *v1.NodeClaim) string { return ClientToken(claim) + "-r" }
 
-// FleetError is one per-override error of a CreateFleet response. It
+// Error is one per-override error of a CreateFleet response. It
 // implements smithy.APIError, so awserr.Classify and awserr.Code work on the
 // errors Launch returns.
-type FleetError struct {
+type Error struct {
 	Code         string
 	Message      string
 	InstanceType string
@@ -143,15 +143,15 @@ type FleetError struct {
 }
 
 // Error names the code, the offering and the message.
-func (e *FleetError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("%s (%s %s %s): %s", e.Code, e.CapacityType, e.InstanceType, e.Zone, e.Message)
 }
 
 // ErrorCode is the EC2 error code.
-func (e *FleetError) ErrorCode() string { return e.Code }
+func (e *Error) ErrorCode() string { return e.Code }
 
 // ErrorMessage is the EC2 error message.
-func (e *FleetError) ErrorMessage() string { return e.Message }
+func (e *Error) ErrorMessage() string { return e.Message }
 
 // ErrorFault is unknown for fleet errors.
-func (e *FleetError) ErrorFault() smithy.ErrorFault { return smithy.FaultUnknown }
+func (e *Error) ErrorFault() smithy.ErrorFault { return smithy.FaultUnknown }

@@ -64,7 +64,7 @@ type Result struct {
 //   - *InsufficientCapacityError when no type qualifies (wrapping
 //     ErrNoCompatibleOffering) or when EC2 returned no instance and only
 //     capacity errors (Result.Unavailable lists them too);
-//   - a wrapped *FleetError per other per-override error when no instance
+//   - a wrapped *Error per other per-override error when no instance
 //     launched (classify with awserr);
 //   - a launch template that vanished before CreateFleet
 //     (InvalidLaunchTemplateName.NotFoundException, as a call or a fleet
@@ -138,7 +138,7 @@ func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
 	}
 	retry := *in
 	retry.LaunchTemplateConfigs = configs
-	var fleetErr *FleetError
+	var fleetErr *Error
 	if errors.As(err, &fleetErr) {
 		// EC2 created a fleet that reports the error and keeps it under
 		// the ClientToken: the retry needs its own, still derived from the
@@ -336,7 +336,7 @@ func fold(res Result, out *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, p *p
 	var fleetErrs []error
 	allCapacity := true
 	for _, e := range out.Errors {
-		fe := &FleetError{Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage), CapacityType: lifecycle(e.Lifecycle, p.CapacityType)}
+		fe := &Error{Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage), CapacityType: lifecycle(e.Lifecycle, p.CapacityType)}
 		if lo := e.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
 			fe.InstanceType = string(lo.Overrides.InstanceType)
 			fe.Zone = aws.ToString(lo.Overrides.AvailabilityZone)

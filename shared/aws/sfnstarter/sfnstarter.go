@@ -95,7 +95,7 @@ func (s *Starter) Start(ctx context.Context, name string, input any) (Execution,
 	}
 	body, err := json.Marshal(input)
 	if err != nil {
-		return Execution{}, fmt.Errorf("start execution %s: input: %v: %w", name, err, ErrInvalid)
+		return Execution{}, fmt.Errorf("start execution %s: input: %w: %w", name, err, ErrInvalid)
 	}
 	if len(body) > MaxInputBytes {
 		return Execution{}, fmt.Errorf("start execution %s: input is %d bytes, at most %d: %w", name, len(body), MaxInputBytes, ErrInvalid)

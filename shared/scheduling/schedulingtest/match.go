@@ -163,7 +163,7 @@ func toleratesTaint(tol *corev1.Toleration, t *corev1.Taint) bool {
 	if tol.Effect != "" && tol.Effect != t.Effect {
 		return false
 	}
-	if tol.Key != t.Key && !(tol.Key == "" && tol.Operator == corev1.TolerationOpExists) {
+	if tol.Key != t.Key && (tol.Key != "" || tol.Operator != corev1.TolerationOpExists) {
 		return false
 	}
 	switch tol.Operator {

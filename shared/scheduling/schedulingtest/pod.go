@@ -172,8 +172,8 @@ func Toleration(key, value string, effect corev1.TaintEffect) PodOption {
 	}
 }
 
-// In, NotIn, Exists, DoesNotExist, Gt and Lt build node selector
-// requirements for Term.
+// In builds an In node selector requirement; In, NotIn, Exists,
+// DoesNotExist, Gt and Lt build the requirements for Term.
 func In(key string, values ...string) corev1.NodeSelectorRequirement {
 	return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}
 }
