@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// The operator's contract for manual replacements (nodewright replace):
+// RouteReplacements is the path of the operator's contract for manual
+// replacements (nodewright replace):
 //
 //	POST RouteReplacements  ReplacementRequest -> 200 ReplacementResult (dry run: nothing started)
 //	                                           -> 201 ReplacementResult (executions started or found)
