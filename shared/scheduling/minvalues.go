@@ -25,7 +25,8 @@ func candidates(r requirements.Requirements, types []*ptype) []launch.Candidate 
 // claimCandidates is candidates for a claim's requirement set: each type's
 // allowed offerings are computed once per (requirement set, type) and
 // shared by every claim with that set (launch.Narrow never writes to them;
-// when the set allows all of a type's offerings, they are its own).
+// when the set allows all of a type's offerings, they are its own), and by
+// every solve of a Prepared (Prepared.allowedOffers).
 // The result lives in a buffer the next call reuses.
 func (s *solver) claimCandidates(reqID int32, types []*ptype) []launch.Candidate {
 	if s.allowed == nil {
@@ -41,10 +42,12 @@ func (s *solver) claimCandidates(reqID int32, types []*ptype) []launch.Candidate
 			if !fset {
 				f, fset = launch.NewOfferFilter(s.reqs.get(reqID)), true
 			}
-			offers = t.offers
-			if !allAllowed(&f, t.offers) {
-				offers = f.Allowed(t.offers, nil)
-			}
+			offers = s.prep.allowedOffers(s, reqID, t, func() catalog.Offerings {
+				if allAllowed(&f, t.offers) {
+					return t.offers
+				}
+				return f.Allowed(t.offers, nil)
+			})
 			s.allowed[k] = offers
 		}
 		if len(offers) > 0 {

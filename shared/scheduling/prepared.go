@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
 
@@ -35,6 +36,19 @@ type Prepared struct {
 	// and on the pool's types.
 	mu    sync.Mutex
 	lists map[listKey]*typeList
+	// allowed are the prepared types' allowed offerings by canonical
+	// requirements (claimCandidates), guarded by mu: the simulations of
+	// one disruption evaluation ask for the same sets again and again.
+	allowed map[allowedSharedKey]catalog.Offerings
+	// owned are the types of types, for allowedOffers.
+	owned map[*ptype]bool
+}
+
+// allowedSharedKey names a prepared type's allowed offerings under one
+// requirement set, across solves (a solver's reqIDs are its own).
+type allowedSharedKey struct {
+	reqs string
+	t    *ptype
 }
 
 // listKey identifies a candidate list of a pool.
@@ -72,12 +86,15 @@ func Prepare(ctx context.Context, in Input) (*Prepared, error) {
 		return nil, err
 	}
 	p := &Prepared{names: slices.Clone(s.res.names), types: make(map[string][]*ptype, len(s.pools)),
-		nodes: make([]preparedNode, len(in.Nodes)), usage: map[string]poolUsage{}, lists: map[listKey]*typeList{},
+		nodes: make([]preparedNode, len(in.Nodes)), usage: map[string]poolUsage{}, lists: map[listKey]*typeList{}, allowed: map[allowedSharedKey]catalog.Offerings{}, owned: map[*ptype]bool{},
 		claimNames: claimNames(in.Nodes)}
 	for _, pl := range s.pools {
 		// A pool skipped before its types were built is skipped the same
 		// way in every solve of the same pools: its entry is never read.
 		p.types[pl.name] = pl.types
+		for _, t := range pl.types {
+			p.owned[t] = true
+		}
 		p.usage[pl.name] = poolUsage{capacity: pl.usage, nodes: pl.nodes}
 	}
 	for i := range in.Nodes {
@@ -180,4 +197,34 @@ func (p *Prepared) list(s *solver, pl *pool, r requirements.Requirements, build 
 	p.lists[k] = tl
 	p.mu.Unlock()
 	return tl
+}
+
+// allowedOffers returns t's allowed offerings under s's requirement set
+// reqID, computed by build once per Prepared (p nil: build's answer, not
+// kept). Only types p prepared are kept: another solve's types are its own
+// pointers and would only grow the map.
+func (p *Prepared) allowedOffers(s *solver, reqID int32, t *ptype, build func() catalog.Offerings) catalog.Offerings {
+	if p == nil || !p.owned[t] {
+		return build()
+	}
+	if s.reqCanon == nil {
+		s.reqCanon = map[int32]string{}
+	}
+	c, ok := s.reqCanon[reqID]
+	if !ok {
+		c = canonical(s.reqs.get(reqID))
+		s.reqCanon[reqID] = c
+	}
+	k := allowedSharedKey{reqs: c, t: t}
+	p.mu.Lock()
+	offers, ok := p.allowed[k]
+	p.mu.Unlock()
+	if ok {
+		return offers
+	}
+	offers = build()
+	p.mu.Lock()
+	p.allowed[k] = offers
+	p.mu.Unlock()
+	return offers
 }

@@ -93,7 +93,9 @@ type solver struct {
 	// allowed caches each type's allowed offerings per requirement set
 	// (claimCandidates).
 	allowed map[allowedKey]catalog.Offerings
-	candBuf []launch.Candidate
+	// reqCanon caches canonical(reqs.get(id)) for Prepared.allowedOffers.
+	reqCanon map[int32]string
+	candBuf  []launch.Candidate
 	// offerBuf holds the launch plan expectedOffering builds.
 	offerBuf []launch.Offering
 	// strategy selects how pods are ordered and packed onto new claims.
