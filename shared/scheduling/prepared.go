@@ -185,18 +185,23 @@ func (p *Prepared) list(s *solver, pl *pool, r requirements.Requirements, build 
 	if _, ok := p.poolTypes(s, pl); !ok {
 		return build()
 	}
-	k := listKey{pool: pl.name, reqs: canonical(r)}
-	p.mu.Lock()
-	tl, ok := p.lists[k]
-	p.mu.Unlock()
+	return memo(&p.mu, p.lists, listKey{pool: pl.name, reqs: canonical(r)}, build)
+}
+
+// memo returns m[k] under mu, building and storing it (outside mu) on
+// first use; two racing builds store equal values.
+func memo[K comparable, V any](mu *sync.Mutex, m map[K]V, k K, build func() V) V {
+	mu.Lock()
+	v, ok := m[k]
+	mu.Unlock()
 	if ok {
-		return tl
+		return v
 	}
-	tl = build()
-	p.mu.Lock()
-	p.lists[k] = tl
-	p.mu.Unlock()
-	return tl
+	v = build()
+	mu.Lock()
+	m[k] = v
+	mu.Unlock()
+	return v
 }
 
 // allowedOffers returns t's allowed offerings under s's requirement set
@@ -215,16 +220,5 @@ func (p *Prepared) allowedOffers(s *solver, reqID int32, t *ptype, build func() 
 		c = canonical(s.reqs.get(reqID))
 		s.reqCanon[reqID] = c
 	}
-	k := allowedSharedKey{reqs: c, t: t}
-	p.mu.Lock()
-	offers, ok := p.allowed[k]
-	p.mu.Unlock()
-	if ok {
-		return offers
-	}
-	offers = build()
-	p.mu.Lock()
-	p.allowed[k] = offers
-	p.mu.Unlock()
-	return offers
+	return memo(&p.mu, p.allowed, allowedSharedKey{reqs: c, t: t}, build)
 }
