@@ -63,27 +63,11 @@ func evictable(p *corev1.Pod) bool {
 		return false
 	}
 	for _, t := range p.Spec.Tolerations {
-		if toleratesDisrupted(t) {
+		if v1.ToleratesDisruptedTaint(t) {
 			return false
 		}
 	}
 	return true
-}
-
-// toleratesDisrupted reports whether t tolerates karpenter.sh/disrupted
-// with effect NoSchedule (Kubernetes toleration matching: an empty key with
-// Exists matches every key, an empty effect every effect).
-func toleratesDisrupted(t corev1.Toleration) bool {
-	if t.Effect != "" && t.Effect != corev1.TaintEffectNoSchedule {
-		return false
-	}
-	switch t.Operator {
-	case corev1.TolerationOpExists:
-		return t.Key == "" || t.Key == v1.TaintKeyDisrupted
-	case corev1.TolerationOpEqual, "":
-		return t.Key == v1.TaintKeyDisrupted && t.Value == ""
-	}
-	return false
 }
 
 // doNotDisrupt returns why the pod's karpenter.sh/do-not-disrupt

@@ -22,13 +22,6 @@ const (
 	PriorityClassSystemNodeCritical    = "system-node-critical"
 )
 
-// DisruptedTaint returns karpenter.sh/disrupted:NoSchedule, the taint
-// Karpenter puts on disruption candidates and terminating Nodes
-// (karpenter-spec 1.5).
-func DisruptedTaint() corev1.Taint {
-	return corev1.Taint{Key: v1.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}
-}
-
 // DrainOrder returns the pods of a Node that its drain has to see gone, in
 // Karpenter's eviction tiers (karpenter-spec 5.2, 11.3 item 21):
 //
@@ -139,23 +132,7 @@ func waitedFor(p *corev1.Pod, now time.Time) bool {
 // with operator Exists matches every key, an empty effect every effect;
 // operator Exists ignores the value, Equal (the default) compares it.
 func toleratesDisrupted(p *corev1.Pod) bool {
-	taint := DisruptedTaint()
-	for _, t := range p.Spec.Tolerations {
-		if t.Effect != "" && t.Effect != taint.Effect {
-			continue
-		}
-		switch t.Operator {
-		case corev1.TolerationOpExists:
-			if t.Key == "" || t.Key == taint.Key {
-				return true
-			}
-		case corev1.TolerationOpEqual, "":
-			if t.Key == taint.Key && t.Value == taint.Value {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(p.Spec.Tolerations, v1.ToleratesDisruptedTaint)
 }
 
 // mirror reports a kubelet static pod's API mirror: annotated by the

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/kube"
 )
 
@@ -361,7 +362,7 @@ func TestDeleteNodeErrors(t *testing.T) {
 }
 
 func TestTaint(t *testing.T) {
-	disrupted := kube.DisruptedTaint()
+	disrupted := v1.DisruptedTaint()
 	other := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
 	tests := []struct {
 		name        string
@@ -417,7 +418,7 @@ func TestTaintErrors(t *testing.T) {
 		wantNotFound bool
 		wantRequests int
 	}{
-		{name: "absent node matches ErrNotFound", taint: kube.DisruptedTaint(), wantNotFound: true, wantRequests: 1},
+		{name: "absent node matches ErrNotFound", taint: v1.DisruptedTaint(), wantNotFound: true, wantRequests: 1},
 		{name: "taint without a key is refused before any request", taint: corev1.Taint{Effect: corev1.TaintEffectNoSchedule}},
 		{name: "taint without an effect is refused before any request", taint: corev1.Taint{Key: "k"}},
 	}
@@ -439,7 +440,7 @@ func TestTaintErrors(t *testing.T) {
 }
 
 func TestUntaint(t *testing.T) {
-	disrupted := kube.DisruptedTaint()
+	disrupted := v1.DisruptedTaint()
 	other := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
 	disruptedExecute := corev1.Taint{Key: disrupted.Key, Effect: corev1.TaintEffectNoExecute}
 	tests := []struct {
@@ -496,7 +497,7 @@ func TestUntaintErrors(t *testing.T) {
 		taint        corev1.Taint
 		wantNotFound bool
 	}{
-		{name: "absent node matches ErrNotFound", taint: kube.DisruptedTaint(), wantNotFound: true},
+		{name: "absent node matches ErrNotFound", taint: v1.DisruptedTaint(), wantNotFound: true},
 		{name: "taint without a key is refused", taint: corev1.Taint{Effect: corev1.TaintEffectNoSchedule}},
 	}
 	for _, tt := range tests {

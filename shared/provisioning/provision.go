@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"time"
 
@@ -574,12 +573,7 @@ func markedForDeletion(en *scheduling.ExistingNode) bool {
 		return true
 	}
 	if n := en.Node; n != nil {
-		if n.DeletionTimestamp != nil {
-			return true
-		}
-		return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
-			return t.Key == v1.TaintKeyDisrupted && t.Effect == corev1.TaintEffectNoSchedule
-		})
+		return n.DeletionTimestamp != nil || v1.HasDisruptedTaint(n)
 	}
 	return false
 }

@@ -209,7 +209,7 @@ func DisruptingElsewhere(pool string, nodes []corev1.Node, claims []v1.NodeClaim
 		if n.DeletionTimestamp != nil {
 			why = append(why, "deleting")
 		}
-		if hasDisruptedTaint(n) {
+		if v1.HasDisruptedTaint(n) {
 			why = append(why, "tainted "+v1.TaintKeyDisrupted)
 		}
 		if len(why) == 0 {
@@ -231,12 +231,6 @@ func DisruptingElsewhere(pool string, nodes []corev1.Node, claims []v1.NodeClaim
 	}
 	slices.Sort(out)
 	return out
-}
-
-func hasDisruptedTaint(n *corev1.Node) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
-		return t.Key == v1.TaintKeyDisrupted && t.Effect == corev1.TaintEffectNoSchedule
-	})
 }
 
 // candidatesPerPool counts the candidates of each NodePool; a candidate

@@ -49,9 +49,11 @@ func (s *Service) Taint(ctx context.Context, st workflow.DisruptionState, now ti
 		}
 		var already bool
 		err := s.p.Nodes.UpdateNode(ctx, cand.Node, func(n *corev1.Node) error {
-			already = hasDisruptedTaint(n) && n.Annotations[AnnotationClaimHolder] == st.ID
-			if !hasDisruptedTaint(n) {
-				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: v1.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &metav1.Time{Time: now}})
+			already = v1.HasDisruptedTaint(n) && n.Annotations[AnnotationClaimHolder] == st.ID
+			if !v1.HasDisruptedTaint(n) {
+				taint := v1.DisruptedTaint()
+				taint.TimeAdded = &metav1.Time{Time: now}
+				n.Spec.Taints = append(n.Spec.Taints, taint)
 			}
 			if n.Annotations == nil {
 				n.Annotations = map[string]string{}

@@ -111,9 +111,7 @@ func (s *Service) giveBack(ctx context.Context, st workflow.DisruptionState, can
 			// re-taint; leave the Node to it.
 			return nil
 		}
-		n.Spec.Taints = slices.DeleteFunc(slices.Clone(n.Spec.Taints), func(t corev1.Taint) bool {
-			return t.Key == v1.TaintKeyDisrupted && t.Effect == corev1.TaintEffectNoSchedule
-		})
+		n.Spec.Taints = slices.DeleteFunc(slices.Clone(n.Spec.Taints), v1.IsDisruptedTaint)
 		if len(n.Spec.Taints) == 0 {
 			n.Spec.Taints = nil
 		}

@@ -49,15 +49,7 @@ func Reschedulable(p *corev1.Pod) bool {
 // Leaving reports whether n is being disrupted or deleted: it carries the
 // karpenter.sh/disrupted:NoSchedule taint or has a deletion timestamp.
 func Leaving(n *corev1.Node) bool {
-	if n.DeletionTimestamp != nil {
-		return true
-	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == v1.TaintKeyDisrupted && t.Effect == corev1.TaintEffectNoSchedule {
-			return true
-		}
-	}
-	return false
+	return n.DeletionTimestamp != nil || v1.HasDisruptedTaint(n)
 }
 
 func failedToSchedule(p *corev1.Pod) bool {

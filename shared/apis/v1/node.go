@@ -3,6 +3,7 @@ package v1
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +45,41 @@ func NodeReady(n *corev1.Node) bool {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
 		}
+	}
+	return false
+}
+
+// DisruptedTaint returns karpenter.sh/disrupted:NoSchedule, the taint
+// Karpenter puts on disruption candidates and terminating Nodes
+// (karpenter-spec 1.5).
+func DisruptedTaint() corev1.Taint {
+	return corev1.Taint{Key: TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}
+}
+
+// IsDisruptedTaint reports whether t is DisruptedTaint (key and effect;
+// the value and time added do not matter).
+func IsDisruptedTaint(t corev1.Taint) bool {
+	return t.Key == TaintKeyDisrupted && t.Effect == corev1.TaintEffectNoSchedule
+}
+
+// HasDisruptedTaint reports whether n carries DisruptedTaint.
+func HasDisruptedTaint(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, IsDisruptedTaint)
+}
+
+// ToleratesDisruptedTaint reports whether t tolerates DisruptedTaint, by
+// the Toleration API's rules: an empty key with operator Exists matches
+// every key, an empty effect every effect; Exists ignores the value, Equal
+// (the default) compares it (the taint's is empty).
+func ToleratesDisruptedTaint(t corev1.Toleration) bool {
+	if t.Effect != "" && t.Effect != corev1.TaintEffectNoSchedule {
+		return false
+	}
+	switch t.Operator {
+	case corev1.TolerationOpExists:
+		return t.Key == "" || t.Key == TaintKeyDisrupted
+	case corev1.TolerationOpEqual, "":
+		return t.Key == TaintKeyDisrupted && t.Value == ""
 	}
 	return false
 }

@@ -71,3 +71,34 @@ func TestNodeReady(t *testing.T) {
 		})
 	}
 }
+
+func TestDisruptedTaintRules(t *testing.T) {
+	tolerations := []struct {
+		name string
+		tol  corev1.Toleration
+		want bool
+	}{
+		{"should tolerate Exists on its key", corev1.Toleration{Key: v1.TaintKeyDisrupted, Operator: corev1.TolerationOpExists}, true},
+		{"should tolerate Exists with an empty key (every taint)", corev1.Toleration{Operator: corev1.TolerationOpExists}, true},
+		{"should tolerate Equal on its key with the empty value", corev1.Toleration{Key: v1.TaintKeyDisrupted, Operator: corev1.TolerationOpEqual}, true},
+		{"should tolerate the default operator (Equal) with its effect", corev1.Toleration{Key: v1.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule}, true},
+		{"should not tolerate Equal with another value", corev1.Toleration{Key: v1.TaintKeyDisrupted, Value: "x"}, false},
+		{"should not tolerate another effect", corev1.Toleration{Key: v1.TaintKeyDisrupted, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}, false},
+		{"should not tolerate another key", corev1.Toleration{Key: v1.TaintKeyUnregistered, Operator: corev1.TolerationOpExists}, false},
+	}
+	for _, tt := range tolerations {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := v1.ToleratesDisruptedTaint(tt.tol); got != tt.want {
+				t.Errorf("ToleratesDisruptedTaint(%+v) = %v, want %v", tt.tol, got, tt.want)
+			}
+		})
+	}
+	n := &corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: v1.TaintKeyDisrupted, Effect: corev1.TaintEffectNoExecute}}}}
+	if v1.HasDisruptedTaint(n) {
+		t.Error("HasDisruptedTaint with the key under NoExecute = true, want false (Karpenter's taint is NoSchedule)")
+	}
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: v1.TaintKeyDisrupted, Value: "v", Effect: corev1.TaintEffectNoSchedule})
+	if !v1.HasDisruptedTaint(n) {
+		t.Error("HasDisruptedTaint with karpenter.sh/disrupted:NoSchedule = false, want true")
+	}
+}
