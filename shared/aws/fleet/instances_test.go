@@ -9,11 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awserr"
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
@@ -144,39 +140,5 @@ func TestGet(t *testing.T) {
 		if _, err := c.Get(t.Context(), id); !errors.Is(err, fleet.ErrNotFound) {
 			t.Errorf("Get(%s) error = %v, want ErrNotFound", id, err)
 		}
-	}
-}
-
-func TestLaunched(t *testing.T) {
-	claim := *nodeClaim()
-	claim.Generation = 3
-	claim.Labels["team"] = "a"
-	it := instanceType("m5.large", 2, 0.096, 0.04)
-	it.Overhead.KubeReserved = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("70m")}
-	inst := launch.Instance{ID: "i-1", InstanceType: "m5.large", Zone: "us-east-1b", ZoneID: "use1-az2", CapacityType: "spot", ImageID: "ami-9"}
-	now := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
-	got := fleet.Launched(claim, inst, it, now)
-
-	wantLabels := map[string]string{
-		v1.LabelNodePool: "default", v1.LabelEC2NodeClass: "default", "team": "a",
-		v1.LabelInstanceType: "m5.large", v1.LabelArch: "amd64", v1.LabelOS: "linux", v1.LabelTopologyRegion: "us-east-1",
-		v1.LabelInstanceFamily: "m5", v1.LabelInstanceSize: "large", v1.LabelInstanceCategory: "m", v1.LabelInstanceCPU: "2",
-		v1.LabelTopologyZone: "us-east-1b", v1.LabelZoneID: "use1-az2", v1.LabelCapacityType: "spot", v1.LabelInstanceTenancy: "default",
-	}
-	if diff := cmp.Diff(wantLabels, got.Labels); diff != "" {
-		t.Errorf("labels mismatch (-want +got):\n%s", diff)
-	}
-	if got.Status.ProviderID != "aws:///us-east-1b/i-1" || got.Status.ImageID != "ami-9" {
-		t.Errorf("status = %+v", got.Status)
-	}
-	if c, a := got.Status.Capacity[corev1.ResourceCPU], got.Status.Allocatable[corev1.ResourceCPU]; c.String() != "2" || a.String() != "1930m" {
-		t.Errorf("cpu capacity %s allocatable %s, want 2 and 1930m", c.String(), a.String())
-	}
-	wantConds := []metav1.Condition{{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue, ObservedGeneration: 3, LastTransitionTime: metav1.NewTime(now), Reason: "Launched"}}
-	if diff := cmp.Diff(wantConds, got.Status.Conditions); diff != "" {
-		t.Errorf("conditions mismatch (-want +got):\n%s", diff)
-	}
-	if _, ok := claim.Labels[v1.LabelTopologyZone]; ok || claim.Status.ProviderID != "" {
-		t.Error("Launched modified its input")
 	}
 }
