@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
@@ -139,7 +141,7 @@ func (e *evaluation) computeBudgets() (budgets, []BudgetStatus) {
 	count := map[string]int{}
 	disrupting := map[string]int{}
 	for _, n := range e.nodes {
-		if n.node == nil || !n.initialized || n.pool == nil || conditionTrue(n.claim.Status.Conditions, v1.ConditionTypeInstanceTerminating) {
+		if n.node == nil || !n.initialized || n.pool == nil || meta.IsStatusConditionTrue(n.claim.Status.Conditions, v1.ConditionTypeInstanceTerminating) {
 			continue
 		}
 		count[n.pool.Name]++

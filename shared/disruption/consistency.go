@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
@@ -54,7 +56,7 @@ func (e *evaluation) inconsistencies() []Inconsistency {
 			}
 			continue
 		}
-		if !conditionTrue(c.Status.Conditions, v1.ConditionTypeInitialized) {
+		if !meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionTypeInitialized) {
 			continue
 		}
 		for _, name := range slices.Sorted(maps.Keys(c.Spec.Resources.Requests)) {

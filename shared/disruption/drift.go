@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
@@ -40,7 +42,7 @@ const instanceTypeDriftAge = time.Hour
 // resolved placement group.
 func (e *evaluation) driftOf(n *node) (reason, detail string, err error) {
 	c := n.claim
-	if !conditionTrue(c.Status.Conditions, v1.ConditionTypeLaunched) && c.Status.ProviderID == "" {
+	if !meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionTypeLaunched) && c.Status.ProviderID == "" {
 		return "", "", nil
 	}
 	if r, d, err := e.nodePoolDrift(n); err != nil || r != "" {

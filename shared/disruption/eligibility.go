@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
@@ -27,7 +29,7 @@ func (e *evaluation) assess() error {
 		}
 		n.drift, n.driftDetail, n.driftCheck = reason, detail, true
 		n.driftSince = e.now
-		if c := condition(n.claim.Status.Conditions, v1.ConditionTypeDrifted); c != nil && c.Status == "True" && !c.LastTransitionTime.IsZero() {
+		if c := meta.FindStatusCondition(n.claim.Status.Conditions, v1.ConditionTypeDrifted); c != nil && c.Status == "True" && !c.LastTransitionTime.IsZero() {
 			n.driftSince = c.LastTransitionTime.Time
 		}
 	}
@@ -114,7 +116,7 @@ func (e *evaluation) consolidatableAt(n *node) (at, since time.Time, ok bool) {
 		return time.Time{}, time.Time{}, false
 	}
 	since = n.claim.Status.LastPodEventTime.Time
-	if c := condition(n.claim.Status.Conditions, v1.ConditionTypeInitialized); c != nil && c.LastTransitionTime.After(since) {
+	if c := meta.FindStatusCondition(n.claim.Status.Conditions, v1.ConditionTypeInitialized); c != nil && c.LastTransitionTime.After(since) {
 		since = c.LastTransitionTime.Time
 	}
 	if since.IsZero() {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -416,7 +416,7 @@ func initializedNote(n *node) string {
 	if hasTaint(n.node.Spec.Taints, v1.TaintKeyUnregistered, "") {
 		return fmt.Sprintf("not initialized: the Node still carries %s", v1.TaintKeyUnregistered)
 	}
-	if conditionTrue(n.claim.Status.Conditions, v1.ConditionTypeInitialized) || n.node.Labels[v1.LabelInitialized] == "true" {
+	if meta.IsStatusConditionTrue(n.claim.Status.Conditions, v1.ConditionTypeInitialized) || n.node.Labels[v1.LabelInitialized] == "true" {
 		return ""
 	}
 	return "not initialized: the NodeClaim's Initialized condition is not True"
@@ -429,20 +429,6 @@ func hasTaint(taints []corev1.Taint, key string, effect corev1.TaintEffect) bool
 		}
 	}
 	return false
-}
-
-func condition(conds []metav1.Condition, typ string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == typ {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
-func conditionTrue(conds []metav1.Condition, typ string) bool {
-	c := condition(conds, typ)
-	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 // driftReport is Result.Drift: the nodes whose drift was checked, by

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -27,20 +28,9 @@ var lifecycleConditions = []string{
 	v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized, v1.ConditionTypeReady,
 }
 
-// condition returns the condition of type t, or nil.
-func condition(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
 // isTrue reports whether the claim's condition t is True.
 func isTrue(claim *v1.NodeClaim, t string) bool {
-	c := condition(claim.Status.Conditions, t)
-	return c != nil && c.Status == metav1.ConditionTrue
+	return meta.IsStatusConditionTrue(claim.Status.Conditions, t)
 }
 
 // setClaimCondition sets condition t on claim and recomputes Ready: True
@@ -63,7 +53,7 @@ func setClaimCondition(claim *v1.NodeClaim, t string, status metav1.ConditionSta
 // since returns the time condition t of claim last changed, or the claim's
 // creation when the condition is absent.
 func since(claim *v1.NodeClaim, t string) time.Time {
-	if c := condition(claim.Status.Conditions, t); c != nil && !c.LastTransitionTime.IsZero() {
+	if c := meta.FindStatusCondition(claim.Status.Conditions, t); c != nil && !c.LastTransitionTime.IsZero() {
 		return c.LastTransitionTime.Time
 	}
 	return claim.CreationTimestamp.Time

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -117,7 +118,7 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 			continue
 		}
 		resolved := lc.NodeClass
-		if c := condition(resolved.Status.Conditions, v1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
+		if c := meta.FindStatusCondition(resolved.Status.Conditions, v1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
 			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: not ready: %s: %s", nc.Name, c.Reason, c.Message))
 			continue
 		}
