@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 
@@ -80,7 +81,9 @@ func (s *Store) updateMetric(ctx context.Context, typ v1.MetricType, name string
 	}
 	pk := s.pk(pkMetric)
 	for range maxMetricAttempts {
-		sample := v1.MetricSample{Name: name, Type: typ, Labels: labels}
+		// A copy: json.Unmarshal below decodes the stored labels into this
+		// map, and the caller's map may be shared (read by concurrent adds).
+		sample := v1.MetricSample{Name: name, Type: typ, Labels: maps.Clone(labels)}
 		var version int64
 		item, err := s.getItem(ctx, pk, sk)
 		switch {
