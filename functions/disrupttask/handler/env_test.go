@@ -69,6 +69,14 @@ func (c *clock) now() time.Time {
 	return c.at
 }
 
+// current reads the clock without advancing it (the handler may be
+// reading it concurrently).
+func (c *clock) current() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
 // env is one test's world: DynamoDB (kumo) through the real store, a fake
 // cluster through shared/kube, fake EC2 launches and terminations, the
 // real task handler served by local/lambdaserver, and the runner.
@@ -284,7 +292,7 @@ func (e *env) podsOn(node string) []string {
 }
 
 func (e *env) leases(pool string) []string {
-	l, err := e.store.ListBudgetLeases(e.t.Context(), pool, e.clock.at)
+	l, err := e.store.ListBudgetLeases(e.t.Context(), pool, e.clock.current())
 	if err != nil {
 		e.t.Fatal(err)
 	}
