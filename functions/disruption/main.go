@@ -14,21 +14,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
-	"github.com/nodewright/nodewright/functions/disruption/handler"
+	"github.com/nodewright/nodewright/functions/decider"
 	"github.com/nodewright/nodewright/functions/internal/clusterclient"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 )
 
 func main() { lambdakit.Main(wire) }
 
-// wire builds the handler from the environment (handler.LoadConfig) and
+// wire builds the handler from the environment (decider.LoadConfig) and
 // the AWS configuration.
 func wire(_ context.Context, awsCfg aws.Config) (any, error) {
-	cfg, err := handler.LoadConfig(os.Getenv)
+	cfg, err := decider.LoadConfig(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	clients := handler.Clients{
+	clients := decider.Clients{
 		Metrics:  os.Stdout,
 		DynamoDB: dynamodb.NewFromConfig(awsCfg),
 		EC2:      ec2.NewFromConfig(awsCfg),
@@ -42,7 +42,7 @@ func wire(_ context.Context, awsCfg aws.Config) (any, error) {
 		}
 		clients.Kube = k
 	}
-	h, err := handler.New(cfg, clients, lambdakit.NewLogger(os.Stdout, cfg.LogLevel).With("function", "disruption"), time.Now)
+	h, err := decider.New(cfg, clients, lambdakit.NewLogger(os.Stdout, cfg.LogLevel).With("function", "disruption"), time.Now)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
-	decider "github.com/nodewright/nodewright/functions/disruption/handler"
+	"github.com/nodewright/nodewright/functions/decider"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 	"github.com/nodewright/nodewright/functions/replace/handler"
 )

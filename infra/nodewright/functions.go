@@ -192,7 +192,7 @@ var functions = []functionSpec{
 	{
 		// An operator's manual replacement (POST /v1/replacements,
 		// nodewright replace) plans over the same reads as the
-		// disruption evaluation (functions/disruption/handler.Replace)
+		// disruption evaluation (functions/decider.Replace)
 		// and starts Manual executions of the disruption state machine:
 		// the decider's memory, the intake's timeout (API Gateway's
 		// integration timeout is 29 s). Starts are idempotent by name, so

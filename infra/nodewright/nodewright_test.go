@@ -2,11 +2,14 @@ package nodewright
 
 import (
 	"encoding/json"
+	"go/parser"
+	"go/token"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -766,6 +769,39 @@ func requiredSettings(t *testing.T, name string) []string {
 		return nil
 	}
 	seen := map[string]bool{}
+	for _, d := range append([]string{dir}, functionLibraries(t, dir)...) {
+		walkRequiredSettings(t, d, seen)
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// functionLibraries returns the folders under functions/ (other than
+// internal/) that the function in dir imports, such as functions/decider
+// behind the disruption and replace Lambdas: their settings are the
+// function's too.
+func functionLibraries(t *testing.T, dir string) []string {
+	t.Helper()
+	const prefix = "github.com/nodewright/nodewright/functions/"
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, "main.go"), nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, imp := range f.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		rel, ok := strings.CutPrefix(path, prefix)
+		if !ok || strings.HasPrefix(rel, "internal/") || strings.HasPrefix(rel, filepath.Base(dir)+"/") {
+			continue
+		}
+		out = append(out, filepath.Join(repoRoot, "functions", filepath.FromSlash(rel)))
+	}
+	return out
+}
+
+// walkRequiredSettings adds to seen the required settings the non-test Go
+// files under dir read.
+func walkRequiredSettings(t *testing.T, dir string, seen map[string]bool) {
+	t.Helper()
 	err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
 		if err != nil || e.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return err
@@ -784,7 +820,6 @@ func requiredSettings(t *testing.T, name string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return slices.Sorted(maps.Keys(seen))
 }
 
 // apiInputRE matches an SDK request type (`ec2.CreateFleetInput`).

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	disruptionhandler "github.com/nodewright/nodewright/functions/disruption/handler"
+	disruptionhandler "github.com/nodewright/nodewright/functions/decider"
 	disrupttaskhandler "github.com/nodewright/nodewright/functions/disrupttask/handler"
 	replacehandler "github.com/nodewright/nodewright/functions/replace/handler"
 	"github.com/nodewright/nodewright/local/lambdaserver"

@@ -55,6 +55,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodewright/nodewright/functions/internal/apigw"
 	"github.com/nodewright/nodewright/functions/internal/lambdakit"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awserr"
@@ -225,32 +226,6 @@ func (h *Handler) route(ctx context.Context, req events.APIGatewayProxyRequest) 
 	return resp
 }
 
-// body returns the request body, refusing one over v1.MaxMessageBytes
-// before it is decoded.
-func body(req events.APIGatewayProxyRequest) ([]byte, error) {
-	if req.IsBase64Encoded {
-		if len(req.Body) > base64.StdEncoding.EncodedLen(v1.MaxMessageBytes) {
-			return nil, tooLarge(base64.StdEncoding.DecodedLen(len(req.Body)))
-		}
-		data, err := base64.StdEncoding.DecodeString(req.Body)
-		if err != nil {
-			return nil, &v1.ValidationError{Kind: "request", Fields: []v1.FieldError{{Path: "(body)", Message: "not valid base64: " + err.Error()}}}
-		}
-		if len(data) > v1.MaxMessageBytes {
-			return nil, tooLarge(len(data))
-		}
-		return data, nil
-	}
-	if len(req.Body) > v1.MaxMessageBytes {
-		return nil, tooLarge(len(req.Body))
-	}
-	return []byte(req.Body), nil
-}
-
-func tooLarge(n int) error {
-	return fmt.Errorf("body of %d bytes, limit %d: %w", n, v1.MaxMessageBytes, v1.ErrMessageTooLarge)
-}
-
 // checkEnvelope checks what the Decode functions cannot: the
 // Idempotency-Key header equals the body's id, and the message is this
 // cluster's.
@@ -369,7 +344,7 @@ func (h *Handler) enqueue(kind, id string, data []byte) func(context.Context) er
 }
 
 func (h *Handler) postPodBatch(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
-	data, err := body(req)
+	data, err := apigw.Body(req)
 	if err != nil {
 		return rejected(err)
 	}
@@ -397,7 +372,7 @@ func (h *Handler) postPodBatch(ctx context.Context, req events.APIGatewayProxyRe
 		}
 		answer.Duplicate = true
 	}
-	return jsonResponse(http.StatusAccepted, answer)
+	return apigw.JSON(http.StatusAccepted, answer)
 }
 
 func queued(id string) v1.PodBatchResult {
@@ -419,7 +394,7 @@ func (h *Handler) getPodBatch(ctx context.Context, id string) events.APIGatewayP
 	}
 	if found {
 		stored.Duplicate = false
-		return jsonResponse(http.StatusOK, stored)
+		return apigw.JSON(http.StatusOK, stored)
 	}
 	accepted, err := h.deps.Store.HasIdempotencyKey(ctx, ddbstore.ScopeBatch, id, now)
 	if err != nil {
@@ -428,11 +403,11 @@ func (h *Handler) getPodBatch(ctx context.Context, id string) events.APIGatewayP
 	if !accepted {
 		return errorResponse(http.StatusNotFound, v1.ErrorResponse{Message: fmt.Sprintf("no pod batch %q", id)})
 	}
-	return jsonResponse(http.StatusOK, queued(id))
+	return apigw.JSON(http.StatusOK, queued(id))
 }
 
 func (h *Handler) postConfig(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
-	data, err := body(req)
+	data, err := apigw.Body(req)
 	if err != nil {
 		return rejected(err)
 	}
@@ -485,7 +460,7 @@ func (h *Handler) putConfig(ctx context.Context, cfg ddbstore.Config) error {
 }
 
 func (h *Handler) postRegistrations(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
-	data, err := body(req)
+	data, err := apigw.Body(req)
 	if err != nil {
 		return rejected(err)
 	}
@@ -505,7 +480,7 @@ func (h *Handler) postRegistrations(ctx context.Context, req events.APIGatewayPr
 }
 
 func (h *Handler) postSnapshot(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
-	data, err := body(req)
+	data, err := apigw.Body(req)
 	if err != nil {
 		return rejected(err)
 	}
@@ -538,7 +513,7 @@ func (h *Handler) receipt(kind, id string, acc accepted) events.APIGatewayProxyR
 		return h.inFlight(kind, id, acc.retryAt)
 	}
 	r := v1.Receipt{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindReceipt}, ID: id, Duplicate: acc.duplicate}
-	return jsonResponse(http.StatusAccepted, r)
+	return apigw.JSON(http.StatusAccepted, r)
 }
 
 // getNodeClaims answers the cluster's NodeClaims, a page at a time when the
@@ -554,7 +529,7 @@ func (h *Handler) getNodeClaims(ctx context.Context, req events.APIGatewayProxyR
 		ListMeta: metav1.ListMeta{Continue: cont},
 		Items:    claims,
 	}
-	return jsonResponse(http.StatusOK, list)
+	return apigw.JSON(http.StatusOK, list)
 }
 
 // getNodeClasses answers every recorded EC2NodeClass resolution (see
@@ -570,7 +545,7 @@ func (h *Handler) getNodeClasses(ctx context.Context, req events.APIGatewayProxy
 		ListMeta: metav1.ListMeta{Continue: cont},
 		Items:    recs,
 	}
-	return jsonResponse(http.StatusOK, list)
+	return apigw.JSON(http.StatusOK, list)
 }
 
 // listEnvelope is room left in a list answer for everything but its items
@@ -678,7 +653,7 @@ func (h *Handler) getEvents(ctx context.Context) events.APIGatewayProxyResponse 
 	if err != nil {
 		return h.failed(ctx, "list events", err)
 	}
-	return jsonResponse(http.StatusOK, list)
+	return apigw.JSON(http.StatusOK, list)
 }
 
 // getMetrics answers every stored metric series (see v1.MetricList). The
@@ -689,7 +664,7 @@ func (h *Handler) getMetrics(ctx context.Context) events.APIGatewayProxyResponse
 	if err != nil {
 		return h.failed(ctx, "list metrics", err)
 	}
-	return jsonResponse(http.StatusOK, v1.MetricList{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindMetricList}, Items: items})
+	return apigw.JSON(http.StatusOK, v1.MetricList{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindMetricList}, Items: items})
 }
 
 // eventListEnvelope is room left in an EventList answer for everything but
@@ -761,18 +736,5 @@ func (h *Handler) failed(ctx context.Context, what string, err error) events.API
 }
 
 func errorResponse(status int, e v1.ErrorResponse) events.APIGatewayProxyResponse {
-	return jsonResponse(status, e)
-}
-
-func jsonResponse(status int, v any) events.APIGatewayProxyResponse {
-	data, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		data, _ = json.Marshal(v1.ErrorResponse{Message: "encode answer: " + err.Error()})
-	}
-	return events.APIGatewayProxyResponse{
-		StatusCode: status,
-		Headers:    map[string]string{"Content-Type": "application/json"},
-		Body:       string(data),
-	}
+	return apigw.JSON(status, e)
 }

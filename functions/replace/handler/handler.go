@@ -1,6 +1,6 @@
 // Package handler is the replace Lambda behind POST v1.RouteReplacements:
 // it turns an operator's ReplacementRequest (nodewright replace) into the
-// disruption decider's Replace (functions/disruption/handler), with the
+// disruption decider's Replace (functions/decider), with the
 // caller's IAM ARN from API Gateway's request context as the identity the
 // executions record, and renders the outcome as a v1.ReplacementResult.
 // It decides nothing itself.
@@ -8,8 +8,6 @@ package handler
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,7 +17,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	decider "github.com/nodewright/nodewright/functions/disruption/handler"
+	"github.com/nodewright/nodewright/functions/decider"
+	"github.com/nodewright/nodewright/functions/internal/apigw"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/disruption"
 )
@@ -50,27 +49,20 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 
 func (h *Handler) serve(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
 	if p := strings.TrimSuffix(req.Path, "/"); p != v1.RouteReplacements {
-		return answer(http.StatusNotFound, v1.ErrorResponse{Message: "no route " + req.Path})
+		return apigw.JSON(http.StatusNotFound, v1.ErrorResponse{Message: "no route " + req.Path})
 	}
 	if req.HTTPMethod != http.MethodPost {
-		resp := answer(http.StatusMethodNotAllowed, v1.ErrorResponse{Message: fmt.Sprintf("%s does not serve %s", req.Path, req.HTTPMethod)})
+		resp := apigw.JSON(http.StatusMethodNotAllowed, v1.ErrorResponse{Message: fmt.Sprintf("%s does not serve %s", req.Path, req.HTTPMethod)})
 		resp.Headers["Allow"] = http.MethodPost
 		return resp
 	}
-	data := []byte(req.Body)
-	if req.IsBase64Encoded {
-		d, err := base64.StdEncoding.DecodeString(req.Body)
-		if err != nil {
-			return answer(http.StatusBadRequest, v1.ErrorResponse{Message: "body: not valid base64: " + err.Error()})
-		}
-		data = d
-	}
-	if len(data) > v1.MaxMessageBytes {
-		return answer(http.StatusRequestEntityTooLarge, v1.ErrorResponse{Message: fmt.Sprintf("body of %d bytes, limit %d", len(data), v1.MaxMessageBytes)})
+	data, err := apigw.Body(req)
+	if err != nil {
+		return apigw.JSON(v1.HTTPStatus(err), v1.NewErrorResponse(err))
 	}
 	r, err := v1.DecodeReplacementRequest(data)
 	if err != nil {
-		return answer(http.StatusBadRequest, v1.NewErrorResponse(err))
+		return apigw.JSON(http.StatusBadRequest, v1.NewErrorResponse(err))
 	}
 	caller := req.RequestContext.Identity.UserArn
 	res, err := h.r.Replace(ctx, decider.ReplaceRequest{
@@ -84,22 +76,22 @@ func (h *Handler) serve(ctx context.Context, req events.APIGatewayProxyRequest) 
 		for _, f := range refused.Refusals {
 			resp.Fields = append(resp.Fields, v1.ErrorField{Path: "nodes[" + f.Node + "]", Message: f.Reason})
 		}
-		return answer(http.StatusUnprocessableEntity, resp)
+		return apigw.JSON(http.StatusUnprocessableEntity, resp)
 	case errors.Is(err, disruption.ErrInvalidManualRequest):
-		return answer(http.StatusBadRequest, v1.ErrorResponse{Message: err.Error()})
+		return apigw.JSON(http.StatusBadRequest, v1.ErrorResponse{Message: err.Error()})
 	case errors.Is(err, decider.ErrNoIdentity):
-		return answer(http.StatusForbidden, v1.ErrorResponse{Message: "the request carries no IAM caller identity; the route must be IAM-authorized"})
+		return apigw.JSON(http.StatusForbidden, v1.ErrorResponse{Message: "the request carries no IAM caller identity; the route must be IAM-authorized"})
 	case errors.Is(err, decider.ErrNoClusterState):
-		return answer(http.StatusServiceUnavailable, v1.ErrorResponse{Message: err.Error()})
+		return apigw.JSON(http.StatusServiceUnavailable, v1.ErrorResponse{Message: err.Error()})
 	case err != nil:
 		h.log.ErrorContext(ctx, "replace", "error", err)
-		return answer(http.StatusInternalServerError, v1.ErrorResponse{Message: "replace: " + err.Error()})
+		return apigw.JSON(http.StatusInternalServerError, v1.ErrorResponse{Message: "replace: " + err.Error()})
 	}
 	status := http.StatusCreated
 	if r.DryRun {
 		status = http.StatusOK
 	}
-	return answer(status, Result(res, caller))
+	return apigw.JSON(status, Result(res, caller))
 }
 
 // Result renders a decider result as the API's v1.ReplacementResult.
@@ -126,13 +118,4 @@ func Result(res decider.ReplaceResult, caller string) v1.ReplacementResult {
 		out.Budgets = append(out.Budgets, v1.ReplacementBudget{NodePool: b.NodePool, Reason: string(b.Reason), Allowed: b.Allowed, Available: b.Available})
 	}
 	return out
-}
-
-func answer(status int, v any) events.APIGatewayProxyResponse {
-	data, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		data, _ = json.Marshal(v1.ErrorResponse{Message: "encode answer: " + err.Error()})
-	}
-	return events.APIGatewayProxyResponse{StatusCode: status, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(data)}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
-	decider "github.com/nodewright/nodewright/functions/disruption/handler"
+	"github.com/nodewright/nodewright/functions/decider"
 	"github.com/nodewright/nodewright/functions/replace/handler"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/disruption"

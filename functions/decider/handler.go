@@ -1,4 +1,5 @@
-// Package handler is the disruption Lambda, invoked by EventBridge
+// Package decider is the disruption Lambda's logic (functions/disruption
+// wires it), invoked by EventBridge
 // Scheduler every minute: Karpenter's disruption controller loop
 // (karpenter-spec.md section 6.1) as a function. Each run reads the
 // cluster's current snapshot (Nodes, pods, PodDisruptionBudgets,
@@ -35,7 +36,7 @@
 // A run without a current snapshot or configuration does nothing. A run
 // that fails to start some executions reports a workflow error after
 // trying all of them; the next minute's run decides afresh.
-package handler
+package decider
 
 import (
 	"context"

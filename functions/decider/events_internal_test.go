@@ -1,4 +1,4 @@
-package handler
+package decider
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package handler_test
+package decider_test
 
 import (
 	"testing"

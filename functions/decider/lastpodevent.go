@@ -1,4 +1,4 @@
-package handler
+package decider
 
 import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"

@@ -1,4 +1,4 @@
-package handler_test
+package decider_test
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nodewright/nodewright/functions/disruption/handler"
+	"github.com/nodewright/nodewright/functions/decider"
 	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -101,30 +101,30 @@ func newEnv(t *testing.T) env {
 	return env{store: store, handlerStore: handlerStore, calls: calls, sfn: client, arn: aws.ToString(out.StateMachineArn)}
 }
 
-func (e env) handler(t *testing.T, now time.Time) *handler.Handler {
+func (e env) handler(t *testing.T, now time.Time) *decider.Handler {
 	t.Helper()
 	return e.handlerWith(t, now, nil)
 }
 
-// staleReleaser is handler.Deps.Stale.
+// staleReleaser is decider.Deps.Stale.
 type staleReleaser interface {
 	ReleaseStale(ctx context.Context, now time.Time) ([]termination.StaleRelease, error)
 }
 
-func (e env) handlerWith(t *testing.T, now time.Time, stale staleReleaser) *handler.Handler {
+func (e env) handlerWith(t *testing.T, now time.Time, stale staleReleaser) *decider.Handler {
 	t.Helper()
 	st, err := sfnstarter.New(e.sfn, e.arn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := handler.Deps{
+	deps := decider.Deps{
 		Store: e.handlerStore, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now },
 	}
 	if stale != nil {
 		deps.Stale = stale
 	}
-	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1"}, deps)
+	h, err := decider.NewWithDeps(decider.Config{Cluster: testCluster, Region: "us-east-1"}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestHandleStartsAnExecutionPerCommand(t *testing.T) {
 		t.Fatalf("Started = %+v (warnings %v), want one command", out.Started, out.Warnings)
 	}
 	s := out.Started[0]
-	want := handler.Started{Execution: s.Execution, Method: "Empty", NodePool: "general", Candidates: []string{"general-a"}}
+	want := decider.Started{Execution: s.Execution, Method: "Empty", NodePool: "general", Candidates: []string{"general-a"}}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("Started mismatch (-want +got):\n%s", diff)
 	}
@@ -310,7 +310,7 @@ func TestHandleStoresEachNodePoolsAllowedDisruptions(t *testing.T) {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	now := func() time.Time { return t0 }
-	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1"}, handler.Deps{
+	h, err := decider.NewWithDeps(decider.Config{Cluster: testCluster, Region: "us-east-1"}, decider.Deps{
 		Store: e.handlerStore, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st, Log: log, Now: now,
 		Metrics: decisionmetrics.New(e.handlerStore, nil, log, testCluster, now),
 	})
@@ -348,8 +348,8 @@ func TestHandleStartsExecutionsWithTheConfiguredBudgetLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1", BudgetLease: 20 * time.Second},
-		handler.Deps{Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
+	h, err := decider.NewWithDeps(decider.Config{Cluster: testCluster, Region: "us-east-1", BudgetLease: 20 * time.Second},
+		decider.Deps{Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
@@ -412,16 +412,16 @@ func TestHandleWithoutSnapshotDoesNothing(t *testing.T) {
 }
 
 func TestParseFeatureGates(t *testing.T) {
-	got, err := handler.ParseFeatureGates("NodeRepair=false, SpotToSpotConsolidation=true")
+	got, err := decider.ParseFeatureGates("NodeRepair=false, SpotToSpotConsolidation=true")
 	if err != nil || !got.SpotToSpotConsolidation {
 		t.Errorf("ParseFeatureGates() = %+v, %v; want SpotToSpotConsolidation on", got, err)
 	}
 	for _, bad := range []string{"SpotToSpotConsolidation", "SpotToSpotConsolidation=maybe", "Teleport=true"} {
-		if _, err := handler.ParseFeatureGates(bad); err == nil {
+		if _, err := decider.ParseFeatureGates(bad); err == nil {
 			t.Errorf("ParseFeatureGates(%q) error = nil, want an error", bad)
 		}
 	}
-	if g, err := handler.ParseFeatureGates(""); err != nil || g != (disruption.FeatureGates{}) {
+	if g, err := decider.ParseFeatureGates(""); err != nil || g != (disruption.FeatureGates{}) {
 		t.Errorf("ParseFeatureGates(\"\") = %+v, %v; want every gate off", g, err)
 	}
 }
@@ -429,30 +429,30 @@ func TestParseFeatureGates(t *testing.T) {
 func TestLoadConfig(t *testing.T) {
 	env := map[string]string{"CLUSTER_NAME": "c", "TABLE_NAME": "t", "AWS_REGION": "us-east-1", "KUBERNETES_VERSION": "1.33",
 		"STATE_MACHINE_ARN": "arn:aws:states:us-east-1:000000000000:stateMachine:x", "FEATURE_GATES": "SpotToSpotConsolidation=true"}
-	got, err := handler.LoadConfig(func(k string) string { return env[k] })
+	got, err := decider.LoadConfig(func(k string) string { return env[k] })
 	if err != nil || !got.FeatureGates.SpotToSpotConsolidation || got.BudgetLease != termination.LeaseDuration {
 		t.Errorf("LoadConfig() = %+v, %v", got, err)
 	}
 	env["BUDGET_LEASE"] = "20s"
-	if got, err := handler.LoadConfig(func(k string) string { return env[k] }); err != nil || got.BudgetLease != 20*time.Second {
+	if got, err := decider.LoadConfig(func(k string) string { return env[k] }); err != nil || got.BudgetLease != 20*time.Second {
 		t.Errorf("LoadConfig(BUDGET_LEASE=20s) = %+v, %v; want a 20s lease", got, err)
 	}
 	env["BUDGET_LEASE"] = "500ms"
-	if _, err := handler.LoadConfig(func(k string) string { return env[k] }); err == nil {
+	if _, err := decider.LoadConfig(func(k string) string { return env[k] }); err == nil {
 		t.Error("LoadConfig(BUDGET_LEASE=500ms) error = nil, want below the one-second minimum")
 	}
 	delete(env, "BUDGET_LEASE")
-	if _, err := handler.LoadConfig(func(string) string { return "" }); err == nil {
+	if _, err := decider.LoadConfig(func(string) string { return "" }); err == nil {
 		t.Error("LoadConfig(empty) error = nil, want the missing settings")
 	}
 	env["FEATURE_GATES"] = "Nope=true"
-	if _, err := handler.LoadConfig(func(k string) string { return env[k] }); err == nil {
+	if _, err := decider.LoadConfig(func(k string) string { return env[k] }); err == nil {
 		t.Error("LoadConfig(bad gates) error = nil, want an error")
 	}
 }
 
 func TestNewWithDepsRequiresEverything(t *testing.T) {
-	if _, err := handler.NewWithDeps(handler.Config{Cluster: "c", Region: "r"}, handler.Deps{}); err == nil {
+	if _, err := decider.NewWithDeps(decider.Config{Cluster: "c", Region: "r"}, decider.Deps{}); err == nil {
 		t.Error("NewWithDeps() without deps: error = nil")
 	}
 }
@@ -583,12 +583,12 @@ func TestHandleStartsADriftExecutionForANodeOnAnotherImage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deps := handler.Deps{Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
+			deps := decider.Deps{Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 }}
 			if tt.listed != "" {
 				deps.Instances = instancesOn{image: tt.listed}
 			}
-			h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1"}, deps)
+			h, err := decider.NewWithDeps(decider.Config{Cluster: testCluster, Region: "us-east-1"}, deps)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -677,7 +677,7 @@ func TestHandleLeavesTheReplacementOfACommandInFlightAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(out.Started, func(s handler.Started) bool { return slices.Contains(s.Candidates, "general-a") }) {
+	if !slices.ContainsFunc(out.Started, func(s decider.Started) bool { return slices.Contains(s.Candidates, "general-a") }) {
 		t.Errorf("Started = %+v, want the empty node taken once its command ended", out.Started)
 	}
 }

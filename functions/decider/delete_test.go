@@ -1,4 +1,4 @@
-package handler_test
+package decider_test
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodewright/nodewright/functions/disruption/handler"
+	"github.com/nodewright/nodewright/functions/decider"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/workflow"
@@ -49,7 +49,7 @@ func TestHandleStartsOneDeleteExecutionForADeletedNode(t *testing.T) {
 		t.Fatalf("Started = %+v (warnings %v), want only the deletion (no Empty command for a node being deleted)", first.Started, first.Warnings)
 	}
 	s := first.Started[0]
-	want := handler.Started{Execution: s.Execution, Method: "Deleted", NodePool: "general", Candidates: []string{"general-a"}}
+	want := decider.Started{Execution: s.Execution, Method: "Deleted", NodePool: "general", Candidates: []string{"general-a"}}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("Started mismatch (-want +got):\n%s", diff)
 	}
@@ -135,7 +135,7 @@ func TestHandleDrainsAndDeletesTheNodeClaimsOfADeletedNodePool(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Handle() error = %v", err)
 	}
-	var deleted []handler.Started
+	var deleted []decider.Started
 	for _, s := range first.Started {
 		if s.Method == "Deleted" {
 			deleted = append(deleted, s)
@@ -187,7 +187,7 @@ func TestHandleRedeliveredKilledAndDuplicatedRunsStartAndRecordOnce(t *testing.T
 	if err != nil {
 		t.Fatalf("retry Handle() error = %v", err)
 	}
-	outs := []handler.Output{retry, {}, {}}
+	outs := []decider.Output{retry, {}, {}}
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
 	for i := 1; i < 3; i++ {

@@ -1,4 +1,4 @@
-package handler_test
+package decider_test
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodewright/nodewright/functions/disruption/handler"
+	"github.com/nodewright/nodewright/functions/decider"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
@@ -56,7 +56,7 @@ func (e env) replaceAccess(t *testing.T) {
 }
 
 func TestReplace(t *testing.T) {
-	req := handler.ReplaceRequest{ManualRequest: disruption.ManualRequest{Nodes: []string{"node-a"}, ForceAfter: 5 * time.Minute}, RequestedBy: oncall}
+	req := decider.ReplaceRequest{ManualRequest: disruption.ManualRequest{Nodes: []string{"node-a"}, ForceAfter: 5 * time.Minute}, RequestedBy: oncall}
 	wantID := disruption.ManualID("general-a", req.ManualRequest)
 
 	t.Run("should start nothing on a dry run and report the plan", func(t *testing.T) {
@@ -84,7 +84,7 @@ func TestReplace(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Replace() error = %v", err)
 		}
-		want := []handler.Started{{Execution: wantID, Method: workflow.MethodManual, NodePool: "general", Candidates: []string{"general-a"}}}
+		want := []decider.Started{{Execution: wantID, Method: workflow.MethodManual, NodePool: "general", Candidates: []string{"general-a"}}}
 		if diff := cmp.Diff(want, out.Started); diff != "" {
 			t.Errorf("Started mismatch (-want +got):\n%s", diff)
 		}
@@ -139,7 +139,7 @@ func TestReplaceErrors(t *testing.T) {
 	t.Run("should refuse every node nodewright does not own, starting nothing", func(t *testing.T) {
 		e := newEnv(t)
 		e.seedProtected(t)
-		_, err := e.handler(t, t0).Replace(t.Context(), handler.ReplaceRequest{
+		_, err := e.handler(t, t0).Replace(t.Context(), decider.ReplaceRequest{
 			ManualRequest: disruption.ManualRequest{Nodes: []string{"node-a", "ip-10-0-0-1", "ip-10-0-0-2"}}, RequestedBy: oncall})
 		var refused *disruption.RefusedError
 		if !errors.As(err, &refused) || len(refused.Refusals) != 2 || refused.Refusals[0].Node != "ip-10-0-0-1" || refused.Refusals[1].Node != "ip-10-0-0-2" {
@@ -153,16 +153,16 @@ func TestReplaceErrors(t *testing.T) {
 	t.Run("should refuse a request without the caller's identity", func(t *testing.T) {
 		e := newEnv(t)
 		e.seedProtected(t)
-		_, err := e.handler(t, t0).Replace(t.Context(), handler.ReplaceRequest{ManualRequest: disruption.ManualRequest{Nodes: []string{"node-a"}}})
-		if !errors.Is(err, handler.ErrNoIdentity) {
+		_, err := e.handler(t, t0).Replace(t.Context(), decider.ReplaceRequest{ManualRequest: disruption.ManualRequest{Nodes: []string{"node-a"}}})
+		if !errors.Is(err, decider.ErrNoIdentity) {
 			t.Errorf("Replace() error = %v, want ErrNoIdentity", err)
 		}
 	})
 
 	t.Run("should report that there is no cluster state to plan from", func(t *testing.T) {
 		e := newEnv(t)
-		_, err := e.handler(t, t0).Replace(t.Context(), handler.ReplaceRequest{ManualRequest: disruption.ManualRequest{Nodes: []string{"node-a"}}, RequestedBy: oncall})
-		if !errors.Is(err, handler.ErrNoClusterState) {
+		_, err := e.handler(t, t0).Replace(t.Context(), decider.ReplaceRequest{ManualRequest: disruption.ManualRequest{Nodes: []string{"node-a"}}, RequestedBy: oncall})
+		if !errors.Is(err, decider.ErrNoClusterState) {
 			t.Errorf("Replace() error = %v, want ErrNoClusterState", err)
 		}
 	})

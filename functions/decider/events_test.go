@@ -1,4 +1,4 @@
-package handler_test
+package decider_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodewright/nodewright/functions/disruption/handler"
+	"github.com/nodewright/nodewright/functions/decider"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
@@ -194,7 +194,7 @@ func TestHandleSucceedsWhenEventsCannotBeWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1"}, handler.Deps{
+	h, err := decider.NewWithDeps(decider.Config{Cluster: testCluster, Region: "us-east-1"}, decider.Deps{
 		Store: failingEvents{e.store}, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 },
 	})
@@ -218,13 +218,13 @@ func (failingEvents) PutEventOnce(context.Context, ddbstore.Event, time.Time, ti
 }
 
 // handlerClock is a handler over e whose clock is now.
-func (e env) handlerClock(t *testing.T, now func() time.Time) *handler.Handler {
+func (e env) handlerClock(t *testing.T, now func() time.Time) *decider.Handler {
 	t.Helper()
 	st, err := sfnstarter.New(e.sfn, e.arn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := handler.NewWithDeps(handler.Config{Cluster: testCluster, Region: "us-east-1"}, handler.Deps{
+	h, err := decider.NewWithDeps(decider.Config{Cluster: testCluster, Region: "us-east-1"}, decider.Deps{
 		Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: now,
 	})
