@@ -33,12 +33,7 @@ func TestDemoSucceedsAndLeavesNothingRunning(t *testing.T) {
 	if _, err := stepfunctions.FindFromRepo(root); err != nil {
 		t.Skipf("the demo's consolidation step needs the local Step Functions engine (run `make sfn-deps`): %v", err)
 	}
-	bin := filepath.Join(t.TempDir(), "nodewright")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/nodewright")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cliBin(t, root)
 	dir := filepath.Join(t.TempDir(), "demo")
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()

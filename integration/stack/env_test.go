@@ -9,7 +9,9 @@ package stack_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -61,6 +63,34 @@ func forwarderBin(t testing.TB, root string) string {
 		t.Fatal(forwarder.err)
 	}
 	return forwarder.bin
+}
+
+// cli is the nodewright CLI, built once per test binary by the first test
+// that runs it (the demo, the rollout forecast).
+var cliBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+func cliBin(t testing.TB, root string) string {
+	cliBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "nodewright-e2e-cli-")
+		if err != nil {
+			cliBuild.err = err
+			return
+		}
+		cliBuild.bin = filepath.Join(dir, "nodewright")
+		build := exec.Command("go", "build", "-o", cliBuild.bin, "./cmd/nodewright")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			cliBuild.err = fmt.Errorf("go build ./cmd/nodewright: %w\n%s", err, out)
+		}
+	})
+	if cliBuild.err != nil {
+		t.Fatal(cliBuild.err)
+	}
+	return cliBuild.bin
 }
 
 // startStack starts a stack for t with a short boot delay and short

@@ -57,12 +57,7 @@ func TestRolloutForecastHoldsOnTheStack(t *testing.T) {
 	if !s.Wired().Drift {
 		t.Skip("drift needs the local Step Functions engine (make sfn-deps)")
 	}
-	cli := filepath.Join(t.TempDir(), "nodewright")
-	build := exec.Command("go", "build", "-o", cli, "./cmd/nodewright")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/nodewright: %v\n%s", err, out)
-	}
+	cli := cliBin(t, root)
 	ctx := t.Context()
 	applyGuide(t, s, "ec2nodeclass.yaml")
 	if err := s.Apply(ctx, poolYAML("forecast", "1", "")); err != nil {
