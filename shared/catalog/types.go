@@ -67,8 +67,19 @@ type Offering struct {
 	// Available is false when the offering is marked unavailable (e.g. an
 	// insufficient-capacity error within the last 3 minutes) or has no price.
 	Available bool
-	// ReservationID is set for reserved offerings only.
+	// ReservationID is set for reserved offerings only: the capacity
+	// reservation (cr-...) a launch of this offering must target.
 	ReservationID string
+	// ReservationCapacity is, for a reserved offering, how many more
+	// instances the reservation can take (DescribeCapacityReservations
+	// AvailableInstanceCount less the launches made since); 0 otherwise.
+	ReservationCapacity int
+	// ReservationType is, for a reserved offering, v1.ReservationTypeDefault
+	// or v1.ReservationTypeCapacityBlock; "" otherwise.
+	ReservationType string
+	// Interruptible is true for a reserved offering of an interruptible
+	// capacity reservation.
+	Interruptible bool
 }
 
 // Offerings is a list of offerings.

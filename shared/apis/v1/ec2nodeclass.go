@@ -2,6 +2,7 @@ package v1
 
 import (
 	"encoding/json"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,7 +176,9 @@ type SecurityGroup struct {
 	Name string `json:"name,omitempty"`
 }
 
-// CapacityReservation is a resolved capacity reservation.
+// CapacityReservation is a resolved capacity reservation, one entry of
+// status.capacityReservations (karpenter-spec section 2, EC2NodeClass
+// status; filled from DescribeCapacityReservations).
 type CapacityReservation struct {
 	AvailabilityZone      string       `json:"availabilityZone"`
 	EndTime               *metav1.Time `json:"endTime,omitempty"`
@@ -186,6 +189,38 @@ type CapacityReservation struct {
 	ReservationType       string       `json:"reservationType,omitempty"`
 	Interruptible         bool         `json:"interruptible,omitempty"`
 	State                 string       `json:"state,omitempty"`
+}
+
+// Capacity reservation types and states, as status.capacityReservations
+// and the karpenter.k8s.aws/capacity-reservation-type label spell them.
+const (
+	// ReservationTypeDefault is an On-Demand Capacity Reservation.
+	ReservationTypeDefault = "default"
+	// ReservationTypeCapacityBlock is an EC2 Capacity Block for ML.
+	ReservationTypeCapacityBlock = "capacity-block"
+	// ReservationStateActive is a reservation nodewright may launch into.
+	ReservationStateActive = "active"
+	// ReservationStateExpiring is a capacity block within
+	// CapacityBlockExpiryLead of its end: nothing launches into it and its
+	// NodeClaims are disrupted.
+	ReservationStateExpiring = "expiring"
+)
+
+// CapacityBlockExpiryLead is how long before a capacity block's end time
+// Karpenter treats it as expiring (karpenter-spec section 3: capacity
+// blocks are `expiring` 40 min before EndDate).
+const CapacityBlockExpiryLead = 40 * time.Minute
+
+// StateAt is the reservation's state at now: ReservationStateExpiring for
+// a capacity block whose EndTime is at most CapacityBlockExpiryLead away
+// (or past), else ReservationStateActive. It is the one rule for that
+// state; discovery writes its result into State.
+func (r CapacityReservation) StateAt(now time.Time) string {
+	if r.ReservationType == ReservationTypeCapacityBlock && r.EndTime != nil &&
+		!now.Before(r.EndTime.Add(-CapacityBlockExpiryLead)) {
+		return ReservationStateExpiring
+	}
+	return ReservationStateActive
 }
 
 // AMI is a resolved image with the requirements it applies to.

@@ -1,0 +1,30 @@
+package v1
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestCapacityReservationStateAt(t *testing.T) {
+	end := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	block := CapacityReservation{ID: "cr-1", ReservationType: ReservationTypeCapacityBlock, EndTime: &metav1.Time{Time: end}}
+	odcr := CapacityReservation{ID: "cr-2", ReservationType: ReservationTypeDefault, EndTime: &metav1.Time{Time: end}}
+	for _, tc := range []struct {
+		name string
+		r    CapacityReservation
+		now  time.Time
+		want string
+	}{
+		{"block 41 min before its end", block, end.Add(-41 * time.Minute), ReservationStateActive},
+		{"block 40 min before its end", block, end.Add(-40 * time.Minute), ReservationStateExpiring},
+		{"block past its end", block, end.Add(time.Minute), ReservationStateExpiring},
+		{"ODCR with an end date never expires early", odcr, end.Add(-time.Minute), ReservationStateActive},
+		{"block without an end time", CapacityReservation{ReservationType: ReservationTypeCapacityBlock}, end, ReservationStateActive},
+	} {
+		if got := tc.r.StateAt(tc.now); got != tc.want {
+			t.Errorf("%s: StateAt = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
