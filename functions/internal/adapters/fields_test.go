@@ -97,8 +97,8 @@ var fieldCases = map[string]fieldCase{
 		nc.Spec.MetadataOptions = &v1.MetadataOptions{HTTPPutResponseHopLimit: aws.Int64(2), HTTPTokens: aws.String("optional"), HTTPProtocolIPv6: aws.String("enabled")}
 	}, want: []string{`"HttpPutResponseHopLimit":2`, `"HttpTokens":"optional"`, `"HttpProtocolIpv6":"enabled"`}},
 	"connectionTracking": {set: func(nc *v1.EC2NodeClass) {
-		nc.Spec.ConnectionTracking = &v1.ConnectionTracking{TCPEstablishedTimeout: aws.Int32(3600)}
-	}, refused: true},
+		nc.Spec.ConnectionTracking = &v1.ConnectionTracking{TCPEstablishedTimeout: aws.Int32(3600), UDPStreamTimeout: aws.Int32(120), UDPTimeout: aws.Int32(45)}
+	}, want: []string{`"ConnectionTrackingSpecification":{"TcpEstablishedTimeout":3600,"UdpStreamTimeout":120,"UdpTimeout":45}`}},
 	"context": {set: func(nc *v1.EC2NodeClass) { nc.Spec.Context = aws.String("c-0fields") },
 		want: []string{`"Context":"c-0fields"`}},
 	"cpuOptions": {set: func(nc *v1.EC2NodeClass) {

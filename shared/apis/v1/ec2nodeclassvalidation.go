@@ -155,8 +155,6 @@ var UnappliedFields = []UnappliedField{
 		func(s EC2NodeClassSpec) bool { return len(s.CapacityReservationSelectorTerms) > 0 }},
 	{"spec.placementGroupSelector", "nodewright does not resolve placement groups or launch into them yet",
 		func(s EC2NodeClassSpec) bool { return s.PlacementGroupSelector != nil }},
-	{"spec.connectionTracking", "nodewright does not set ENA connection-tracking timeouts on the launch template's network interfaces yet",
-		func(s EC2NodeClassSpec) bool { return s.ConnectionTracking != nil }},
 	{"spec.cpuOptions", "nodewright does not set CPU options (nested virtualization) on the launch template yet",
 		func(s EC2NodeClassSpec) bool { return s.CPUOptions != nil }},
 }

@@ -71,8 +71,9 @@ type TemplateRequest struct {
 // A template holds the AMI, the block devices (spec.blockDeviceMappings or
 // the family's defaults, sizes rounded up to GiB), the instance profile,
 // detailed monitoring, the security groups (on the network interfaces when
-// spec.networkInterfaces, associatePublicIPAddress, ipPrefixCount or an IPv6
-// cluster needs them), IMDS options (default: endpoint enabled, IPv6
+// spec.networkInterfaces, associatePublicIPAddress, ipPrefixCount,
+// connectionTracking or an IPv6 cluster needs them; spec.connectionTracking's
+// timeouts, in seconds, go on every interface), IMDS options (default: endpoint enabled, IPv6
 // disabled, hop limit 1, tokens required; instance tags off), the capacity
 // reservation preference (the target reservation, else none), the user data
 // (amifamily, base64) and, as tags of itself and of its network interfaces
@@ -270,7 +271,7 @@ func templateData(req TemplateRequest, family amifamily.Family, profile, imageID
 		groups[i] = g.ID
 	}
 	ipv6 := strings.Contains(req.Cluster.ServiceCIDR, ":")
-	if len(nc.Spec.NetworkInterfaces) == 0 && nc.Spec.AssociatePublicIPAddress == nil && nc.Spec.IPPrefixCount == nil && !ipv6 {
+	if len(nc.Spec.NetworkInterfaces) == 0 && nc.Spec.AssociatePublicIPAddress == nil && nc.Spec.IPPrefixCount == nil && nc.Spec.ConnectionTracking == nil && !ipv6 {
 		data.SecurityGroupIds = groups
 		return data
 	}
@@ -284,6 +285,11 @@ func templateData(req TemplateRequest, family amifamily.Family, profile, imageID
 			DeviceIndex:         aws.Int32(ni.DeviceIndex),
 			Groups:              groups,
 			DeleteOnTermination: aws.Bool(true),
+		}
+		if ct := nc.Spec.ConnectionTracking; ct != nil {
+			spec.ConnectionTrackingSpecification = &ec2types.ConnectionTrackingSpecificationRequest{
+				TcpEstablishedTimeout: ct.TCPEstablishedTimeout, UdpStreamTimeout: ct.UDPStreamTimeout, UdpTimeout: ct.UDPTimeout,
+			}
 		}
 		if ni.InterfaceType == "efa-only" {
 			spec.InterfaceType = aws.String("efa-only")

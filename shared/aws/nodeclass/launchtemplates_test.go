@@ -324,3 +324,36 @@ func TestEnsureLaunchTemplatesCustomFamily(t *testing.T) {
 		t.Errorf("Custom user data = %q, want it verbatim", b)
 	}
 }
+
+func TestEnsureLaunchTemplatesConnectionTrackingOnEveryInterface(t *testing.T) {
+	for name, nis := range map[string][]v1.NetworkInterface{
+		"no spec.networkInterfaces": nil,
+		"two network cards": {
+			{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: "interface"},
+			{NetworkCardIndex: 1, DeviceIndex: 0, InterfaceType: "efa-only"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := awstest.NewEC2(t)
+			req := templateRequest()
+			req.InstanceTypes = req.InstanceTypes[1:2]
+			req.NodeClass.Spec.NetworkInterfaces = nis
+			req.NodeClass.Spec.ConnectionTracking = &v1.ConnectionTracking{TCPEstablishedTimeout: aws.Int32(3600), UDPTimeout: aws.Int32(45)}
+			got, err := nodeclass.New(e, awstest.NewSSM(t), clock).EnsureLaunchTemplates(t.Context(), req)
+			if err != nil {
+				t.Fatalf("EnsureLaunchTemplates() error = %v", err)
+			}
+			data, _, _ := e.LaunchTemplateData(got[0].Name)
+			want := max(len(nis), 1)
+			if len(data.NetworkInterfaces) != want || data.SecurityGroupIds != nil {
+				t.Fatalf("network interfaces = %d, security group ids = %v; want %d interfaces carrying the groups", len(data.NetworkInterfaces), data.SecurityGroupIds, want)
+			}
+			wantCT := &ec2types.ConnectionTrackingSpecificationRequest{TcpEstablishedTimeout: aws.Int32(3600), UdpTimeout: aws.Int32(45)}
+			for i, ni := range data.NetworkInterfaces {
+				if diff := cmp.Diff(wantCT, ni.ConnectionTrackingSpecification, sdkOpts); diff != "" {
+					t.Errorf("interface %d connection tracking mismatch (-want +got):\n%s", i, diff)
+				}
+			}
+		})
+	}
+}
