@@ -572,7 +572,7 @@ func (s *Server) launch(o *override, capacityType string, f *fleet, reservation 
 		launchTime: now.UTC().Truncate(time.Second), runningAt: now.Add(s.bootDelay), state: StatePending,
 		userData: lt.data.userData, ltID: lt.id, ltName: lt.name, ltVersion: "1", fleetID: f.id,
 		reservationID: reservation, clientToken: f.id, groups: slices.Clone(s.templateGroups(lt)),
-		metadata: maps.Clone(lt.data.metadata),
+		metadata: maps.Clone(lt.data.metadata), tenancy: cmp.Or(lt.data.tenancy, "default"),
 	}
 	if len(in.groups) == 0 {
 		in.groups = []string{s.groups[0].id}

@@ -452,3 +452,35 @@ func TestCreateFleetLaunchesDescribableInstances(t *testing.T) {
 		t.Errorf("recorded CreateFleet calls = %+v", calls)
 	}
 }
+
+func TestCreateFleetLaunchesWithTheLaunchTemplatesTenancy(t *testing.T) {
+	e := newEnv(t, ec2sim.Options{ClusterName: "prod"})
+	for _, tc := range []struct{ name, tenancy, want string }{
+		{"nodewright/default-tenancy", "", "default"},
+		{"nodewright/dedicated-tenancy", "dedicated", "dedicated"},
+	} {
+		data := &ec2types.RequestLaunchTemplateData{ImageId: aws.String(e.al2023(t, "x86_64"))}
+		if tc.tenancy != "" {
+			data.Placement = &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.Tenancy(tc.tenancy)}
+		}
+		if _, err := e.ec2.CreateLaunchTemplate(t.Context(), &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(tc.name), LaunchTemplateData: data}); err != nil {
+			t.Fatalf("CreateLaunchTemplate(%s) error = %v", tc.name, err)
+		}
+		out, err := e.ec2.CreateFleet(t.Context(), fleetInput(tc.name, "on-demand", 1, []string{"m5.large"}, []string{e.subnets()["us-east-1a"]}))
+		if err != nil {
+			t.Fatalf("CreateFleet(%s) error = %v", tc.name, err)
+		}
+		ids := instanceIDs(out)
+		if len(ids) != 1 {
+			t.Fatalf("CreateFleet(%s) launched %v (errors %v)", tc.name, ids, fleetErrors(out))
+		}
+		if got := e.describe(t, ids[0])[ids[0]].Placement.Tenancy; got != ec2types.Tenancy(tc.want) {
+			t.Errorf("%s: Placement.Tenancy = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	_, err := e.ec2.CreateLaunchTemplate(t.Context(), &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("nodewright/bad-tenancy"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(e.al2023(t, "x86_64")), Placement: &ec2types.LaunchTemplatePlacementRequest{Tenancy: "shared"}}})
+	if code, _ := apiCode(err); code != "InvalidParameterValue" {
+		t.Errorf("CreateLaunchTemplate(tenancy shared) error = %v, want InvalidParameterValue", err)
+	}
+}

@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"maps"
@@ -51,6 +52,9 @@ type instance struct {
 	volumes                                         []*volume
 	metadata                                        map[string]string
 	interruption                                    *SpotInterruption
+	// tenancy is the launch template's Placement.Tenancy: default or
+	// dedicated.
+	tenancy string
 }
 
 // volume is an EBS volume attached at launch.
@@ -100,6 +104,9 @@ type Instance struct {
 	MetadataOptions map[string]string `json:"metadataOptions"`
 	// Interruption is set once a Spot interruption warning was issued.
 	Interruption *SpotInterruption `json:"interruption"`
+	// Tenancy is Placement.Tenancy: "default" or "dedicated" (from the
+	// launch template).
+	Tenancy string `json:"tenancy"`
 }
 
 // Volume is an EBS volume created with an instance.
@@ -137,7 +144,7 @@ func (in *instance) snapshot() Instance {
 		CapacityType: in.capacityType, State: in.state, StateReason: in.reason, LaunchTime: in.launchTime,
 		Tags: maps.Clone(in.tags), UserData: ud, LaunchTemplateID: in.ltID, LaunchTemplateName: in.ltName,
 		LaunchTemplateVersion: in.ltVersion, FleetID: in.fleetID, SecurityGroupIDs: slices.Clone(in.groups),
-		IAMInstanceProfile: in.iamProfile, MetadataOptions: maps.Clone(in.metadata),
+		IAMInstanceProfile: in.iamProfile, MetadataOptions: maps.Clone(in.metadata), Tenancy: cmp.Or(in.tenancy, "default"),
 	}
 	if len(ud) == 0 {
 		out.UserData = nil
@@ -422,7 +429,7 @@ func (s *Server) instanceXML(in *instance) instanceXML {
 	x := instanceXML{
 		InstanceID: in.id, ImageID: in.imageID, InstanceState: stateOf(in.state), InstanceType: in.instanceType,
 		LaunchTime: timestamp(in.launchTime),
-		Placement:  placementXML{AvailabilityZone: in.zone, AvailabilityZoneID: in.zoneID, Tenancy: "default"},
+		Placement:  placementXML{AvailabilityZone: in.zone, AvailabilityZoneID: in.zoneID, Tenancy: cmp.Or(in.tenancy, "default")},
 		Platform:   in.platform, Monitoring: "disabled", SubnetID: in.subnetID, VpcID: in.vpcID,
 		SourceDestCheck: true, Architecture: in.arch, RootDeviceType: "ebs", RootDeviceName: "/dev/xvda",
 		VirtualizationType: "hvm", ClientToken: in.clientToken, TagSet: tagSet(in.tags), Hypervisor: in.hypervisor,

@@ -29,6 +29,8 @@ type ltData struct {
 	tagSpecs                        map[string][]tag
 	nis                             []ltNetworkInterface
 	monitoring                      bool
+	// tenancy is Placement.Tenancy ("" when unset: default).
+	tenancy string
 }
 
 type ltNetworkInterface struct {
@@ -143,6 +145,12 @@ func parseLTData(d *qnode) (ltData, error) {
 		iamProfileArn:    d.str("IamInstanceProfile.Arn"),
 		metadata:         map[string]string{},
 		tagSpecs:         tagSpecs(d.list("TagSpecification")),
+		tenancy:          d.str("Placement.Tenancy"),
+	}
+	switch out.tenancy {
+	case "", "default", "dedicated", "host":
+	default:
+		return ltData{}, invalidParameterValue("Value (%s) for parameter tenancy is invalid. Valid values are default, dedicated, host.", out.tenancy)
 	}
 	if out.userData != "" {
 		if _, err := base64.StdEncoding.DecodeString(out.userData); err != nil {

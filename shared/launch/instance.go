@@ -23,7 +23,10 @@ type Instance struct {
 	CapacityType string
 	// ReservationID is the capacity reservation of a reserved instance.
 	ReservationID string
-	ImageID       string
+	// Tenancy is its Placement.Tenancy ("default" or "dedicated"; "" when
+	// unknown).
+	Tenancy string
+	ImageID string
 	// State is the EC2 state name: pending, running, stopping, stopped,
 	// shutting-down or terminated; "pending" for a just-launched instance.
 	State string

@@ -47,6 +47,28 @@ type Plan struct {
 	Offerings []Offering
 	// Rejected lists, per filter in pipeline order, the types it removed.
 	Rejected []Rejection
+	// Tenancy is the launch's tenancy (Tenancy of the requirements):
+	// TenancyDefault or TenancyDedicated. New sets it; Choose leaves it "".
+	Tenancy string
+}
+
+// The instance tenancies a launch may request (the values of
+// karpenter.k8s.aws/instance-tenancy; EC2 Placement.Tenancy).
+const (
+	TenancyDefault   = "default"
+	TenancyDedicated = "dedicated"
+)
+
+// Tenancy is the tenancy a NodeClaim with these requirements launches
+// with: TenancyDedicated when its karpenter.k8s.aws/instance-tenancy
+// requirement admits dedicated but not default, else TenancyDefault
+// (karpenter-spec section 1.4 and section 4 step 4: default unless only
+// dedicated is allowed).
+func Tenancy(reqs requirements.Requirements) string {
+	if r := reqs.Get(v1.LabelInstanceTenancy); r.Has(TenancyDedicated) && !r.Has(TenancyDefault) {
+		return TenancyDedicated
+	}
+	return TenancyDefault
 }
 
 // Expected is the offering the launch is expected to get: the first of
@@ -139,6 +161,7 @@ func New(req Request) (Plan, error) {
 	}
 	p := Choose(cands)
 	p.Rejected = rej
+	p.Tenancy = Tenancy(req.Requirements)
 	return p, nil
 }
 

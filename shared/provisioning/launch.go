@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,11 +21,6 @@ import (
 	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/requirements"
 )
-
-// instanceTenancyDefault is the tenancy label of a launched node; nodewright
-// launches default tenancy only (karpenter-spec section 1.4: default unless
-// the claim allows only dedicated).
-const instanceTenancyDefault = "default"
 
 // launchState is what solving and launching read about the configuration:
 // the usable NodePools, the resolved EC2NodeClasses and their instance
@@ -523,7 +519,10 @@ func launchedClaim(claim v1.NodeClaim, inst launch.Instance, class *v1.EC2NodeCl
 		c.Labels[v1.LabelZoneID] = zoneID
 	}
 	c.Labels[v1.LabelCapacityType] = inst.CapacityType
-	c.Labels[v1.LabelInstanceTenancy] = instanceTenancyDefault
+	// The node's tenancy label is the launched tenancy (karpenter-spec
+	// section 1.4); an instance that does not report one launched as the
+	// claim's requirements chose.
+	c.Labels[v1.LabelInstanceTenancy] = cmp.Or(inst.Tenancy, launch.Tenancy(requirements.FromNodeSelector(claim.Spec.Requirements)))
 	c.Labels[v1.LabelEC2NodeClass] = class.Name
 	if inst.ReservationID != "" {
 		c.Labels[v1.LabelCapacityReservationID] = inst.ReservationID

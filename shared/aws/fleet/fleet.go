@@ -55,6 +55,9 @@ type TemplateRequest struct {
 	ReservationID string
 	// InstanceTypes are the types the launch will request, cheapest first.
 	InstanceTypes []*catalog.InstanceType
+	// Tenancy is the launch's tenancy (launch.Tenancy of the claim's
+	// requirements): "default" or "dedicated", the templates' placement.
+	Tenancy string
 }
 
 // TemplateSource supplies launch templates. It returns the templates that

@@ -145,6 +145,7 @@ func instance(in *ec2types.Instance) launch.Instance {
 	if in.Placement != nil {
 		out.Zone = aws.ToString(in.Placement.AvailabilityZone)
 		out.ZoneID = aws.ToString(in.Placement.AvailabilityZoneId)
+		out.Tenancy = string(in.Placement.Tenancy)
 	}
 	if in.State != nil {
 		out.State = string(in.State.Name)

@@ -266,7 +266,7 @@ func (c *Client) templateConfigs(ctx context.Context, req *Request, p *plan) ([]
 	}
 	var configs []config
 	for _, g := range groups {
-		lts, err := req.Templates.LaunchTemplates(ctx, TemplateRequest{CapacityType: p.CapacityType, ReservationID: g.reservation, InstanceTypes: g.types})
+		lts, err := req.Templates.LaunchTemplates(ctx, TemplateRequest{CapacityType: p.CapacityType, ReservationID: g.reservation, InstanceTypes: g.types, Tenancy: p.Tenancy})
 		if err != nil {
 			return nil, fmt.Errorf("launch templates: %w", err)
 		}
@@ -374,6 +374,9 @@ func fold(res Result, out *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, p *p
 			SubnetID:     aws.ToString(fi.SubnetId),
 			CapacityType: lifecycle(fi.Lifecycle, p.CapacityType),
 			State:        string(ec2types.InstanceStateNamePending),
+			// CreateFleet does not answer the placement: the instance has
+			// the tenancy its launch templates set.
+			Tenancy: p.Tenancy,
 		}
 		if lo := fi.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
 			ov := lo.Overrides

@@ -567,3 +567,32 @@ func resourceQuantity(s string) *resource.Quantity {
 	q := resource.MustParse(s)
 	return &q
 }
+
+func TestLaunchTenancyIsDedicatedOnlyWhenTheClaimAllowsOnlyDedicated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		reqs []v1.NodeSelectorRequirementWithMinValues
+		want string
+	}{
+		{"no tenancy requirement", nil, "default"},
+		{"default or dedicated", []v1.NodeSelectorRequirementWithMinValues{req(v1.LabelInstanceTenancy, corev1.NodeSelectorOpIn, "default", "dedicated")}, "default"},
+		{"dedicated only", []v1.NodeSelectorRequirementWithMinValues{req(v1.LabelInstanceTenancy, corev1.NodeSelectorOpIn, "dedicated")}, "dedicated"},
+		{"not default", []v1.NodeSelectorRequirementWithMinValues{req(v1.LabelInstanceTenancy, corev1.NodeSelectorOpNotIn, "default")}, "dedicated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ec2api := awstest.NewEC2(t)
+			r := request(ec2api, nodeClaim(tc.reqs...), instanceType("m5.large", 2, 0.096, 0.04))
+			res, err := fleet.New(ec2api).Launch(t.Context(), r)
+			if err != nil {
+				t.Fatalf("Launch() error = %v", err)
+			}
+			reqs := r.Templates.(*templates).requests
+			if len(reqs) != 1 || reqs[0].Tenancy != tc.want {
+				t.Errorf("template requests = %+v; want one with Tenancy %q", reqs, tc.want)
+			}
+			if res.Instance.Tenancy != tc.want {
+				t.Errorf("Instance.Tenancy = %q, want %q", res.Instance.Tenancy, tc.want)
+			}
+		})
+	}
+}

@@ -60,6 +60,10 @@ type TemplateRequest struct {
 	ReservationID string
 	// InstanceTypes are the types to serve, cheapest first.
 	InstanceTypes []*catalog.InstanceType
+	// Tenancy is the launch's tenancy (launch.Tenancy): "dedicated" sets
+	// the templates' Placement.Tenancy; "" or "default" leaves it unset
+	// (EC2's default tenancy).
+	Tenancy string
 }
 
 // EnsureLaunchTemplates makes sure a launch template exists for every group
@@ -76,7 +80,8 @@ type TemplateRequest struct {
 // timeouts, in seconds, go on every interface), IMDS options (default: endpoint enabled, IPv6
 // disabled, hop limit 1, tokens required; instance tags off), the capacity
 // reservation preference (the target reservation, else none), the user data
-// (amifamily, base64) and, as tags of itself and of its network interfaces
+// (amifamily, base64), the placement (Tenancy dedicated for a dedicated
+// launch) and, as tags of itself and of its network interfaces
 // (and spot requests), the launch tags. Its name is NamePrefix and 32 hex
 // digits of a SHA-256 over the cluster name and all of that, so a template
 // is never changed once created: any difference gives a new name. The
@@ -252,6 +257,9 @@ func templateData(req TemplateRequest, family amifamily.Family, profile, imageID
 			CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
 			CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(req.ReservationID)},
 		}
+	}
+	if req.Tenancy == launch.TenancyDedicated {
+		data.Placement = &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.TenancyDedicated}
 	}
 	if req.CapacityType == v1.CapacityTypeSpot {
 		data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: tags})

@@ -357,3 +357,24 @@ func TestEnsureLaunchTemplatesConnectionTrackingOnEveryInterface(t *testing.T) {
 		})
 	}
 }
+
+func TestEnsureLaunchTemplatesPlacementTenancy(t *testing.T) {
+	for tenancy, want := range map[string]*ec2types.LaunchTemplatePlacementRequest{
+		"":          nil,
+		"default":   nil,
+		"dedicated": {Tenancy: ec2types.TenancyDedicated},
+	} {
+		e := awstest.NewEC2(t)
+		req := templateRequest()
+		req.InstanceTypes = req.InstanceTypes[1:2]
+		req.Tenancy = tenancy
+		got, err := nodeclass.New(e, awstest.NewSSM(t), clock).EnsureLaunchTemplates(t.Context(), req)
+		if err != nil {
+			t.Fatalf("EnsureLaunchTemplates(tenancy %q) error = %v", tenancy, err)
+		}
+		data, _, _ := e.LaunchTemplateData(got[0].Name)
+		if diff := cmp.Diff(want, data.Placement, sdkOpts); diff != "" {
+			t.Errorf("tenancy %q: placement mismatch (-want +got):\n%s", tenancy, diff)
+		}
+	}
+}
