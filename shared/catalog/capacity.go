@@ -33,11 +33,14 @@ const (
 // launchConfig is what Resolve reads from a node class and Options, parsed
 // and validated once for all instance types.
 type launchConfig struct {
-	family       amiFamily
-	vmOverhead   float64
-	reservedENIs int64
-	maxPods      *int64
-	podsPerCore  int64
+	family amiFamily
+	// nestedVirtualization: spec.cpuOptions.nestedVirtualization is
+	// "enabled", so only types supporting it are offered.
+	nestedVirtualization bool
+	vmOverhead           float64
+	reservedENIs         int64
+	maxPods              *int64
+	podsPerCore          int64
 	// kubeReserved and systemReserved are the kubelet maps, parsed.
 	kubeReserved, systemReserved corev1.ResourceList
 	// evictionMemory and evictionNodeFS are evictionHard overrides; nil when unset.
@@ -81,6 +84,9 @@ func newLaunchConfig(nc *v1.EC2NodeClass, opts Options) (launchConfig, error) {
 			return launchConfig{}, fmt.Errorf("spec.instanceStorePolicy %q: want %s", *p, InstanceStorePolicyRAID0)
 		}
 		cfg.raid0 = true
+	}
+	if c := nc.Spec.CPUOptions; c != nil && c.NestedVirtualization != nil && *c.NestedVirtualization == "enabled" {
+		cfg.nestedVirtualization = true
 	}
 	cfg.blockDeviceMappings = nc.Spec.BlockDeviceMappings
 	cfg.networkInterfaces = nc.Spec.NetworkInterfaces

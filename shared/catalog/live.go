@@ -127,6 +127,9 @@ type TypeFacts struct {
 	NetworkCards       int64 `json:"ncards"`
 	// EFAMaxInterfaces is NetworkInfo.EfaInfo.MaximumEfaInterfaces.
 	EFAMaxInterfaces int64 `json:"efa,omitempty"`
+	// NestedVirtualization: ProcessorInfo.SupportedFeatures lists
+	// "nested-virtualization".
+	NestedVirtualization bool `json:"nv,omitempty"`
 }
 
 // typeNameScheme splits a family into category and generation, as
@@ -353,6 +356,23 @@ func typeRecords(live *LiveData) []typeInfo {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return slices.CompactFunc(out, func(a, b typeInfo) bool { return a.name == b.name })
+}
+
+// nestedVirtualizationTypes are the names of the types live's
+// DescribeInstanceTypes answer says support nested virtualization; none
+// without live instance types (the embedded table does not carry the
+// feature).
+func nestedVirtualizationTypes(live *LiveData) map[string]bool {
+	out := map[string]bool{}
+	if live == nil || live.InstanceTypes == nil {
+		return out
+	}
+	for _, f := range live.InstanceTypes.Types {
+		if f.NestedVirtualization {
+			out[f.Name] = true
+		}
+	}
+	return out
 }
 
 // livePriceSource completes embedded, the embedded price source, with the

@@ -278,3 +278,44 @@ func TestResolveLiveDataErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestResolveNestedVirtualizationOffersOnlyTypesSupportingIt(t *testing.T) {
+	nested := liveOnly()
+	nested.NestedVirtualization = true
+	enabled := func(v string) *v1.EC2NodeClass {
+		nc := tokyoClass()
+		nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: &v}
+		return nc
+	}
+	available := func(t *testing.T, nc *v1.EC2NodeClass, live *catalog.LiveData, name string) bool {
+		t.Helper()
+		types, _, err := catalog.Resolve(nc, catalog.Options{Region: "ap-northeast-1", Live: live})
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := findType(types, name)
+		if it == nil {
+			t.Fatalf("type %s missing", name)
+		}
+		_, ok := it.Offerings.CheapestAvailable(nil, nil)
+		return ok
+	}
+	live := liveData(m5LargeFacts(), nested)
+	for _, tc := range []struct {
+		what string
+		nc   *v1.EC2NodeClass
+		live *catalog.LiveData
+		typ  string
+		want bool
+	}{
+		{"should offer a type supporting nested virtualization when enabled", enabled("enabled"), live, "zz9g.xlarge", true},
+		{"should not offer a type without it when enabled", enabled("enabled"), live, "m5.large", false},
+		{"should offer a type without it when disabled", enabled("disabled"), live, "m5.large", true},
+		{"should offer a type without it when unset", tokyoClass(), live, "m5.large", true},
+		{"should offer no embedded type when enabled (the table does not carry the feature)", enabled("enabled"), nil, "m5.large", false},
+	} {
+		if got := available(t, tc.nc, tc.live, tc.typ); got != tc.want {
+			t.Errorf("%s: %s available = %v, want %v", tc.what, tc.typ, got, tc.want)
+		}
+	}
+}

@@ -84,14 +84,17 @@ type PartSource struct {
 // opts.Unavailable reports it, or when the type is incompatible with the
 // node class: a1.* with AL2023, or spec.networkInterfaces asking for a
 // network card, a card-0 device index or more efa-only interfaces than the
-// type has. Incompatible types stay in the list with every offering
-// unavailable, as Karpenter keeps them. Types that cannot run the family at
+// type has, or spec.cpuOptions.nestedVirtualization "enabled" on a type
+// that does not support it (ProcessorInfo.SupportedFeatures of the live
+// instance types; without them no type is known to, and every offering of
+// such a class is unavailable). Incompatible types stay in the list with
+// every offering unavailable, as Karpenter keeps them. Types that cannot run the family at
 // all are omitted: arm64 types for Windows families (Karpenter gives them no
 // kubernetes.io/os value).
 //
 // The data does not model per-zone type availability, supported usage
-// classes, placement groups, nested virtualization or ENA support: every
-// type is offered in every zone and for both capacity types.
+// classes, placement groups, nested virtualization (live data does) or ENA
+// support: every type is offered in every zone and for both capacity types.
 //
 // Errors name the field at fault: a nil node class, a missing or unknown
 // AMI family, an invalid kubelet quantity, evictionHard value or
@@ -149,6 +152,7 @@ func Resolve(nodeClass *v1.EC2NodeClass, opts Options) ([]*InstanceType, PriceSo
 	pricer := newOfferingPricer(table, opts)
 
 	records := typeRecords(opts.Live)
+	nested := nestedVirtualizationTypes(opts.Live)
 	backing := make([]InstanceType, 0, len(records))
 	for i := range records {
 		t := &records[i]
@@ -161,7 +165,7 @@ func Resolve(nodeClass *v1.EC2NodeClass, opts Options) ([]*InstanceType, PriceSo
 			Labels:    labels(t, cfg.family, opts.Region),
 			Capacity:  capacity,
 			Overhead:  overhead(t, &cfg, capacity),
-			Offerings: pricer.offerings(t.name, zones, zoneIDs, compatible(t, &cfg), opts.Unavailable),
+			Offerings: pricer.offerings(t.name, zones, zoneIDs, compatible(t, &cfg, nested), opts.Unavailable),
 		})
 	}
 	out := make([]*InstanceType, len(backing))
@@ -204,9 +208,13 @@ func priceSource(region string, spotRatio float64) (PriceSource, *priceTable) {
 // as the data allows: a1 types cannot run AL2023; spec.networkInterfaces
 // must fit the type's network cards, its default card's ENIs (card 0 only:
 // the data gives no per-card count for other cards) and its maximum EFA
-// interfaces.
-func compatible(t *typeInfo, cfg *launchConfig) bool {
+// interfaces; spec.cpuOptions.nestedVirtualization enabled needs a type in
+// nested (the types DescribeInstanceTypes says support it).
+func compatible(t *typeInfo, cfg *launchConfig, nested map[string]bool) bool {
 	if t.family == "a1" && cfg.family.name == v1.AMIFamilyAL2023 {
+		return false
+	}
+	if cfg.nestedVirtualization && !nested[t.name] {
 		return false
 	}
 	if len(cfg.networkInterfaces) == 0 {

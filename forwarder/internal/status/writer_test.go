@@ -331,8 +331,8 @@ func TestSyncMarksClassWithAnUnappliedFieldValidationFailedAndNotReady(t *testin
 
 func TestSyncWritesValidationFailedForAnInvalidClassTheAPINeverResolved(t *testing.T) {
 	e := newEnvWithClass(t, fakeClasses{}, func(nc *v1.EC2NodeClass) {
-		enabled := "enabled"
-		nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: &enabled}
+		on := "on"
+		nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: &on}
 	})
 	res, err := e.w.Sync(context.Background())
 	if err != nil {
@@ -345,8 +345,8 @@ func TestSyncWritesValidationFailedForAnInvalidClassTheAPINeverResolved(t *testi
 	e.get(t, NodeClassesGVR, "default", &nc)
 	got := briefs(nc.Status.Conditions)
 	msg := Find(nc.Status.Conditions, v1.ConditionTypeValidationSucceeded).Message
-	if !strings.Contains(msg, "spec.cpuOptions: not supported") {
-		t.Errorf("ValidationSucceeded message %q does not name spec.cpuOptions", msg)
+	if !strings.Contains(msg, `spec.cpuOptions.nestedVirtualization: "on" is not one of enabled, disabled`) {
+		t.Errorf("ValidationSucceeded message %q does not name spec.cpuOptions.nestedVirtualization", msg)
 	}
 	awaiting := "object is awaiting reconciliation"
 	want := []brief{

@@ -103,7 +103,7 @@ var fieldCases = map[string]fieldCase{
 		want: []string{`"Context":"c-0fields"`}},
 	"cpuOptions": {set: func(nc *v1.EC2NodeClass) {
 		nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: aws.String("enabled")}
-	}, refused: true},
+	}, want: []string{`"CpuOptions":{"AmdSevSnp":"","CoreCount":null,"NestedVirtualization":"enabled"`}},
 }
 
 // fieldsClass is a valid AL2023 class selecting the base subnet, security

@@ -155,8 +155,6 @@ var UnappliedFields = []UnappliedField{
 		func(s EC2NodeClassSpec) bool { return len(s.CapacityReservationSelectorTerms) > 0 }},
 	{"spec.placementGroupSelector", "nodewright does not resolve placement groups or launch into them yet",
 		func(s EC2NodeClassSpec) bool { return s.PlacementGroupSelector != nil }},
-	{"spec.cpuOptions", "nodewright does not set CPU options (nested virtualization) on the launch template yet",
-		func(s EC2NodeClassSpec) bool { return s.CPUOptions != nil }},
 }
 
 // refuseUnapplied adds an error for each set field of UnappliedFields.

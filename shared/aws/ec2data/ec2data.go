@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -170,6 +171,7 @@ func Facts(it *ec2types.InstanceTypeInfo) catalog.TypeFacts {
 		f.Architecture = architecture(pi.SupportedArchitectures)
 		f.CPUManufacturer = aws.ToString(pi.Manufacturer)
 		f.SustainedClockGHz = aws.ToFloat64(pi.SustainedClockSpeedInGhz)
+		f.NestedVirtualization = slices.Contains(pi.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization)
 	}
 	if v := it.VCpuInfo; v != nil {
 		f.VCPUs = int64(aws.ToInt32(v.DefaultVCpus))

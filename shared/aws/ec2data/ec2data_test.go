@@ -461,3 +461,20 @@ func TestInstanceTypesTakeX86OrArmFromSeveralArchitecturesAndSkipTypesWithNeithe
 		t.Errorf("InstanceTypes() = %+v, want m5.large as x86_64 and m5.xlarge (i386 only) skipped", paged.Types)
 	}
 }
+
+func TestFactsReadNestedVirtualizationFromTheProcessorsSupportedFeatures(t *testing.T) {
+	for _, tc := range []struct {
+		features []ec2types.SupportedAdditionalProcessorFeature
+		want     bool
+	}{
+		{nil, false},
+		{[]ec2types.SupportedAdditionalProcessorFeature{ec2types.SupportedAdditionalProcessorFeatureAmdSevSnp}, false},
+		{[]ec2types.SupportedAdditionalProcessorFeature{ec2types.SupportedAdditionalProcessorFeatureAmdSevSnp, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization}, true},
+	} {
+		f := ec2data.Facts(&ec2types.InstanceTypeInfo{InstanceType: "m8i.large", ProcessorInfo: &ec2types.ProcessorInfo{
+			SupportedArchitectures: []ec2types.ArchitectureType{ec2types.ArchitectureTypeX8664}, SupportedFeatures: tc.features}})
+		if f.NestedVirtualization != tc.want {
+			t.Errorf("Facts(supported features %v).NestedVirtualization = %v, want %v", tc.features, f.NestedVirtualization, tc.want)
+		}
+	}
+}

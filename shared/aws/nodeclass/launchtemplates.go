@@ -80,7 +80,8 @@ type TemplateRequest struct {
 // timeouts, in seconds, go on every interface), IMDS options (default: endpoint enabled, IPv6
 // disabled, hop limit 1, tokens required; instance tags off), the capacity
 // reservation preference (the target reservation, else none), the user data
-// (amifamily, base64), the placement (Tenancy dedicated for a dedicated
+// (amifamily, base64), spec.cpuOptions.nestedVirtualization as CpuOptions,
+// the placement (Tenancy dedicated for a dedicated
 // launch) and, as tags of itself and of its network interfaces
 // (and spot requests), the launch tags. Its name is NamePrefix and 32 hex
 // digits of a SHA-256 over the cluster name and all of that, so a template
@@ -257,6 +258,9 @@ func templateData(req TemplateRequest, family amifamily.Family, profile, imageID
 			CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
 			CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(req.ReservationID)},
 		}
+	}
+	if c := nc.Spec.CPUOptions; c != nil && c.NestedVirtualization != nil {
+		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*c.NestedVirtualization)}
 	}
 	if req.Tenancy == launch.TenancyDedicated {
 		data.Placement = &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.TenancyDedicated}

@@ -378,3 +378,21 @@ func TestEnsureLaunchTemplatesPlacementTenancy(t *testing.T) {
 		}
 	}
 }
+
+func TestEnsureLaunchTemplatesCPUOptions(t *testing.T) {
+	for _, v := range []string{"enabled", "disabled"} {
+		e := awstest.NewEC2(t)
+		req := templateRequest()
+		req.InstanceTypes = req.InstanceTypes[1:2]
+		req.NodeClass.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: aws.String(v)}
+		got, err := nodeclass.New(e, awstest.NewSSM(t), clock).EnsureLaunchTemplates(t.Context(), req)
+		if err != nil {
+			t.Fatalf("EnsureLaunchTemplates(%s) error = %v", v, err)
+		}
+		data, _, _ := e.LaunchTemplateData(got[0].Name)
+		want := &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(v)}
+		if diff := cmp.Diff(want, data.CpuOptions, sdkOpts); diff != "" {
+			t.Errorf("nestedVirtualization %s: cpu options mismatch (-want +got):\n%s", v, diff)
+		}
+	}
+}
