@@ -26,8 +26,12 @@
 // CreateTags, DescribeInstanceTypes, DescribeInstanceTypeOfferings,
 // DescribeSpotPriceHistory, DescribeAvailabilityZones, DescribeSubnets,
 // DescribeSecurityGroups, DescribeImages, CreateLaunchTemplate,
-// DescribeLaunchTemplates, DescribeLaunchTemplateVersions and
-// DeleteLaunchTemplate. SSM: GetParameter and GetParameters. Pricing:
+// DescribeLaunchTemplates, DescribeLaunchTemplateVersions,
+// DeleteLaunchTemplate and DescribePlacementGroups (groups seeded with
+// AddPlacementGroup; CreateFleet launches into the launch template's
+// Placement group, spreading a partition group's instances over its
+// partitions unless the template names one, and records Placement.Tenancy).
+// SSM: GetParameter and GetParameters. Pricing:
 // GetProducts (ServiceCode AmazonEC2, filters TERM_MATCH, EQUALS,
 // CONTAINS, ANY_OF, NONE_OF, FormatVersion aws_v1, MaxResults 1 to 100,
 // NextToken; PriceList entries as JSON strings in the Price List's

@@ -348,6 +348,9 @@ func (s *Server) fleetOverrides(q *qnode) ([]*override, error) {
 		if err != nil {
 			return nil, err
 		}
+		if _, _, err := s.placeInGroup(lt.data); err != nil {
+			return nil, err
+		}
 		specXML := ltSpecXML{LaunchTemplateID: lt.id, LaunchTemplateName: spec.str("LaunchTemplateName"), Version: "1"}
 		members := cfg.list("Overrides")
 		if len(members) == 0 {
@@ -576,6 +579,10 @@ func (s *Server) launch(o *override, capacityType string, f *fleet, reservation 
 	}
 	if len(in.groups) == 0 {
 		in.groups = []string{s.groups[0].id}
+	}
+	// The call's overrides were checked against the group (placeInGroup).
+	if g, partition, _ := s.placeInGroup(lt.data); g != nil {
+		in.placementGroupID, in.placementGroupName, in.partition = g.ID, g.Name, partition
 	}
 	if capacityType == capacitySpot {
 		in.spotRequestID = "sir-" + hashHex("sir/"+in.id, 8)

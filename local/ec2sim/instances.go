@@ -55,6 +55,10 @@ type instance struct {
 	// tenancy is the launch template's Placement.Tenancy: default or
 	// dedicated.
 	tenancy string
+	// placementGroupID/Name and partition: the placement group it launched
+	// into and its partition (partition groups only; else 0).
+	placementGroupID, placementGroupName string
+	partition                            int
 }
 
 // volume is an EBS volume attached at launch.
@@ -107,6 +111,12 @@ type Instance struct {
 	// Tenancy is Placement.Tenancy: "default" or "dedicated" (from the
 	// launch template).
 	Tenancy string `json:"tenancy"`
+	// PlacementGroupID, PlacementGroupName and PartitionNumber are its
+	// placement group ("" when none) and partition (0 unless a partition
+	// group).
+	PlacementGroupID   string `json:"placementGroupId"`
+	PlacementGroupName string `json:"placementGroupName"`
+	PartitionNumber    int    `json:"partitionNumber"`
 }
 
 // Volume is an EBS volume created with an instance.
@@ -145,6 +155,7 @@ func (in *instance) snapshot() Instance {
 		Tags: maps.Clone(in.tags), UserData: ud, LaunchTemplateID: in.ltID, LaunchTemplateName: in.ltName,
 		LaunchTemplateVersion: in.ltVersion, FleetID: in.fleetID, SecurityGroupIDs: slices.Clone(in.groups),
 		IAMInstanceProfile: in.iamProfile, MetadataOptions: maps.Clone(in.metadata), Tenancy: cmp.Or(in.tenancy, "default"),
+		PlacementGroupID: in.placementGroupID, PlacementGroupName: in.placementGroupName, PartitionNumber: in.partition,
 	}
 	if len(ud) == 0 {
 		out.UserData = nil
@@ -354,6 +365,8 @@ type placementXML struct {
 	AvailabilityZone   string `xml:"availabilityZone"`
 	AvailabilityZoneID string `xml:"availabilityZoneId,omitempty"`
 	GroupName          string `xml:"groupName"`
+	GroupID            string `xml:"groupId,omitempty"`
+	PartitionNumber    int    `xml:"partitionNumber,omitempty"`
 	Tenancy            string `xml:"tenancy"`
 }
 
@@ -429,8 +442,9 @@ func (s *Server) instanceXML(in *instance) instanceXML {
 	x := instanceXML{
 		InstanceID: in.id, ImageID: in.imageID, InstanceState: stateOf(in.state), InstanceType: in.instanceType,
 		LaunchTime: timestamp(in.launchTime),
-		Placement:  placementXML{AvailabilityZone: in.zone, AvailabilityZoneID: in.zoneID, Tenancy: cmp.Or(in.tenancy, "default")},
-		Platform:   in.platform, Monitoring: "disabled", SubnetID: in.subnetID, VpcID: in.vpcID,
+		Placement: placementXML{AvailabilityZone: in.zone, AvailabilityZoneID: in.zoneID, Tenancy: cmp.Or(in.tenancy, "default"),
+			GroupName: in.placementGroupName, GroupID: in.placementGroupID, PartitionNumber: in.partition},
+		Platform: in.platform, Monitoring: "disabled", SubnetID: in.subnetID, VpcID: in.vpcID,
 		SourceDestCheck: true, Architecture: in.arch, RootDeviceType: "ebs", RootDeviceName: "/dev/xvda",
 		VirtualizationType: "hvm", ClientToken: in.clientToken, TagSet: tagSet(in.tags), Hypervisor: in.hypervisor,
 		EbsOptimized: true, EnaSupport: true, PlatformDetails: "Linux/UNIX", UsageOperation: "RunInstances",

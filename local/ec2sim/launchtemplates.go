@@ -31,6 +31,10 @@ type ltData struct {
 	monitoring                      bool
 	// tenancy is Placement.Tenancy ("" when unset: default).
 	tenancy string
+	// groupID, groupName and partition are Placement.GroupId, GroupName
+	// and PartitionNumber (0 when unset).
+	groupID, groupName string
+	partition          int
 }
 
 type ltNetworkInterface struct {
@@ -146,6 +150,16 @@ func parseLTData(d *qnode) (ltData, error) {
 		metadata:         map[string]string{},
 		tagSpecs:         tagSpecs(d.list("TagSpecification")),
 		tenancy:          d.str("Placement.Tenancy"),
+		groupID:          d.str("Placement.GroupId"),
+		groupName:        d.str("Placement.GroupName"),
+	}
+	if n, _, err := d.intParam("Placement.PartitionNumber"); err != nil {
+		return ltData{}, err
+	} else {
+		out.partition = n
+	}
+	if out.groupID != "" && out.groupName != "" {
+		return ltData{}, invalidParameterValue("Specify either the placement group name or ID, not both.")
 	}
 	switch out.tenancy {
 	case "", "default", "dedicated", "host":

@@ -90,30 +90,32 @@ type Server struct {
 	shutdown    time.Duration
 	spotRatio   float64
 
-	types     *typeTable
-	seq       map[string]int
-	vpcID     string
-	vpcCIDR   string
-	subnets   []*subnet
-	groups    []*securityGroup
-	images    []*image
-	params    map[string]*parameter
-	instances map[string]*instance
-	order     []string // instance IDs in launch order
-	templates map[string]*launchTemplate
-	ltTokens  map[string]string        // CreateLaunchTemplate ClientToken → template ID
-	fleets    map[string]*fleet        // by fleet ID
-	tokens    map[string]*fleet        // CreateFleet ClientToken → fleet
-	spotPrice map[poolKey][]pricePoint // SetSpotPrice points, oldest first
-	realistic bool                     // Options.World, resolved for the region
-	born      time.Time                // clock at New: price history starts here
-	ice       map[Offering]string      // offering → error code
-	injected  map[string][]string      // action → queued error codes
-	answers   map[string][]AnswerFault // action → queued answer faults
-	notices   []SpotInterruption
-	calls     []Call
-	sink      EventSink
-	outbox    []Event // emitted under mu, delivered by unlock
+	types   *typeTable
+	seq     map[string]int
+	vpcID   string
+	vpcCIDR string
+	subnets []*subnet
+	groups  []*securityGroup
+	// placementGroups are the seeded placement groups (placementgroups.go).
+	placementGroups []*PlacementGroup
+	images          []*image
+	params          map[string]*parameter
+	instances       map[string]*instance
+	order           []string // instance IDs in launch order
+	templates       map[string]*launchTemplate
+	ltTokens        map[string]string        // CreateLaunchTemplate ClientToken → template ID
+	fleets          map[string]*fleet        // by fleet ID
+	tokens          map[string]*fleet        // CreateFleet ClientToken → fleet
+	spotPrice       map[poolKey][]pricePoint // SetSpotPrice points, oldest first
+	realistic       bool                     // Options.World, resolved for the region
+	born            time.Time                // clock at New: price history starts here
+	ice             map[Offering]string      // offering → error code
+	injected        map[string][]string      // action → queued error codes
+	answers         map[string][]AnswerFault // action → queued answer faults
+	notices         []SpotInterruption
+	calls           []Call
+	sink            EventSink
+	outbox          []Event // emitted under mu, delivered by unlock
 	// health holds status checks and scheduled events (status.go).
 	health map[string]*instanceHealth
 }
@@ -364,6 +366,7 @@ var ec2Actions = map[string]ec2Handler{
 	"DescribeLaunchTemplateVersions": (*Server).describeLaunchTemplateVersions,
 	"DeleteLaunchTemplate":           (*Server).deleteLaunchTemplate,
 	"DescribeInstanceStatus":         (*Server).describeInstanceStatus,
+	"DescribePlacementGroups":        (*Server).describePlacementGroups,
 }
 
 func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
