@@ -40,6 +40,7 @@ const (
 	footprintPodsEnv    = "NODEWRIGHT_FOOTPRINT_PODS_PER_NODE" // bound pods per node (default 30)
 	footprintSteadyEnv  = "NODEWRIGHT_FOOTPRINT_STEADY"        // steady window (default 3m)
 	footprintOutEnv     = "NODEWRIGHT_FOOTPRINT_OUT"           // file the JSON result is appended to (optional)
+	footprintLimitEnv   = "NODEWRIGHT_FOOTPRINT_GOMEMLIMIT"    // the forwarder's GOMEMLIMIT (optional; its container sets 90% of the limit)
 	footprintChurnEvery = 3 * time.Second                      // a churn step: churnPods created, as many deleted
 	footprintChurnPods  = 3
 	footprintRollout    = 50 // replicas of the Deployment rolled out mid-window
@@ -92,6 +93,16 @@ func TestForwarderFootprint(t *testing.T) {
 		steady = d
 	}
 	s := startStack(t)
+	memLimit := os.Getenv(footprintLimitEnv)
+	if memLimit != "" {
+		// Only the forwarder gets it: the control plane, started with this
+		// process's environment, runs without.
+		s.KillForwarder()
+		t.Setenv("GOMEMLIMIT", memLimit)
+		if err := s.StartForwarder(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	applyGuide(t, s)
 	ctx := t.Context()
 	kube := bulkClient(t, s.Kubeconfig)
@@ -160,7 +171,7 @@ func TestForwarderFootprint(t *testing.T) {
 	stopChurn()
 	wg.Wait()
 
-	r := FootprintResult{Nodes: nodes, Pods: total, GOMEMLIMIT: os.Getenv("GOMEMLIMIT"), Steady: steady.String(), Snapshots: posted() - snapshotsBefore}
+	r := FootprintResult{Nodes: nodes, Pods: total, GOMEMLIMIT: memLimit, Steady: steady.String(), Snapshots: posted() - snapshotsBefore}
 	summarize(&r, samples)
 	if heap, err := scrapeGauge(s.ForwarderMetricsURL(), "go_memstats_heap_inuse_bytes"); err == nil {
 		r.HeapInuseMiB = heap / (1 << 20)
