@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"syscall"
 	"time"
@@ -51,6 +52,14 @@ func run(ctx context.Context) error {
 	}
 	log := slog.New(logfield.NewJSONHandler(os.Stdout, cfg.LogLevel))
 	logfield.Start(log)
+	limit, from, err := goMemoryLimit(os.Getenv, os.ReadFile)
+	if err != nil {
+		return fmt.Errorf("memory limit: %w", err)
+	}
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+		log.Info("Go memory limit set from the container's", "bytes", limit, "share", memoryLimitShare, "from", from)
+	}
 
 	restCfg, err := kubeConfig(cfg)
 	if err != nil {

@@ -41,14 +41,15 @@ func ID(prefix string, at time.Time, content []byte) string {
 }
 
 // Chunk splits items into consecutive groups of at most maxItems items whose
-// JSON encodings sum to at most maxBytes less the envelope allowance. It
-// returns an error wrapping v1.ErrMessageTooLarge if one item alone is too
-// large.
+// JSON encodings sum to at most maxBytes less the envelope allowance. The
+// groups are subslices of items (capacity clipped, so an append to one
+// copies): the items are not copied, and a change to a group's item is a
+// change to items'. It returns an error wrapping v1.ErrMessageTooLarge if
+// one item alone is too large.
 func Chunk[T any](items []T, maxItems, maxBytes int) ([][]T, error) {
 	budget := maxBytes - envelopeBytes
 	var out [][]T
-	var cur []T
-	size := 0
+	start, size := 0, 0
 	for i, it := range items {
 		data, err := json.Marshal(it)
 		if err != nil {
@@ -58,15 +59,14 @@ func Chunk[T any](items []T, maxItems, maxBytes int) ([][]T, error) {
 		if n > budget {
 			return nil, fmt.Errorf("item %d of %d bytes, limit %d: %w", i, n, budget, v1.ErrMessageTooLarge)
 		}
-		if len(cur) > 0 && (len(cur) == maxItems || size+n > budget) {
-			out = append(out, cur)
-			cur, size = nil, 0
+		if i > start && (i-start == maxItems || size+n > budget) {
+			out = append(out, items[start:i:i])
+			start, size = i, 0
 		}
-		cur = append(cur, it)
 		size += n
 	}
-	if len(cur) > 0 {
-		out = append(out, cur)
+	if len(items) > start {
+		out = append(out, items[start:len(items):len(items)])
 	}
 	return out, nil
 }
@@ -438,7 +438,10 @@ func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1
 	if err != nil {
 		return nil, "", fmt.Errorf("encode snapshot: %w", err)
 	}
-	snapshotID := ID("cs", at, content)
+	// Only the encoding's hash and size are needed: with no use of content
+	// below, the collector may free it (several MB at 1,000 nodes) while
+	// the parts are built.
+	snapshotID, hash, size := ID("cs", at, content), hashOf(content), len(content)
 
 	// Each item kind is chunked on its own; parts are then filled from the
 	// chunks in order, so most snapshots are one part.
@@ -478,7 +481,7 @@ func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1
 	if err != nil {
 		return nil, "", fmt.Errorf("split snapshot storage classes: %w", err)
 	}
-	if len(content)+envelopeBytes <= v1.MaxMessageBytes && len(nodeChunks) <= 1 && len(podChunks) <= 1 && len(foreignChunks) <= 1 && len(csiChunks) <= 1 {
+	if size+envelopeBytes <= v1.MaxMessageBytes && len(nodeChunks) <= 1 && len(podChunks) <= 1 && len(foreignChunks) <= 1 && len(csiChunks) <= 1 {
 		parts = []v1.ClusterSnapshot{s}
 	} else {
 		for _, c := range nodeChunks {
@@ -521,7 +524,7 @@ func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1
 		parts[i].Part = i
 		parts[i].Parts = len(parts)
 	}
-	return parts, hashOf(content), nil
+	return parts, hash, nil
 }
 
 func compareNames(ns1, n1, ns2, n2 string) int {

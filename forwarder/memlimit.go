@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// cgroup files holding the container's memory limit: cgroup v2's
+// memory.max ("max" when unlimited), else cgroup v1's
+// memory.limit_in_bytes (a value near 2^63 when unlimited).
+const (
+	cgroupV2MemoryMax = "/sys/fs/cgroup/memory.max"
+	cgroupV1MemoryMax = "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+)
+
+// memoryLimitShare is the share of the container's memory limit the Go
+// runtime's soft limit (GOMEMLIMIT) is set to: the collector works harder
+// as the heap nears it, and the rest is headroom for what the runtime
+// does not count (the binary's text, the kernel's accounting of the
+// process) before the kernel kills the container at the limit.
+const memoryLimitShare = 0.9
+
+// goMemoryLimit returns the soft memory limit, in bytes, the forwarder
+// sets when GOMEMLIMIT is not set (memoryLimitShare of the container's
+// cgroup memory limit) and where it read the limit; 0 with no limit, an
+// unreadable cgroup or GOMEMLIMIT set (the runtime applied it already).
+// An unparsable cgroup file is an error naming the file.
+func goMemoryLimit(getenv func(string) string, readFile func(string) ([]byte, error)) (int64, string, error) {
+	if getenv("GOMEMLIMIT") != "" {
+		return 0, "", nil
+	}
+	for _, path := range []string{cgroupV2MemoryMax, cgroupV1MemoryMax} {
+		data, err := readFile(path)
+		if err != nil {
+			continue
+		}
+		v := strings.TrimSpace(string(data))
+		if v == "max" {
+			return 0, "", nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, "", fmt.Errorf("%s: %q is not a byte count or max", path, v)
+		}
+		if n >= 1<<62 { // cgroup v1's unlimited
+			return 0, "", nil
+		}
+		return int64(float64(n) * memoryLimitShare), path, nil
+	}
+	return 0, "", nil
+}

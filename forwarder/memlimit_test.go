@@ -1,0 +1,62 @@
+package main
+
+import (
+	"io/fs"
+	"strings"
+	"testing"
+)
+
+func TestGoMemoryLimit(t *testing.T) {
+	files := func(m map[string]string) func(string) ([]byte, error) {
+		return func(path string) ([]byte, error) {
+			if v, ok := m[path]; ok {
+				return []byte(v), nil
+			}
+			return nil, fs.ErrNotExist
+		}
+	}
+	noEnv := func(string) string { return "" }
+	tests := []struct {
+		name     string
+		getenv   func(string) string
+		files    map[string]string
+		want     int64
+		wantFrom string
+		wantErr  string
+	}{
+		{name: "should set 90% of the cgroup v2 limit", getenv: noEnv,
+			files: map[string]string{cgroupV2MemoryMax: "536870912\n"}, want: 483183820, wantFrom: cgroupV2MemoryMax},
+		{name: "should set 90% of the cgroup v1 limit without v2", getenv: noEnv,
+			files: map[string]string{cgroupV1MemoryMax: "268435456\n"}, want: 241591910, wantFrom: cgroupV1MemoryMax},
+		{name: "should set none when cgroup v2 has no limit", getenv: noEnv,
+			files: map[string]string{cgroupV2MemoryMax: "max\n", cgroupV1MemoryMax: "268435456"}},
+		{name: "should set none when cgroup v1 has no limit", getenv: noEnv,
+			files: map[string]string{cgroupV1MemoryMax: "9223372036854771712\n"}},
+		{name: "should set none outside a cgroup", getenv: noEnv},
+		{name: "should leave GOMEMLIMIT to the runtime", getenv: func(k string) string {
+			if k == "GOMEMLIMIT" {
+				return "200MiB"
+			}
+			return ""
+		}, files: map[string]string{cgroupV2MemoryMax: "536870912"}},
+		{name: "should name the file that does not parse", getenv: noEnv,
+			files: map[string]string{cgroupV2MemoryMax: "lots"}, wantErr: cgroupV2MemoryMax},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, from, err := goMemoryLimit(tt.getenv, files(tt.files))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("goMemoryLimit() error = %v, want one naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("goMemoryLimit() error = %v", err)
+			}
+			if got != tt.want || from != tt.wantFrom {
+				t.Errorf("goMemoryLimit() = %d from %q, want %d from %q", got, from, tt.want, tt.wantFrom)
+			}
+		})
+	}
+}
