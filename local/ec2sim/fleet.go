@@ -503,6 +503,14 @@ func (s *Server) poolError(o *override, capacityType string, specs map[string][]
 	if img.Architecture != f.arch {
 		return "InvalidParameterValue", fmt.Sprintf("The architecture '%s' of the specified instance type does not match the architecture '%s' of the specified AMI. Specify an instance type and an AMI that have matching architectures, and try again.", f.arch, img.Architecture)
 	}
+	if s.profileExists != nil {
+		switch d := o.lt.data; {
+		case d.iamProfileArn != "" && !s.profileExists(d.iamProfileArn):
+			return "InvalidParameterValue", fmt.Sprintf("Value (%s) for parameter iamInstanceProfile.arn is invalid. Invalid IAM Instance Profile ARN", d.iamProfileArn)
+		case d.iamProfileArn == "" && d.iamProfileName != "" && !s.profileExists(d.iamProfileName):
+			return "InvalidParameterValue", fmt.Sprintf("Value (%s) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance Profile name", d.iamProfileName)
+		}
+	}
 	for _, g := range s.templateGroups(o.lt) {
 		if s.groupByID(g) == nil {
 			return "InvalidGroup.NotFound", fmt.Sprintf("The security group '%s' does not exist in VPC '%s'", g, s.vpcID)

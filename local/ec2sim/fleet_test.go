@@ -2,6 +2,7 @@ package ec2sim_test
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -450,5 +451,46 @@ func TestCreateFleetLaunchesDescribableInstances(t *testing.T) {
 	if len(calls) != 1 || calls[0].Params.Get("LaunchTemplateConfigs.1.Overrides.1.InstanceType") != "m5.large" ||
 		calls[0].Params.Get("SpotOptions.AllocationStrategy") != "price-capacity-optimized" {
 		t.Errorf("recorded CreateFleet calls = %+v", calls)
+	}
+}
+
+func TestCreateFleetRefusesAnInstanceProfileIAMDoesNotHave(t *testing.T) {
+	e := newEnv(t, ec2sim.Options{ClusterName: "prod"})
+	profiles := map[string]bool{"present": true}
+	e.sim.SetInstanceProfileCheck(func(name string) bool { return profiles[name] })
+	for _, tt := range []struct {
+		profile   string
+		wantError string
+	}{
+		{"present", ""},
+		{"absent", "InvalidParameterValue: Value (absent) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance Profile name"},
+	} {
+		name := "lt-" + tt.profile
+		if _, err := e.ec2.CreateLaunchTemplate(t.Context(), &ec2.CreateLaunchTemplateInput{
+			LaunchTemplateName: aws.String(name),
+			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
+				ImageId:            aws.String(e.al2023(t, "x86_64")),
+				IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(tt.profile)},
+			},
+		}); err != nil {
+			t.Fatalf("CreateLaunchTemplate() error = %v", err)
+		}
+		out, err := e.ec2.CreateFleet(t.Context(), fleetInput(name, "on-demand", 1, []string{"m5.large"}, []string{e.subnets()["us-east-1a"]}))
+		if err != nil {
+			t.Fatalf("CreateFleet() error = %v", err)
+		}
+		var errs []string
+		for _, fe := range out.Errors {
+			errs = append(errs, aws.ToString(fe.ErrorCode)+": "+aws.ToString(fe.ErrorMessage))
+		}
+		if tt.wantError == "" {
+			if len(instanceIDs(out)) != 1 {
+				t.Errorf("profile %s: launched %v (errors %v), want one instance", tt.profile, instanceIDs(out), errs)
+			}
+			continue
+		}
+		if len(instanceIDs(out)) != 0 || !slices.Contains(errs, tt.wantError) {
+			t.Errorf("profile %s: launched %v, errors %v; want none launched and %q", tt.profile, instanceIDs(out), errs, tt.wantError)
+		}
 	}
 }

@@ -116,6 +116,9 @@ type Server struct {
 	outbox    []Event // emitted under mu, delivered by unlock
 	// health holds status checks and scheduled events (status.go).
 	health map[string]*instanceHealth
+	// profileExists, when set, is the IAM check of a launch's instance
+	// profile (SetInstanceProfileCheck).
+	profileExists func(nameOrARN string) bool
 }
 
 // zone is one availability zone of the region.
@@ -613,6 +616,17 @@ func (s *Server) Throttle(action string, n int) {
 		code = "ThrottlingException"
 	}
 	s.InjectError(action, code, n)
+}
+
+// SetInstanceProfileCheck makes every launch check its launch template's
+// instance profile (a name or an ARN) with exists, as EC2 asks IAM: a
+// profile that does not exist fails the pool with InvalidParameterValue,
+// EC2's answer. nil (the default) checks nothing, for a simulator with no
+// IAM beside it.
+func (s *Server) SetInstanceProfileCheck(exists func(nameOrARN string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.profileExists = exists
 }
 
 // Now returns the simulator's clock reading.
