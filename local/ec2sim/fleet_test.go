@@ -456,8 +456,12 @@ func TestCreateFleetLaunchesDescribableInstances(t *testing.T) {
 
 func TestCreateFleetRefusesAnInstanceProfileIAMDoesNotHave(t *testing.T) {
 	e := newEnv(t, ec2sim.Options{ClusterName: "prod"})
-	profiles := map[string]bool{"present": true}
-	e.sim.SetInstanceProfileCheck(func(name string) bool { return profiles[name] })
+	e.sim.SetInstanceProfileLookup(func(name string) (string, bool) {
+		if name == "present" {
+			return "arn:aws:iam::111122223333:instance-profile/team/present", true
+		}
+		return "", false
+	})
 	for _, tt := range []struct {
 		profile   string
 		wantError string
@@ -484,8 +488,12 @@ func TestCreateFleetRefusesAnInstanceProfileIAMDoesNotHave(t *testing.T) {
 			errs = append(errs, aws.ToString(fe.ErrorCode)+": "+aws.ToString(fe.ErrorMessage))
 		}
 		if tt.wantError == "" {
-			if len(instanceIDs(out)) != 1 {
-				t.Errorf("profile %s: launched %v (errors %v), want one instance", tt.profile, instanceIDs(out), errs)
+			ids := instanceIDs(out)
+			if len(ids) != 1 {
+				t.Fatalf("profile %s: launched %v (errors %v), want one instance", tt.profile, ids, errs)
+			}
+			if got := aws.ToString(e.describe(t, ids[0])[ids[0]].IamInstanceProfile.Arn); got != "arn:aws:iam::111122223333:instance-profile/team/present" {
+				t.Errorf("instance profile ARN = %q, want IAM's, with its path", got)
 			}
 			continue
 		}

@@ -116,9 +116,9 @@ type Server struct {
 	outbox    []Event // emitted under mu, delivered by unlock
 	// health holds status checks and scheduled events (status.go).
 	health map[string]*instanceHealth
-	// profileExists, when set, is the IAM check of a launch's instance
-	// profile (SetInstanceProfileCheck).
-	profileExists func(nameOrARN string) bool
+	// profileLookup, when set, is the IAM lookup of a launch's instance
+	// profile (SetInstanceProfileLookup).
+	profileLookup func(nameOrARN string) (string, bool)
 }
 
 // zone is one availability zone of the region.
@@ -618,15 +618,16 @@ func (s *Server) Throttle(action string, n int) {
 	s.InjectError(action, code, n)
 }
 
-// SetInstanceProfileCheck makes every launch check its launch template's
-// instance profile (a name or an ARN) with exists, as EC2 asks IAM: a
+// SetInstanceProfileLookup makes every launch look its launch template's
+// instance profile (a name or an ARN) up with lookup, as EC2 asks IAM: a
 // profile that does not exist fails the pool with InvalidParameterValue,
-// EC2's answer. nil (the default) checks nothing, for a simulator with no
-// IAM beside it.
-func (s *Server) SetInstanceProfileCheck(exists func(nameOrARN string) bool) {
+// EC2's answer, and an instance reports the ARN lookup returns (with the
+// profile's path). nil (the default) checks nothing and derives the ARN
+// from the name, for a simulator with no IAM beside it.
+func (s *Server) SetInstanceProfileLookup(lookup func(nameOrARN string) (arn string, ok bool)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.profileExists = exists
+	s.profileLookup = lookup
 }
 
 // Now returns the simulator's clock reading.

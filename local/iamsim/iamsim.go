@@ -145,22 +145,25 @@ func (s *Server) InstanceProfiles() []InstanceProfile {
 	return out
 }
 
-// ProfileExists reports whether an instance profile exists under a name
-// or ARN, as EC2 checks a launch's IamInstanceProfile (ec2sim's
-// InstanceProfileCheck).
-func (s *Server) ProfileExists(nameOrARN string) bool {
+// ProfileARN returns the ARN (with its path) of the instance profile
+// called nameOrARN, or with that ARN, and whether it exists: what EC2
+// asks IAM of a launch's IamInstanceProfile (ec2sim's
+// SetInstanceProfileLookup).
+func (s *Server) ProfileARN(nameOrARN string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if strings.HasPrefix(nameOrARN, "arn:") {
 		for _, p := range s.profiles {
 			if p.ARN == nameOrARN {
-				return true
+				return p.ARN, true
 			}
 		}
-		return false
+		return "", false
 	}
-	_, ok := s.profiles[nameOrARN]
-	return ok
+	if p, ok := s.profiles[nameOrARN]; ok {
+		return p.ARN, true
+	}
+	return "", false
 }
 
 // Calls returns the calls answered so far, oldest first.
@@ -282,6 +285,7 @@ func writeResponse(w http.ResponseWriter, action, reqID string, result any) {
 	_ = enc.EncodeToken(start.End())
 	_ = enc.Flush()
 	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("X-Amzn-Requestid", reqID)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
 }
@@ -305,6 +309,7 @@ func writeError(w http.ResponseWriter, reqID string, e *apiError) {
 	}
 	raw, _ := xml.Marshal(respXML{Error: errXML{Type: typ, Code: e.Code, Message: e.Message}, RequestID: reqID})
 	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("X-Amzn-Requestid", reqID)
 	w.WriteHeader(status(e.Code))
 	_, _ = w.Write(raw)
 }

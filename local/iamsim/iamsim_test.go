@@ -89,8 +89,8 @@ func TestInstanceProfileLifecycle(t *testing.T) {
 	if _, err := c.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String("c_1")}); !errors.As(err, &nse) {
 		t.Errorf("GetInstanceProfile(deleted) error = %v, want NoSuchEntity", err)
 	}
-	if sim.ProfileExists("c_1") {
-		t.Error("ProfileExists(deleted) = true")
+	if _, ok := sim.ProfileARN("c_1"); ok {
+		t.Error("ProfileARN(deleted) found it")
 	}
 	if _, err := c.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String("Missing")}); !errors.As(err, &nse) {
 		t.Errorf("GetRole(missing) error = %v, want NoSuchEntity", err)
