@@ -30,6 +30,9 @@ const (
 	ctxLogRetentionDays    = "logRetentionDays"
 	ctxLogLevel            = "logLevel"
 	ctxNodeRoleName        = "nodeRoleName"
+	ctxNodeRoles           = "nodeRoles"
+	ctxWindowsNodeRoles    = "windowsNodeRoles"
+	ctxNodeRolePathPrefix  = "nodeRolePathPrefix"
 	ctxForwarderOIDC       = "forwarderOidcProviderArn"
 	ctxReservedConcurrency = "reservedConcurrency"
 	ctxAlarmTopicARN       = "alarmTopicArn"
@@ -191,6 +194,13 @@ func loadConfig(get lookup, getenv func(string) string, dir string) (config, err
 	if level := r.str(ctxLogLevel); level != "" {
 		p.LogLevel = level
 	}
+	for _, arn := range r.list(ctxNodeRoles) {
+		p.NodeRoles = append(p.NodeRoles, nodewright.NodeRole{ARN: arn})
+	}
+	for _, arn := range r.list(ctxWindowsNodeRoles) {
+		p.NodeRoles = append(p.NodeRoles, nodewright.NodeRole{ARN: arn, Windows: true})
+	}
+	p.NodeRolePathPrefix = r.str(ctxNodeRolePathPrefix)
 	if arn := r.str(ctxClusterARN); arn != "" {
 		account, region, name, err := parseClusterARN(arn)
 		switch {

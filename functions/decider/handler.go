@@ -58,6 +58,7 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/iamprofile"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
 	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -105,7 +106,10 @@ type Config struct {
 	// IsolatedVPC is the deployment's isolatedVPC option (ISOLATED_VPC),
 	// for the EC2DataLive condition (provisioning.EC2DataCondition).
 	IsolatedVPC bool
-	LogLevel    slog.Level
+	// NodeRoles are the node roles an EC2NodeClass's spec.role may name
+	// (NODE_ROLE_ARNS, NODE_ROLE_PATH_PREFIX; launch.ParseNodeRoles).
+	NodeRoles launch.NodeRoles
+	LogLevel  slog.Level
 }
 
 // LoadConfig reads CLUSTER_NAME, TABLE_NAME, AWS_REGION,
@@ -131,6 +135,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		LogLevel:                    e.Level("LOG_LEVEL"),
 	}
 	err := e.Err()
+	roles, rerr := launch.ParseNodeRoles(getenv("NODE_ROLE_ARNS"), getenv("NODE_ROLE_PATH_PREFIX"))
+	c.NodeRoles, err = roles, errors.Join(err, rerr)
 	gates, gerr := ParseFeatureGates(getenv("FEATURE_GATES"))
 	if gerr != nil {
 		err = errors.Join(err, fmt.Errorf("FEATURE_GATES: %w", gerr))
@@ -264,6 +270,9 @@ type Clients struct {
 	// Metrics receives the decision metrics as CloudWatch EMF lines (the
 	// Lambda's stdout); nil stores them without logging them.
 	Metrics io.Writer
+	// IAM makes spec.role's instance profiles (*iam.Client); nil: none are
+	// made and a class's profile is the one named like its role.
+	IAM iamprofile.API
 }
 
 // New wires the handler the way the Lambda runs it.
@@ -278,14 +287,15 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	}
 	fl := fleet.New(c.EC2)
 	d := Deps{
-		Store:       store,
-		NodeClasses: adapters.NodeClasses{Resolver: nodeclass.New(c.EC2, c.SSM, now), KubernetesVersion: cfg.KubernetesVersion},
-		Instances:   fl,
-		Starter:     st,
-		Log:         log,
-		Now:         now,
-		Metrics:     decisionmetrics.New(store, c.Metrics, log, cfg.Cluster, now),
-		EC2Data:     adapters.EC2Data{Store: store, Region: cfg.Region},
+		Store: store,
+		NodeClasses: adapters.NodeClasses{Resolver: nodeclass.New(c.EC2, c.SSM, now), KubernetesVersion: cfg.KubernetesVersion}.
+			WithProfiles(adapters.NewInstanceProfiles(c.IAM, cfg.Cluster, cfg.Region, cfg.NodeRoles)),
+		Instances: fl,
+		Starter:   st,
+		Log:       log,
+		Now:       now,
+		Metrics:   decisionmetrics.New(store, c.Metrics, log, cfg.Cluster, now),
+		EC2Data:   adapters.EC2Data{Store: store, Region: cfg.Region},
 	}
 	if c.Kube != nil {
 		k := adapters.Kube{Client: c.Kube}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 
 	"github.com/nodewright/nodewright/functions/gc/handler"
@@ -35,6 +36,7 @@ func wire(_ context.Context, awsCfg aws.Config) (any, error) {
 		Metrics:  os.Stdout,
 		DynamoDB: dynamodb.NewFromConfig(awsCfg),
 		EC2:      ec2.NewFromConfig(awsCfg),
+		IAM:      iam.NewFromConfig(awsCfg),
 		Nodes:    nodes,
 	}
 	if !cfg.IsolatedVPC {

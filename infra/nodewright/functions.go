@@ -78,6 +78,15 @@ const (
 	// refresh (DescribeInstanceTypes, DescribeInstanceTypeOfferings,
 	// DescribeSpotPriceHistory, pricing:GetProducts).
 	grantReadEC2Data
+	// grantInstanceProfiles: iam:GetRole and iam:PassRole of the allowed
+	// node roles, and creating, tagging and filling instance profiles
+	// under nodewright's path with its ownership tags (EC2NodeClass
+	// spec.role resolution).
+	grantInstanceProfiles
+	// grantCleanInstanceProfiles: listing, reading, emptying and deleting
+	// the instance profiles under nodewright's path that carry its
+	// ownership tag (garbage collection of deleted classes').
+	grantCleanInstanceProfiles
 )
 
 // kubeAccess is a function's Kubernetes identity: its role gets an EKS
@@ -147,8 +156,8 @@ var functions = []functionSpec{
 		memoryMiB:    2048,
 		timeout:      2 * time.Minute,
 		singleWriter: true,
-		env:          []env{envCommon, envKube, envNodeBootstrap, envFeatureGates, envIsolatedVPC},
-		grants:       []grant{grantTable, grantResolve, grantLaunch, grantListInstances, grantTagInstances},
+		env:          []env{envCommon, envKube, envNodeBootstrap, envFeatureGates, envIsolatedVPC, envNodeRoles},
+		grants:       []grant{grantTable, grantResolve, grantLaunch, grantListInstances, grantTagInstances, grantInstanceProfiles},
 		trigger:      trigger{kind: triggerQueue, queue: queueProvisioning, batchSize: 5},
 		kube:         &kubeAccess{group: "nodewright:provisioner"},
 	},
@@ -159,8 +168,8 @@ var functions = []functionSpec{
 		description: "garbage collection: launch/registration timeouts, leaked instances, orphaned Nodes",
 		memoryMiB:   512,
 		timeout:     50 * time.Second,
-		env:         []env{envCommon, envKube, envIsolatedVPC},
-		grants:      []grant{grantTable, grantListInstances, grantTerminateOwned, grantTagInstances, grantCleanLaunchTemplates, grantReadEC2Data},
+		env:         []env{envCommon, envKube, envIsolatedVPC, envNodeRoles},
+		grants:      []grant{grantTable, grantListInstances, grantTerminateOwned, grantTagInstances, grantCleanLaunchTemplates, grantReadEC2Data, grantCleanInstanceProfiles},
 		trigger:     trigger{kind: triggerSchedule, every: time.Minute},
 		kube:        &kubeAccess{group: "nodewright:gc"},
 	},
@@ -180,8 +189,8 @@ var functions = []functionSpec{
 		memoryMiB:    2048,
 		timeout:      50 * time.Second,
 		singleWriter: true,
-		env:          []env{envCommon, envKube, envDrift, envFeatureGates, envIsolatedVPC},
-		grants:       []grant{grantTable, grantResolve, grantListInstances},
+		env:          []env{envCommon, envKube, envDrift, envFeatureGates, envIsolatedVPC, envNodeRoles},
+		grants:       []grant{grantTable, grantResolve, grantListInstances, grantInstanceProfiles},
 		trigger:      trigger{kind: triggerSchedule, every: time.Minute},
 		kube:         &kubeAccess{group: "nodewright:disruption"},
 		starts:       map[string]string{"STATE_MACHINE_ARN": "disruption"},
@@ -203,8 +212,8 @@ var functions = []functionSpec{
 		description: "replace: an operator's audited manual replacement of nodes; starts Manual disruption executions",
 		memoryMiB:   2048,
 		timeout:     25 * time.Second,
-		env:         []env{envCommon, envDrift, envFeatureGates},
-		grants:      []grant{grantTable, grantResolve, grantListInstances},
+		env:         []env{envCommon, envDrift, envFeatureGates, envNodeRoles},
+		grants:      []grant{grantTable, grantResolve, grantListInstances, grantInstanceProfiles},
 		trigger:     trigger{kind: triggerAPI},
 		starts:      map[string]string{"STATE_MACHINE_ARN": "disruption"},
 	},
@@ -216,8 +225,8 @@ var functions = []functionSpec{
 		description: "disruption and interruption steps: budgets, replacements, taint, drain, terminate, delete, rollback",
 		memoryMiB:   1024,
 		timeout:     290 * time.Second,
-		env:         []env{envCommon, envKube, envNodeBootstrap},
-		grants:      []grant{grantTable, grantResolve, grantLaunch, grantTerminate},
+		env:         []env{envCommon, envKube, envNodeBootstrap, envNodeRoles},
+		grants:      []grant{grantTable, grantResolve, grantLaunch, grantTerminate, grantInstanceProfiles},
 		kube:        &kubeAccess{group: "nodewright:disrupttask"},
 		continues:   []string{"disruption", "interruption"},
 	},
@@ -285,6 +294,18 @@ func envDrift(d *deployment) map[string]*string {
 		"KUBERNETES_VERSION": d.cluster.version,
 		"CLUSTER_CA_DATA":    d.cluster.caData,
 	}
+}
+
+// envNodeRoles are the node roles an EC2NodeClass's spec.role may name
+// (launch.ParseNodeRoles reads them): the deployment's node role and
+// Props.NodeRoles as NODE_ROLE_ARNS, Props.NodeRolePathPrefix as
+// NODE_ROLE_PATH_PREFIX.
+func envNodeRoles(d *deployment) map[string]*string {
+	m := map[string]*string{"NODE_ROLE_ARNS": jsii.String(strings.Join(d.nodeRoleARNs(), ","))}
+	if d.props.NodeRolePathPrefix != "" {
+		m["NODE_ROLE_PATH_PREFIX"] = jsii.String(d.props.NodeRolePathPrefix)
+	}
+	return m
 }
 
 func envFeatureGates(d *deployment) map[string]*string {

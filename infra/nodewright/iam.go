@@ -1,6 +1,7 @@
 package nodewright
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -23,6 +24,9 @@ const (
 	// (shared/apis/v1 TagKeyOwner), which Karpenter never writes.
 	tagOwner           = "nodewright.dev/owner"
 	eksNodeAccessEntry = "EC2_LINUX"
+	// eksWindowsNodeAccessEntry is the access entry type of Windows
+	// nodes' roles (EKS: EC2_WINDOWS adds the Windows node groups).
+	eksWindowsNodeAccessEntry = "EC2_WINDOWS"
 )
 
 // EC2 actions that create, change or destroy instances and launch
@@ -133,9 +137,7 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 				"StringEquals": map[string]any{"ec2:CreateAction": []string{"RunInstances", "CreateFleet", "CreateLaunchTemplate"}},
 			})),
 			statement("FindLaunchTemplates", []string{"ec2:DescribeLaunchTemplates"}, *jsii.Strings("*"), inRegion()),
-			statement("PassNodeRole", []string{"iam:PassRole"}, []*string{d.nodeRole.arn}, map[string]any{
-				"StringEquals": map[string]any{"iam:PassedToService": []string{"ec2.amazonaws.com", "ec2.amazonaws.com.cn"}},
-			}),
+			statement("PassNodeRole", []string{"iam:PassRole"}, nodeRoleResources(d), passedToEC2()),
 		}
 	case grantResolve:
 		return []awsiam.PolicyStatement{
@@ -199,6 +201,33 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 				"ForAllValues:StringEquals": map[string]any{"aws:TagKeys": []string{tagEKSClusterName, tagNodeClaim, tagName}},
 			})),
 		}
+	case grantInstanceProfiles:
+		// Karpenter's instance-profile statements (karpenter-spec 4.1),
+		// narrowed to nodewright's path for the cluster and its ownership
+		// tags: a profile is created only with them, and changed only
+		// while it carries them. GetInstanceProfile reads any profile
+		// under the path, so one that is not nodewright's is reported on
+		// the class rather than denied. AddRoleToInstanceProfile also
+		// needs iam:PassRole of the role: the allowed roles only.
+		profiles := *jsii.Strings(instanceProfileARN(d))
+		return []awsiam.PolicyStatement{
+			statement("ReadNodeRoles", []string{"iam:GetRole"}, nodeRoleResources(d), nil),
+			statement("PassNodeRoleToProfiles", []string{"iam:PassRole"}, nodeRoleResources(d), passedToEC2()),
+			statement("ReadInstanceProfiles", []string{"iam:GetInstanceProfile"}, profiles, nil),
+			statement("CreateOwnedInstanceProfiles", []string{"iam:CreateInstanceProfile", "iam:TagInstanceProfile"}, profiles, map[string]any{
+				"StringEquals": map[string]any{
+					"aws:RequestTag/" + tagClusterPrefix + cluster: tagOwnedValue,
+					"aws:RequestTag/" + tagOwner:                   cluster,
+				},
+			}),
+			statement("FillOwnedInstanceProfiles", []string{"iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:TagInstanceProfile"}, profiles, profileOwned(cluster)),
+		}
+	case grantCleanInstanceProfiles:
+		profiles := *jsii.Strings(instanceProfileARN(d))
+		return []awsiam.PolicyStatement{
+			statement("ListInstanceProfiles", []string{"iam:ListInstanceProfiles", "iam:GetInstanceProfile"}, profiles, nil),
+			statement("DeleteOwnedInstanceProfiles", []string{"iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"}, profiles, profileOwned(cluster)),
+		}
 	case grantCleanLaunchTemplates:
 		return []awsiam.PolicyStatement{
 			statement("ListLaunchTemplates", []string{"ec2:DescribeLaunchTemplates"}, *jsii.Strings("*"), inRegion()),
@@ -206,6 +235,52 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 		}
 	}
 	return nil
+}
+
+// passedToEC2 is PassRole's condition that the role goes to EC2 (an
+// instance or instance profile), as Karpenter's (karpenter-spec 4.1).
+func passedToEC2() map[string]any {
+	return map[string]any{"StringEquals": map[string]any{"iam:PassedToService": []string{"ec2.amazonaws.com", "ec2.amazonaws.com.cn"}}}
+}
+
+// profileOwned is the condition that an instance profile carries the
+// cluster's tags and nodewright's ownership mark (shared/launch
+// InstanceProfileTags).
+func profileOwned(cluster string) map[string]any {
+	return map[string]any{"StringEquals": map[string]any{
+		"aws:ResourceTag/" + tagClusterPrefix + cluster: tagOwnedValue,
+		"aws:ResourceTag/" + tagOwner:                   cluster,
+	}}
+}
+
+// instanceProfileARN covers every instance profile nodewright creates for
+// the cluster: the path /nodewright/<region>/<cluster>/ (shared/launch
+// InstanceProfilePathPrefix), any class UID below it.
+func instanceProfileARN(d *deployment) string {
+	return "arn:" + *awscdk.Aws_PARTITION() + ":iam::" + *awscdk.Aws_ACCOUNT_ID() + ":instance-profile/nodewright/" +
+		*awscdk.Aws_REGION() + "/" + d.props.Cluster.Name + "/*"
+}
+
+// nodeRoleARNs are the allowed node roles by ARN: the deployment's node
+// role, then Props.NodeRoles.
+func (d *deployment) nodeRoleARNs() []string {
+	out := []string{*d.nodeRole.arn}
+	for _, r := range d.props.NodeRoles {
+		if !slices.Contains(out, r.ARN) {
+			out = append(out, r.ARN)
+		}
+	}
+	return out
+}
+
+// nodeRoleResources are the allowed node roles as IAM resources:
+// nodeRoleARNs and, with Props.NodeRolePathPrefix, every role under it.
+func nodeRoleResources(d *deployment) []*string {
+	out := jsii.Strings(d.nodeRoleARNs()...)
+	if pp := d.props.NodeRolePathPrefix; pp != "" {
+		*out = append(*out, jsii.String("arn:"+*awscdk.Aws_PARTITION()+":iam::"+*awscdk.Aws_ACCOUNT_ID()+":role"+pp+"*"))
+	}
+	return *out
 }
 
 // merge combines condition blocks; operators present in both are merged
@@ -330,9 +405,9 @@ type nodeRole struct {
 // newNodeRole imports Props.NodeRoleName, or creates the role with the
 // policies EKS nodes need (the four AWS managed policies of Karpenter's
 // reference node role) and its EC2_LINUX access entry so its nodes can
-// join. Either way it creates the instance profile named like the role
-// (functions/internal/adapters: the provisioner uses spec.role as the
-// profile name).
+// join; and gives each of Props.NodeRoles its access entry, EC2_WINDOWS
+// for a Windows role, else EC2_LINUX. The instance profiles of these
+// roles are the runtime's: one per EC2NodeClass (shared/aws/iamprofile).
 func newNodeRole(d *deployment) nodeRole {
 	var r nodeRole
 	if name := d.props.NodeRoleName; name != "" {
@@ -355,10 +430,17 @@ func newNodeRole(d *deployment) nodeRole {
 		})
 		r = nodeRole{name: role.RoleName(), arn: role.RoleArn()}
 	}
-	awsiam.NewCfnInstanceProfile(d.scope, jsii.String("NodeInstanceProfile"), &awsiam.CfnInstanceProfileProps{
-		InstanceProfileName: r.name,
-		Roles:               &[]any{r.name},
-	})
+	for i, nr := range d.props.NodeRoles {
+		typ := eksNodeAccessEntry
+		if nr.Windows {
+			typ = eksWindowsNodeAccessEntry
+		}
+		awseks.NewCfnAccessEntry(d.scope, jsii.String(fmt.Sprintf("NodeRole%dAccessEntry", i+1)), &awseks.CfnAccessEntryProps{
+			ClusterName:  jsii.String(d.props.Cluster.Name),
+			PrincipalArn: jsii.String(nr.ARN),
+			Type:         jsii.String(typ),
+		})
+	}
 	return r
 }
 

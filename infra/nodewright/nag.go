@@ -14,6 +14,12 @@ const (
 	reasonNoResourceLevel = "EC2 Describe* calls, the Lambda VPC network-interface actions, X-Ray's PutTraceSegments and " +
 		"CloudWatch Logs' log-delivery actions support no resource-level permissions (Service Authorization Reference); " +
 		"the Describe statements are limited to the stack's region with aws:RequestedRegion."
+	reasonInstanceProfiles = "nodewright names an EC2NodeClass's instance profile after the class's UID and role when it " +
+		"resolves the class, so the profiles cannot be listed in advance: the statements cover only nodewright's path for " +
+		"this cluster and region (/nodewright/<region>/<cluster>/), and every change requires the cluster's ownership tags " +
+		"(aws:RequestTag on creation, aws:ResourceTag afterwards), as Karpenter's tag-conditioned profile statements (karpenter-spec 4.1)."
+	reasonNodeRolePath = "Props.NodeRolePathPrefix allows every node role under that IAM path by the deployer's choice; " +
+		"iam:PassRole to it is further limited to EC2 (iam:PassedToService)."
 	reasonEC2Created = "EC2 names the fleets, instances, volumes, network interfaces, launch templates and spot requests " +
 		"it creates only when it creates them, so they cannot be listed in advance: every statement on them requires " +
 		"the cluster's tags (aws:RequestTag on creation, aws:ResourceTag afterwards), as Karpenter's controller policy " +
@@ -86,6 +92,8 @@ const (
 	findingExecuteAPI   = `^Resource::arn:<AWS::Partition>:execute-api:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]+):<[A-Za-z0-9]+>/<[A-Za-z0-9.]+>/\*/v1/\*$`
 	findingManagedNode  = `^Policy::arn:<AWS::Partition>:iam::aws:policy/(AmazonEKSWorkerNodePolicy|AmazonEKS_CNI_Policy|AmazonEC2ContainerRegistryPullOnly|AmazonSSMManagedInstanceCore)$`
 	findingExecutions   = `^Resource::arn:<AWS::Partition>:states:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]+):execution:[A-Za-z0-9-]+:\*$`
+	findingProfiles     = `^Resource::arn:<AWS::Partition>:iam::<AWS::AccountId>:instance-profile/nodewright/<AWS::Region>/[A-Za-z0-9_-]+/\*$`
+	findingRolePath     = `^Resource::arn:<AWS::Partition>:iam::<AWS::AccountId>:role/.+/\*$`
 	findingManagedBasic = `^Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole$`
 )
 
@@ -109,6 +117,9 @@ func addSuppressions(d *deployment) {
 				ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonSSMPublic, appliesTo: []string{findingSSMPublic}})
 			case grantLaunch:
 				anyResource = true
+				if d.props.NodeRolePathPrefix != "" {
+					ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonNodeRolePath, appliesTo: []string{findingRolePath}})
+				}
 				ss = append(ss,
 					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Created, appliesTo: []string{findingEC2Created}},
 					suppression{id: "AwsSolutions-IAM5", reason: reasonEC2Referenced, appliesTo: []string{findingEC2Reference}})
@@ -118,6 +129,11 @@ func addSuppressions(d *deployment) {
 				ec2Created = true
 			case grantCleanLaunchTemplates:
 				anyResource, ec2Created = true, true
+			case grantInstanceProfiles, grantCleanInstanceProfiles:
+				ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonInstanceProfiles, appliesTo: []string{findingProfiles}})
+				if g == grantInstanceProfiles && d.props.NodeRolePathPrefix != "" {
+					ss = append(ss, suppression{id: "AwsSolutions-IAM5", reason: reasonNodeRolePath, appliesTo: []string{findingRolePath}})
+				}
 			}
 		}
 		if ec2Created {

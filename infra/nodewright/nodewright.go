@@ -32,10 +32,20 @@ type Props struct {
 	Network *Network
 	// NodeRoleName is an existing IAM role for the nodes (for instance
 	// Karpenter's KarpenterNodeRole-<cluster> when migrating). Empty: the
-	// construct creates the role and its EKS access entry. Either way it
-	// creates an instance profile named like the role, which is how the
-	// provisioner finds the profile of an EC2NodeClass's spec.role.
+	// construct creates the role and its EKS access entry (EC2_LINUX).
+	// Either way an EC2NodeClass's spec.role may name it: nodewright creates
+	// the class's instance profile for it (shared/launch).
 	NodeRoleName string
+	// NodeRoles are further roles an EC2NodeClass's spec.role may name,
+	// each with an EKS access entry of its type (EC2_LINUX, or
+	// EC2_WINDOWS for Windows nodes). iam:PassRole and iam:GetRole are
+	// granted on exactly the node role, these and NodeRolePathPrefix's.
+	NodeRoles []NodeRole
+	// NodeRolePathPrefix, when set ("/nodes/"), also allows every role
+	// under this IAM path. Such roles get no access entry from the stack
+	// (their names are not known at deploy time): create theirs with
+	// the role.
+	NodeRolePathPrefix string
 	// ForwarderOIDCProviderARN, when set, makes the forwarder's role
 	// assumable through IRSA with this IAM OIDC provider (the cluster's);
 	// empty uses EKS Pod Identity (a pod identity association).
@@ -64,6 +74,15 @@ type Props struct {
 	// embedded tables. Passed to the refresher (gc) as ISOLATED_VPC=true;
 	// the gc role then has no pricing:GetProducts grant. Default false.
 	IsolatedVPC bool
+}
+
+// NodeRole is an allowed node role (Props.NodeRoles).
+type NodeRole struct {
+	// ARN is the role's ARN (arn:<partition>:iam::<account>:role/<path><name>).
+	ARN string
+	// Windows gives its access entry the EC2_WINDOWS type (Windows
+	// nodes); false: EC2_LINUX.
+	Windows bool
 }
 
 // Cluster identifies the EKS cluster.
@@ -157,6 +176,9 @@ var logRetentionDays = map[int]awslogs.RetentionDays{
 	3653: awslogs.RetentionDays_TEN_YEARS,
 }
 
+// roleARNRE matches an IAM role ARN.
+var roleARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:iam::[0-9]{12}:role/([\x21-\x7E]+/)?[\w+=,.@-]{1,64}$`)
+
 // clusterNameRE is EKS's cluster-name pattern (CreateCluster).
 var clusterNameRE = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$`)
 
@@ -196,6 +218,19 @@ func (p Props) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("log level %q: must be debug, info, warn or error", p.LogLevel)
+	}
+	for i, r := range p.NodeRoles {
+		if !roleARNRE.MatchString(r.ARN) {
+			bad("node roles[%d] %q: not an IAM role ARN (arn:<partition>:iam::<account>:role/<name>)", i, r.ARN)
+		}
+		for _, o := range p.NodeRoles[:i] {
+			if o.ARN == r.ARN {
+				bad("node roles[%d] %q: listed twice", i, r.ARN)
+			}
+		}
+	}
+	if pp := p.NodeRolePathPrefix; pp != "" && (!strings.HasPrefix(pp, "/") || !strings.HasSuffix(pp, "/") || pp == "/") {
+		bad("node role path prefix %q: must begin and end with / and not be / alone (that allows every role)", pp)
 	}
 	if p.ForwarderOIDCProviderARN != "" && !strings.Contains(p.ForwarderOIDCProviderARN, ":oidc-provider/") {
 		bad("forwarder OIDC provider %q: not an IAM OIDC provider ARN", p.ForwarderOIDCProviderARN)

@@ -550,7 +550,7 @@ func TestDefaultDeployment(t *testing.T) {
 		}
 		var want []string
 		for _, spec := range deployed {
-			if slices.Contains(spec.grants, grantLaunch) {
+			for range slices.DeleteFunc(slices.Clone(spec.grants), func(g grant) bool { return g != grantLaunch && g != grantInstanceProfiles }) {
 				want = append(want, "<NodewrightNodeRole464B6F06.Arn> to ec2.amazonaws.com,ec2.amazonaws.com.cn")
 			}
 		}
@@ -627,11 +627,38 @@ func TestDefaultDeployment(t *testing.T) {
 		})
 	})
 
-	t.Run("should create the instance profile named like the node role", func(t *testing.T) {
-		hasProps(t, tmpl, "AWS::IAM::InstanceProfile", map[string]any{
-			"InstanceProfileName": map[string]any{"Ref": "NodewrightNodeRole464B6F06"},
-			"Roles":               []any{map[string]any{"Ref": "NodewrightNodeRole464B6F06"}},
-		})
+	t.Run("should create no instance profile: the runtime makes one per EC2NodeClass", func(t *testing.T) {
+		countIs(t, tmpl, "AWS::IAM::InstanceProfile", 0)
+	})
+
+	t.Run("should scope instance-profile changes to nodewright's path and ownership tags", func(t *testing.T) {
+		profiles := "arn:<AWS::Partition>:iam::<AWS::AccountId>:instance-profile/nodewright/<AWS::Region>/prod-east/*"
+		checked := 0
+		for _, st := range c.identityStatements() {
+			for _, a := range st.actions {
+				if !strings.HasSuffix(a, "InstanceProfile") && a != "iam:ListInstanceProfiles" {
+					continue
+				}
+				checked++
+				if diff := cmp.Diff([]string{profiles}, st.resources); diff != "" {
+					t.Errorf("%v: resources mismatch (-want +got):\n%s", st, diff)
+				}
+				if a == "iam:GetInstanceProfile" || a == "iam:ListInstanceProfiles" {
+					continue
+				}
+				tags := st.conditions["StringEquals"]
+				key := "aws:ResourceTag/"
+				if a == "iam:CreateInstanceProfile" || st.sid == "CreateOwnedInstanceProfiles" {
+					key = "aws:RequestTag/"
+				}
+				if tags[key+"nodewright.dev/owner"] != "prod-east" || tags[key+"kubernetes.io/cluster/prod-east"] != "owned" {
+					t.Errorf("%v: %s without the ownership tag condition", st, a)
+				}
+			}
+		}
+		if checked == 0 {
+			t.Error("no instance-profile grant: the check checked nothing")
+		}
 	})
 
 	t.Run("should alarm on every dead-letter queue, every function's errors, every state machine's failures and API 5xx", func(t *testing.T) {
@@ -823,10 +850,10 @@ func walkRequiredSettings(t *testing.T, dir string, seen map[string]bool) {
 }
 
 // apiInputRE matches an SDK request type (`ec2.CreateFleetInput`).
-var apiInputRE = regexp.MustCompile(`\b(ec2|ssm|dynamodb|sqs|sfn)\.([A-Z][A-Za-z0-9]*)Input\b`)
+var apiInputRE = regexp.MustCompile(`\b(ec2|ssm|dynamodb|sqs|sfn|iam)\.([A-Z][A-Za-z0-9]*)Input\b`)
 
 // iamPrefixes maps SDK package names to IAM service prefixes.
-var iamPrefixes = map[string]string{"ec2": "ec2", "ssm": "ssm", "dynamodb": "dynamodb", "sqs": "sqs", "sfn": "states"}
+var iamPrefixes = map[string]string{"ec2": "ec2", "ssm": "ssm", "dynamodb": "dynamodb", "sqs": "sqs", "sfn": "states", "iam": "iam"}
 
 // ungrantedCalls are calls the runtime code makes that no Lambda on AWS
 // needs, with why.

@@ -126,15 +126,12 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
-			name: "should use an existing node role: pass only it, create no role or node access entry, and add its instance profile",
+			name: "should use an existing node role: pass only it, create no role or node access entry",
 			props: func(p Props) Props {
 				p.NodeRoleName = "KarpenterNodeRole-prod-east"
 				return p
 			},
 			check: func(t *testing.T, tmpl assertions.Template, c cfnTemplate) {
-				hasProps(t, tmpl, "AWS::IAM::InstanceProfile", map[string]any{
-					"InstanceProfileName": "KarpenterNodeRole-prod-east", "Roles": []any{"KarpenterNodeRole-prod-east"},
-				})
 				for _, r := range c.ofType("AWS::EKS::AccessEntry") {
 					if r.Properties["Type"] == eksNodeAccessEntry {
 						t.Errorf("created a node access entry for an existing role: %v", r.Properties)
@@ -157,6 +154,56 @@ func TestVariants(t *testing.T) {
 				if !found {
 					t.Error("no iam:PassRole grant")
 				}
+			},
+		},
+		{
+			name: "should allow the listed node roles and path: pass exactly them, give each an access entry of its type, and tell the Lambdas",
+			props: func(p Props) Props {
+				p.NodeRoleName = "KarpenterNodeRole-prod-east"
+				p.NodeRoles = []NodeRole{
+					{ARN: "arn:aws:iam::111122223333:role/team/GPUNodes"},
+					{ARN: "arn:aws:iam::111122223333:role/WindowsNodes", Windows: true},
+				}
+				p.NodeRolePathPrefix = "/nodes/"
+				return p
+			},
+			check: func(t *testing.T, tmpl assertions.Template, c cfnTemplate) {
+				wantRoles := []string{
+					"arn:<AWS::Partition>:iam::111122223333:role/KarpenterNodeRole-prod-east",
+					"arn:aws:iam::111122223333:role/team/GPUNodes",
+					"arn:aws:iam::111122223333:role/WindowsNodes",
+					"arn:<AWS::Partition>:iam::<AWS::AccountId>:role/nodes/*",
+				}
+				found := 0
+				for _, st := range c.identityStatements() {
+					if slices.Contains(st.actions, "iam:PassRole") || slices.Contains(st.actions, "iam:GetRole") {
+						found++
+						if diff := cmp.Diff(wantRoles, st.resources); diff != "" {
+							t.Errorf("%v: role resources mismatch (-want +got):\n%s", st, diff)
+						}
+					}
+				}
+				if found == 0 {
+					t.Error("no iam:PassRole or iam:GetRole grant")
+				}
+				var entries []string
+				for _, r := range c.ofType("AWS::EKS::AccessEntry") {
+					if typ := render(r.Properties["Type"]); typ != "STANDARD" {
+						entries = append(entries, typ+" "+render(r.Properties["PrincipalArn"]))
+					}
+				}
+				slices.Sort(entries)
+				if diff := cmp.Diff([]string{"EC2_LINUX arn:aws:iam::111122223333:role/team/GPUNodes", "EC2_WINDOWS arn:aws:iam::111122223333:role/WindowsNodes"}, entries); diff != "" {
+					t.Errorf("node access entries mismatch (-want +got):\n%s", diff)
+				}
+				hasProps(t, tmpl, "AWS::Lambda::Function", map[string]any{
+					"Description": "nodewright " + specByName(t, "provisioner").description,
+					"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
+						"NODE_ROLE_PATH_PREFIX": "/nodes/",
+						"NODE_ROLE_ARNS": map[string]any{"Fn::Join": []any{"", []any{"arn:", map[string]any{"Ref": "AWS::Partition"},
+							":iam::111122223333:role/KarpenterNodeRole-prod-east,arn:aws:iam::111122223333:role/team/GPUNodes,arn:aws:iam::111122223333:role/WindowsNodes"}}},
+					})},
+				})
 			},
 		},
 		{
@@ -256,6 +303,14 @@ func TestNewErrors(t *testing.T) {
 				p.Network = &Network{}
 			},
 			want: []string{"network: at least one subnet ID is required", "network: a VPC ID is required"},
+		},
+		{
+			name: "should refuse a node role that is not a role ARN, listed twice, or a path prefix allowing every role",
+			setup: func(t *testing.T, f fixture, p *Props) {
+				p.NodeRoles = []NodeRole{{ARN: "GPUNodes"}, {ARN: "arn:aws:iam::111122223333:role/A"}, {ARN: "arn:aws:iam::111122223333:role/A"}}
+				p.NodeRolePathPrefix = "/"
+			},
+			want: []string{`node roles[0] "GPUNodes": not an IAM role ARN`, `node roles[2] "arn:aws:iam::111122223333:role/A": listed twice`, `node role path prefix "/"`},
 		},
 		{
 			name: "should refuse a cluster security group without a network",

@@ -506,6 +506,18 @@ func (s *Server) poolError(o *override, capacityType string, specs map[string][]
 	if img.Architecture != f.arch {
 		return "InvalidParameterValue", fmt.Sprintf("The architecture '%s' of the specified instance type does not match the architecture '%s' of the specified AMI. Specify an instance type and an AMI that have matching architectures, and try again.", f.arch, img.Architecture)
 	}
+	if s.profileLookup != nil {
+		switch d := o.lt.data; {
+		case d.iamProfileArn != "":
+			if _, ok := s.profileLookup(d.iamProfileArn); !ok {
+				return "InvalidParameterValue", fmt.Sprintf("Value (%s) for parameter iamInstanceProfile.arn is invalid. Invalid IAM Instance Profile ARN", d.iamProfileArn)
+			}
+		case d.iamProfileName != "":
+			if _, ok := s.profileLookup(d.iamProfileName); !ok {
+				return "InvalidParameterValue", fmt.Sprintf("Value (%s) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance Profile name", d.iamProfileName)
+			}
+		}
+	}
 	for _, g := range s.templateGroups(o.lt) {
 		if s.groupByID(g) == nil {
 			return "InvalidGroup.NotFound", fmt.Sprintf("The security group '%s' does not exist in VPC '%s'", g, s.vpcID)
@@ -592,6 +604,9 @@ func (s *Server) launch(o *override, capacityType string, f *fleet, reservation 
 		in.iamProfile = lt.data.iamProfileArn
 	case lt.data.iamProfileName != "":
 		in.iamProfile = "arn:aws:iam::" + s.accountID + ":instance-profile/" + lt.data.iamProfileName
+		if s.profileLookup != nil {
+			in.iamProfile, _ = s.profileLookup(lt.data.iamProfileName)
+		}
 	}
 	in.tags = tagMap(lt.data.tagSpecs["instance"])
 	maps.Copy(in.tags, tagMap(specs["instance"]))

@@ -2,6 +2,7 @@ package ec2sim_test
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -482,5 +483,54 @@ func TestCreateFleetLaunchesWithTheLaunchTemplatesTenancy(t *testing.T) {
 		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(e.al2023(t, "x86_64")), Placement: &ec2types.LaunchTemplatePlacementRequest{Tenancy: "shared"}}})
 	if code, _ := apiCode(err); code != "InvalidParameterValue" {
 		t.Errorf("CreateLaunchTemplate(tenancy shared) error = %v, want InvalidParameterValue", err)
+	}
+}
+
+func TestCreateFleetRefusesAnInstanceProfileIAMDoesNotHave(t *testing.T) {
+	e := newEnv(t, ec2sim.Options{ClusterName: "prod"})
+	e.sim.SetInstanceProfileLookup(func(name string) (string, bool) {
+		if name == "present" {
+			return "arn:aws:iam::111122223333:instance-profile/team/present", true
+		}
+		return "", false
+	})
+	for _, tt := range []struct {
+		profile   string
+		wantError string
+	}{
+		{"present", ""},
+		{"absent", "InvalidParameterValue: Value (absent) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance Profile name"},
+	} {
+		name := "lt-" + tt.profile
+		if _, err := e.ec2.CreateLaunchTemplate(t.Context(), &ec2.CreateLaunchTemplateInput{
+			LaunchTemplateName: aws.String(name),
+			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
+				ImageId:            aws.String(e.al2023(t, "x86_64")),
+				IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(tt.profile)},
+			},
+		}); err != nil {
+			t.Fatalf("CreateLaunchTemplate() error = %v", err)
+		}
+		out, err := e.ec2.CreateFleet(t.Context(), fleetInput(name, "on-demand", 1, []string{"m5.large"}, []string{e.subnets()["us-east-1a"]}))
+		if err != nil {
+			t.Fatalf("CreateFleet() error = %v", err)
+		}
+		var errs []string
+		for _, fe := range out.Errors {
+			errs = append(errs, aws.ToString(fe.ErrorCode)+": "+aws.ToString(fe.ErrorMessage))
+		}
+		if tt.wantError == "" {
+			ids := instanceIDs(out)
+			if len(ids) != 1 {
+				t.Fatalf("profile %s: launched %v (errors %v), want one instance", tt.profile, ids, errs)
+			}
+			if got := aws.ToString(e.describe(t, ids[0])[ids[0]].IamInstanceProfile.Arn); got != "arn:aws:iam::111122223333:instance-profile/team/present" {
+				t.Errorf("instance profile ARN = %q, want IAM's, with its path", got)
+			}
+			continue
+		}
+		if len(instanceIDs(out)) != 0 || !slices.Contains(errs, tt.wantError) {
+			t.Errorf("profile %s: launched %v, errors %v; want none launched and %q", tt.profile, instanceIDs(out), errs, tt.wantError)
+		}
 	}
 }

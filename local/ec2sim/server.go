@@ -118,6 +118,9 @@ type Server struct {
 	outbox          []Event // emitted under mu, delivered by unlock
 	// health holds status checks and scheduled events (status.go).
 	health map[string]*instanceHealth
+	// profileLookup, when set, is the IAM lookup of a launch's instance
+	// profile (SetInstanceProfileLookup).
+	profileLookup func(nameOrARN string) (string, bool)
 }
 
 // zone is one availability zone of the region.
@@ -616,6 +619,18 @@ func (s *Server) Throttle(action string, n int) {
 		code = "ThrottlingException"
 	}
 	s.InjectError(action, code, n)
+}
+
+// SetInstanceProfileLookup makes every launch look its launch template's
+// instance profile (a name or an ARN) up with lookup, as EC2 asks IAM: a
+// profile that does not exist fails the pool with InvalidParameterValue,
+// EC2's answer, and an instance reports the ARN lookup returns (with the
+// profile's path). nil (the default) checks nothing and derives the ARN
+// from the name, for a simulator with no IAM beside it.
+func (s *Server) SetInstanceProfileLookup(lookup func(nameOrARN string) (arn string, ok bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.profileLookup = lookup
 }
 
 // Now returns the simulator's clock reading.

@@ -59,6 +59,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +67,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -80,6 +82,7 @@ import (
 	replacehandler "github.com/nodewright/nodewright/functions/replace/handler"
 	"github.com/nodewright/nodewright/local/controlplane"
 	"github.com/nodewright/nodewright/local/ec2sim"
+	"github.com/nodewright/nodewright/local/iamsim"
 	"github.com/nodewright/nodewright/local/kwoknode"
 	"github.com/nodewright/nodewright/local/lambdaserver"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
@@ -90,7 +93,10 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultClusterName       = "my-cluster" // the seed manifests' discovery tag
+	DefaultClusterName = "my-cluster" // the seed manifests' discovery tag
+	// SecondNodeRoleSuffix names the second allowed node role,
+	// KarpenterNodeRole-<cluster><suffix> (DefaultNodeRoles).
+	SecondNodeRoleSuffix     = "-second"
 	DefaultRegion            = "ap-northeast-1"
 	DefaultBootDelay         = 5 * time.Second
 	DefaultKubernetesVersion = "1.34"
@@ -120,6 +126,10 @@ type Options struct {
 	ClusterName string
 	Region      string
 	Zones       []string
+	// NodeRoles are the IAM roles (names, path "/") the IAM stand-in holds
+	// and the Lambdas allow an EC2NodeClass's spec.role to name
+	// (NODE_ROLE_ARNS). Empty means DefaultNodeRoles.
+	NodeRoles []string
 	// SimWorld is the simulator's world (ec2sim.Options.World). Empty means
 	// ec2sim.WorldUniform, every type in every zone at the embedded prices,
 	// even in ap-northeast-1; ec2sim.WorldRealistic gives zones that lack
@@ -201,6 +211,9 @@ type Stack struct {
 	Dynamic dynamic.Interface
 	// Sim is the EC2/SSM simulator.
 	Sim *ec2sim.Server
+	// IAM is the IAM stand-in: its roles and the instance profiles the
+	// Lambdas made; the simulator launches only with its profiles.
+	IAM *iamsim.Server
 
 	opts    Options
 	restCfg *rest.Config
@@ -253,7 +266,15 @@ type disruptionClients struct {
 	ddb  *dynamodb.Client
 	ec2  *ec2.Client
 	ssm  *ssm.Client
+	iam  *iam.Client
 	kube *kube.Client
+}
+
+// DefaultNodeRoles are the node roles of a stack for cluster when
+// Options.NodeRoles is empty: KarpenterNodeRole-<cluster> (the seed
+// manifests' spec.role) and a second one (SecondNodeRoleSuffix).
+func DefaultNodeRoles(cluster string) []string {
+	return []string{"KarpenterNodeRole-" + cluster, "KarpenterNodeRole-" + cluster + SecondNodeRoleSuffix}
 }
 
 // Wired lists which parts of the system the stack runs end to end.
@@ -402,6 +423,14 @@ func cmpOr(v, def string) string {
 	return v
 }
 
+// nodeRoles are opts.NodeRoles, or DefaultNodeRoles.
+func nodeRoles(opts Options) []string {
+	if len(opts.NodeRoles) > 0 {
+		return opts.NodeRoles
+	}
+	return DefaultNodeRoles(opts.ClusterName)
+}
+
 // startAWS starts kumo, the simulator, the handlers, the intake front, the
 // queue pump, the gc ticker and the node bridge. startCtx bounds setup
 // calls; runCtx the loops.
@@ -429,6 +458,23 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	loop := &http.Client{Transport: ec2sim.LoopbackTransport(http.DefaultTransport.(*http.Transport).Clone())}
 	ec2Client := ec2.New(ec2.Options{Region: opts.Region, BaseEndpoint: aws.String(simURL), Credentials: creds, HTTPClient: loop})
 	ssmClient := ssm.New(ssm.Options{Region: opts.Region, BaseEndpoint: aws.String(simURL), Credentials: creds, HTTPClient: loop})
+	// IAM: the roles the deployment allows, the instance profiles the
+	// Lambdas make for them; EC2 launches only with profiles IAM holds.
+	s.IAM = iamsim.New(account, nil)
+	var roleARNs []string
+	for _, name := range nodeRoles(opts) {
+		r, err := s.IAM.CreateRole(name, "/")
+		if err != nil {
+			return fmt.Errorf("iam stand-in: %w", err)
+		}
+		roleARNs = append(roleARNs, r.ARN)
+	}
+	iamURL, err := s.serve(s.IAM)
+	if err != nil {
+		return fmt.Errorf("iam stand-in: %w", err)
+	}
+	sim.SetInstanceProfileLookup(s.IAM.ProfileARN)
+	iamClient := iam.New(iam.Options{Region: "us-east-1", BaseEndpoint: aws.String(iamURL), Credentials: creds})
 	// The Pricing API is served by the simulator too, signed for the
 	// Pricing endpoint region as functions/gc/main.go signs it.
 	pricingClient := pricing.New(pricing.Options{Region: ec2data.PricingRegion(opts.Region), BaseEndpoint: aws.String(simURL), Credentials: creds, HTTPClient: loop})
@@ -471,6 +517,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 		// clients built from the environment (lambdakit.AWSConfig) reach it
 		// through this variable, as they would a regional endpoint.
 		"AWS_ENDPOINT_URL_PRICING": simURL,
+		"NODE_ROLE_ARNS":           strings.Join(roleARNs, ","),
 	}
 	if opts.FeatureGates != "" {
 		env["FEATURE_GATES"] = opts.FeatureGates
@@ -507,7 +554,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("provisioner config: %w", err)
 	}
-	prov, err := provisionerhandler.New(pcfg, provisionerhandler.Clients{DynamoDB: ddb, EC2: ec2Client, SSM: ssmClient, Nodes: nodes},
+	prov, err := provisionerhandler.New(pcfg, provisionerhandler.Clients{DynamoDB: ddb, EC2: ec2Client, SSM: ssmClient, IAM: iamClient, Nodes: nodes},
 		s.log.With("function", "provisioner"), time.Now)
 	if err != nil {
 		return fmt.Errorf("provisioner: %w", err)
@@ -520,14 +567,14 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if gcClock == nil {
 		gcClock = time.Now
 	}
-	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Pricing: pricingClient, Nodes: nodes}, s.log.With("function", "gc"), gcClock)
+	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Pricing: pricingClient, IAM: iamClient, Nodes: nodes}, s.log.With("function", "gc"), gcClock)
 	if err != nil {
 		return fmt.Errorf("gc: %w", err)
 	}
 	s.gc = gc
 
 	if opts.Disruption {
-		if s.disruptionWired, err = s.startDisruption(runCtx, env, disruptionClients{ddb: ddb, ec2: ec2Client, ssm: ssmClient, kube: nodes}); err != nil {
+		if s.disruptionWired, err = s.startDisruption(runCtx, env, disruptionClients{ddb: ddb, ec2: ec2Client, ssm: ssmClient, iam: iamClient, kube: nodes}); err != nil {
 			return err
 		}
 	}

@@ -53,7 +53,9 @@ const (
 // message), and the ones it never reached are Unknown
 // (AwaitingReconciliation); without rec all three and InstanceProfileReady
 // are Unknown. InstanceProfileReady is True when an instance profile is
-// known. ValidationSucceeded is nc's v1 validation (after defaulting): True,
+// known, and False with rec's reason and message (RoleNotAllowed,
+// InstanceProfileCreationFailed; they name spec.role) when spec.role got
+// no profile, the selectors then being resolved. ValidationSucceeded is nc's v1 validation (after defaulting): True,
 // or False NodeClassValidationFailed with the error, which names every
 // refused field (v1.UnappliedFields among them); nodewright makes none of
 // Karpenter's dry-run authorization checks. PlacementGroupReady is True
@@ -123,7 +125,10 @@ func resolvedConditions(rec v1.NodeClassStatus) []metav1.Condition {
 		{v1.ConditionTypeSecurityGroupsReady, ReasonSecurityGroupsNotFound, MessageSecurityGroupsNotFound},
 		{v1.ConditionTypeAMIsReady, amiReason, amiMessage},
 	}
-	known := failed == ""
+	// A class whose spec.role got no instance profile resolved every
+	// selector first (adapters.NodeClasses): only InstanceProfileReady fails.
+	profileFailed := failed == v1.ConditionReasonRoleNotAllowed || failed == v1.ConditionReasonInstanceProfileFailed
+	known := failed == "" || profileFailed
 	for _, s := range steps {
 		known = known || failed == s.reason
 	}
@@ -146,7 +151,10 @@ func resolvedConditions(rec v1.NodeClassStatus) []metav1.Condition {
 		conds = append(conds, c)
 	}
 	profile := metav1.Condition{Type: v1.ConditionTypeInstanceProfileReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeInstanceProfileReady}
-	if rec.Status.InstanceProfile == "" {
+	switch {
+	case profileFailed:
+		profile.Status, profile.Reason, profile.Message = metav1.ConditionFalse, failed, message
+	case rec.Status.InstanceProfile == "":
 		profile.Status, profile.Reason, profile.Message = metav1.ConditionUnknown, ReasonAwaitingReconciliation, "object is awaiting reconciliation"
 	}
 	return append(conds, profile)

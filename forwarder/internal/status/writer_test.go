@@ -303,6 +303,28 @@ func TestSyncMarksAMIsNotReadyAndPoolNotReadyForAnUnsupportedAlias(t *testing.T)
 	}
 }
 
+func TestSyncMarksInstanceProfileNotReadyForARoleNotAllowed(t *testing.T) {
+	msg := `spec.role "Admin" (arn:aws:iam::111122223333:role/Admin): role not allowed; the deployment allows roles arn:aws:iam::111122223333:role/NodeRole`
+	e := newEnv(t, resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: v1.ConditionReasonRoleNotAllowed, Message: msg}))
+	if _, err := e.w.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var nc v1.EC2NodeClass
+	e.get(t, NodeClassesGVR, "default", &nc)
+	want := []brief{
+		{"SubnetsReady", "True", "SubnetsReady", ""},
+		{"SecurityGroupsReady", "True", "SecurityGroupsReady", ""},
+		{"AMIsReady", "True", "AMIsReady", ""},
+		{"InstanceProfileReady", "False", "RoleNotAllowed", msg},
+		{"ValidationSucceeded", "True", "ValidationSucceeded", ""},
+		{"PlacementGroupReady", "True", "PlacementGroupReady", ""},
+		{"Ready", "False", "UnhealthyDependents", "InstanceProfileReady=False"},
+	}
+	if diff := cmp.Diff(want, briefs(nc.Status.Conditions)); diff != "" {
+		t.Errorf("EC2NodeClass conditions (-want +got):\n%s", diff)
+	}
+}
+
 func TestSyncMarksClassWithAnUnappliedFieldValidationFailedAndNotReady(t *testing.T) {
 	e := newEnvWithClass(t, resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}), func(nc *v1.EC2NodeClass) {
 		nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: "training"}

@@ -38,8 +38,10 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/awserr"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/iamprofile"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
 	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/termination"
 	"github.com/nodewright/nodewright/shared/workflow"
@@ -61,7 +63,10 @@ type Config struct {
 	// ServiceCIDR and DNS go into the replacements' user data.
 	ServiceCIDR string
 	DNS         string
-	LogLevel    slog.Level
+	// NodeRoles are the node roles an EC2NodeClass's spec.role may name
+	// (NODE_ROLE_ARNS, NODE_ROLE_PATH_PREFIX; launch.ParseNodeRoles).
+	NodeRoles launch.NodeRoles
+	LogLevel  slog.Level
 }
 
 // LoadConfig reads CLUSTER_NAME, TABLE_NAME, AWS_REGION,
@@ -82,6 +87,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		LogLevel:          e.Level("LOG_LEVEL"),
 	}
 	err := e.Err()
+	roles, rerr := launch.ParseNodeRoles(getenv("NODE_ROLE_ARNS"), getenv("NODE_ROLE_PATH_PREFIX"))
+	c.NodeRoles, err = roles, errors.Join(err, rerr)
 	if c.CAData != "" {
 		if _, derr := base64.StdEncoding.DecodeString(c.CAData); derr != nil {
 			err = errors.Join(err, fmt.Errorf("CLUSTER_CA_DATA: not base64: %w", derr))
@@ -108,6 +115,9 @@ type Clients struct {
 	// Metrics receives the decision metrics as CloudWatch EMF lines (the
 	// Lambda's stdout); nil stores them without logging them.
 	Metrics io.Writer
+	// IAM makes spec.role's instance profiles (*iam.Client); nil: none are
+	// made and a class's profile is the one named like its role.
+	IAM iamprofile.API
 }
 
 // New wires the handler the way the Lambda runs it: termination.Service
@@ -128,6 +138,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		Cluster:           nodeclass.Cluster{Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS},
 		Options:           provisioning.ProvisionerOptions{Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: provisioning.FallbackSpotPriceRatio},
 		Metrics:           rec, Controller: "disruption",
+		Profiles: adapters.NewInstanceProfiles(c.IAM, cfg.Cluster, cfg.Region, cfg.NodeRoles),
 	}, now)
 	if err != nil {
 		return nil, fmt.Errorf("disrupttask: %w", err)

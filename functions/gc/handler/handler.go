@@ -55,9 +55,11 @@ import (
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/ec2data"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/iamprofile"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
 	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/kube"
+	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
 	"github.com/nodewright/nodewright/shared/workflow"
 )
@@ -75,7 +77,10 @@ type Config struct {
 	// Endpoint and CAData (base64 PEM) reach the cluster's API server.
 	Endpoint string
 	CAData   string
-	LogLevel slog.Level
+	// NodeRoles are the node roles an EC2NodeClass's spec.role may name
+	// (NODE_ROLE_ARNS, NODE_ROLE_PATH_PREFIX; launch.ParseNodeRoles).
+	NodeRoles launch.NodeRoles
+	LogLevel  slog.Level
 }
 
 // LoadConfig reads CLUSTER_NAME, TABLE_NAME, AWS_REGION, CLUSTER_ENDPOINT
@@ -92,7 +97,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		CAData:      e.String("CLUSTER_CA_DATA"),
 		LogLevel:    e.Level("LOG_LEVEL"),
 	}
-	return c, e.Err()
+	roles, err := launch.ParseNodeRoles(getenv("NODE_ROLE_ARNS"), getenv("NODE_ROLE_PATH_PREFIX"))
+	c.NodeRoles = roles
+	return c, errors.Join(e.Err(), err)
 }
 
 // NodeAPI lists and deletes Nodes (*kube.Client; DeleteNode is idempotent).
@@ -122,6 +129,9 @@ type Clients struct {
 	// Metrics receives the decision metrics as CloudWatch EMF lines (the
 	// Lambda's stdout); nil stores them without logging them.
 	Metrics io.Writer
+	// IAM deletes the instance profiles nodewright made for deleted
+	// EC2NodeClasses (*iam.Client); nil: none are collected.
+	IAM iamprofile.API
 }
 
 // collector runs one garbage-collection pass (*provisioning.Collector).
@@ -150,6 +160,18 @@ type refresher interface {
 	Refresh(ctx context.Context, now time.Time) (provisioning.RefreshResult, error)
 }
 
+// profileCollector deletes the instance profiles of deleted classes
+// (*provisioning.ProfileCollector).
+type profileCollector interface {
+	CollectInstanceProfiles(ctx context.Context, now time.Time) ([]provisioning.ProfileCleanupResult, error)
+}
+
+// InstanceProfile is one deleted instance profile of Output.
+type InstanceProfile struct {
+	launch.ProfileCleanup
+	Error string `json:"error,omitempty"`
+}
+
 // templateCollector deletes unused launch templates
 // (*provisioning.TemplateCollector).
 type templateCollector interface {
@@ -163,6 +185,7 @@ type Handler struct {
 	collector collector
 	tagger    tagger
 	templates templateCollector
+	profiles  profileCollector
 	refresher refresher
 	log       *slog.Logger
 	now       func() time.Time
@@ -200,6 +223,11 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		return nil, err
 	}
 	h.tagger, h.templates = tg, lts
+	if profiles := adapters.NewInstanceProfiles(c.IAM, cfg.Cluster, cfg.Region, cfg.NodeRoles); profiles != nil {
+		if h.profiles, err = provisioning.NewProfileCollector(cfg.Cluster, cfg.Region, profiles, adapters.Config{Store: store}, claims); err != nil {
+			return nil, fmt.Errorf("gc: %w", err)
+		}
+	}
 	var pricingAPI ec2data.PricingAPI
 	if !cfg.IsolatedVPC {
 		pricingAPI = c.Pricing
@@ -256,6 +284,9 @@ type Output struct {
 	Cleanups []Cleanup `json:"cleanups"`
 	// Tagged are the NodeClaims whose instance tagging was retried.
 	Tagged []Tagged `json:"tagged,omitempty"`
+	// InstanceProfiles are the instance profiles deleted (or whose
+	// deletion failed).
+	InstanceProfiles []InstanceProfile `json:"instanceProfiles,omitempty"`
 	// LaunchTemplates are the launch templates deleted (or whose deletion
 	// failed).
 	LaunchTemplates []LaunchTemplate `json:"launchTemplates,omitempty"`
@@ -343,6 +374,19 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return out, lambdakit.AsWorkflowError(fmt.Errorf("garbage collection incomplete: %w", err), lambdakit.Is(v1.ErrConflict, workflow.ErrConflict))
+	}
+	if h.profiles != nil {
+		deleted, perr := h.profiles.CollectInstanceProfiles(ctx, h.now())
+		for _, r := range deleted {
+			p := InstanceProfile{ProfileCleanup: r.ProfileCleanup}
+			level := slog.LevelInfo
+			if r.Err != nil {
+				p.Error, level = r.Err.Error(), slog.LevelError
+			}
+			out.InstanceProfiles = append(out.InstanceProfiles, p)
+			h.log.Log(ctx, level, "instance profile deleted", "reason", r.Reason, "name", r.Name, "roles", r.Roles, "error", p.Error)
+		}
+		errs = append(errs, perr)
 	}
 	h.log.InfoContext(ctx, "garbage collection done", "cleanups", len(out.Cleanups), "tagged", len(out.Tagged), "launch-templates", len(out.LaunchTemplates))
 	return out, nil

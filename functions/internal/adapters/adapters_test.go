@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/google/go-cmp/cmp"
 	"github.com/sivchari/kumo"
@@ -22,10 +24,12 @@ import (
 
 	"github.com/nodewright/nodewright/functions/internal/adapters"
 	"github.com/nodewright/nodewright/local/ec2sim"
+	"github.com/nodewright/nodewright/local/iamsim"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
 	"github.com/nodewright/nodewright/shared/catalog"
+	"github.com/nodewright/nodewright/shared/launch"
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -224,5 +228,72 @@ func TestNodeClassesResolve(t *testing.T) {
 				t.Errorf("status = %+v, want AMIs and security groups", res.NodeClass.Status)
 			}
 		})
+	}
+}
+
+func TestNodeClassesEnsureTheRolesInstanceProfile(t *testing.T) {
+	sim, err := ec2sim.New(ec2sim.Options{ClusterName: "c1", Clock: ec2sim.NewFakeClock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	idm := iamsim.New("", nil)
+	for _, r := range []string{"NodeRole", "Admin"} {
+		if _, err := idm.CreateRole(r, "/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	iamSrv := httptest.NewServer(idm)
+	t.Cleanup(iamSrv.Close)
+	creds := credentials.NewStaticCredentialsProvider("a", "b", "")
+	hc := &http.Client{Transport: ec2sim.LoopbackTransport(srv.Client().Transport)}
+	resolver := nodeclass.New(
+		ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds, HTTPClient: hc}),
+		ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds, HTTPClient: hc}),
+		func() time.Time { return t0 })
+	roles, err := launch.ParseNodeRoles("arn:aws:iam::111122223333:role/NodeRole", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	iamClient := iam.New(iam.Options{Region: "us-east-1", BaseEndpoint: aws.String(iamSrv.URL), Credentials: creds, RetryMaxAttempts: 1})
+	classes := adapters.NodeClasses{Resolver: resolver, KubernetesVersion: "1.33"}.WithProfiles(adapters.NewInstanceProfiles(iamClient, "c1", "us-east-1", roles))
+	nc := func(role string) v1.EC2NodeClass {
+		return v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default", UID: "uid-1", Generation: 2}, Spec: v1.EC2NodeClassSpec{
+			AMISelectorTerms:           []v1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			Role:                       role,
+			SubnetSelectorTerms:        []v1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "c1"}}},
+			SecurityGroupSelectorTerms: []v1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "c1"}}},
+		}}
+	}
+	tests := []struct {
+		role, wantReason, wantMessage string
+	}{
+		{role: "NodeRole", wantReason: v1.ConditionTypeReady},
+		{role: "Admin", wantReason: v1.ConditionReasonRoleNotAllowed, wantMessage: `spec.role "Admin"`},
+		{role: "Missing", wantReason: v1.ConditionReasonInstanceProfileFailed, wantMessage: `spec.role "Missing"`},
+	}
+	for _, tt := range tests {
+		res, err := classes.ResolveNodeClass(context.Background(), nc(tt.role))
+		if err != nil {
+			t.Fatalf("role %s: ResolveNodeClass() error = %v", tt.role, err)
+		}
+		conds := res.NodeClass.Status.Conditions
+		if len(conds) != 1 || conds[0].Reason != tt.wantReason || !strings.Contains(conds[0].Message, tt.wantMessage) {
+			t.Errorf("role %s: conditions = %+v, want reason %s with message naming %s", tt.role, conds, tt.wantReason, tt.wantMessage)
+		}
+		want := ""
+		if tt.wantReason == v1.ConditionTypeReady {
+			want = launch.InstanceProfileName("c1", "us-east-1", "uid-1", "NodeRole")
+			if p, ok := idm.InstanceProfile(want); !ok || len(p.Roles) != 1 || p.Roles[0] != "NodeRole" {
+				t.Errorf("IAM profile %s = %+v, %v; want it holding NodeRole", want, p, ok)
+			}
+		}
+		if got := res.NodeClass.Status.InstanceProfile; got != want {
+			t.Errorf("role %s: status.instanceProfile = %q, want %q", tt.role, got, want)
+		}
+	}
+	if n := len(idm.InstanceProfiles()); n != 1 {
+		t.Errorf("IAM holds %d profiles, want 1: refused roles get none", n)
 	}
 }

@@ -10,8 +10,10 @@ import (
 
 	"github.com/nodewright/nodewright/shared/amifamily"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/awserr"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/iamprofile"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
 	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
@@ -29,12 +31,18 @@ const (
 // EC2NodeClass's subnets, security groups and AMIs (aliases through SSM for
 // KubernetesVersion) with nodeclass.Resolver and fills its status.
 //
-// Instance profile: spec.instanceProfile when set. For spec.role, Karpenter
-// creates and manages an instance profile per node class through IAM;
-// nodewright does not call IAM and uses the instance profile named like the
-// role, which the deployment creates with the role (the CDK stack does).
+// Instance profile: spec.instanceProfile when set. For spec.role, the
+// profile Profiles ensures for the class and role (iamprofile.Client.Ensure,
+// as Karpenter creates one per class); a role the deployment does not allow,
+// or a profile IAM refuses, makes the class Ready=False with
+// v1.ConditionReasonRoleNotAllowed or v1.ConditionReasonInstanceProfileFailed
+// and a message naming spec.role, so it never launches. Without Profiles
+// (unit tests of other steps), the profile named like the role.
 type NodeClasses struct {
 	Resolver *nodeclass.Resolver
+	// Profiles ensures spec.role's instance profile (*iamprofile.Client);
+	// every Lambda wires it.
+	Profiles profileEnsurer
 	// KubernetesVersion is the cluster's minor version, e.g. "1.33".
 	KubernetesVersion string
 	// OnResolved, when set, is called with each class ResolveNodeClass
@@ -63,8 +71,22 @@ func (n NodeClasses) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (
 	switch {
 	case nc.Spec.InstanceProfile != nil:
 		nc.Status.InstanceProfile = *nc.Spec.InstanceProfile
-	default:
+	case n.Profiles == nil:
 		nc.Status.InstanceProfile = nc.Spec.Role
+	default:
+		name, err := n.Profiles.Ensure(ctx, nc)
+		if reason := profileReason(err); reason != "" {
+			nc.Status.InstanceProfile = ""
+			nc.Status.Conditions = []metav1.Condition{{
+				Type: v1.ConditionTypeReady, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error(), ObservedGeneration: nc.Generation,
+			}}
+			n.resolved(ctx, nc)
+			return provisioning.ResolvedNodeClass{NodeClass: nc}, nil
+		}
+		if err != nil {
+			return provisioning.ResolvedNodeClass{}, fmt.Errorf("resolve EC2NodeClass %s: instance profile: %w", nc.Name, err)
+		}
+		nc.Status.InstanceProfile = name
 	}
 	nc.Status.Conditions = []metav1.Condition{{
 		Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeReady, ObservedGeneration: nc.Generation,
@@ -77,6 +99,28 @@ func (n NodeClasses) resolved(ctx context.Context, nc v1.EC2NodeClass) {
 	if n.OnResolved != nil {
 		n.OnResolved(ctx, nc)
 	}
+}
+
+// profileEnsurer ensures an EC2NodeClass's instance profile for its
+// spec.role (*iamprofile.Client).
+type profileEnsurer interface {
+	Ensure(ctx context.Context, nc v1.EC2NodeClass) (string, error)
+}
+
+// profileReason is the Ready=False reason of an Ensure failure the class
+// reports rather than retries: a role not allowed, a role or profile IAM
+// does not give nodewright, or a permission IAM denies. Throttling and
+// other failures are "" (the resolution fails and is retried).
+func profileReason(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, iamprofile.ErrRoleNotAllowed):
+		return v1.ConditionReasonRoleNotAllowed
+	case errors.Is(err, iamprofile.ErrRoleNotFound), errors.Is(err, iamprofile.ErrNotOwned), awserr.Classify(err) == awserr.Unauthorized:
+		return v1.ConditionReasonInstanceProfileFailed
+	}
+	return ""
 }
 
 func notFoundReason(err error) string {
@@ -167,4 +211,23 @@ func (in Instances) ListInstances(ctx context.Context) ([]launch.Instance, error
 // not an error (fleet.Client.Terminate is idempotent).
 func (in Instances) TerminateInstance(ctx context.Context, id string) error {
 	return in.Fleet.Terminate(ctx, id)
+}
+
+// NewInstanceProfiles returns the client that ensures and collects the
+// cluster's instance profiles over api (iamprofile.New), or nil when api
+// is nil (no IAM wired).
+func NewInstanceProfiles(api iamprofile.API, cluster, region string, roles launch.NodeRoles) *iamprofile.Client {
+	if api == nil {
+		return nil
+	}
+	return iamprofile.New(api, cluster, region, roles)
+}
+
+// WithProfiles returns n ensuring instance profiles with p; a nil p leaves
+// n without.
+func (n NodeClasses) WithProfiles(p *iamprofile.Client) NodeClasses {
+	if p != nil {
+		n.Profiles = p
+	}
+	return n
 }

@@ -9,6 +9,7 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/iamprofile"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
 	"github.com/nodewright/nodewright/shared/launch"
 	"github.com/nodewright/nodewright/shared/provisioning"
@@ -35,6 +36,9 @@ type ProvisionerConfig struct {
 	// Controller names the caller in karpenter_cloudprovider_* labels
 	// ("provisioner", "disruption").
 	Controller string
+	// Profiles ensures spec.role's instance profiles (NodeClasses.Profiles);
+	// nil: the profile named like the role.
+	Profiles *iamprofile.Client
 }
 
 // NewProvisioner wires provisioning.Provisioner over these adapters the
@@ -51,10 +55,11 @@ func NewProvisioner(store *ddbstore.Store, resolver *nodeclass.Resolver, fl *fle
 	if cfg.Metrics != nil {
 		launcher = measuredLauncher{next: launcher, m: cfg.Metrics, controller: cfg.Controller, now: now}
 	}
+	classes := NodeClasses{Resolver: resolver, KubernetesVersion: cfg.KubernetesVersion}.WithProfiles(cfg.Profiles)
 	return provisioning.NewProvisioner(provisioning.ProvisionerPorts{
 		Claims:      Claims{Store: store, Metrics: cfg.Metrics},
 		Config:      Config{Store: store},
-		NodeClass:   NodeClasses{Resolver: resolver, KubernetesVersion: cfg.KubernetesVersion},
+		NodeClass:   classes,
 		Cluster:     Cluster{Store: store, Now: now},
 		Offerings:   Offerings{Store: store},
 		Batches:     Batches{Store: store, Now: now},

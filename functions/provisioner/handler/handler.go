@@ -59,6 +59,7 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/fleet"
+	"github.com/nodewright/nodewright/shared/aws/iamprofile"
 	"github.com/nodewright/nodewright/shared/aws/nodeclass"
 	"github.com/nodewright/nodewright/shared/aws/queue"
 	"github.com/nodewright/nodewright/shared/kube"
@@ -93,7 +94,10 @@ type Config struct {
 	// the EC2DataLive condition then reads embedded on-demand prices as
 	// expected (provisioning.EC2DataCondition).
 	IsolatedVPC bool
-	LogLevel    slog.Level
+	// NodeRoles are the node roles an EC2NodeClass's spec.role may name
+	// (NODE_ROLE_ARNS, NODE_ROLE_PATH_PREFIX; launch.ParseNodeRoles).
+	NodeRoles launch.NodeRoles
+	LogLevel  slog.Level
 }
 
 // LoadConfig reads the configuration: CLUSTER_NAME, TABLE_NAME,
@@ -116,6 +120,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		LogLevel:          e.Level("LOG_LEVEL"),
 	}
 	err := e.Err()
+	roles, rerr := launch.ParseNodeRoles(getenv("NODE_ROLE_ARNS"), getenv("NODE_ROLE_PATH_PREFIX"))
+	c.NodeRoles, err = roles, errors.Join(err, rerr)
 	if c.CAData != "" {
 		if _, derr := base64.StdEncoding.DecodeString(c.CAData); derr != nil {
 			err = errors.Join(err, fmt.Errorf("CLUSTER_CA_DATA: not base64: %w", derr))
@@ -141,6 +147,9 @@ type Clients struct {
 	// Metrics receives the decision metrics as CloudWatch EMF lines (the
 	// Lambda's stdout); nil stores them without logging them.
 	Metrics io.Writer
+	// IAM makes spec.role's instance profiles (*iam.Client); nil: none are
+	// made and a class's profile is the one named like its role.
+	IAM iamprofile.API
 }
 
 // New wires the handler from cfg and clients the way the Lambda runs it:
@@ -162,6 +171,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		},
 		OnResolved: RecordNodeClassStatus(store, log, now),
 		Metrics:    rec, Controller: "provisioner",
+		Profiles: adapters.NewInstanceProfiles(c.IAM, cfg.Cluster, cfg.Region, cfg.NodeRoles),
 	}, now)
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)

@@ -300,3 +300,14 @@ const (
 // pkg/controllers/nodeclass/ami.go). The class is not Ready, so neither is
 // a NodePool that uses it.
 const ConditionReasonUnsupportedAlias = "UnsupportedAlias"
+
+// InstanceProfileReady=False reasons for a class whose spec.role gets no
+// instance profile: ConditionReasonRoleNotAllowed when the role is not
+// among the deployment's node roles (its message names spec.role and the
+// allowed roles), ConditionReasonInstanceProfileFailed when IAM refused or
+// lacks what the profile needs (the role, permissions, a profile of that
+// name nodewright does not own). The class is not Ready and never launches.
+const (
+	ConditionReasonRoleNotAllowed        = "RoleNotAllowed"
+	ConditionReasonInstanceProfileFailed = "InstanceProfileCreationFailed"
+)
