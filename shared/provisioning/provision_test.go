@@ -972,3 +972,23 @@ func TestProvisionCountsTheNodesCSIAttachLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestProvisionLabelsTheNodeClaimWithItsLaunchedTenancy(t *testing.T) {
+	for _, tc := range []struct{ values, want string }{
+		{"[dedicated]", "dedicated"},
+		{"[default, dedicated]", "default"},
+	} {
+		e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5+`
+      - {key: karpenter.k8s.aws/instance-tenancy, operator: In, values: `+tc.values+`}`)}, []v1.EC2NodeClass{nodeClass(t)})
+		if _, err := e.provisioner(t).Provision(t.Context(), podBatch("batch-1", podSummary("a", "1")), t0); err != nil {
+			t.Fatalf("Provision() error = %v", err)
+		}
+		stored, err := e.store.GetNodeClaim(t.Context(), provisioning.ClaimName("default", "batch-1", 0))
+		if err != nil {
+			t.Fatalf("stored nodeclaim: %v", err)
+		}
+		if got := stored.Labels[v1.LabelInstanceTenancy]; got != tc.want {
+			t.Errorf("tenancy In %s: label %s = %q, want %q", tc.values, v1.LabelInstanceTenancy, got, tc.want)
+		}
+	}
+}
