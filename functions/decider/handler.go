@@ -237,6 +237,9 @@ type Deps struct {
 	Starter     starter
 	// Stale, when set, runs before each evaluation.
 	Stale staleReleaser
+	// Nodes, when set, relabels the Nodes of demoted NodeClaims (see
+	// demote); nil demotes the NodeClaim records only.
+	Nodes nodeUpdater
 	Log   *slog.Logger
 	Now   func() time.Time
 	// Metrics records the decisions (disrupted NodeClaims, decisions,
@@ -305,6 +308,7 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 			return nil, fmt.Errorf("disruption: %w", err)
 		}
 		d.Stale = svc
+		d.Nodes = k
 	}
 	return NewWithDeps(cfg, d)
 }
@@ -356,6 +360,9 @@ type Output struct {
 	// DriftConditions counts the NodeClaims whose Drifted condition this
 	// run set or cleared (see recordDriftConditions).
 	DriftConditions int `json:"driftConditions,omitempty"`
+	// Demoted are the NodeClaims this run relabelled from reserved to
+	// on-demand, their reservation gone (see demote).
+	Demoted []string `json:"demoted,omitempty"`
 }
 
 // Started is one command's execution.
@@ -407,6 +414,9 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	if err != nil {
 		return out, lambdakit.AsWorkflowError(err)
 	}
+	demoted, warnings := h.demote(ctx, &in, snap.KarpenterActive)
+	out.Demoted = demoted
+	out.Warnings = append(out.Warnings, warnings...)
 	res, err := disruption.Evaluate(ctx, in)
 	if err != nil {
 		return out, lambdakit.AsWorkflowError(fmt.Errorf("evaluate: %w", err))
@@ -529,7 +539,8 @@ func (h *Handler) input(ctx context.Context, now time.Time, snap ddbstore.Snapsh
 		warnings = append(warnings, fmt.Sprintf("instances not listed, subnet drift not checked: %v", err))
 	}
 	for _, i := range instances {
-		in.Instances = append(in.Instances, disruption.Instance{ProviderID: i.ProviderID(), ImageID: i.ImageID, SubnetID: i.SubnetID})
+		in.Instances = append(in.Instances, disruption.Instance{ProviderID: i.ProviderID(), ImageID: i.ImageID, SubnetID: i.SubnetID,
+			CapacityReservationID: i.ReservationID})
 	}
 	for _, w := range warnings {
 		h.d.Log.WarnContext(ctx, "left out of the evaluation", "warning", w)

@@ -40,3 +40,37 @@ func TestUnavailableFunc(t *testing.T) {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
+
+func TestReservationsUnavailable(t *testing.T) {
+	shared := &catalog.InstanceType{Name: "p5.48xlarge", Offerings: catalog.Offerings{
+		{Zone: "us-east-1a", CapacityType: v1.CapacityTypeOnDemand, Price: 98, Available: true},
+		{Zone: "us-east-1a", CapacityType: v1.CapacityTypeReserved, Price: 0.00001, Available: true, ReservationID: "cr-gone"},
+		{Zone: "us-east-1a", CapacityType: v1.CapacityTypeReserved, Price: 0.00001, Available: true, ReservationID: "cr-kept"},
+	}}
+	other := &catalog.InstanceType{Name: "m5.large", Offerings: catalog.Offerings{{Zone: "us-east-1a", CapacityType: v1.CapacityTypeOnDemand, Price: 0.096, Available: true}}}
+	types := []*catalog.InstanceType{shared, other}
+	keys := []catalog.OfferingKey{
+		{CapacityType: v1.CapacityTypeReserved, InstanceType: "p5.48xlarge", Zone: "us-east-1a", ReservationID: "cr-gone"},
+		{CapacityType: v1.CapacityTypeSpot},
+	}
+	got := catalog.ReservationsUnavailable(types, keys)
+	var avail []bool
+	for _, o := range got[0].Offerings {
+		avail = append(avail, o.Available)
+	}
+	if want := []bool{true, false, true}; len(avail) != 3 || avail[0] != want[0] || avail[1] != want[1] || avail[2] != want[2] {
+		t.Errorf("p5.48xlarge offerings available = %v, want %v (only cr-gone's offering marked)", avail, want)
+	}
+	if got[1] != other {
+		t.Errorf("an instance type without the reservation was copied")
+	}
+	if !shared.Offerings[1].Available || types[0] != shared {
+		t.Errorf("ReservationsUnavailable modified its input")
+	}
+	if f := catalog.UnavailableFunc(keys[:1]); f != nil && f("p5.48xlarge", "us-east-1a", v1.CapacityTypeReserved) {
+		t.Errorf("UnavailableFunc applied a reservation's key to every reserved offering of its type and zone")
+	}
+	if got := catalog.ReservationsUnavailable(types, keys[1:]); &got[0] != &types[0] {
+		t.Errorf("ReservationsUnavailable without reservation keys did not return types as is")
+	}
+}

@@ -2,7 +2,8 @@
 // would disrupt now, and how: Evaluate takes a snapshot (NodePools,
 // EC2NodeClasses with their resolved instance types, NodeClaims, Nodes,
 // pods, PodDisruptionBudgets, DaemonSets, commands in flight, an instant)
-// and returns Commands (Empty, Drifted, Underutilized, Expired; delete or
+// and returns Commands (Empty, Drifted, Underutilized, Expired,
+// CapacityBlockExpiring; delete or
 // replace) and, for every other NodeClaim, the reason it was left alone.
 // It performs no I/O, reads no clock and keeps no state; the same Input
 // always yields the same Result. Carrying a command out (budget leases,
@@ -16,7 +17,9 @@
 //   - Order: Emptiness, Drift, multi-node then single-node consolidation;
 //     the first method that yields a command acts alone in the
 //     evaluation. Expiration is forceful and unbudgeted and is reported
-//     in every evaluation.
+//     in every evaluation; so is a capacity block's expiry
+//     (CapacityBlockExpiring: its NodeClaims leave once the block is
+//     expiring, 40 minutes before its end).
 //   - Candidates: managed, initialized, not leaving, not nominated, no
 //     do-not-disrupt on the Node or NodeClaim; pods with an active
 //     do-not-disrupt ("true", or a duration not yet elapsed since the pod

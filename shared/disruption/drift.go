@@ -37,7 +37,8 @@ const instanceTypeDriftAge = time.Hour
 // groups, subnet, capacity reservation (karpenter-spec §7). Only launched
 // NodeClaims drift. Checks whose data is missing (no hash annotations, no
 // resolved AMIs, subnets or security groups in the EC2NodeClass status, no
-// Instance entry) do not drift anything, as Karpenter skips them. Placement
+// Instance entry, a status.capacityReservations not resolved for the
+// class's generation) do not drift anything, as Karpenter skips them. Placement
 // group drift is not checked: the EC2NodeClass status does not record the
 // resolved placement group.
 func (e *evaluation) driftOf(n *node) (reason, detail string, err error) {
@@ -72,11 +73,8 @@ func (e *evaluation) driftOf(n *node) (reason, detail string, err error) {
 			return r, d, nil
 		}
 	}
-	if n.labels[v1.LabelCapacityType] == v1.CapacityTypeReserved {
-		id := n.labels[v1.LabelCapacityReservationID]
-		if !slices.ContainsFunc(n.class.Status.CapacityReservations, func(r v1.CapacityReservation) bool { return r.ID == id }) {
-			return DriftCapacityReservation, fmt.Sprintf("capacity reservation %q is no longer selected by EC2NodeClass %s", id, n.class.Name), nil
-		}
+	if r, d := e.capacityReservationDrift(n); r != "" {
+		return r, d, nil
 	}
 	return "", "", nil
 }

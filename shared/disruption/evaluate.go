@@ -177,6 +177,7 @@ func evaluate(ctx context.Context, in Input, noBounds bool) (Result, int, error)
 	e.noBounds = noBounds
 	res := Result{Commands: []Command{}, Blocked: []Blocked{}}
 	expired := e.expire()
+	expired = append(expired, e.expireCapacityBlocks()...)
 	e.available, e.budgetReport = e.computeBudgets()
 	if err := e.assess(); err != nil {
 		return Result{}, 0, err
@@ -487,7 +488,7 @@ func (e *evaluation) finalReason(n *node) (why, event string) {
 // "<verb>-<first candidate>-<8 hex of SHA-256>", at most 80 characters of
 // [A-Za-z0-9-_], usable as a Step Functions execution name.
 func commandID(c *Command) string {
-	verb := map[Method]string{MethodEmpty: "empty", MethodDrifted: "drift", MethodUnderutilized: "consolidate", MethodExpired: "expire"}[c.Method]
+	verb := map[Method]string{MethodEmpty: "empty", MethodDrifted: "drift", MethodUnderutilized: "consolidate", MethodExpired: "expire", MethodCapacityBlockExpiring: "cbexpire"}[c.Method]
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00", c.Method, c.Decision)
 	for _, cand := range c.Candidates {

@@ -114,6 +114,11 @@ type Instance struct {
 	SubnetID string `json:"subnetID,omitempty"`
 	// SecurityGroupIDs are the security groups of its primary interface.
 	SecurityGroupIDs []string `json:"securityGroupIDs,omitempty"`
+	// CapacityReservationID is the capacity reservation EC2 says the
+	// instance runs in (DescribeInstances CapacityReservationId); "" when
+	// it runs in none. An instance whose reservation expired or was
+	// cancelled keeps running without one.
+	CapacityReservationID string `json:"capacityReservationID,omitempty"`
 }
 
 // Method names a disruption method; the values are Karpenter's disruption
@@ -127,7 +132,22 @@ const (
 	MethodDrifted       Method = "Drifted"
 	MethodUnderutilized Method = "Underutilized"
 	MethodExpired       Method = "Expired"
+	// MethodCapacityBlockExpiring disrupts the NodeClaims of a capacity
+	// block once it is expiring (v1.CapacityReservation.StateAt). Karpenter
+	// deletes them from its capacityreservation.expiration controller, with
+	// no disruption reason of its own (aws:
+	// pkg/controllers/capacityreservation/expiration); nodewright runs that
+	// deletion as a forceful command, like Expired.
+	MethodCapacityBlockExpiring Method = "CapacityBlockExpiring"
 )
+
+// Forceful reports whether m is forceful (Expired, CapacityBlockExpiring):
+// no budget, no replacement launched first, do-not-disrupt and
+// PodDisruptionBudgets only honoured by the drain until the
+// terminationGracePeriod, and no re-validation (karpenter-spec §5.3).
+func (m Method) Forceful() bool {
+	return m == MethodExpired || m == MethodCapacityBlockExpiring
+}
 
 // Decision says what a command does with its candidates.
 type Decision string

@@ -11,7 +11,8 @@ import (
 // draining (karpenter-spec §6.4, 11.3 item 25). It returns why cmd must be
 // abandoned, or "" when it still holds:
 //
-//   - Expired commands always hold (expiration is forceful).
+//   - Expired and CapacityBlockExpiring commands always hold (both are
+//     forceful).
 //   - Every candidate must still exist, not be leaving, and pass the
 //     candidate rules of Evaluate (initialized, no do-not-disrupt, not
 //     nominated, PodDisruptionBudgets), except that Drifted candidates with
@@ -27,7 +28,7 @@ import (
 // for cmd. in.InFlight may list cmd itself; it is ignored there. The error
 // is as for Evaluate.
 func Validate(ctx context.Context, in Input, cmd Command) (string, error) {
-	if cmd.Method == MethodExpired {
+	if cmd.Method.Forceful() {
 		return "", nil
 	}
 	in.InFlight = slices.DeleteFunc(slices.Clone(in.InFlight), func(c Command) bool { return c.ID == cmd.ID })
@@ -36,6 +37,7 @@ func Validate(ctx context.Context, in Input, cmd Command) (string, error) {
 		return "", err
 	}
 	e.expire()
+	e.expireCapacityBlocks()
 	e.available, e.budgetReport = e.computeBudgets()
 	if err := e.assess(); err != nil {
 		return "", err

@@ -205,7 +205,8 @@ func ResolveLaunchClass(ctx context.Context, r nodeClassResolver, nc v1.EC2NodeC
 // LaunchTypes is the pure part of ResolveLaunchClass, for a class whose
 // status is already resolved (the CLI reads it from manifests): subnets
 // marked (a copy is returned), instance types resolved with unavailable
-// offerings marked, types no resolved AMI boots removed. Errors are
+// offerings marked (those of a reservation marked unavailable too:
+// catalog.ReservationsUnavailable), types no resolved AMI boots removed. Errors are
 // catalog.Resolve's.
 func LaunchTypes(nc *v1.EC2NodeClass, subnets []launch.Subnet, opts LaunchOptions) ([]*catalog.InstanceType, catalog.PriceSource, []launch.Subnet, error) {
 	subnets = slices.Clone(subnets)
@@ -223,6 +224,7 @@ func LaunchTypes(nc *v1.EC2NodeClass, subnets []launch.Subnet, opts LaunchOption
 	if err != nil {
 		return nil, src, nil, err
 	}
+	types = catalog.ReservationsUnavailable(types, opts.Unavailable)
 	return bootable(types, nc.Status.AMIs), src, subnets, nil
 }
 

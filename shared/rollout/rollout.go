@@ -267,7 +267,7 @@ func (s *sim) start(now time.Time, c disruption.Command) {
 	if repl == nil {
 		repl = []string{}
 	}
-	if c.Method == disruption.MethodExpired && len(c.Replacements) == 0 && len(c.Candidates) > 0 {
+	if c.Method.Forceful() && len(c.Replacements) == 0 && len(c.Candidates) > 0 {
 		// apply models provisioning's new node for the evicted pods.
 		k := c.Candidates[0]
 		repl = []string{fmt.Sprintf("%s %s %s (provisioning, after the drain)", k.InstanceType, k.CapacityType, k.Zone)}
@@ -357,10 +357,10 @@ func (s *sim) apply(f *inflight) {
 		claims, nodes = append(claims, c), append(nodes, n)
 		newNodes = append(newNodes, n.Name)
 	}
-	if f.cmd.Method == disruption.MethodExpired && len(newNodes) == 0 && firstClaim != nil && firstNode != nil {
-		// Expiration deletes without a replacement first; its pods go
-		// pending and provisioning launches capacity like the expired
-		// node's, modelled as a fresh copy of it at the end of the drain.
+	if f.cmd.Method.Forceful() && len(newNodes) == 0 && firstClaim != nil && firstNode != nil {
+		// Expiration (and a capacity block's) deletes without a
+		// replacement first; its pods go pending and provisioning
+		// launches capacity like the expired node's, modelled as a fresh copy of it at the end of the drain.
 		c, n := s.replacement(disruption.Replacement{NodeClaim: *firstClaim}, firstClaim, firstNode, f.done)
 		claims, nodes = append(claims, c), append(nodes, n)
 		newNodes = append(newNodes, n.Name)

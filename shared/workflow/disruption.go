@@ -29,8 +29,11 @@ const (
 	MethodDrifted       = "Drifted"
 	MethodExpired       = "Expired"
 	MethodUnderutilized = "Underutilized"
-	MethodInterrupted   = "Interrupted"
-	MethodManual        = "Manual"
+	// MethodCapacityBlockExpiring deletes the NodeClaims of an expiring
+	// capacity block (disruption.MethodCapacityBlockExpiring).
+	MethodCapacityBlockExpiring = "CapacityBlockExpiring"
+	MethodInterrupted           = "Interrupted"
+	MethodManual                = "Manual"
 )
 
 // Steps of statemachines/disruption.asl.json and interruption.asl.json.
@@ -488,7 +491,8 @@ type ReleaseOutput struct {
 }
 
 // IsBudgetedMethod reports whether method spends a disruption budget:
-// every method but the forceful Expired and Interrupted (karpenter-spec.md
+// every method but the forceful Expired, CapacityBlockExpiring and
+// Interrupted (karpenter-spec.md
 // sections 5.3, 6.1 and 8.2) and the operator's Manual.
 func IsBudgetedMethod(method string) bool {
 	switch method {
@@ -499,8 +503,8 @@ func IsBudgetedMethod(method string) bool {
 }
 
 // IsForcefulMethod reports whether method is forceful (Expired,
-// Interrupted): it takes a node from any other method's live execution,
-// and no other method takes a node from it.
+// CapacityBlockExpiring, Interrupted): it takes a node from any other
+// method's live execution, and no other method takes a node from it.
 func IsForcefulMethod(method string) bool {
-	return method == MethodExpired || method == MethodInterrupted
+	return method == MethodExpired || method == MethodCapacityBlockExpiring || method == MethodInterrupted
 }

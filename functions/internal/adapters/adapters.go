@@ -132,14 +132,14 @@ func (o Offerings) UnavailableOfferings(ctx context.Context, now time.Time) ([]c
 func OfferingsOf(list []ddbstore.UnavailableOffering) []catalog.OfferingKey {
 	out := make([]catalog.OfferingKey, len(list))
 	for i, u := range list {
-		out[i] = catalog.OfferingKey{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Zone: u.Zone}
+		out[i] = catalog.OfferingKey{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Zone: u.Zone, ReservationID: u.ReservationID}
 	}
 	return out
 }
 
 // MarkUnavailable records an offering as unavailable until now+ttl.
 func (o Offerings) MarkUnavailable(ctx context.Context, off catalog.OfferingKey, code string, now time.Time, ttl time.Duration) error {
-	key := catalog.OfferingKey{CapacityType: off.CapacityType, InstanceType: off.InstanceType, Zone: off.Zone}
+	key := catalog.OfferingKey{CapacityType: off.CapacityType, InstanceType: off.InstanceType, Zone: off.Zone, ReservationID: off.ReservationID}
 	return o.Store.MarkUnavailable(ctx, key, code, now, ttl)
 }
 

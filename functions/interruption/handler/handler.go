@@ -107,8 +107,8 @@ var (
 //   - an event already handled (its id is recorded) is acknowledged as a
 //     duplicate;
 //   - otherwise, per NodeClaim: mark the offering unavailable (Spot
-//     interruption; the reservation's offering for a capacity-reservation
-//     interruption), start the interruption execution unless the NodeClaim
+//     interruption; the NodeClaim's capacity reservation, by its ID, for a
+//     capacity-reservation interruption), start the interruption execution unless the NodeClaim
 //     is already being deleted, and record the Kubernetes events; then
 //     record the event id. Every effect is idempotent (fixed execution
 //     names, overwriting writes keyed by the event), so the id is recorded
@@ -335,26 +335,29 @@ func (h *Handler) act(ctx context.Context, msg interruption.Message, handling in
 }
 
 // unavailableOffering is the offering to mark for mark, read from the
-// NodeClaim's labels as Karpenter reads them (zone and instance type; no
-// mark without both). The unavailable-offerings cache is keyed by
-// (capacity type, instance type, zone), not by reservation, so a reclaimed
-// capacity reservation marks the reserved offering of its type and zone:
-// coarser than Karpenter's per-reservation mark.
+// NodeClaim's labels as Karpenter reads them: for a Spot interruption the
+// (spot, instance type, zone) offering, no mark without both; for a
+// capacity-reservation interruption the reservation the NodeClaim was
+// launched into (karpenter.k8s.aws/capacity-reservation-id), and only that
+// reservation's offerings (catalog.OfferingKey.ReservationID), no mark
+// without the label (aws: pkg/controllers/interruption marks the
+// reservation by the NodeClaim's reservation ID).
 func unavailableOffering(mark interruption.Mark, claim v1.NodeClaim) (catalog.OfferingKey, bool) {
-	var capacityType string
+	instanceType, zone := claim.Labels[v1.LabelInstanceType], claim.Labels[v1.LabelTopologyZone]
 	switch mark {
 	case interruption.MarkSpotOffering:
-		capacityType = v1.CapacityTypeSpot
+		if instanceType == "" || zone == "" {
+			return catalog.OfferingKey{}, false
+		}
+		return catalog.OfferingKey{CapacityType: v1.CapacityTypeSpot, InstanceType: instanceType, Zone: zone}, true
 	case interruption.MarkReservation:
-		capacityType = v1.CapacityTypeReserved
-	default:
-		return catalog.OfferingKey{}, false
+		id := claim.Labels[v1.LabelCapacityReservationID]
+		if id == "" {
+			return catalog.OfferingKey{}, false
+		}
+		return catalog.OfferingKey{CapacityType: v1.CapacityTypeReserved, InstanceType: instanceType, Zone: zone, ReservationID: id}, true
 	}
-	instanceType, zone := claim.Labels[v1.LabelInstanceType], claim.Labels[v1.LabelTopologyZone]
-	if instanceType == "" || zone == "" {
-		return catalog.OfferingKey{}, false
-	}
-	return catalog.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}, true
+	return catalog.OfferingKey{}, false
 }
 
 // eventRecordID derives an event record's id from what it records, so a

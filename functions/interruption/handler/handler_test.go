@@ -100,7 +100,11 @@ func deleting(c *v1.NodeClaim) {
 	ts := metav1.NewTime(now.Add(-time.Minute))
 	c.DeletionTimestamp = &ts
 }
-func reserved(c *v1.NodeClaim)    { c.Labels[v1.LabelCapacityType] = v1.CapacityTypeReserved }
+func reserved(c *v1.NodeClaim) {
+	c.Labels[v1.LabelCapacityType] = v1.CapacityTypeReserved
+	c.Labels[v1.LabelCapacityReservationID] = "cr-0a1b2c3d4e5f60718"
+	c.Labels[v1.LabelCapacityReservationType] = v1.ReservationTypeDefault
+}
 func withoutZone(c *v1.NodeClaim) { delete(c.Labels, v1.LabelTopologyZone) }
 
 type mark struct {
@@ -460,12 +464,13 @@ func TestHandleEveryEventType(t *testing.T) {
 			want: want{outcome: outcomeIgnored, executions: executions(), events: []ddbstore.Event{}},
 		},
 		{
-			name: "should drain a node whose capacity reservation is reclaimed and mark its reserved offering unavailable",
+			name: "should drain a node whose capacity reservation is reclaimed and mark that reservation unavailable",
 			file: crFile, claims: []v1.NodeClaim{crClaim},
 			want: want{
 				outcome:    outcomeActed,
 				executions: executions(execution(crClaim, crInstance, "capacity_reservation_interrupted", crEventID, time.Date(2026, 3, 14, 11, 32, 0, 0, time.UTC))),
-				marks:      []mark{{Key: catalog.OfferingKey{CapacityType: "reserved", InstanceType: "m5.large", Zone: "us-west-2a"}, Reason: "capacity_reservation_interrupted", TTL: spotTTL}},
+				marks: []mark{{Key: catalog.OfferingKey{CapacityType: "reserved", InstanceType: "m5.large", Zone: "us-west-2a", ReservationID: "cr-0a1b2c3d4e5f60718"},
+					Reason: "capacity_reservation_interrupted", TTL: spotTTL}},
 				events:     []ddbstore.Event{event(crClaim, crTime, notice(interruption.KindCapacityReservationInterruption)), event(crClaim, crTime, terminating)},
 				handledIDs: []string{crEventID},
 			},
@@ -966,4 +971,43 @@ func TestHandleWithRealAdapters(t *testing.T) {
 			t.Errorf("HasIdempotencyKey(%s) = %v, %v; want the event recorded as handled", id, seen, err)
 		}
 	}
+}
+
+// TestHandleMarksOnlyTheInterruptedReservation checks the
+// capacity-reservation warning per reservation (karpenter-spec section
+// 8.2): the mark names the NodeClaim's reservation, a redelivered warning
+// marks the same reservation again and starts no second execution, and a
+// NodeClaim without a reservation ID is drained without a mark.
+func TestHandleMarksOnlyTheInterruptedReservation(t *testing.T) {
+	t.Run("should mark the same reservation once per delivery and start one execution", func(t *testing.T) {
+		s, st := newFakeStore(nodeClaim("reserved-r2d2c", crInstance, reserved)), newFakeStarter()
+		h := newHandler(t, s, st)
+		for i := range 2 {
+			if resp, _ := h.handle(t.Context(), batch(record(t, fmt.Sprintf("m-%d", i), crFile))); len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("delivery %d failed: %+v", i+1, resp.BatchItemFailures)
+			}
+		}
+		want := []mark{{Key: catalog.OfferingKey{CapacityType: "reserved", InstanceType: "m5.large", Zone: "us-west-2a", ReservationID: "cr-0a1b2c3d4e5f60718"},
+			Reason: "capacity_reservation_interrupted", TTL: catalog.UnavailableOfferingsTTL}}
+		if diff := cmp.Diff(want, s.marks); diff != "" {
+			t.Errorf("marks mismatch (-want +got):\n%s", diff)
+		}
+		if len(st.executions) != 1 {
+			t.Errorf("%d executions, want 1: %v", len(st.executions), st.executions)
+		}
+	})
+	t.Run("should drain without a mark a NodeClaim that names no reservation", func(t *testing.T) {
+		claim := nodeClaim("reserved-r2d2c", crInstance, reserved, func(c *v1.NodeClaim) { delete(c.Labels, v1.LabelCapacityReservationID) })
+		s, st := newFakeStore(claim), newFakeStarter()
+		h := newHandler(t, s, st)
+		if resp, _ := h.handle(t.Context(), batch(record(t, "m-1", crFile))); len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("delivery failed: %+v", resp.BatchItemFailures)
+		}
+		if len(s.marks) != 0 {
+			t.Errorf("marks = %+v, want none", s.marks)
+		}
+		if len(st.executions) != 1 {
+			t.Errorf("%d executions, want 1: %v", len(st.executions), st.executions)
+		}
+	})
 }

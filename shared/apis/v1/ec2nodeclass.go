@@ -223,6 +223,22 @@ func (r CapacityReservation) StateAt(now time.Time) string {
 	return ReservationStateActive
 }
 
+// CapacityReservationsResolved reports whether status.capacityReservations
+// is discovery's answer for the class's current spec: the
+// CapacityReservationsReady condition is True and was observed at the
+// class's generation. An empty list then means no reservation is selected;
+// before that (discovery not run yet, failed, or behind a spec change) the
+// list says nothing, and no rule may read a reservation's absence from it
+// (no CapacityReservationDrift, no reserved -> on-demand demotion).
+func (nc *EC2NodeClass) CapacityReservationsResolved() bool {
+	for _, c := range nc.Status.Conditions {
+		if c.Type == ConditionTypeCapacityReservationsReady {
+			return c.Status == metav1.ConditionTrue && c.ObservedGeneration == nc.Generation
+		}
+	}
+	return false
+}
+
 // AMI is a resolved image with the requirements it applies to.
 type AMI struct {
 	ID           string                                 `json:"id"`

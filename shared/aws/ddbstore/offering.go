@@ -30,7 +30,8 @@ type UnavailableOffering struct {
 }
 
 // offeringSortKey is the sort key of k: its fields joined by "#", "*" for
-// an empty one.
+// an empty one, with "#<reservation ID>" after them when k names a
+// capacity reservation.
 func offeringSortKey(k catalog.OfferingKey) (string, error) {
 	parts := []string{k.CapacityType, k.InstanceType, k.Zone}
 	names := []string{"capacity type", "instance type", "zone"}
@@ -49,11 +50,21 @@ func offeringSortKey(k catalog.OfferingKey) (string, error) {
 	if parts[0] == anyValue && parts[1] == anyValue && parts[2] == anyValue {
 		return "", fmt.Errorf("offering: at least one field must be set: %w", ErrInvalid)
 	}
+	if k.ReservationID != "" {
+		if err := checkKeyPart("capacity reservation id", k.ReservationID); err != nil {
+			return "", err
+		}
+		parts = append(parts, k.ReservationID)
+	}
 	return strings.Join(parts, "#"), nil
 }
 
 func offeringKeyFromSortKey(sk string) catalog.OfferingKey {
-	parts := strings.SplitN(sk, "#", 3)
+	parts := strings.SplitN(sk, "#", 4)
+	reservation := ""
+	if len(parts) == 4 {
+		reservation, parts = parts[3], parts[:3]
+	}
 	for len(parts) < 3 {
 		parts = append(parts, anyValue)
 	}
@@ -62,7 +73,7 @@ func offeringKeyFromSortKey(sk string) catalog.OfferingKey {
 			parts[i] = ""
 		}
 	}
-	return catalog.OfferingKey{CapacityType: parts[0], InstanceType: parts[1], Zone: parts[2]}
+	return catalog.OfferingKey{CapacityType: parts[0], InstanceType: parts[1], Zone: parts[2], ReservationID: reservation}
 }
 
 // MarkUnavailable records that offering cannot be launched until now+ttl

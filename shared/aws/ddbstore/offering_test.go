@@ -38,6 +38,18 @@ func TestUnavailableOfferings(t *testing.T) {
 			want:  []ddbstore.UnavailableOffering{{OfferingKey: spotC5, Reason: "InsufficientInstanceCapacity", Until: t0.Add(ttl)}},
 		},
 		{
+			name: "should keep a capacity reservation's mark apart from its type and zone's reserved offering",
+			marks: []mark{
+				{key: catalog.OfferingKey{CapacityType: "reserved", InstanceType: "m5.large", Zone: "us-east-1a", ReservationID: "cr-0a1"}, reason: "capacity_reservation_interrupted", at: t0, ttl: ttl},
+				{key: catalog.OfferingKey{CapacityType: "reserved", InstanceType: "m5.large", Zone: "us-east-1a", ReservationID: "cr-0b2"}, reason: "capacity_reservation_interrupted", at: t0, ttl: ttl},
+			},
+			now: t0,
+			want: []ddbstore.UnavailableOffering{
+				{OfferingKey: catalog.OfferingKey{CapacityType: "reserved", InstanceType: "m5.large", Zone: "us-east-1a", ReservationID: "cr-0a1"}, Reason: "capacity_reservation_interrupted", Until: t0.Add(ttl)},
+				{OfferingKey: catalog.OfferingKey{CapacityType: "reserved", InstanceType: "m5.large", Zone: "us-east-1a", ReservationID: "cr-0b2"}, Reason: "capacity_reservation_interrupted", Until: t0.Add(ttl)},
+			},
+		},
+		{
 			name:  "should drop an offering at its deadline even before DynamoDB deletes it",
 			marks: []mark{{key: spotC5, at: t0, ttl: ttl}},
 			now:   t0.Add(ttl),
