@@ -152,13 +152,14 @@ func TestSteadyStateCost(t *testing.T) {
 
 	base = s.Metered()
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"rollout":"%d"}}}}}`, time.Now().UnixNano())
-	if _, err := s.Kube.AppsV1().Deployments("default").Patch(ctx, "app", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	patched, err := s.Kube.AppsV1().Deployments("default").Patch(ctx, "app", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	rolloutStart := time.Now()
 	eventuallyEvery(t, s, every, 5*time.Minute+time.Duration(n)*time.Second, "the rollout done", func(ctx context.Context, st stack.Status) bool {
 		d, err := s.Kube.AppsV1().Deployments("default").Get(ctx, "app", metav1.GetOptions{})
-		return err == nil && d.Status.UpdatedReplicas == int32(n) && d.Status.AvailableReplicas == int32(n) && d.Status.Replicas == int32(n) && st.PendingPods == 0
+		return err == nil && d.Status.ObservedGeneration >= patched.Generation && d.Status.UpdatedReplicas == int32(n) && d.Status.AvailableReplicas == int32(n) && d.Status.Replicas == int32(n) && st.PendingPods == 0
 	})
 	rollout := s.Metered().Since(base)
 	logReport(t, fmt.Sprintf("one rollout of %d pods (%s)", n, time.Since(rolloutStart).Round(time.Second)), rollout)
