@@ -163,6 +163,8 @@ func (d *demoRun) run(ctx context.Context, cfg demoConfig) (err error) {
 		return fmt.Errorf("local stack: %w", err)
 	}
 	defer func() {
+		d.say("what the run's requests to the AWS stand-ins would bill (local/meter):")
+		_ = s.Metered().WriteTable(d.out)
 		d.say("stopping the local stack (every process it started, by PID) and removing its state")
 		if derr := s.Down(); derr != nil {
 			err = errors.Join(err, fmt.Errorf("stop the local stack: %w", derr))

@@ -83,6 +83,8 @@ const localUsage = `usage: nodewright local <subcommand> [flags]
   up [--detach] [--dir D] [--region R] [--zones Z,...] [--boot-delay 5s]
                          start the local stack; without --detach it runs until Ctrl-C
   down [--dir D]         stop everything the stack started and remove its state
+  status [--dir D]       print the stack's meter: its requests to the AWS stand-ins by service and API,
+                         in the units AWS bills (rewritten every 5 s while the stack runs)
   interrupt NODE         issue a Spot interruption warning for NODE's instance (Spot instances only)
   rebalance NODE         issue a rebalance recommendation for NODE's instance (Spot instances only)
   impair NODE [--check instance|system]
@@ -168,7 +170,7 @@ func newLocalCommand(c cli) *cobra.Command {
 			func(ctx context.Context, f upFlags) error { return localUp(ctx, f, c.stdout) }),
 		up("serve", "run a stack until SIGTERM (what up --detach starts)", true,
 			func(ctx context.Context, f upFlags) error { return localServe(ctx, f, c.stderr) }),
-		newLocalDownCommand(c))
+		newLocalDownCommand(c), newLocalStatusCommand(c))
 	for _, sub := range []string{"interrupt", "rebalance", "impair", "ice"} {
 		cmd.AddCommand(newLocalInjectCommand(c, sub))
 	}
@@ -323,6 +325,8 @@ func localUp(ctx context.Context, f upFlags, stdout io.Writer) error {
 	printHowTo(stdout, s.Info, s.PriceSource(), false)
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop the stack and remove its state.")
 	<-ctx.Done()
+	fmt.Fprintln(stdout, "what the requests to the AWS stand-ins would bill (local/meter):")
+	_ = s.Metered().WriteTable(stdout)
 	fmt.Fprintln(stdout, "stopping the local stack ...")
 	return s.Down()
 }
@@ -491,6 +495,38 @@ func newLocalDownCommand(c cli) *cobra.Command {
 	}
 	addDirFlag(cmd, &dir, "state directory")
 	return cmd
+}
+
+func newLocalStatusCommand(c cli) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "print the stack's meter: requests to the AWS stand-ins by service and API",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := errUsage
+			if len(args) > 0 {
+				fmt.Fprintf(c.stderr, "nodewright local status: unexpected arguments %q\n", args)
+			} else {
+				err = localStatus(dir, c.stdout)
+			}
+			*c.code = localExit("status", err, c.stderr)
+			return nil
+		},
+	}
+	addDirFlag(cmd, &dir, "state directory")
+	return cmd
+}
+
+// localStatus prints the meter of the stack running in dir.
+func localStatus(dir string, stdout io.Writer) error {
+	if !stack.Running(dir) {
+		return fmt.Errorf("no stack runs in %s (%s local up --dir %s)", dir, invokedAs, dir)
+	}
+	rep, err := stack.ReadMeter(dir)
+	if err != nil {
+		return fmt.Errorf("%w (a stack writes it %s after it started)", err, stack.MeterInterval)
+	}
+	return rep.WriteTable(stdout)
 }
 
 // localDown stops the stack in dirFlag; explicit says --dir was given.

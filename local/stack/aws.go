@@ -30,6 +30,7 @@ import (
 	provisionerhandler "github.com/nodewright/nodewright/functions/provisioner/handler"
 	replacehandler "github.com/nodewright/nodewright/functions/replace/handler"
 	"github.com/nodewright/nodewright/local/ec2sim"
+	"github.com/nodewright/nodewright/local/meter"
 	"github.com/nodewright/nodewright/shared/apis/crds"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/queue"
@@ -48,6 +49,7 @@ type apiFront struct {
 	// an IAM caller.
 	replace *replacehandler.Handler
 	faults  *faults
+	meter   *meter.Meter
 	seq     atomic.Int64
 }
 
@@ -101,11 +103,15 @@ func (g *apiFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = withKill(ctx, killAfter)
 	}
 	var resp events.APIGatewayProxyResponse
+	g.meter.APIRequest(r.Method + " " + route(req.Path))
+	begin := time.Now()
 	if g.replace != nil && strings.TrimSuffix(req.Path, "/") == v1.RouteReplacements {
 		req.RequestContext.Identity.UserArn = signer(r)
 		resp, err = g.replace.Handle(ctx, req)
+		g.meter.Invocation("replace", time.Since(begin))
 	} else {
 		resp, err = g.intake.Handle(ctx, req)
+		g.meter.Invocation("intake", time.Since(begin))
 	}
 	cancel()
 	answer := IntakeAnswer{Method: r.Method, Path: req.Path, IdempotencyKey: r.Header.Get(v1.HeaderIdempotencyKey), Killed: killed}
@@ -148,6 +154,7 @@ type queuePump struct {
 	handler *provisionerhandler.Handler
 	log     *slog.Logger
 	faults  *faults
+	meter   *meter.Meter
 }
 
 func (p *queuePump) run(ctx context.Context) error {
@@ -198,7 +205,9 @@ func (p *queuePump) invoke(ctx context.Context, msgs []sqstypes.Message) {
 	ictx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{AwsRequestID: "local-" + aws.ToString(msgs[0].MessageId)})
+	begin := time.Now()
 	resp, err := p.handler.Handle(ictx, ev)
+	p.meter.Invocation("provisioner", time.Since(begin))
 	if killed {
 		// A killed Lambda answers nothing: the whole batch stays.
 		err = fmt.Errorf("provisioner killed after %v (fault injected)", killAfter)
@@ -234,7 +243,7 @@ func (p *queuePump) invoke(ctx context.Context, msgs []sqstypes.Message) {
 
 // runTicker invokes the gc handler every interval, as its EventBridge
 // Scheduler schedule does.
-func runTicker(ctx context.Context, interval time.Duration, gc *gchandler.Handler, log *slog.Logger) error {
+func runTicker(ctx context.Context, interval time.Duration, gc *gchandler.Handler, log *slog.Logger, m *meter.Meter) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -243,7 +252,9 @@ func runTicker(ctx context.Context, interval time.Duration, gc *gchandler.Handle
 			return ctx.Err()
 		case <-t.C:
 			ictx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-gc"})
-			if _, err := gc.Handle(ictx, json.RawMessage(`{}`)); err != nil && ctx.Err() == nil {
+			m.Scheduled("gc")
+			_, err := meter.Timed(m, "gc", func() (gchandler.Output, error) { return gc.Handle(ictx, json.RawMessage(`{}`)) })
+			if err != nil && ctx.Err() == nil {
 				log.Warn("gc invocation failed", "err", err)
 			}
 		}
@@ -254,7 +265,7 @@ func runTicker(ctx context.Context, interval time.Duration, gc *gchandler.Handle
 // ticker does, and returns its output.
 func (s *Stack) RunGC(ctx context.Context) (gchandler.Output, error) {
 	ictx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-gc"})
-	return s.gc.Handle(ictx, json.RawMessage(`{}`))
+	return meter.Timed(s.meter, "gc", func() (gchandler.Output, error) { return s.gc.Handle(ictx, json.RawMessage(`{}`)) })
 }
 
 func sleep(ctx context.Context, d time.Duration) {

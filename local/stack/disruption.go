@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	disrupttaskhandler "github.com/nodewright/nodewright/functions/disrupttask/handler"
 	replacehandler "github.com/nodewright/nodewright/functions/replace/handler"
 	"github.com/nodewright/nodewright/local/lambdaserver"
+	"github.com/nodewright/nodewright/local/meter"
 	"github.com/nodewright/nodewright/local/stepfunctions"
 	"github.com/nodewright/nodewright/shared/workflow"
 )
@@ -43,6 +45,8 @@ type localSFN struct {
 	names map[string]bool
 	// runs are the executions started, in start order.
 	runs []*Execution
+	// meter counts the executions' state transitions.
+	meter *meter.Meter
 }
 
 // Execution is one disruption execution the local Step Functions ran or
@@ -104,6 +108,9 @@ func (s *localSFN) StartExecution(_ context.Context, in *sfn.StartExecutionInput
 	go func() {
 		defer s.wg.Done()
 		res, err := s.runner.Run(s.ctx, def, stepfunctions.Execution{Name: name, StateMachineARN: arn, Input: input})
+		if err == nil {
+			s.meter.Transitions(machineName(arn), transitions(res.Events))
+		}
 		s.mu.Lock()
 		run.Finished = time.Now()
 		if err != nil {
@@ -189,7 +196,7 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 	// the stale-lease sweep asks it about interruption executions.
 	env["INTERRUPTION_STATE_MACHINE_ARN"] = fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:nodewright-interruption", region, account)
 	getenv := func(k string) string { return env[k] }
-	sfnAPI := &localSFN{defs: map[string][]byte{machineARN: def}, ctx: runCtx, wg: &s.wg, log: s.log.With("component", "stepfunctions"), names: map[string]bool{}}
+	sfnAPI := &localSFN{defs: map[string][]byte{machineARN: def}, ctx: runCtx, wg: &s.wg, log: s.log.With("component", "stepfunctions"), names: map[string]bool{}, meter: s.meter}
 	s.sfn = sfnAPI
 
 	tcfg, err := disrupttaskhandler.LoadConfig(getenv)
@@ -203,7 +210,9 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 	}
 	lambdas := lambdaserver.New()
 	s.lambdas = lambdas
-	if err := lambdas.Register("disrupttask", func(ctx context.Context, in workflow.TaskInput) (any, error) { return task.Handle(ctx, in) }); err != nil {
+	if err := lambdas.Register("disrupttask", func(ctx context.Context, in workflow.TaskInput) (any, error) {
+		return meter.Timed(s.meter, "disrupttask", func() (any, error) { return task.Handle(ctx, in) })
+	}); err != nil {
 		return false, fmt.Errorf("lambda server: %w", err)
 	}
 	lambdaURL, err := s.serve(lambdas)
@@ -223,7 +232,7 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 	}
 	s.replace = replacehandler.New(decider, s.log.With("function", "replace"))
 	s.goLoop(runCtx, func(ctx context.Context) error {
-		t := time.NewTicker(DisruptionPoll)
+		t := time.NewTicker(cmp.Or(s.opts.DisruptionPoll, DisruptionPoll))
 		defer t.Stop()
 		for {
 			select {
@@ -232,7 +241,9 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 			case <-t.C:
 				ictx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-disruption"})
 				begin := time.Now()
+				s.meter.Scheduled("disruption")
 				out, err := decider.Handle(ictx, nil)
+				s.meter.Invocation("disruption", time.Since(begin))
 				s.runs.add(newDisruptionRun(begin, time.Since(begin), out, err))
 				if err != nil && ctx.Err() == nil {
 					s.log.Warn("disruption invocation failed", "err", err)

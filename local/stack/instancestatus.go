@@ -16,6 +16,7 @@ import (
 
 	instancestatushandler "github.com/nodewright/nodewright/functions/instancestatus/handler"
 	"github.com/nodewright/nodewright/local/ec2sim"
+	"github.com/nodewright/nodewright/local/meter"
 )
 
 // InstanceStatusInterval is how often the local stack runs the
@@ -61,7 +62,9 @@ func (s *Stack) startInstanceStatus(runCtx context.Context, env map[string]strin
 				return ctx.Err()
 			case <-t.C:
 				ictx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-instancestatus"})
-				if _, err := h.Handle(ictx, json.RawMessage(`{}`)); err != nil && ctx.Err() == nil {
+				s.meter.Scheduled("instancestatus")
+				_, err := meter.Timed(s.meter, "instancestatus", func() (instancestatushandler.Output, error) { return h.Handle(ictx, json.RawMessage(`{}`)) })
+				if err != nil && ctx.Err() == nil {
 					log.Warn("instancestatus invocation failed", "err", err)
 				}
 			}

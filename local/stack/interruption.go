@@ -23,6 +23,7 @@ import (
 
 	interruptionhandler "github.com/nodewright/nodewright/functions/interruption/handler"
 	"github.com/nodewright/nodewright/local/ec2sim"
+	"github.com/nodewright/nodewright/local/meter"
 	"github.com/nodewright/nodewright/local/stepfunctions"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/interruption"
@@ -112,11 +113,14 @@ func (s *Stack) startInterruption(startCtx, runCtx context.Context, env map[stri
 
 	s.enqueued = &enqueueLog{}
 	rules := &eventRules{sqs: c.sqs, url: queueURL, events: make(chan ec2sim.Event, eventBuffer),
-		match: map[interruption.EventType]bool{}, log: s.log.With("component", "eventbridge"), enqueued: s.enqueued}
+		match: map[interruption.EventType]bool{}, log: s.log.With("component", "eventbridge"), enqueued: s.enqueued, meter: s.meter}
 	for _, t := range interruption.EventTypes() {
 		rules.match[t] = true
 	}
-	pump := &eventSourceMapping{sqs: c.sqs, url: queueURL, invoke: h.Handle, log: s.log.With("component", "interruption-pump"),
+	invoke := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		return meter.Timed(s.meter, "interruption", func() (events.SQSEventResponse, error) { return h.Handle(ctx, ev) })
+	}
+	pump := &eventSourceMapping{sqs: c.sqs, url: queueURL, invoke: invoke, log: s.log.With("component", "interruption-pump"),
 		region: region, arn: fmt.Sprintf("arn:aws:sqs:%s:%s:nodewright-interruption-%s", region, account, c.suffix)}
 	s.goLoop(runCtx, rules.run)
 	s.goLoop(runCtx, pump.run)
@@ -148,6 +152,9 @@ type eventRules struct {
 	log    *slog.Logger
 	// enqueued records each event the queue accepted.
 	enqueued *enqueueLog
+	// meter counts the events the rules match (EC2's events on the default
+	// bus: AWS service events, which EventBridge does not bill).
+	meter *meter.Meter
 }
 
 // put is the simulator's event sink: it never blocks (a full buffer drops
@@ -156,6 +163,7 @@ func (r *eventRules) put(ev ec2sim.Event) {
 	if !r.match[interruption.EventType{Source: ev.Source, DetailType: ev.DetailType}] {
 		return
 	}
+	r.meter.Event(ev.DetailType)
 	select {
 	case r.events <- ev:
 	default:

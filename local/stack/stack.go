@@ -85,6 +85,7 @@ import (
 	"github.com/nodewright/nodewright/local/iamsim"
 	"github.com/nodewright/nodewright/local/kwoknode"
 	"github.com/nodewright/nodewright/local/lambdaserver"
+	"github.com/nodewright/nodewright/local/meter"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/ec2data"
 	"github.com/nodewright/nodewright/shared/aws/queue"
@@ -170,6 +171,10 @@ type Options struct {
 	// production 30 s). A few seconds keeps a KillLambda("intake") test
 	// short.
 	ApplyLease time.Duration
+	// DisruptionPoll is how often the disruption handler runs (zero:
+	// DisruptionPoll, Karpenter's 10 s; production's schedule is one
+	// minute, which the cost scenario uses).
+	DisruptionPoll time.Duration
 	// Disruption wires consolidation, drift and expiry (the disruption
 	// handler on a ticker, the disruption state machine on
 	// aws-local-stepfunctions, the disrupttask handler behind
@@ -258,6 +263,8 @@ type Stack struct {
 	lambdas *lambdaserver.Server
 	// gc is the garbage-collection handler the ticker runs (RunGC).
 	gc *gchandler.Handler
+	// meter counts what the stand-ins would bill (Metered; metering.go).
+	meter *meter.Meter
 }
 
 // disruptionClients are the clients the disruption functions share with
@@ -325,7 +332,12 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if s.logFile, err = os.Create(filepath.Join(opts.Dir, "logs", "functions.log")); err != nil {
 		return nil, fmt.Errorf("functions log: %w", err)
 	}
-	s.log = slog.New(slog.NewJSONHandler(&syncWriter{w: s.logFile}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	memory, err := meter.LambdaMemory(opts.RepoRoot)
+	if err != nil {
+		return nil, err
+	}
+	s.meter = meter.New(memory, time.Now())
+	s.log = slog.New(slog.NewJSONHandler(s.meter.LogWriter(&syncWriter{w: s.logFile}), &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	// The forwarder build runs while the control plane starts.
 	buildErr := make(chan error, 1)
@@ -488,7 +500,9 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	k := kumo.NewServer()
 	s.closers = append(s.closers, k.Close)
 	s.DynamoDBURL = k.URL
-	awsCfg := aws.Config{Region: opts.Region, Credentials: creds}
+	// Every DynamoDB and SQS call of the handlers and the pumps is metered.
+	awsCfg := aws.Config{Region: opts.Region, Credentials: creds,
+		HTTPClient: &http.Client{Transport: &meter.Transport{Base: http.DefaultTransport.(*http.Transport).Clone(), Meter: s.meter}}}
 	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(k.URL) })
 	sqsClient := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(k.URL) })
 	// kumo keeps its state per process, not per server: names unique to
@@ -585,7 +599,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 		}
 	}
 
-	front, err := s.serve(&apiFront{intake: intake, replace: s.replace, faults: &s.faults})
+	front, err := s.serve(&apiFront{intake: intake, replace: s.replace, faults: &s.faults, meter: s.meter})
 	if err != nil {
 		return fmt.Errorf("intake front: %w", err)
 	}
@@ -595,10 +609,11 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pump := &queuePump{sqs: sqsClient, url: queueURL, group: opts.ClusterName, handler: prov, log: s.log.With("component", "queue-pump"), faults: &s.faults}
+	pump := &queuePump{sqs: sqsClient, url: queueURL, group: opts.ClusterName, handler: prov, log: s.log.With("component", "queue-pump"), faults: &s.faults, meter: s.meter}
 	s.goLoop(runCtx, pump.run)
 	s.goLoop(runCtx, bridge.Run)
-	s.goLoop(runCtx, func(ctx context.Context) error { return runTicker(ctx, opts.GCInterval, gc, s.log) })
+	s.goLoop(runCtx, func(ctx context.Context) error { return runTicker(ctx, opts.GCInterval, gc, s.log, s.meter) })
+	s.goLoop(runCtx, s.writeMeter)
 	vp := volumeProvisioner{kube: s.Kube, interval: 250 * time.Millisecond, log: s.log.With("component", "volume-provisioner")}
 	s.goLoop(runCtx, vp.run)
 	return nil

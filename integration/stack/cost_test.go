@@ -1,0 +1,179 @@
+package stack_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodewright/nodewright/local/meter"
+	"github.com/nodewright/nodewright/local/stack"
+)
+
+// logReport logs a meter report as its table.
+func logReport(t testing.TB, what string, rep meter.Report) {
+	t.Helper()
+	var b strings.Builder
+	_ = rep.WriteTable(&b)
+	t.Logf("%s:\n%s", what, b.String())
+}
+
+// within fails t unless lo <= got <= hi.
+func within(t testing.TB, what string, got, lo, hi float64) {
+	t.Helper()
+	if got < lo || got > hi {
+		t.Errorf("%s = %v, want within [%v, %v]", what, got, lo, hi)
+	}
+}
+
+// A short fixed scenario (5 pods of 1 CPU -> one pod batch, two nodes), metered:
+// the counts are bounded tightly enough that a change doubling the
+// DynamoDB writes, the snapshot posts or the invocations fails.
+func TestMeteredCountsOfOneProvisioning(t *testing.T) {
+	// One batch: an idle window longer than the Deployment takes to create
+	// its pods.
+	s := startStack(t, func(o *stack.Options) {
+		o.GCInterval, o.BatchIdle, o.BatchMax = 24*time.Hour, 3*time.Second, 10*time.Second
+	})
+	applyGuide(t, s)
+	// The forwarder's first snapshot (the cluster at rest) is in.
+	time.Sleep(3 * time.Second)
+	base := s.Metered()
+	if _, err := s.Kube.AppsV1().Deployments("default").Create(t.Context(), deployment("inflate", 5, "1", "1Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, s, 2*time.Minute, "5 pods running", func(_ context.Context, st stack.Status) bool {
+		return st.RunningPods == 5 && st.PendingPods == 0
+	})
+	// The registration and the snapshot of the running pods settle.
+	time.Sleep(3 * time.Second)
+	rep := s.Metered().Since(base)
+	logReport(t, "one provisioning of 5 pods", rep)
+	// Measured on 2026-12-02: one pod batch, two CreateFleet (the solver's
+	// packing of 5 CPUs), 3 provisioner invocations (the batch and two
+	// registrations), 13 intake requests, 78 WRU, 48 RRU, 3 SendMessage.
+	// The bounds allow timing (the forwarder's polls and its 30 s
+	// snapshot) but not a doubling.
+	if post, _ := rep.Find(meter.APIGateway, "POST /v1/podbatches", meter.UnitRequests); post.Calls != 1 {
+		t.Fatalf("POST /v1/podbatches = %d, want 1: the scenario is not the one the bounds were measured on", post.Calls)
+	}
+	if got := len(s.Sim.CallsTo("CreateFleet")); got != 2 {
+		t.Fatalf("CreateFleet calls = %d, want 2: the scenario is not the one the bounds were measured on", got)
+	}
+	prov, _ := rep.Find(meter.Lambda, "provisioner", meter.UnitGBSeconds)
+	within(t, "provisioner invocations", float64(prov.Calls), 2, 4)
+	api, _ := rep.Total(meter.APIGateway, meter.UnitRequests)
+	within(t, "API Gateway requests", float64(api), 8, 20)
+	intake, _ := rep.Find(meter.Lambda, "intake", meter.UnitGBSeconds)
+	if intake.Calls != api {
+		t.Errorf("intake invocations = %d, want one per API Gateway request (%d)", intake.Calls, api)
+	}
+	_, wru := rep.Total(meter.DynamoDB, meter.UnitWRU)
+	within(t, "DynamoDB WRU", wru, 50, 110)
+	_, rru := rep.Total(meter.DynamoDB, meter.UnitRRU)
+	within(t, "DynamoDB RRU", rru, 25, 75)
+	if send, _ := rep.Find(meter.SQS, "SendMessage", meter.UnitRequests); send.Calls < 2 || send.Calls > 4 {
+		t.Errorf("SQS SendMessage = %d, want 2-4 (the batch and the registrations)", send.Calls)
+	}
+	if _, logBytes := rep.Total(meter.Logs, meter.UnitBytes); logBytes == 0 {
+		t.Error("no log bytes metered")
+	}
+}
+
+// costNodesEnv runs TestSteadyStateCost at this many nodes (unset: skipped).
+const (
+	costNodesEnv = "NODEWRIGHT_COST_NODES"
+	costForEnv   = "NODEWRIGHT_COST_FOR"
+	costOutEnv   = "NODEWRIGHT_COST_OUT"
+)
+
+// TestSteadyStateCost is the steady-state cost scenario of docs/cost.md:
+// NODEWRIGHT_COST_NODES nodes (one pod each), pods deleted and recreated
+// every 5 s for NODEWRIGHT_COST_FOR (default 3m), then one Deployment
+// rollout; the meter of each phase is written as JSON to
+// NODEWRIGHT_COST_OUT (when set) and the month extrapolated: churn for
+// 730 h, plus one rollout an hour.
+func TestSteadyStateCost(t *testing.T) {
+	nv := os.Getenv(costNodesEnv)
+	if nv == "" {
+		t.Skipf("cost scenario: set %s (and %s, %s)", costNodesEnv, costForEnv, costOutEnv)
+	}
+	var n int
+	if _, err := fmt.Sscan(nv, &n); err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a node count", costNodesEnv, nv)
+	}
+	window := 3 * time.Minute
+	if v := os.Getenv(costForEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", costForEnv, v, err)
+		}
+		window = d
+	}
+	// Production's schedules: gc and disruption every minute.
+	s := startStack(t, func(o *stack.Options) {
+		o.Disruption, o.DisruptionPoll, o.GCInterval = true, time.Minute, time.Minute
+		o.BatchIdle, o.BatchMax = 0, 0 // the forwarder's defaults
+	})
+	ctx := t.Context()
+	applyGuide(t, s)
+	every := max(time.Second, time.Duration(n)*time.Second/200)
+	if _, err := s.Kube.AppsV1().Deployments("default").Create(ctx, spreadOnePerNode(deployment("app", int32(n), "100m", "128Mi")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyEvery(t, s, every, 3*time.Minute+time.Duration(n)*time.Second, fmt.Sprintf("%d pods Running", n), func(_ context.Context, st stack.Status) bool {
+		return st.RunningPods == n && st.PendingPods == 0
+	})
+	time.Sleep(30 * time.Second) // settle: registrations, first snapshots
+	base := s.Metered()
+	rng := rand.New(rand.NewPCG(1, 2))
+	end := time.Now().Add(window)
+	churned := 0
+	for time.Now().Before(end) {
+		pods, err := s.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
+		if err == nil && len(pods.Items) > 0 {
+			p := pods.Items[rng.IntN(len(pods.Items))]
+			if p.Status.Phase == corev1.PodRunning && s.Kube.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{}) == nil {
+				churned++
+			}
+		}
+		time.Sleep(5 * time.Second)
+	}
+	churn := s.Metered().Since(base)
+	logReport(t, fmt.Sprintf("steady state, %d nodes, %d pods deleted and recreated", n, churned), churn)
+
+	base = s.Metered()
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"rollout":"%d"}}}}}`, time.Now().UnixNano())
+	patched, err := s.Kube.AppsV1().Deployments("default").Patch(ctx, "app", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rolloutStart := time.Now()
+	eventuallyEvery(t, s, every, 5*time.Minute+time.Duration(n)*time.Second, "the rollout done", func(ctx context.Context, st stack.Status) bool {
+		d, err := s.Kube.AppsV1().Deployments("default").Get(ctx, "app", metav1.GetOptions{})
+		return err == nil && d.Status.ObservedGeneration >= patched.Generation && d.Status.UpdatedReplicas == int32(n) && d.Status.AvailableReplicas == int32(n) && d.Status.Replicas == int32(n) && st.PendingPods == 0
+	})
+	rollout := s.Metered().Since(base)
+	logReport(t, fmt.Sprintf("one rollout of %d pods (%s)", n, time.Since(rolloutStart).Round(time.Second)), rollout)
+
+	fixed := meter.Fixed{Alarms: 18, Dashboards: 1, Queues: 2}
+	bill := meter.Monthly(churn, fixed)
+	var b strings.Builder
+	_ = bill.WriteTable(&b)
+	t.Logf("month at %d nodes (churn only):\n%s", n, b.String())
+	if out := os.Getenv(costOutEnv); out != "" {
+		data, _ := json.MarshalIndent(map[string]any{"nodes": n, "churned": churned, "churn": churn, "rollout": rollout, "bill": bill,
+			"rolloutMonthly": meter.Monthly(rollout, meter.Fixed{}).Total * float64(rollout.Window) / float64(time.Hour)}, "", "  ")
+		if err := os.WriteFile(out, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
