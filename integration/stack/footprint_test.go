@@ -33,8 +33,8 @@ import (
 )
 
 // Environment of TestForwarderFootprint. The test runs only when
-// footprintNodesEnv is set: at 1,000 nodes it takes about a quarter of an
-// hour, which CI does not spend.
+// footprintNodesEnv is set: at 1,000 nodes it takes about 25 minutes on a
+// shared 2-core machine, which CI does not spend.
 const (
 	footprintNodesEnv   = "NODEWRIGHT_FOOTPRINT_NODES"         // cluster size (required)
 	footprintPodsEnv    = "NODEWRIGHT_FOOTPRINT_PODS_PER_NODE" // bound pods per node (default 30)
