@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"maps"
@@ -46,11 +47,18 @@ type instance struct {
 	userData                                        string // base64, as the launch template holds it
 	ltID, ltName, ltVersion                         string
 	fleetID, reservationID, clientToken             string
-	groups                                          []string
-	iamProfile                                      string
-	volumes                                         []*volume
-	metadata                                        map[string]string
-	interruption                                    *SpotInterruption
+	// capacityReservationID is the capacity reservation (cr-...) the
+	// instance runs in, "" for none.
+	capacityReservationID string
+	capacityBlock         bool // runs in a capacity block
+	// crPreference and crTarget are the launch template's
+	// CapacityReservationSpecification at launch.
+	crPreference, crTarget string
+	groups                 []string
+	iamProfile             string
+	volumes                []*volume
+	metadata               map[string]string
+	interruption           *SpotInterruption
 }
 
 // volume is an EBS volume attached at launch.
@@ -78,6 +86,9 @@ type Instance struct {
 	Platform string `json:"platform"`
 	// CapacityType is "spot" or "on-demand".
 	CapacityType string `json:"capacityType"`
+	// CapacityReservationID is the capacity reservation the instance runs
+	// in ("" for none).
+	CapacityReservationID string `json:"capacityReservationId,omitempty"`
 	// State is pending, running, shutting-down or terminated.
 	State string `json:"state"`
 	// StateReason is the StateReason code once the instance is terminating
@@ -137,7 +148,7 @@ func (in *instance) snapshot() Instance {
 		CapacityType: in.capacityType, State: in.state, StateReason: in.reason, LaunchTime: in.launchTime,
 		Tags: maps.Clone(in.tags), UserData: ud, LaunchTemplateID: in.ltID, LaunchTemplateName: in.ltName,
 		LaunchTemplateVersion: in.ltVersion, FleetID: in.fleetID, SecurityGroupIDs: slices.Clone(in.groups),
-		IAMInstanceProfile: in.iamProfile, MetadataOptions: maps.Clone(in.metadata),
+		IAMInstanceProfile: in.iamProfile, MetadataOptions: maps.Clone(in.metadata), CapacityReservationID: in.capacityReservationID,
 	}
 	if len(ud) == 0 {
 		out.UserData = nil
@@ -196,6 +207,7 @@ func (s *Server) finishTermination(in *instance, at time.Time) {
 	if sn := s.subnetByID(in.subnetID); sn != nil {
 		sn.releaseIP(in.privateIP)
 	}
+	s.releaseReservation(in)
 }
 
 // Instance returns a snapshot of one instance; ok is false when EC2 would
@@ -416,6 +428,14 @@ type instanceXML struct {
 	MetadataOptions       metadataOptionsXML       `xml:"metadataOptions"`
 	PlatformDetails       string                   `xml:"platformDetails"`
 	UsageOperation        string                   `xml:"usageOperation"`
+	CapacityReservationID string                   `xml:"capacityReservationId,omitempty"`
+	CapacityReservationSp *crSpecificationXML      `xml:"capacityReservationSpecification,omitempty"`
+}
+
+// crSpecificationXML is an instance's capacityReservationSpecification.
+type crSpecificationXML struct {
+	Preference string `xml:"capacityReservationPreference,omitempty"`
+	TargetID   string `xml:"capacityReservationTarget>capacityReservationId,omitempty"`
 }
 
 func (s *Server) instanceXML(in *instance) instanceXML {
@@ -458,6 +478,11 @@ func (s *Server) instanceXML(in *instance) instanceXML {
 	if in.capacityType == "spot" {
 		x.InstanceLifecycle, x.SpotInstanceRequestID = "spot", in.spotRequestID
 	}
+	if in.capacityBlock {
+		x.InstanceLifecycle = "capacity-block"
+	}
+	x.CapacityReservationID = in.capacityReservationID
+	x.CapacityReservationSp = &crSpecificationXML{Preference: cmp.Or(in.crPreference, "open"), TargetID: in.crTarget}
 	if in.iamProfile != "" {
 		x.IamInstanceProfile = &iamProfileXML{Arn: in.iamProfile, ID: "AIPA" + strings.ToUpper(hashHex("profile/"+in.iamProfile, 17))}
 	}

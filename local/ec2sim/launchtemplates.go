@@ -29,6 +29,9 @@ type ltData struct {
 	tagSpecs                        map[string][]tag
 	nis                             []ltNetworkInterface
 	monitoring                      bool
+	// crPreference and crTarget are CapacityReservationSpecification's
+	// CapacityReservationPreference and target reservation ID.
+	crPreference, crTarget string
 }
 
 type ltNetworkInterface struct {
@@ -143,6 +146,13 @@ func parseLTData(d *qnode) (ltData, error) {
 		iamProfileArn:    d.str("IamInstanceProfile.Arn"),
 		metadata:         map[string]string{},
 		tagSpecs:         tagSpecs(d.list("TagSpecification")),
+		crPreference:     d.str("CapacityReservationSpecification.CapacityReservationPreference"),
+		crTarget:         d.str("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"),
+	}
+	switch out.crPreference {
+	case "", "open", "none", "capacity-reservations-only":
+	default:
+		return ltData{}, invalidParameterValue("Value (%s) for parameter CapacityReservationPreference is invalid.", out.crPreference)
 	}
 	if out.userData != "" {
 		if _, err := base64.StdEncoding.DecodeString(out.userData); err != nil {

@@ -116,6 +116,9 @@ type Server struct {
 	outbox    []Event // emitted under mu, delivered by unlock
 	// health holds status checks and scheduled events (status.go).
 	health map[string]*instanceHealth
+	// reservations are the capacity reservations (reservations.go), in
+	// creation order.
+	reservations []*CapacityReservation
 }
 
 // zone is one availability zone of the region.
@@ -364,6 +367,7 @@ var ec2Actions = map[string]ec2Handler{
 	"DescribeLaunchTemplateVersions": (*Server).describeLaunchTemplateVersions,
 	"DeleteLaunchTemplate":           (*Server).deleteLaunchTemplate,
 	"DescribeInstanceStatus":         (*Server).describeInstanceStatus,
+	"DescribeCapacityReservations":   (*Server).describeCapacityReservations,
 }
 
 func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
