@@ -43,6 +43,9 @@ var controlRoutes = []string{
 	"GET    /_sim/network                   Network",
 	"GET    /_sim/launch-templates          LaunchTemplates",
 	"GET    /_sim/fleets                    Fleets",
+	"GET    /_sim/capacity-reservations     CapacityReservations",
+	"POST   /_sim/capacity-reservations     CapacityReservation (JSON; instanceType, zone, totalInstanceCount required): AddCapacityReservation; returns it",
+	"POST   /_sim/capacity-reservations/{id}/cancel CancelCapacityReservation",
 }
 
 // serveControl answers the control API (controlRoutes).
@@ -160,6 +163,26 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 			s.Throttle(in.Action, in.Count)
 		} else {
 			s.InjectError(in.Action, in.Code, in.Count)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodGet && path == "/_sim/capacity-reservations":
+		writeJSON(w, http.StatusOK, s.CapacityReservations())
+	case r.Method == http.MethodPost && path == "/_sim/capacity-reservations":
+		var cr CapacityReservation
+		if !readJSON(w, r, &cr) {
+			return
+		}
+		added, err := s.AddCapacityReservation(cr)
+		if err != nil {
+			writeJSONError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, added)
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "/_sim/capacity-reservations/") && strings.HasSuffix(path, "/cancel"):
+		id := strings.TrimSuffix(strings.TrimPrefix(path, "/_sim/capacity-reservations/"), "/cancel")
+		if err := s.CancelCapacityReservation(id); err != nil {
+			writeJSONError(w, http.StatusNotFound, err)
+			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodPost && path == "/_sim/boot-delay":

@@ -27,11 +27,14 @@
 // DescribeSpotPriceHistory, DescribeAvailabilityZones, DescribeSubnets,
 // DescribeSecurityGroups, DescribeImages, CreateLaunchTemplate,
 // DescribeLaunchTemplates, DescribeLaunchTemplateVersions,
-// DeleteLaunchTemplate and DescribePlacementGroups (groups seeded with
+// DeleteLaunchTemplate, DescribePlacementGroups (groups seeded with
 // AddPlacementGroup; CreateFleet launches into the launch template's
 // Placement group, spreading a partition group's instances over its
-// partitions unless the template names one, and records Placement.Tenancy).
-// SSM: GetParameter and GetParameters. Pricing:
+// partitions unless the template names one, and records Placement.Tenancy)
+// and DescribeCapacityReservations (reservations.go: ODCRs and capacity
+// blocks added through AddCapacityReservation, their AvailableInstanceCount
+// kept as launches use them and terminations free them). SSM: GetParameter
+// and GetParameters. Pricing:
 // GetProducts (ServiceCode AmazonEC2, filters TERM_MATCH, EQUALS,
 // CONTAINS, ANY_OF, NONE_OF, FormatVersion aws_v1, MaxResults 1 to 100,
 // NextToken; PriceList entries as JSON strings in the Price List's
@@ -116,8 +119,9 @@
 //
 // # Deviations from EC2
 //
-//   - Only instant fleets; DefaultTargetCapacityType spot or on-demand
-//     (no capacity-block or reserved capacity); no weighted capacity,
+//   - Only instant fleets; DefaultTargetCapacityType spot, on-demand,
+//     capacity-block or reserved-capacity (the last two need the launch
+//     template's CapacityReservationTarget); no weighted capacity,
 //     MinTargetCapacity, SingleInstanceType, SingleAvailabilityZone or
 //     attribute-based selection (InstanceRequirements): every override
 //     names an instance type, directly or through its launch template.
@@ -133,6 +137,13 @@
 //     call (InvalidLaunchTemplateName.NotFoundException, as Karpenter
 //     expects); per-pool problems (capacity, AMI, security groups, free
 //     addresses, Spot price) are per-override errors.
+//   - Capacity reservations: the error codes for a targeted launch EC2
+//     refuses are the simulator's choice where EC2 documents none
+//     (InvalidCapacityReservationId.NotFound for an unknown or inactive
+//     target, InvalidParameterCombination for a type or zone mismatch);
+//     a full target is ReservationCapacityExceeded. Tenancy is default,
+//     there are no reservation fleets, no billing-owner sharing and no
+//     Capacity Block offerings to purchase.
 //   - ClientToken idempotency never expires (EC2 keeps tokens for a limited
 //     time).
 //   - DescribeInstanceTypes is derived from the catalog's label data:

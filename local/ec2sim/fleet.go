@@ -198,7 +198,13 @@ var (
 //     fails with IdempotentParameterMismatch.
 //   - Capacity: TotalTargetCapacity instances, OnDemandTargetCapacity and
 //     SpotTargetCapacity of their type and the rest of
-//     DefaultTargetCapacityType (default on-demand).
+//     DefaultTargetCapacityType (default on-demand; capacity-block and
+//     reserved-capacity launch into the launch template's target
+//     reservation, priced and allocated as on-demand).
+//   - Capacity reservations: each on-demand instance uses the reservation
+//     reservationFor picks (its AvailableInstanceCount drops by one until
+//     the instance terminates); a reservation that cannot take it is a
+//     per-override error (ReservationCapacityExceeded when full).
 //   - Pools: every override of every launch-template config, each resolved
 //     to a subnet (its SubnetId, else a subnet of its AvailabilityZone,
 //     else the template's network interface subnet, else one override per
@@ -270,7 +276,7 @@ func (s *Server) createFleet(q *qnode, now time.Time) (response, error) {
 	f := &fleet{seq: len(s.fleets), id: "fleet-" + s.newUUID("fleet"), token: token, created: now, tags: tagMap(specs["fleet"]), fingerprint: fp}
 	resp := &createFleetResponse{FleetID: f.id}
 	reservation := ""
-	for _, ct := range []string{capacityOnDemand, capacitySpot} {
+	for _, ct := range []string{capacityOnDemand, capacitySpot, capacityBlock, capacityReserved} {
 		n := counts[ct]
 		if n == 0 {
 			continue
@@ -279,7 +285,7 @@ func (s *Server) createFleet(q *qnode, now time.Time) (response, error) {
 		if ct == capacitySpot {
 			strategy = spotStrategy
 		}
-		pools := s.orderPools(overrides, ct, strategy)
+		pools := s.orderPools(overrides, marketOf(ct), strategy)
 		failed := map[int]bool{}
 		for range n {
 			launched := false
@@ -287,16 +293,26 @@ func (s *Server) createFleet(q *qnode, now time.Time) (response, error) {
 				if failed[o.index] {
 					continue
 				}
-				if code, msg := s.poolError(o, ct, specs); code != "" {
+				code, msg := s.poolError(o, marketOf(ct), specs)
+				var cr *CapacityReservation
+				if code == "" {
+					cr, code, msg = s.reservationFor(o, ct, now)
+				}
+				if code != "" {
 					failed[o.index] = true
-					resp.Errors = append(resp.Errors, fleetErrorXML{LaunchTemplateAndOverrides: o.xml(), Lifecycle: ct, ErrorCode: code, ErrorMessage: msg})
+					resp.Errors = append(resp.Errors, fleetErrorXML{LaunchTemplateAndOverrides: o.xml(), Lifecycle: marketOf(ct), ErrorCode: code, ErrorMessage: msg})
 					continue
 				}
 				if reservation == "" {
 					reservation = s.newID("r")
 				}
-				in := s.launch(o, ct, f, reservation, specs, now)
-				resp.addInstance(o, ct, in)
+				in := s.launch(o, marketOf(ct), f, reservation, specs, now)
+				if cr != nil {
+					cr.AvailableInstanceCount--
+					in.capacityReservationID = cr.ID
+					in.capacityBlock = cr.ReservationType == ReservationTypeCapacityBlock
+				}
+				resp.addInstance(o, marketOf(ct), in)
 				launched = true
 				break
 			}
@@ -316,8 +332,8 @@ func (s *Server) createFleet(q *qnode, now time.Time) (response, error) {
 // capacityCounts splits the target capacity by capacity type.
 func capacityCounts(q *qnode, total int) (map[string]int, error) {
 	def := cmp.Or(q.str("TargetCapacitySpecification.DefaultTargetCapacityType"), capacityOnDemand)
-	if def != capacitySpot && def != capacityOnDemand {
-		return nil, errorf("UnsupportedOperation", "The simulator supports DefaultTargetCapacityType spot and on-demand, not %q.", def)
+	if !slices.Contains([]string{capacitySpot, capacityOnDemand, capacityBlock, capacityReserved}, def) {
+		return nil, invalidParameterValue("Value (%s) for parameter DefaultTargetCapacityType is invalid.", def)
 	}
 	od, _, err := q.intParam("TargetCapacitySpecification.OnDemandTargetCapacity")
 	if err != nil {
@@ -587,7 +603,7 @@ func (s *Server) launch(o *override, capacityType string, f *fleet, reservation 
 		launchTime: now.UTC().Truncate(time.Second), runningAt: now.Add(s.bootDelay), state: StatePending,
 		userData: lt.data.userData, ltID: lt.id, ltName: lt.name, ltVersion: "1", fleetID: f.id,
 		reservationID: reservation, clientToken: f.id, groups: slices.Clone(s.templateGroups(lt)),
-		metadata: maps.Clone(lt.data.metadata), tenancy: cmp.Or(lt.data.tenancy, "default"),
+		metadata: maps.Clone(lt.data.metadata), tenancy: cmp.Or(lt.data.tenancy, "default"), crPreference: lt.data.crPreference, crTarget: lt.data.crTarget,
 	}
 	if len(in.groups) == 0 {
 		in.groups = []string{s.groups[0].id}

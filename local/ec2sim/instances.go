@@ -59,6 +59,13 @@ type instance struct {
 	// into and its partition (partition groups only; else 0).
 	placementGroupID, placementGroupName string
 	partition                            int
+	// capacityReservationID is the capacity reservation (cr-...) the
+	// instance runs in, "" for none.
+	capacityReservationID string
+	capacityBlock         bool // runs in a capacity block
+	// crPreference and crTarget are the launch template's
+	// CapacityReservationSpecification at launch.
+	crPreference, crTarget string
 }
 
 // volume is an EBS volume attached at launch.
@@ -86,6 +93,9 @@ type Instance struct {
 	Platform string `json:"platform"`
 	// CapacityType is "spot" or "on-demand".
 	CapacityType string `json:"capacityType"`
+	// CapacityReservationID is the capacity reservation the instance runs
+	// in ("" for none).
+	CapacityReservationID string `json:"capacityReservationId,omitempty"`
 	// State is pending, running, shutting-down or terminated.
 	State string `json:"state"`
 	// StateReason is the StateReason code once the instance is terminating
@@ -155,7 +165,7 @@ func (in *instance) snapshot() Instance {
 		Tags: maps.Clone(in.tags), UserData: ud, LaunchTemplateID: in.ltID, LaunchTemplateName: in.ltName,
 		LaunchTemplateVersion: in.ltVersion, FleetID: in.fleetID, SecurityGroupIDs: slices.Clone(in.groups),
 		IAMInstanceProfile: in.iamProfile, MetadataOptions: maps.Clone(in.metadata), Tenancy: cmp.Or(in.tenancy, "default"),
-		PlacementGroupID: in.placementGroupID, PlacementGroupName: in.placementGroupName, PartitionNumber: in.partition,
+		PlacementGroupID: in.placementGroupID, PlacementGroupName: in.placementGroupName, PartitionNumber: in.partition, CapacityReservationID: in.capacityReservationID,
 	}
 	if len(ud) == 0 {
 		out.UserData = nil
@@ -214,6 +224,7 @@ func (s *Server) finishTermination(in *instance, at time.Time) {
 	if sn := s.subnetByID(in.subnetID); sn != nil {
 		sn.releaseIP(in.privateIP)
 	}
+	s.releaseReservation(in)
 }
 
 // Instance returns a snapshot of one instance; ok is false when EC2 would
@@ -436,6 +447,14 @@ type instanceXML struct {
 	MetadataOptions       metadataOptionsXML       `xml:"metadataOptions"`
 	PlatformDetails       string                   `xml:"platformDetails"`
 	UsageOperation        string                   `xml:"usageOperation"`
+	CapacityReservationID string                   `xml:"capacityReservationId,omitempty"`
+	CapacityReservationSp *crSpecificationXML      `xml:"capacityReservationSpecification,omitempty"`
+}
+
+// crSpecificationXML is an instance's capacityReservationSpecification.
+type crSpecificationXML struct {
+	Preference string `xml:"capacityReservationPreference,omitempty"`
+	TargetID   string `xml:"capacityReservationTarget>capacityReservationId,omitempty"`
 }
 
 func (s *Server) instanceXML(in *instance) instanceXML {
@@ -479,6 +498,11 @@ func (s *Server) instanceXML(in *instance) instanceXML {
 	if in.capacityType == "spot" {
 		x.InstanceLifecycle, x.SpotInstanceRequestID = "spot", in.spotRequestID
 	}
+	if in.capacityBlock {
+		x.InstanceLifecycle = "capacity-block"
+	}
+	x.CapacityReservationID = in.capacityReservationID
+	x.CapacityReservationSp = &crSpecificationXML{Preference: cmp.Or(in.crPreference, "open"), TargetID: in.crTarget}
 	if in.iamProfile != "" {
 		x.IamInstanceProfile = &iamProfileXML{Arn: in.iamProfile, ID: "AIPA" + strings.ToUpper(hashHex("profile/"+in.iamProfile, 17))}
 	}

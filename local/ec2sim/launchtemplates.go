@@ -35,6 +35,9 @@ type ltData struct {
 	// and PartitionNumber (0 when unset).
 	groupID, groupName string
 	partition          int
+	// crPreference and crTarget are CapacityReservationSpecification's
+	// CapacityReservationPreference and target reservation ID.
+	crPreference, crTarget string
 }
 
 type ltNetworkInterface struct {
@@ -152,6 +155,13 @@ func parseLTData(d *qnode) (ltData, error) {
 		tenancy:          d.str("Placement.Tenancy"),
 		groupID:          d.str("Placement.GroupId"),
 		groupName:        d.str("Placement.GroupName"),
+		crPreference:     d.str("CapacityReservationSpecification.CapacityReservationPreference"),
+		crTarget:         d.str("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"),
+	}
+	switch out.crPreference {
+	case "", "open", "none", "capacity-reservations-only":
+	default:
+		return ltData{}, invalidParameterValue("Value (%s) for parameter CapacityReservationPreference is invalid.", out.crPreference)
 	}
 	if n, _, err := d.intParam("Placement.PartitionNumber"); err != nil {
 		return ltData{}, err

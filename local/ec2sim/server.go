@@ -121,6 +121,9 @@ type Server struct {
 	// profileLookup, when set, is the IAM lookup of a launch's instance
 	// profile (SetInstanceProfileLookup).
 	profileLookup func(nameOrARN string) (string, bool)
+	// reservations are the capacity reservations (reservations.go), in
+	// creation order.
+	reservations []*CapacityReservation
 }
 
 // zone is one availability zone of the region.
@@ -370,6 +373,7 @@ var ec2Actions = map[string]ec2Handler{
 	"DeleteLaunchTemplate":           (*Server).deleteLaunchTemplate,
 	"DescribeInstanceStatus":         (*Server).describeInstanceStatus,
 	"DescribePlacementGroups":        (*Server).describePlacementGroups,
+	"DescribeCapacityReservations":   (*Server).describeCapacityReservations,
 }
 
 func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"slices"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
@@ -179,6 +180,52 @@ func (p offeringPricer) offerings(name string, zones, zoneIDs []string, compatib
 			o.Price, o.Available = price*p.spotRatio, hasPrice && ok(v1.CapacityTypeSpot)
 		}
 		out = append(out, o)
+	}
+	return out
+}
+
+// ReservedPriceDivisor is what a reserved offering's price divides the
+// type's on-demand price by: near zero, so a reservation is always
+// preferred, while reservations of different types keep their on-demand
+// order (aws: pkg/providers/instancetype/offering/provider.go prices
+// reserved offerings at the on-demand price / 10,000,000).
+const ReservedPriceDivisor = 10_000_000
+
+// reservedOfferings returns one reserved offering per reservation of
+// reservations for instance type name (karpenter-spec §3.5: offerings per
+// capacity reservation), in their order, with ReservationID,
+// ReservationCapacity (opts.ReservationCapacity), ReservationType and
+// Interruptible set, priced at the on-demand price / ReservedPriceDivisor.
+// A reservation in a zone outside zones, or not active (an expiring
+// capacity block: v1.CapacityReservation.StateAt at opts.Now, or its
+// recorded State when opts.Now is zero), offers nothing. The
+// offering is available when the type has a price, is compatible, the
+// reservation has capacity left and opts.Unavailable does not report the
+// (type, zone, reserved) offering.
+func (p offeringPricer) reservedOfferings(name string, reservations []v1.CapacityReservation, zones, zoneIDs []string, compatible bool, opts Options) Offerings {
+	var out Offerings
+	for _, r := range reservations {
+		state := r.State
+		if !opts.Now.IsZero() {
+			state = r.StateAt(opts.Now)
+		}
+		if r.InstanceType != name || (state != "" && state != v1.ReservationStateActive) {
+			continue
+		}
+		zi := slices.Index(zones, r.AvailabilityZone)
+		if zi < 0 {
+			continue
+		}
+		price, hasPrice := p.onDemandPrice(name)
+		capacity := opts.ReservationCapacity[r.ID]
+		available := hasPrice && compatible && capacity > 0 &&
+			(opts.Unavailable == nil || !opts.Unavailable(name, r.AvailabilityZone, v1.CapacityTypeReserved))
+		out = append(out, Offering{
+			Zone: r.AvailabilityZone, ZoneID: zoneIDs[zi], CapacityType: v1.CapacityTypeReserved,
+			Price: price / ReservedPriceDivisor, Available: available,
+			ReservationID: r.ID, ReservationCapacity: max(capacity, 0),
+			ReservationType: cmp.Or(r.ReservationType, v1.ReservationTypeDefault), Interruptible: r.Interruptible,
+		})
 	}
 	return out
 }

@@ -79,6 +79,9 @@ type PartSource struct {
 //     us-gov-east-1, us-gov-west-1, cn-north-1, cn-northwest-1). On-demand
 //     prices come from the embedded table for opts.Region, or us-east-1's
 //     when the table lacks the region (the returned PriceSource says which).
+//     After them, one reserved offering per active entry of
+//     status.capacityReservations for the type in one of the zones (see
+//     reservedOfferings).
 //
 // An offering is unavailable when the type has no price, when
 // opts.Unavailable reports it, or when the type is incompatible with the
@@ -161,11 +164,12 @@ func Resolve(nodeClass *v1.EC2NodeClass, opts Options) ([]*InstanceType, PriceSo
 		}
 		capacity := capacity(t, &cfg)
 		backing = append(backing, InstanceType{
-			Name:      t.name,
-			Labels:    labels(t, cfg.family, opts.Region),
-			Capacity:  capacity,
-			Overhead:  overhead(t, &cfg, capacity),
-			Offerings: pricer.offerings(t.name, zones, zoneIDs, compatible(t, &cfg, nested), opts.Unavailable),
+			Name:     t.name,
+			Labels:   labels(t, cfg.family, opts.Region),
+			Capacity: capacity,
+			Overhead: overhead(t, &cfg, capacity),
+			Offerings: append(pricer.offerings(t.name, zones, zoneIDs, compatible(t, &cfg, nested), opts.Unavailable),
+				pricer.reservedOfferings(t.name, nodeClass.Status.CapacityReservations, zones, zoneIDs, compatible(t, &cfg, nested), opts)...),
 		})
 	}
 	out := make([]*InstanceType, len(backing))

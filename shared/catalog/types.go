@@ -149,4 +149,9 @@ type Options struct {
 	// capacity cache); nil means none. It is called once per generated
 	// offering and must not retain its arguments.
 	Unavailable func(instanceType, zone, capacityType string) bool
+	// ReservationCapacity maps a capacity reservation ID of the node
+	// class's status.capacityReservations to how many instances it can
+	// still take (DescribeCapacityReservations AvailableInstanceCount); a
+	// reservation it lacks has 0, so its offering is unavailable.
+	ReservationCapacity map[string]int
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,18 +79,23 @@ func AdmitsType(r requirements.Requirements, it *catalog.InstanceType) bool {
 // The zero value allows every offering.
 type OfferFilter struct {
 	zone, capacityType, reservation *requirements.Requirement
+	reservationType, interruptible  *requirements.Requirement
 }
 
 // NewOfferFilter returns the offering filter of r.
 func NewOfferFilter(r requirements.Requirements) OfferFilter {
-	return OfferFilter{zone: r[v1.LabelTopologyZone], capacityType: r[v1.LabelCapacityType], reservation: r[v1.LabelCapacityReservationID]}
+	return OfferFilter{zone: r[v1.LabelTopologyZone], capacityType: r[v1.LabelCapacityType], reservation: r[v1.LabelCapacityReservationID],
+		reservationType: r[v1.LabelCapacityReservationType], interruptible: r[v1.LabelCapacityReservationInterruptible]}
 }
 
 // Allows reports whether o satisfies the zone, capacity-type and
-// capacity-reservation requirements. A reserved offering without a
-// reservation ID is never allowed; an offering without a reservation
-// satisfies a reservation requirement only when it is NotIn or
-// DoesNotExist (the offering lacks the label). Availability is not checked.
+// capacity-reservation requirements (karpenter.k8s.aws/capacity-
+// reservation-id, -type and -interruptible, whose values for a reserved
+// offering are its ReservationID, ReservationType and Interruptible). A
+// reserved offering without a reservation ID is never allowed; an offering
+// without a reservation satisfies a reservation requirement only when it is
+// NotIn or DoesNotExist (the offering lacks the labels). Availability is not
+// checked.
 func (f *OfferFilter) Allows(o *catalog.Offering) bool {
 	if f.zone != nil && !f.zone.Has(o.Zone) {
 		return false
@@ -100,12 +106,29 @@ func (f *OfferFilter) Allows(o *catalog.Offering) bool {
 	if o.CapacityType == v1.CapacityTypeReserved && o.ReservationID == "" {
 		return false
 	}
-	if c := f.reservation; c != nil {
-		if o.ReservationID == "" {
-			op := c.Operator()
-			return op == corev1.NodeSelectorOpNotIn || op == corev1.NodeSelectorOpDoesNotExist
+	if f.reservation == nil && f.reservationType == nil && f.interruptible == nil {
+		return true
+	}
+	for _, c := range []struct {
+		req   *requirements.Requirement
+		value string
+	}{
+		{f.reservation, o.ReservationID},
+		{f.reservationType, o.ReservationType},
+		{f.interruptible, strconv.FormatBool(o.Interruptible)},
+	} {
+		if c.req == nil {
+			continue
 		}
-		return c.Has(o.ReservationID)
+		if o.ReservationID == "" {
+			if op := c.req.Operator(); op != corev1.NodeSelectorOpNotIn && op != corev1.NodeSelectorOpDoesNotExist {
+				return false
+			}
+			continue
+		}
+		if !c.req.Has(c.value) {
+			return false
+		}
 	}
 	return true
 }

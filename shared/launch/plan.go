@@ -24,6 +24,9 @@ type Offering struct {
 	CapacityType string
 	// ReservationID is set for reserved offerings only.
 	ReservationID string
+	// ReservationType is the reservation's type (v1.ReservationTypeDefault
+	// or v1.ReservationTypeCapacityBlock), reserved offerings only.
+	ReservationType string
 	// Price is USD per hour.
 	Price float64
 }
@@ -194,7 +197,7 @@ func ChooseInto(buf []Offering, cands []Candidate) Plan {
 			if o.CapacityType != p.CapacityType {
 				continue
 			}
-			p.Offerings = append(p.Offerings, Offering{InstanceType: c.Type.Name, Zone: o.Zone, CapacityType: o.CapacityType, ReservationID: o.ReservationID, Price: o.Price})
+			p.Offerings = append(p.Offerings, Offering{InstanceType: c.Type.Name, Zone: o.Zone, CapacityType: o.CapacityType, ReservationID: o.ReservationID, ReservationType: o.ReservationType, Price: o.Price})
 		}
 		if p.CapacityType == v1.CapacityTypeReserved {
 			p.Offerings = append(p.Offerings[:start], onePerZone(p.Offerings[start:])...)
@@ -206,6 +209,14 @@ func ChooseInto(buf []Offering, cands []Candidate) Plan {
 	}
 	// Across types: cheapest first; ties keep candidate order.
 	slices.SortStableFunc(p.Offerings, func(a, b Offering) int { return cmp.Compare(a.Price, b.Price) })
+	if p.CapacityType == v1.CapacityTypeReserved && len(p.Offerings) > 0 {
+		// One launch targets one kind of reservation (karpenter-spec §4
+		// step 2, capacity-reservation-type filter): the cheapest
+		// offering's type; a capacity block and an ODCR cannot share a
+		// CreateFleet (DefaultTargetCapacityType differs).
+		keep := p.Offerings[0].ReservationType
+		p.Offerings = slices.DeleteFunc(p.Offerings, func(o Offering) bool { return o.ReservationType != keep })
+	}
 	return p
 }
 

@@ -155,6 +155,10 @@ type LaunchOptions struct {
 	// (EC2DataCondition).
 	LiveUnreadable string
 	IsolatedVPC    bool
+	// ReservationCapacity is the class's reservation capacity
+	// (ResolvedNodeClass.ReservationCapacity; ResolveLaunchClass sets it);
+	// without it reserved offerings are unavailable.
+	ReservationCapacity map[string]int
 }
 
 // LaunchClass is one EC2NodeClass resolved as launches see it.
@@ -192,6 +196,7 @@ func ResolveLaunchClass(ctx context.Context, r nodeClassResolver, nc v1.EC2NodeC
 		return LaunchClass{}, fmt.Errorf("EC2NodeClass %s left out: resolve: %w", nc.Name, err)
 	}
 	resolved := res.NodeClass
+	opts.ReservationCapacity = res.ReservationCapacity
 	types, src, subnets, err := LaunchTypes(&resolved, res.Subnets, opts)
 	if err != nil {
 		return LaunchClass{NodeClass: resolved}, fmt.Errorf("EC2NodeClass %s left out: instance types: %w", nc.Name, err)
@@ -220,6 +225,7 @@ func LaunchTypes(nc *v1.EC2NodeClass, subnets []launch.Subnet, opts LaunchOption
 		Unavailable:             withFullZones(catalog.UnavailableFunc(opts.Unavailable), fullZones),
 		Live:                    opts.Live,
 		Now:                     opts.Now,
+		ReservationCapacity:     opts.ReservationCapacity,
 	})
 	if err != nil {
 		return nil, src, nil, err

@@ -66,6 +66,9 @@ type ResolvedNodeClass struct {
 	// launcher's choice of one subnet per zone (karpenter-spec section 4
 	// step 5).
 	Subnets []launch.Subnet
+	// ReservationCapacity maps each of status.capacityReservations' IDs to
+	// its AvailableInstanceCount (catalog.Options.ReservationCapacity).
+	ReservationCapacity map[string]int
 }
 
 // clusterSource reads what the cluster runs now: Nodes, the pods bound to

@@ -43,7 +43,8 @@ const (
 // Ready condition; nil when the API holds none for nc) into Karpenter's
 // EC2NodeClass conditions, in this order: SubnetsReady,
 // SecurityGroupsReady, AMIsReady, InstanceProfileReady,
-// ValidationSucceeded, PlacementGroupReady, Ready (aws:
+// ValidationSucceeded, PlacementGroupReady, CapacityReservationsReady
+// (Karpenter's ReservedCapacity gate is on by default), Ready (aws:
 // pkg/apis/v1/ec2nodeclass_status.go), stamped with rec.Generation, or
 // nc's generation without rec.
 //
@@ -60,7 +61,8 @@ const (
 // refused field (v1.UnappliedFields among them); nodewright makes none of
 // Karpenter's dry-run authorization checks. PlacementGroupReady is True
 // without spec.placementGroupSelector, else False
-// PlacementGroupsNotSupported. Ready is True when all are, else False
+// PlacementGroupsNotSupported. CapacityReservationsReady is True when rec
+// resolved the class (Ready True), else Unknown (AwaitingReconciliation). Ready is True when all are, else False
 // UnhealthyDependents. After Ready comes rec's informational EC2DataLive
 // condition, when rec has one (where the class's instance types, offerings
 // and prices came from: provisioning.EC2DataCondition); it is not one of
@@ -89,7 +91,15 @@ func ClassConditions(nc v1.EC2NodeClass, rec *v1.NodeClassStatus, prev []metav1.
 	if nc.Spec.PlacementGroupSelector != nil {
 		placement.Status, placement.Reason, placement.Message = metav1.ConditionFalse, ReasonPlacementGroupsNotSupported, "spec.placementGroupSelector: nodewright does not resolve placement groups"
 	}
-	conds = append(conds, validation, placement)
+	// CapacityReservationsReady: the API resolves the reservations last,
+	// after subnets, security groups and AMIs (a failed
+	// DescribeCapacityReservations fails the resolution), so a resolution
+	// that reached Ready has them.
+	reservations := awaiting(v1.ConditionTypeCapacityReservationsReady)
+	if rec != nil && Find(rec.Status.Conditions, v1.ConditionTypeReady) != nil && Find(rec.Status.Conditions, v1.ConditionTypeReady).Status == metav1.ConditionTrue {
+		reservations = metav1.Condition{Type: v1.ConditionTypeCapacityReservationsReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeCapacityReservationsReady}
+	}
+	conds = append(conds, validation, placement, reservations)
 	conds = append(conds, readyOf(conds))
 	if rec != nil {
 		if c := Find(rec.Status.Conditions, v1.ConditionTypeEC2DataLive); c != nil {

@@ -200,7 +200,8 @@ func TestSyncMarksClassAndPoolNotReadyWhenNoSubnetMatches(t *testing.T) {
 		{"InstanceProfileReady", "True", "InstanceProfileReady", ""},
 		{"ValidationSucceeded", "True", "ValidationSucceeded", ""},
 		{"PlacementGroupReady", "True", "PlacementGroupReady", ""},
-		{"Ready", "False", "UnhealthyDependents", "SubnetsReady=False, SecurityGroupsReady=Unknown, AMIsReady=Unknown"},
+		{"CapacityReservationsReady", "Unknown", "AwaitingReconciliation", "object is awaiting reconciliation"},
+		{"Ready", "False", "UnhealthyDependents", "SubnetsReady=False, SecurityGroupsReady=Unknown, AMIsReady=Unknown, CapacityReservationsReady=Unknown"},
 	}
 	if diff := cmp.Diff(want, briefs(nc.Status.Conditions)); diff != "" {
 		t.Errorf("EC2NodeClass conditions (-want +got):\n%s", diff)
@@ -230,6 +231,7 @@ func TestSyncWritesTheInformationalEC2DataLiveConditionWithoutMakingTheClassNotR
 		{"InstanceProfileReady", "True", "InstanceProfileReady", ""},
 		{"ValidationSucceeded", "True", "ValidationSucceeded", ""},
 		{"PlacementGroupReady", "True", "PlacementGroupReady", ""},
+		{"CapacityReservationsReady", "True", "CapacityReservationsReady", ""},
 		{"Ready", "True", "Ready", ""},
 		{"EC2DataLive", "False", "RefreshFailed", dataCond.Message},
 	}
@@ -288,7 +290,8 @@ func TestSyncMarksAMIsNotReadyAndPoolNotReadyForAnUnsupportedAlias(t *testing.T)
 		{"InstanceProfileReady", "True", "InstanceProfileReady", ""},
 		{"ValidationSucceeded", "True", "ValidationSucceeded", ""},
 		{"PlacementGroupReady", "True", "PlacementGroupReady", ""},
-		{"Ready", "False", "UnhealthyDependents", "AMIsReady=False"},
+		{"CapacityReservationsReady", "Unknown", "AwaitingReconciliation", "object is awaiting reconciliation"},
+		{"Ready", "False", "UnhealthyDependents", "AMIsReady=False, CapacityReservationsReady=Unknown"},
 	}
 	if diff := cmp.Diff(want, briefs(nc.Status.Conditions)); diff != "" {
 		t.Errorf("EC2NodeClass conditions (-want +got):\n%s", diff)
@@ -378,7 +381,8 @@ func TestSyncWritesValidationFailedForAnInvalidClassTheAPINeverResolved(t *testi
 		{"InstanceProfileReady", "Unknown", "AwaitingReconciliation", awaiting},
 		{"ValidationSucceeded", "False", ReasonNodeClassValidationFailed, msg},
 		{"PlacementGroupReady", "True", "PlacementGroupReady", ""},
-		{"Ready", "False", "UnhealthyDependents", "SubnetsReady=Unknown, SecurityGroupsReady=Unknown, AMIsReady=Unknown, InstanceProfileReady=Unknown, ValidationSucceeded=False"},
+		{"CapacityReservationsReady", "Unknown", "AwaitingReconciliation", "object is awaiting reconciliation"},
+		{"Ready", "False", "UnhealthyDependents", "SubnetsReady=Unknown, SecurityGroupsReady=Unknown, AMIsReady=Unknown, InstanceProfileReady=Unknown, ValidationSucceeded=False, CapacityReservationsReady=Unknown"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("EC2NodeClass conditions (-want +got):\n%s", diff)

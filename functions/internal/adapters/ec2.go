@@ -92,7 +92,7 @@ func (n NodeClasses) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (
 		Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeReady, ObservedGeneration: nc.Generation,
 	}}
 	n.resolved(ctx, nc)
-	return provisioning.ResolvedNodeClass{NodeClass: nc, Subnets: res.Subnets}, nil
+	return provisioning.ResolvedNodeClass{NodeClass: nc, Subnets: res.Subnets, ReservationCapacity: res.ReservationCapacity}, nil
 }
 
 func (n NodeClasses) resolved(ctx context.Context, nc v1.EC2NodeClass) {

@@ -27,7 +27,8 @@ import (
 
 // fieldCase sets one EC2NodeClass spec field to a realistic value. Either
 // the requests the adapters send for a launch (DescribeSubnets,
-// DescribeSecurityGroups, DescribeImages, CreateLaunchTemplate with its
+// DescribeSecurityGroups, DescribeImages, DescribeCapacityReservations,
+// CreateLaunchTemplate with its
 // user data decoded, CreateFleet) then contain every want string, which
 // the same launch without the field does not, or Validate refuses the
 // class naming the field (refused).
@@ -48,7 +49,7 @@ var fieldCases = map[string]fieldCase{
 	}, want: []string{`"SecurityGroupIds":["sg-0fields"]`}},
 	"capacityReservationSelectorTerms": {set: func(nc *v1.EC2NodeClass) {
 		nc.Spec.CapacityReservationSelectorTerms = []v1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
-	}, refused: true},
+	}, want: []string{`"CapacityReservationIds":["cr-0123456789abcdef0"]`}},
 	"placementGroupSelector": {set: func(nc *v1.EC2NodeClass) {
 		nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: "training-cluster"}
 	}, refused: true},
@@ -187,6 +188,9 @@ func launchRequests(t *testing.T, nc v1.EC2NodeClass) string {
 		sent = append(sent, in)
 	}
 	for _, in := range e.On.DescribeImages.Inputs() {
+		sent = append(sent, in)
+	}
+	for _, in := range e.On.DescribeCapacityReservations.Inputs() {
 		sent = append(sent, in)
 	}
 	var userData []string

@@ -151,8 +151,6 @@ type UnappliedField struct {
 // class is never accepted (or reported Ready) while a field that Karpenter
 // would apply is dropped. docs/compatibility.md lists the same fields.
 var UnappliedFields = []UnappliedField{
-	{"spec.capacityReservationSelectorTerms", "nodewright does not discover capacity reservations (DescribeCapacityReservations) or offer reserved capacity yet",
-		func(s EC2NodeClassSpec) bool { return len(s.CapacityReservationSelectorTerms) > 0 }},
 	{"spec.placementGroupSelector", "nodewright does not resolve placement groups or launch into them yet",
 		func(s EC2NodeClassSpec) bool { return s.PlacementGroupSelector != nil }},
 }

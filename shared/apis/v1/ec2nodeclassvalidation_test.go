@@ -130,7 +130,6 @@ func TestEC2NodeClassValidateErrors(t *testing.T) {
 			`spec.capacityReservationSelectorTerms[1]: set one of tags, id or instanceMatchCriteria`,
 			`spec.capacityReservationSelectorTerms[2].instanceMatchCriteria: "any" is not one of open, targeted`,
 			`spec.placementGroupSelector: set exactly one of name or id`,
-			`spec.capacityReservationSelectorTerms: not supported: nodewright does not discover capacity reservations (DescribeCapacityReservations) or offer reserved capacity yet; remove the field (Karpenter would apply it, nodewright would launch without it)`,
 			`spec.placementGroupSelector: not supported: nodewright does not resolve placement groups or launch into them yet; remove the field (Karpenter would apply it, nodewright would launch without it)`,
 		}},
 		{name: "should refuse each well-formed field nodewright does not apply, naming it", give: nodeClass(func(nc *v1.EC2NodeClass) {
@@ -138,7 +137,7 @@ func TestEC2NodeClassValidateErrors(t *testing.T) {
 			nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{ID: "pg-0a1b"}
 			nc.Spec.ConnectionTracking = &v1.ConnectionTracking{UDPTimeout: ptr(int32(30))}
 			nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: ptr("enabled")}
-		}), want: []string{`spec.capacityReservationSelectorTerms: not supported: nodewright does not discover capacity reservations (DescribeCapacityReservations) or offer reserved capacity yet; remove the field (Karpenter would apply it, nodewright would launch without it)`, `spec.placementGroupSelector: not supported: nodewright does not resolve placement groups or launch into them yet; remove the field (Karpenter would apply it, nodewright would launch without it)`}},
+		}), want: []string{`spec.placementGroupSelector: not supported: nodewright does not resolve placement groups or launch into them yet; remove the field (Karpenter would apply it, nodewright would launch without it)`}},
 		{name: "should fail for restricted tag keys", give: nodeClass(func(nc *v1.EC2NodeClass) {
 			nc.Spec.Tags = map[string]string{"eks:eks-cluster-name": "a", "kubernetes.io/cluster/c": "owned", "karpenter.sh/nodepool": "x", "karpenter.sh/nodeclaim": "y", "karpenter.k8s.aws/ec2nodeclass": "z"}
 		}), want: []string{

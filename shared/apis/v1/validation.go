@@ -81,8 +81,7 @@ func (np *NodePool) Validate() error {
 
 // Warnings lists what Validate tolerates but nodewright does not act on, or
 // what Karpenter would accept yet never use: well-known labels newer than
-// v1.14.1, requirement values ignored by their operator, capacity type
-// reserved (see reservedWarnings), a nodeClassRef to
+// v1.14.1, requirement values ignored by their operator, a nodeClassRef to
 // something other than an EC2NodeClass, and the alpha replicas field.
 func (np *NodePool) Warnings() []FieldError {
 	var warns fieldErrors
@@ -93,7 +92,6 @@ func (np *NodePool) Warnings() []FieldError {
 		}
 	}
 	requirementWarnings(&warns, "spec.template.spec.requirements", t.Spec.Requirements)
-	reservedWarnings(&warns, "spec.template.spec.requirements", t.Spec.Requirements)
 	if ref := t.Spec.NodeClassRef; ref != nil && ref.Group != "" && ref.Kind != "" &&
 		(ref.Group != AWSGroup || ref.Kind != KindEC2NodeClass) {
 		warns.add("spec.template.spec.nodeClassRef", "%s/%s is not an EC2NodeClass (karpenter.k8s.aws); the pool can never become ready", ref.Group, ref.Kind)
@@ -273,26 +271,6 @@ func requirementWarnings(warns *fieldErrors, path string, reqs []NodeSelectorReq
 		if (r.Operator == corev1.NodeSelectorOpExists || r.Operator == corev1.NodeSelectorOpDoesNotExist) && len(r.Values) > 0 {
 			warns.add(child(p, "values"), "ignored with operator %s", r.Operator)
 		}
-	}
-}
-
-// reservedWarnings warns of a karpenter.sh/capacity-type In requirement
-// that allows reserved: nodewright has no reserved offerings, because
-// EC2NodeClass.Validate refuses spec.capacityReservationSelectorTerms
-// (UnappliedFields). Allowing only reserved leaves the pool's pods
-// unschedulable; with other capacity types, only those are launched.
-func reservedWarnings(warns *fieldErrors, path string, reqs []NodeSelectorRequirementWithMinValues) {
-	for i, r := range reqs {
-		if r.Key != LabelCapacityType || r.Operator != corev1.NodeSelectorOpIn || !slices.Contains(r.Values, CapacityTypeReserved) {
-			continue
-		}
-		p := child(index(path, i), "values")
-		others := slices.DeleteFunc(slices.Clone(r.Values), func(v string) bool { return v == CapacityTypeReserved })
-		if len(others) == 0 {
-			warns.add(p, "capacity type reserved only: nodewright offers no reserved capacity yet (EC2NodeClass spec.capacityReservationSelectorTerms is refused), so this NodePool's pods stay unschedulable")
-			continue
-		}
-		warns.add(p, "capacity type reserved is never offered by nodewright yet (EC2NodeClass spec.capacityReservationSelectorTerms is refused); only %s is launched", strings.Join(others, ", "))
 	}
 }
 

@@ -343,16 +343,6 @@ func TestNodePoolWarnings(t *testing.T) {
 			{Path: "spec.template.spec.nodeClassRef", Message: "karpenter.azure.com/AKSNodeClass is not an EC2NodeClass (karpenter.k8s.aws); the pool can never become ready"},
 			{Path: "spec.replicas", Message: "static NodePools are alpha (Karpenter feature gate StaticCapacity, off by default)"},
 		}},
-		{name: "should warn that a reserved-only NodePool's pods stay unschedulable, naming the requirement", give: nodePool(func(np *v1.NodePool) {
-			*requirements(np) = append(*requirements(np), req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeReserved))
-		}), want: []v1.FieldError{
-			{Path: "spec.template.spec.requirements[1].values", Message: "capacity type reserved only: nodewright offers no reserved capacity yet (EC2NodeClass spec.capacityReservationSelectorTerms is refused), so this NodePool's pods stay unschedulable"},
-		}},
-		{name: "should warn that reserved is never offered when other capacity types are allowed", give: nodePool(func(np *v1.NodePool) {
-			*requirements(np) = append(*requirements(np), req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeReserved, v1.CapacityTypeOnDemand))
-		}), want: []v1.FieldError{
-			{Path: "spec.template.spec.requirements[1].values", Message: "capacity type reserved is never offered by nodewright yet (EC2NodeClass spec.capacityReservationSelectorTerms is refused); only on-demand is launched"},
-		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,6 +35,9 @@ type EC2Calls struct {
 	DescribeImages          Call[ec2.DescribeImagesInput, ec2.DescribeImagesOutput]
 	DescribeLaunchTemplates Call[ec2.DescribeLaunchTemplatesInput, ec2.DescribeLaunchTemplatesOutput]
 	CreateLaunchTemplate    Call[ec2.CreateLaunchTemplateInput, ec2.CreateLaunchTemplateOutput]
+	// DescribeCapacityReservations answers with no reservations unless
+	// scripted.
+	DescribeCapacityReservations Call[ec2.DescribeCapacityReservationsInput, ec2.DescribeCapacityReservationsOutput]
 }
 
 // EC2 is an in-memory EC2 for fleet.EC2API and nodeclass.EC2API.
@@ -448,6 +451,15 @@ func (e *EC2) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput, _
 		}
 	}
 	return out, nil
+}
+
+// DescribeCapacityReservations answers what On.DescribeCapacityReservations
+// scripts, else no reservations.
+func (e *EC2) DescribeCapacityReservations(_ context.Context, in *ec2.DescribeCapacityReservationsInput, _ ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error) {
+	if out, err, ok := e.On.DescribeCapacityReservations.record(in); ok {
+		return out, err
+	}
+	return &ec2.DescribeCapacityReservationsOutput{}, nil
 }
 
 // DescribeSecurityGroups supports GroupIds and the filters group-id,

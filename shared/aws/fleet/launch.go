@@ -115,10 +115,16 @@ func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
 		TagSpecifications: tagSpecifications(amifamily.LaunchTags(req.ClusterName, claim.Labels[v1.LabelNodePool], req.NodeClass.Name, req.NodeClass.Spec.Tags),
 			amifamily.ResourceInstance, amifamily.ResourceVolume, amifamily.ResourceFleet),
 	}
-	if p.CapacityType == v1.CapacityTypeSpot {
+	switch {
+	case p.CapacityType == v1.CapacityTypeSpot:
 		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeSpot
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case p.CapacityType == v1.CapacityTypeReserved && len(p.Offerings) > 0 && p.Offerings[0].ReservationType == v1.ReservationTypeCapacityBlock:
+		// Capacity blocks launch as capacity-block, without on-demand
+		// options (karpenter-spec §4 step 7); the plan holds one
+		// reservation type.
+		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeCapacityBlock
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	if req.NodeClass.Spec.Context != nil && claim.Annotations[v1.AnnotationNodeClaimMinValuesRelaxed] != "true" {

@@ -563,6 +563,28 @@ func TestLaunchReservedCapacityFirst(t *testing.T) {
 	}
 }
 
+func TestLaunchCapacityBlockAsCapacityBlock(t *testing.T) {
+	ec2api := awstest.NewEC2(t)
+	reserved := func(it *catalog.InstanceType) {
+		it.Offerings = append(it.Offerings,
+			catalog.Offering{Zone: "us-east-1b", CapacityType: v1.CapacityTypeReserved, Price: 0.00001, Available: true, ReservationID: "cr-block", ReservationType: v1.ReservationTypeCapacityBlock},
+			catalog.Offering{Zone: "us-east-1a", CapacityType: v1.CapacityTypeReserved, Price: 0.00002, Available: true, ReservationID: "cr-odcr", ReservationType: v1.ReservationTypeDefault})
+	}
+	r := request(ec2api, nodeClaim(), instanceType("m5.large", 2, 0.096, 0.04, reserved))
+	r.Templates = &templates{ec2: ec2api}
+	if _, err := fleet.New(ec2api).Launch(t.Context(), r); err != nil {
+		t.Fatalf("Launch() error = %v", err)
+	}
+	in := ec2api.On.CreateFleet.Inputs()[0]
+	if got := in.TargetCapacitySpecification.DefaultTargetCapacityType; got != ec2types.DefaultTargetCapacityTypeCapacityBlock || in.OnDemandOptions != nil {
+		t.Errorf("DefaultTargetCapacityType = %q, OnDemandOptions %+v; want capacity-block without on-demand options", got, in.OnDemandOptions)
+	}
+	// The ODCR is another kind of reservation: not in the same fleet.
+	if diff := cmp.Diff([]string{"m5.large us-east-1b subnet-b1"}, overrideKeys(t, ec2api)); diff != "" {
+		t.Errorf("overrides mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func resourceQuantity(s string) *resource.Quantity {
 	q := resource.MustParse(s)
 	return &q

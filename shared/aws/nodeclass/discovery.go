@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/launch"
@@ -127,4 +128,70 @@ func (r *Resolver) SecurityGroups(ctx context.Context, nc *v1.EC2NodeClass) ([]v
 	out := slices.Collect(maps.Values(found))
 	slices.SortFunc(out, func(a, b v1.SecurityGroup) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+// CapacityReservations resolves spec.capacityReservationSelectorTerms
+// (karpenter-spec §2 EC2NodeClass, §4.1 "Discovery query shapes", aws:
+// pkg/providers/capacityreservation/provider.go): one
+// DescribeCapacityReservations call for all id terms together
+// (CapacityReservationIds), one per other term with its tags (tag:<k>=<v>,
+// tag-key=<k> for "*"), owner-id and instance-match-criteria filters
+// ANDed; every call filters state=active. Results are unioned,
+// de-duplicated and sorted by ID, each with State from
+// v1.CapacityReservation.StateAt at the resolver's clock; available maps
+// each reservation ID to its AvailableInstanceCount. No terms: no call,
+// nothing found. Errors: a failed call (wrapped).
+func (r *Resolver) CapacityReservations(ctx context.Context, nc *v1.EC2NodeClass) (found []v1.CapacityReservation, available map[string]int, err error) {
+	var queries []*ec2.DescribeCapacityReservationsInput
+	var ids []string
+	active := ec2types.Filter{Name: aws.String("state"), Values: []string{string(ec2types.CapacityReservationStateActive)}}
+	for _, term := range nc.Spec.CapacityReservationSelectorTerms {
+		if term.ID != "" {
+			ids = append(ids, term.ID)
+			continue
+		}
+		filters := tagFilters(term.Tags)
+		if term.OwnerID != "" {
+			filters = append(filters, ec2types.Filter{Name: aws.String("owner-id"), Values: []string{term.OwnerID}})
+		}
+		if term.InstanceMatchCriteria != "" {
+			filters = append(filters, ec2types.Filter{Name: aws.String("instance-match-criteria"), Values: []string{term.InstanceMatchCriteria}})
+		}
+		queries = append(queries, &ec2.DescribeCapacityReservationsInput{Filters: append(filters, active)})
+	}
+	if len(ids) > 0 {
+		queries = append(queries, &ec2.DescribeCapacityReservationsInput{CapacityReservationIds: ids, Filters: []ec2types.Filter{active}})
+	}
+	byID := map[string]v1.CapacityReservation{}
+	available = map[string]int{}
+	now := r.now()
+	for _, in := range queries {
+		for {
+			out, err := r.ec2.DescribeCapacityReservations(ctx, in)
+			if err != nil {
+				return nil, nil, fmt.Errorf("node class %s: describe capacity reservations: %w", nc.Name, err)
+			}
+			for _, cr := range out.CapacityReservations {
+				res := v1.CapacityReservation{
+					ID: aws.ToString(cr.CapacityReservationId), AvailabilityZone: aws.ToString(cr.AvailabilityZone),
+					InstanceType: aws.ToString(cr.InstanceType), InstanceMatchCriteria: string(cr.InstanceMatchCriteria),
+					OwnerID: aws.ToString(cr.OwnerId), ReservationType: cmp.Or(string(cr.ReservationType), v1.ReservationTypeDefault),
+					Interruptible: aws.ToBool(cr.Interruptible),
+				}
+				if cr.EndDate != nil {
+					res.EndTime = &metav1.Time{Time: *cr.EndDate}
+				}
+				res.State = res.StateAt(now)
+				byID[res.ID] = res
+				available[res.ID] = int(aws.ToInt32(cr.AvailableInstanceCount))
+			}
+			if aws.ToString(out.NextToken) == "" {
+				break
+			}
+			in.NextToken = out.NextToken
+		}
+	}
+	found = slices.Collect(maps.Values(byID))
+	slices.SortFunc(found, func(a, b v1.CapacityReservation) int { return strings.Compare(a.ID, b.ID) })
+	return found, available, nil
 }

@@ -1,5 +1,5 @@
 // Package nodeclass resolves an EC2NodeClass against EC2 and SSM: its
-// subnets, security groups and AMIs (karpenter-spec §4.1 "Discovery query
+// subnets, security groups, AMIs and capacity reservations (karpenter-spec §4.1 "Discovery query
 // shapes", §9.1), and the launch templates a launch needs (§4 step 6, §9.3).
 // It declares the narrow EC2API and SSMAPI it calls; *ec2.Client and
 // *ssm.Client satisfy them. It keeps nothing between calls: every call asks
@@ -25,6 +25,7 @@ type EC2API interface {
 	DescribeImages(context.Context, *ec2.DescribeImagesInput, ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error)
 	DescribeLaunchTemplates(context.Context, *ec2.DescribeLaunchTemplatesInput, ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error)
 	CreateLaunchTemplate(context.Context, *ec2.CreateLaunchTemplateInput, ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
+	DescribeCapacityReservations(context.Context, *ec2.DescribeCapacityReservationsInput, ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error)
 }
 
 // SSMAPI is the subset of the SSM client this package calls.
@@ -69,11 +70,17 @@ type Resolved struct {
 	SecurityGroups []v1.SecurityGroup
 	// AMIs are sorted newest first (see AMIs).
 	AMIs []v1.AMI
+	// CapacityReservations are the selected active reservations, sorted
+	// by ID (see CapacityReservations); ReservationCapacity maps each
+	// one's ID to its AvailableInstanceCount.
+	CapacityReservations []v1.CapacityReservation
+	ReservationCapacity  map[string]int
 }
 
-// Resolve resolves the node class's subnets, security groups and AMIs for a
-// cluster at k8sVersion ("1.33"). Errors are those of Subnets,
-// SecurityGroups and AMIs, in that order.
+// Resolve resolves the node class's subnets, security groups, AMIs and
+// capacity reservations for a cluster at k8sVersion ("1.33"). Errors are
+// those of Subnets, SecurityGroups, AMIs and CapacityReservations, in that
+// order.
 func (r *Resolver) Resolve(ctx context.Context, nc *v1.EC2NodeClass, k8sVersion string) (Resolved, error) {
 	if nc == nil {
 		return Resolved{}, errors.New("resolve node class: nil")
@@ -90,11 +97,15 @@ func (r *Resolver) Resolve(ctx context.Context, nc *v1.EC2NodeClass, k8sVersion 
 	if err != nil {
 		return Resolved{}, err
 	}
-	return Resolved{Subnets: subnets, SecurityGroups: groups, AMIs: amis}, nil
+	reservations, capacity, err := r.CapacityReservations(ctx, nc)
+	if err != nil {
+		return Resolved{}, err
+	}
+	return Resolved{Subnets: subnets, SecurityGroups: groups, AMIs: amis, CapacityReservations: reservations, ReservationCapacity: capacity}, nil
 }
 
 // ApplyTo writes the resolution into status (subnets, security groups,
-// AMIs), leaving its other fields alone.
+// AMIs, capacity reservations), leaving its other fields alone.
 func (res Resolved) ApplyTo(status *v1.EC2NodeClassStatus) {
 	status.Subnets = make([]v1.Subnet, len(res.Subnets))
 	for i, s := range res.Subnets {
@@ -102,4 +113,5 @@ func (res Resolved) ApplyTo(status *v1.EC2NodeClassStatus) {
 	}
 	status.SecurityGroups = append([]v1.SecurityGroup(nil), res.SecurityGroups...)
 	status.AMIs = append([]v1.AMI(nil), res.AMIs...)
+	status.CapacityReservations = append([]v1.CapacityReservation(nil), res.CapacityReservations...)
 }
