@@ -110,6 +110,7 @@ type Server struct {
 	ice       map[Offering]string      // offering → error code
 	injected  map[string][]string      // action → queued error codes
 	answers   map[string][]AnswerFault // action → queued answer faults
+	denials   []Denial                 // Deny: actions refused to the caller
 	notices   []SpotInterruption
 	calls     []Call
 	sink      EventSink
@@ -364,6 +365,7 @@ var ec2Actions = map[string]ec2Handler{
 	"DescribeLaunchTemplateVersions": (*Server).describeLaunchTemplateVersions,
 	"DeleteLaunchTemplate":           (*Server).deleteLaunchTemplate,
 	"DescribeInstanceStatus":         (*Server).describeInstanceStatus,
+	"RunInstances":                   (*Server).runInstances,
 }
 
 func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
