@@ -1,11 +1,19 @@
 package provisioning
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
 )
 
 // AuthCheckTTL is how long a class's authorization verdict stands before
@@ -113,4 +121,151 @@ func (v AuthVerdict) Condition(generation int64) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v.Reason, v.Message
 	}
 	return c
+}
+
+// AuthKey is the verdict key of a resolved class: a SHA-256 (hex) over its
+// UID and generation (spec.tags, role and instance profile among the
+// spec) and the resolved inputs the dry runs carry (AMIs, subnets,
+// security groups, instance profile). A change to any of them makes the
+// check due again.
+func AuthKey(nc v1.EC2NodeClass) string {
+	ids := func(n int, id func(int) string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = id(i)
+		}
+		slices.Sort(out)
+		return out
+	}
+	st := nc.Status
+	b, _ := json.Marshal([]any{
+		string(nc.UID), nc.Generation, nc.Spec.Tags, st.InstanceProfile,
+		ids(len(st.AMIs), func(i int) string { return st.AMIs[i].ID }),
+		ids(len(st.Subnets), func(i int) string { return st.Subnets[i].ID }),
+		ids(len(st.SecurityGroups), func(i int) string { return st.SecurityGroups[i].ID }),
+	})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// AuthDryRunner makes a class's three dry runs (nodeclass.Resolver):
+// CreateLaunchTemplate, CreateFleet and RunInstances with the class's
+// launch tags, image, instance profile, subnets and security groups, one
+// instance type it; it stops at the first result that is not AuthAllowed.
+type AuthDryRunner interface {
+	DryRunAuthorization(ctx context.Context, nc *v1.EC2NodeClass, it *catalog.InstanceType) []AuthResult
+}
+
+// AuthVerdictStore keeps the last verdict of each class UID across
+// invocations (a nil verdict and nil error: none stored).
+type AuthVerdictStore interface {
+	AuthVerdict(ctx context.Context, uid string) (*AuthVerdict, error)
+	PutAuthVerdict(ctx context.Context, uid string, v AuthVerdict) error
+}
+
+// AuthChecker computes a resolved class's ValidationSucceeded condition
+// from dry-run authorization checks, as Karpenter's validation controller
+// does (aws: pkg/controllers/nodeclass/validation.go): the verdict stands
+// AuthCheckTTL per AuthKey, so a steady class costs at most three dry runs
+// per AuthCheckTTL (per verdict store); an inconclusive check keeps the
+// last verdict. It is safe for concurrent use.
+type AuthChecker struct {
+	// DryRuns makes the dry runs; nil: the checker only reports stored
+	// verdicts (for a component without the launch permissions).
+	DryRuns AuthDryRunner
+	// Verdicts keeps verdicts across invocations; nil: in memory only.
+	Verdicts AuthVerdictStore
+
+	mu   sync.Mutex
+	last map[string]AuthVerdict // by class UID
+}
+
+// Condition returns nc's ValidationSucceeded condition at now, ok false
+// when there is no verdict (never checked and the check inconclusive, or a
+// read-only checker without a stored verdict). nc is resolved; types are
+// its launchable instance types, of which the dry runs name one
+// (AuthInstanceType). A verdict store that fails to read or write is
+// treated as empty, or left behind: the check goes on.
+func (c *AuthChecker) Condition(ctx context.Context, nc v1.EC2NodeClass, types []*catalog.InstanceType, now time.Time) (metav1.Condition, bool) {
+	uid, key := string(nc.UID), AuthKey(nc)
+	c.mu.Lock()
+	own, mine := c.last[uid]
+	c.mu.Unlock()
+	if mine && !AuthCheckDue(&own, key, now) {
+		// A verdict this checker made and that still stands: no store read.
+		return own.Condition(nc.Generation), true
+	}
+	prev := c.prev(ctx, uid)
+	if c.DryRuns == nil || !AuthCheckDue(prev, key, now) {
+		if prev == nil {
+			return metav1.Condition{}, false
+		}
+		return prev.Condition(nc.Generation), true
+	}
+	it := AuthInstanceType(types)
+	if it == nil {
+		if prev == nil {
+			return metav1.Condition{}, false
+		}
+		return prev.Condition(nc.Generation), true
+	}
+	v, ok := DecideAuth(c.DryRuns.DryRunAuthorization(ctx, &nc, it), key, now)
+	if !ok {
+		if prev == nil {
+			return metav1.Condition{}, false
+		}
+		return prev.Condition(nc.Generation), true
+	}
+	c.mu.Lock()
+	if c.last == nil {
+		c.last = map[string]AuthVerdict{}
+	}
+	c.last[uid] = v
+	c.mu.Unlock()
+	if c.Verdicts != nil {
+		_ = c.Verdicts.PutAuthVerdict(ctx, uid, v)
+	}
+	return v.Condition(nc.Generation), true
+}
+
+// prev is the last verdict of uid: the stored one when a store is set and
+// answers, else the one in memory.
+func (c *AuthChecker) prev(ctx context.Context, uid string) *AuthVerdict {
+	if c.Verdicts != nil {
+		if v, err := c.Verdicts.AuthVerdict(ctx, uid); err == nil && v != nil {
+			return v
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.last[uid]; ok {
+		return &v
+	}
+	return nil
+}
+
+// AuthInstanceType is the instance type the dry runs name: Karpenter's
+// fallback types m5.large or m6g.large when the class can launch one (aws:
+// pkg/controllers/nodeclass/validation.go getFallbackInstanceTypes), else
+// the first of types; nil when types is empty.
+func AuthInstanceType(types []*catalog.InstanceType) *catalog.InstanceType {
+	for _, name := range []string{"m5.large", "m6g.large"} {
+		if i := slices.IndexFunc(types, func(it *catalog.InstanceType) bool { return it.Name == name }); i >= 0 {
+			return types[i]
+		}
+	}
+	if len(types) == 0 {
+		return nil
+	}
+	return types[0]
+}
+
+// validationFailed returns conds' ValidationSucceeded condition when it is
+// False.
+func validationFailed(conds []metav1.Condition) (metav1.Condition, bool) {
+	c := meta.FindStatusCondition(conds, v1.ConditionTypeValidationSucceeded)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return metav1.Condition{}, false
+	}
+	return *c, true
 }
