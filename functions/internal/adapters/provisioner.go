@@ -35,6 +35,9 @@ type ProvisionerConfig struct {
 	// Controller names the caller in karpenter_cloudprovider_* labels
 	// ("provisioner", "disruption").
 	Controller string
+	// Auth computes each class's ValidationSucceeded from dry-run
+	// authorization checks (provisioning.AuthChecker); nil makes none.
+	Auth *provisioning.AuthChecker
 }
 
 // NewProvisioner wires provisioning.Provisioner over these adapters the
@@ -62,6 +65,7 @@ func NewProvisioner(store *ddbstore.Store, resolver *nodeclass.Resolver, fl *fle
 		Subnets:     Subnets{Store: store},
 		EC2Data:     EC2Data{Store: store, Region: cfg.Options.Region},
 		ClassStatus: classStatus(cfg.OnResolved),
+		Auth:        cfg.Auth,
 	}, cfg.Options)
 }
 
