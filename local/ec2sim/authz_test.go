@@ -205,3 +205,24 @@ func TestDenyControlAPI(t *testing.T) {
 		t.Errorf("after DELETE: %+v", e.sim.Denials())
 	}
 }
+
+// Dry runs are calls (Calls) but not launches: CallsTo and answer faults
+// leave them out.
+func TestDryRunsAreLeftOutOfCallsToAndAnswerFaults(t *testing.T) {
+	e := newEnv(t, ec2sim.Options{})
+	e.createLT(t, "existing", e.al2023(t, "x86_64"), "#!/bin/bash")
+	e.sim.DropAnswers("CreateFleet", 1)
+	in := fleetInput("existing", "on-demand", 1, []string{"m5.large"}, []string{e.subnets()["us-east-1a"]})
+	in.DryRun = aws.Bool(true)
+	if _, err := e.ec2.CreateFleet(t.Context(), in); err == nil {
+		t.Fatal("dry run: nil error")
+	} else if code, _ := apiCode(err); code != "DryRunOperation" {
+		t.Fatalf("dry run with a queued drop: %v, want DryRunOperation", err)
+	}
+	if n := len(e.sim.CallsTo("CreateFleet")); n != 0 {
+		t.Errorf("CallsTo(CreateFleet) = %d after a dry run, want 0", n)
+	}
+	if n := len(e.sim.Calls()); n == 0 || !e.sim.Calls()[n-1].DryRun() {
+		t.Errorf("Calls() lacks the dry run")
+	}
+}

@@ -413,7 +413,10 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 			ae = &apiError{Code: "InternalError", Message: err.Error()}
 		}
 		call.ErrorCode = ae.Code
-		fault, call.AnswerFault = s.takeAnswerFault(action)
+		if !call.DryRun() {
+			// Answer faults script the answers of real calls.
+			fault, call.AnswerFault = s.takeAnswerFault(action)
+		}
 		s.calls = append(s.calls, call)
 		write = func() { writeEC2Error(w, requestID, ae) }
 		return
@@ -446,7 +449,7 @@ func (f AnswerFault) String() string {
 	return ""
 }
 
-// DropAnswers makes the next n calls of an EC2 action take effect
+// DropAnswers makes the next n calls (dry runs excepted) of an EC2 action take effect
 // and lose their answer: the caller sees the connection close. The SDK's
 // retries of such a call are calls too (each counts against n), so
 // dropping as many answers as the client makes attempts fails the whole
@@ -584,11 +587,15 @@ func (s *Server) Calls() []Call {
 	return out
 }
 
-// CallsTo returns the calls of one action, oldest first.
+// DryRun reports whether the call was an EC2 dry run (DryRun=true).
+func (c Call) DryRun() bool { return c.Service == "ec2" && c.Params.Get("DryRun") == "true" }
+
+// CallsTo returns the calls of one action that were not dry runs, oldest
+// first (Calls holds the dry runs too).
 func (s *Server) CallsTo(action string) []Call {
 	var out []Call
 	for _, c := range s.Calls() {
-		if c.Action == action {
+		if c.Action == action && !c.DryRun() {
 			out = append(out, c)
 		}
 	}
