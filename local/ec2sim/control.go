@@ -33,6 +33,9 @@ var controlRoutes = []string{
 	"DELETE /_sim/unavailable               same body: ClearUnavailable",
 	"POST   /_sim/errors                    {\"action\",\"code\",\"count\"}: InjectError",
 	"POST   /_sim/throttle                  {\"action\",\"count\"}: Throttle",
+	"POST   /_sim/deny                      Denial {\"action\",\"requestTags\"}: Deny (CreateFleet, CreateLaunchTemplate, RunInstances)",
+	"DELETE /_sim/deny                      {\"action\"}: Allow (removes the action's denials)",
+	"GET    /_sim/deny                      Denials",
 	"POST   /_sim/answers                   {\"action\",\"count\",\"drop\":true|\"delay\":\"5s\"}: DropAnswers / DelayAnswers (the call takes effect, its answer is lost or late)",
 	"POST   /_sim/boot-delay                {\"delay\"}: SetBootDelay",
 	"POST   /_sim/spot-price                {\"instanceType\",\"zone\",\"price\"}: SetSpotPrice",
@@ -116,6 +119,20 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 			s.SetUnavailable(in.Offering, in.Code)
 		} else {
 			s.ClearUnavailable(in.Offering)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	case path == "/_sim/deny" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, s.Denials())
+	case path == "/_sim/deny" && (r.Method == http.MethodPost || r.Method == http.MethodDelete):
+		var d Denial
+		if !readJSON(w, r, &d) {
+			return
+		}
+		if r.Method == http.MethodDelete {
+			s.Allow(d.Action)
+		} else if err := s.Deny(d); err != nil {
+			writeJSONError(w, http.StatusBadRequest, err)
+			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodPost && path == "/_sim/answers":

@@ -28,7 +28,8 @@ func missingParameter(name string) *apiError {
 
 // httpStatus is the status EC2 and SSM send with an error code: 503 for
 // throttling and unavailability, 500 for internal errors, 401 for bad
-// credentials, 403 for missing permissions, 400 otherwise.
+// credentials, 403 for missing permissions, 412 for a dry run that would
+// have succeeded (DryRunOperation), 400 otherwise.
 func httpStatus(code string) int {
 	switch code {
 	case "RequestLimitExceeded", "ServiceUnavailable", "Unavailable":
@@ -39,6 +40,8 @@ func httpStatus(code string) int {
 		return http.StatusUnauthorized
 	case "UnauthorizedOperation", "AccessDeniedException", "AccessDenied":
 		return http.StatusForbidden
+	case "DryRunOperation":
+		return http.StatusPreconditionFailed
 	}
 	return http.StatusBadRequest
 }

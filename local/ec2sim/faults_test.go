@@ -83,14 +83,14 @@ func TestInjectError(t *testing.T) {
 
 func TestUnknownActionsFail(t *testing.T) {
 	e := newEnv(t, ec2sim.Options{})
-	resp, err := http.PostForm(e.url, url.Values{"Action": {"RunInstances"}, "Version": {"2016-11-15"}})
+	resp, err := http.PostForm(e.url, url.Values{"Action": {"RunScheduledInstances"}, "Version": {"2016-11-15"}})
 	if err != nil {
 		t.Fatalf("POST error = %v", err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "<Code>InvalidAction</Code>") {
-		t.Errorf("RunInstances: %d %s, want 400 InvalidAction", resp.StatusCode, body)
+		t.Errorf("RunScheduledInstances: %d %s, want 400 InvalidAction", resp.StatusCode, body)
 	}
 
 	req, _ := http.NewRequest(http.MethodPost, e.url, strings.NewReader(`{"Name":"/x"}`))

@@ -220,10 +220,18 @@ var (
 //
 // Errors in the request itself (unknown launch template or subnet, bad tags,
 // unsupported fleet type or strategy) fail the whole call, as EC2 does.
+// With the request valid, the permission check (authorize) follows: a
+// denied call fails with UnauthorizedOperation and a dry run answers
+// DryRunOperation; neither creates anything, and a dry run neither reads
+// nor records its ClientToken.
 func (s *Server) createFleet(q *qnode, now time.Time) (response, error) {
+	dryRun, err := dryRunParam(q)
+	if err != nil {
+		return nil, err
+	}
 	token := q.str("ClientToken")
 	fp := fingerprint(q)
-	if token != "" {
+	if token != "" && !dryRun {
 		if f, ok := s.tokens[token]; ok {
 			if f.fingerprint != fp {
 				return nil, errorf("IdempotentParameterMismatch", "The client token %s is already in use with different request parameters.", token)
@@ -270,6 +278,9 @@ func (s *Server) createFleet(q *qnode, now time.Time) (response, error) {
 	}
 	overrides, err := s.fleetOverrides(q)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorize("CreateFleet", q, "fleet/*"); err != nil {
 		return nil, err
 	}
 

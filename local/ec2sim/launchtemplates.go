@@ -275,9 +275,16 @@ type launchTemplateResponse struct {
 // seen before returns the template it created; a taken name fails with
 // InvalidLaunchTemplateName.AlreadyExistsException. Tags come from
 // TagSpecification.N with ResourceType launch-template. Only version 1
-// exists (no CreateLaunchTemplateVersion).
+// exists (no CreateLaunchTemplateVersion). A valid request then meets the
+// permission check (authorize: UnauthorizedOperation when denied,
+// DryRunOperation for a dry run, which creates nothing and ignores its
+// ClientToken) before the name's uniqueness is checked.
 func (s *Server) createLaunchTemplate(q *qnode, now time.Time) (response, error) {
-	if tok := q.str("ClientToken"); tok != "" {
+	dryRun, err := dryRunParam(q)
+	if err != nil {
+		return nil, err
+	}
+	if tok := q.str("ClientToken"); tok != "" && !dryRun {
 		if id, ok := s.ltTokens[tok]; ok {
 			if lt, ok := s.templates[id]; ok {
 				return &launchTemplateResponse{LaunchTemplate: s.launchTemplateXML(lt)}, nil
@@ -290,8 +297,6 @@ func (s *Server) createLaunchTemplate(q *qnode, now time.Time) (response, error)
 		return nil, missingParameter("LaunchTemplateName")
 	case !validLTName(name):
 		return nil, errorf("InvalidLaunchTemplateName.MalformedException", "A launch template name must be between 3 and 128 characters, and may contain letters, numbers, and the following characters: - ( ) . / _.'")
-	case s.templateByName(name) != nil:
-		return nil, errorf("InvalidLaunchTemplateName.AlreadyExistsException", "Launch template name already in use.")
 	case q.get("LaunchTemplateData") == nil:
 		return nil, missingParameter("LaunchTemplateData")
 	}
@@ -312,6 +317,14 @@ func (s *Server) createLaunchTemplate(q *qnode, now time.Time) (response, error)
 	}
 	if err := validateTags(specs["launch-template"], nil); err != nil {
 		return nil, err
+	}
+	// The permission check follows the parameters' validation and precedes
+	// the name's uniqueness, a check of the account's state.
+	if err := s.authorize("CreateLaunchTemplate", q, "launch-template/*"); err != nil {
+		return nil, err
+	}
+	if s.templateByName(name) != nil {
+		return nil, errorf("InvalidLaunchTemplateName.AlreadyExistsException", "Launch template name already in use.")
 	}
 	lt := &launchTemplate{id: s.newID("lt"), name: name, created: now.UTC().Truncate(time.Second),
 		tags: tagMap(specs["launch-template"]), data: data, raw: q.get("LaunchTemplateData").flatten()}

@@ -112,6 +112,7 @@ type Server struct {
 	ice             map[Offering]string      // offering → error code
 	injected        map[string][]string      // action → queued error codes
 	answers         map[string][]AnswerFault // action → queued answer faults
+	denials         []Denial                 // Deny: actions refused to the caller
 	notices         []SpotInterruption
 	calls           []Call
 	sink            EventSink
@@ -374,6 +375,7 @@ var ec2Actions = map[string]ec2Handler{
 	"DescribeInstanceStatus":         (*Server).describeInstanceStatus,
 	"DescribePlacementGroups":        (*Server).describePlacementGroups,
 	"DescribeCapacityReservations":   (*Server).describeCapacityReservations,
+	"RunInstances":                   (*Server).runInstances,
 }
 
 func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
@@ -421,7 +423,10 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 			ae = &apiError{Code: "InternalError", Message: err.Error()}
 		}
 		call.ErrorCode = ae.Code
-		fault, call.AnswerFault = s.takeAnswerFault(action)
+		if !call.DryRun() {
+			// Answer faults script the answers of real calls.
+			fault, call.AnswerFault = s.takeAnswerFault(action)
+		}
 		s.calls = append(s.calls, call)
 		write = func() { writeEC2Error(w, requestID, ae) }
 		return
@@ -454,7 +459,7 @@ func (f AnswerFault) String() string {
 	return ""
 }
 
-// DropAnswers makes the next n calls of an EC2 action take effect
+// DropAnswers makes the next n calls (dry runs excepted) of an EC2 action take effect
 // and lose their answer: the caller sees the connection close. The SDK's
 // retries of such a call are calls too (each counts against n), so
 // dropping as many answers as the client makes attempts fails the whole
@@ -592,11 +597,15 @@ func (s *Server) Calls() []Call {
 	return out
 }
 
-// CallsTo returns the calls of one action, oldest first.
+// DryRun reports whether the call was an EC2 dry run (DryRun=true).
+func (c Call) DryRun() bool { return c.Service == "ec2" && c.Params.Get("DryRun") == "true" }
+
+// CallsTo returns the calls of one action that were not dry runs, oldest
+// first (Calls holds the dry runs too).
 func (s *Server) CallsTo(action string) []Call {
 	var out []Call
 	for _, c := range s.Calls() {
-		if c.Action == action {
+		if c.Action == action && !c.DryRun() {
 			out = append(out, c)
 		}
 	}

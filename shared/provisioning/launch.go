@@ -100,7 +100,7 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 	}
 	opts := LaunchOptions{Region: p.opts.Region, SpotPriceRatio: p.opts.SpotPriceRatio, ReservedENIs: p.opts.ReservedENIs,
 		VMMemoryOverheadPercent: p.opts.VMMemoryOverheadPercent, Unavailable: unavailable, UnavailableSubnets: fullSubnets,
-		Live: live, Now: now, LiveUnreadable: warning, IsolatedVPC: p.opts.IsolatedVPC}
+		Live: live, Now: now, LiveUnreadable: warning, IsolatedVPC: p.opts.IsolatedVPC, Auth: p.ports.Auth}
 	for _, nc := range classes {
 		if !referenced[nc.Name] {
 			continue
@@ -115,6 +115,10 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 		}
 		resolved := lc.NodeClass
 		if c := meta.FindStatusCondition(resolved.Status.Conditions, v1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
+			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: not ready: %s: %s", nc.Name, c.Reason, c.Message))
+			continue
+		}
+		if c, failed := validationFailed(resolved.Status.Conditions); failed {
 			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: not ready: %s: %s", nc.Name, c.Reason, c.Message))
 			continue
 		}
@@ -159,6 +163,10 @@ type LaunchOptions struct {
 	// (ResolvedNodeClass.ReservationCapacity; ResolveLaunchClass sets it);
 	// without it reserved offerings are unavailable.
 	ReservationCapacity map[string]int
+	// Auth, when set, computes a Ready class's ValidationSucceeded
+	// condition from dry-run authorization checks (AuthChecker.Condition
+	// at Now); nil: no such condition.
+	Auth *AuthChecker
 }
 
 // LaunchClass is one EC2NodeClass resolved as launches see it.
@@ -182,7 +190,10 @@ type LaunchClass struct {
 // Readiness is the caller's decision (Ready=False classes still resolve).
 // When live data is wired (opts.Live or opts.LiveUnreadable), the resolved
 // status also carries the informational EC2DataLive condition
-// (EC2DataCondition); it never affects Ready.
+// (EC2DataCondition); it never affects Ready. With opts.Auth, a class
+// that resolved Ready also carries ValidationSucceeded from its dry-run
+// authorization checks (AuthChecker.Condition); a False one leaves the
+// class out of launches, as Karpenter's Ready does.
 // The error says why the class is left out ("EC2NodeClass <name> left out:
 // invalid|resolve|instance types: ..."); with an instance-types error
 // LaunchClass.NodeClass is still the resolved class.
@@ -203,6 +214,11 @@ func ResolveLaunchClass(ctx context.Context, r nodeClassResolver, nc v1.EC2NodeC
 	}
 	if c, ok := EC2DataCondition(src, opts.LiveUnreadable, opts.IsolatedVPC, resolved.Generation); ok {
 		resolved.Status.Conditions = append(slices.Clone(resolved.Status.Conditions), c)
+	}
+	if opts.Auth != nil && meta.IsStatusConditionTrue(resolved.Status.Conditions, v1.ConditionTypeReady) {
+		if c, ok := opts.Auth.Condition(ctx, resolved, types, opts.Now); ok {
+			resolved.Status.Conditions = append(slices.Clone(resolved.Status.Conditions), c)
+		}
 	}
 	return LaunchClass{NodeClass: resolved, Subnets: subnets, InstanceTypes: types, PriceSource: src}, nil
 }

@@ -151,7 +151,7 @@ type LaunchResult struct {
 }
 
 // ProvisionerPorts are the adapters a Provisioner works through. All are
-// required.
+// required but Subnets, EC2Data, ClassStatus and Auth.
 type ProvisionerPorts struct {
 	Claims    claimStore
 	Config    configSource
@@ -170,6 +170,9 @@ type ProvisionerPorts struct {
 	// EC2DataLive condition, for the status the forwarder writes; nil
 	// records nothing.
 	ClassStatus classStatusRecorder
+	// Auth checks each class's launch permissions by dry runs
+	// (LaunchOptions.Auth); nil makes no check.
+	Auth *AuthChecker
 }
 
 // classStatusRecorder records a resolved EC2NodeClass (best effort: it

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,8 +59,12 @@ const (
 // InstanceProfileCreationFailed; they name spec.role) when spec.role got
 // no profile, the selectors then being resolved. ValidationSucceeded is nc's v1 validation (after defaulting): True,
 // or False NodeClassValidationFailed with the error, which names every
-// refused field (v1.UnappliedFields among them); nodewright makes none of
-// Karpenter's dry-run authorization checks. PlacementGroupReady is True
+// refused field (v1.UnappliedFields among them); a class that passes takes
+// the verdict of the dry-run authorization checks of CreateLaunchTemplate,
+// CreateFleet and RunInstances (authCondition: False with Karpenter's
+// CreateLaunchTemplateAuthCheckFailed, CreateFleetAuthCheckFailed or
+// RunInstancesAuthCheckFailed and a message naming the action), True
+// without one. PlacementGroupReady is True
 // without spec.placementGroupSelector, else False
 // PlacementGroupsNotSupported. CapacityReservationsReady is True when rec
 // resolved the class (Ready True), else Unknown (AwaitingReconciliation). Ready is True when all are, else False
@@ -86,6 +91,8 @@ func ClassConditions(nc v1.EC2NodeClass, rec *v1.NodeClassStatus, prev []metav1.
 	validation := metav1.Condition{Type: v1.ConditionTypeValidationSucceeded, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeValidationSucceeded}
 	if err := validateClass(nc); err != nil {
 		validation.Status, validation.Reason, validation.Message = metav1.ConditionFalse, ReasonNodeClassValidationFailed, err.Error()
+	} else if c := authCondition(rec, prev); c != nil {
+		validation.Status, validation.Reason, validation.Message = c.Status, c.Reason, c.Message
 	}
 	placement := metav1.Condition{Type: v1.ConditionTypePlacementGroupReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypePlacementGroupReady}
 	if nc.Spec.PlacementGroupSelector != nil {
@@ -107,6 +114,24 @@ func ClassConditions(nc v1.EC2NodeClass, rec *v1.NodeClassStatus, prev []metav1.
 		}
 	}
 	return finish(conds, generation, prev, now)
+}
+
+// authCondition is the ValidationSucceeded verdict of the dry-run
+// authorization checks (provisioning.AuthChecker): rec's, when the
+// resolution carries one; else, when rec is nil or was recorded by a
+// component that makes no check, the class's previous False verdict with a
+// Karpenter "...AuthCheckFailed" reason, which stands until a check says
+// otherwise. nil: no verdict (True).
+func authCondition(rec *v1.NodeClassStatus, prev []metav1.Condition) *metav1.Condition {
+	if rec != nil {
+		if c := Find(rec.Status.Conditions, v1.ConditionTypeValidationSucceeded); c != nil {
+			return c
+		}
+	}
+	if c := Find(prev, v1.ConditionTypeValidationSucceeded); c != nil && c.Status == metav1.ConditionFalse && strings.HasSuffix(c.Reason, "AuthCheckFailed") {
+		return c
+	}
+	return nil
 }
 
 // validateClass is nc's v1 validation after defaulting. It takes nc by

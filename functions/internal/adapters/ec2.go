@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -230,4 +231,43 @@ func (n NodeClasses) WithProfiles(p *iamprofile.Client) NodeClasses {
 		n.Profiles = p
 	}
 	return n
+}
+
+// AuthVerdictTTL is how long a class's stored authorization verdict
+// outlives its check: far beyond provisioning.AuthCheckTTL, so the last
+// verdict stands through a run of inconclusive checks.
+const AuthVerdictTTL = 24 * time.Hour
+
+// AuthVerdicts is provisioning.AuthVerdictStore over ddbstore payloads,
+// keyed "nodeclass-auth/<class UID>" (JSON provisioning.AuthVerdict).
+type AuthVerdicts struct {
+	Store *ddbstore.Store
+	Now   func() time.Time
+}
+
+var _ provisioning.AuthVerdictStore = AuthVerdicts{}
+
+// AuthVerdict returns uid's stored verdict, nil when none is stored.
+func (a AuthVerdicts) AuthVerdict(ctx context.Context, uid string) (*provisioning.AuthVerdict, error) {
+	data, err := a.Store.GetPayload(ctx, "nodeclass-auth/"+uid, a.Now())
+	if errors.Is(err, ddbstore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v provisioning.AuthVerdict
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("auth verdict %s: %w", uid, err)
+	}
+	return &v, nil
+}
+
+// PutAuthVerdict stores uid's verdict for AuthVerdictTTL.
+func (a AuthVerdicts) PutAuthVerdict(ctx context.Context, uid string, v provisioning.AuthVerdict) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("auth verdict %s: %w", uid, err)
+	}
+	return a.Store.PutPayload(ctx, "nodeclass-auth/"+uid, data, a.Now(), AuthVerdictTTL)
 }

@@ -39,6 +39,9 @@ type ProvisionerConfig struct {
 	// Profiles ensures spec.role's instance profiles (NodeClasses.Profiles);
 	// nil: the profile named like the role.
 	Profiles *iamprofile.Client
+	// Auth computes each class's ValidationSucceeded from dry-run
+	// authorization checks (provisioning.AuthChecker); nil makes none.
+	Auth *provisioning.AuthChecker
 }
 
 // NewProvisioner wires provisioning.Provisioner over these adapters the
@@ -67,6 +70,7 @@ func NewProvisioner(store *ddbstore.Store, resolver *nodeclass.Resolver, fl *fle
 		Subnets:     Subnets{Store: store},
 		EC2Data:     EC2Data{Store: store, Region: cfg.Options.Region},
 		ClassStatus: classStatus(cfg.OnResolved),
+		Auth:        cfg.Auth,
 	}, cfg.Options)
 }
 

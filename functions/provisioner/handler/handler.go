@@ -135,6 +135,7 @@ type EC2API interface {
 	fleet.EC2API
 	fleet.TagAPI
 	nodeclass.EC2API
+	nodeclass.DryRunAPI
 }
 
 // Clients are the API clients New wires the handler with.
@@ -172,6 +173,12 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		OnResolved: RecordNodeClassStatus(store, log, now),
 		Metrics:    rec, Controller: "provisioner",
 		Profiles: adapters.NewInstanceProfiles(c.IAM, cfg.Cluster, cfg.Region, cfg.NodeRoles),
+		// The provisioner holds the launch permissions: it checks them by
+		// dry runs and stores the verdicts the decider reports.
+		Auth: &provisioning.AuthChecker{
+			DryRuns:  nodeclass.AuthDryRuns{API: c.EC2, Templates: resolver, Cluster: nodeclass.Cluster{Name: cfg.Cluster, Endpoint: cfg.Endpoint, CABundle: cfg.CAData, ServiceCIDR: cfg.ServiceCIDR, DNS: cfg.DNS}},
+			Verdicts: adapters.AuthVerdicts{Store: store, Now: now},
+		},
 	}, now)
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)
