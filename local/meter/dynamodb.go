@@ -71,19 +71,19 @@ func ValueSize(raw json.RawMessage) (int, error) {
 		case "S":
 			var s string
 			if err := json.Unmarshal(v, &s); err != nil {
-				return 0, fmt.Errorf("S: %w", err)
+				return 0, fmt.Errorf("attribute of type S: %w", err)
 			}
 			return len(s), nil
 		case "N":
 			var s string
 			if err := json.Unmarshal(v, &s); err != nil {
-				return 0, fmt.Errorf("N: %w", err)
+				return 0, fmt.Errorf("attribute of type N: %w", err)
 			}
 			return numberSize(s), nil
 		case "B":
 			b, err := binarySize(v)
 			if err != nil {
-				return 0, fmt.Errorf("B: %w", err)
+				return 0, fmt.Errorf("attribute of type B: %w", err)
 			}
 			return b, nil
 		case "BOOL", "NULL":
@@ -116,7 +116,7 @@ func ValueSize(raw json.RawMessage) (int, error) {
 		case "L":
 			var l []json.RawMessage
 			if err := json.Unmarshal(v, &l); err != nil {
-				return 0, fmt.Errorf("L: %w", err)
+				return 0, fmt.Errorf("attribute of type L: %w", err)
 			}
 			n := 3
 			for _, e := range l {
@@ -130,13 +130,13 @@ func ValueSize(raw json.RawMessage) (int, error) {
 		case "M":
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal(v, &m); err != nil {
-				return 0, fmt.Errorf("M: %w", err)
+				return 0, fmt.Errorf("attribute of type M: %w", err)
 			}
 			n := 3
 			for k, e := range m {
 				s, err := ValueSize(e)
 				if err != nil {
-					return 0, fmt.Errorf("M %q: %w", k, err)
+					return 0, fmt.Errorf("attribute %q of a map: %w", k, err)
 				}
 				n += 1 + len(k) + s
 			}

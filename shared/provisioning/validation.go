@@ -50,11 +50,11 @@ var authReasons = map[string]string{
 type AuthOutcome int
 
 const (
-	// AuthAllowed: DryRunOperation, the call would have succeeded.
+	// AuthAllowed is DryRunOperation: the call would have succeeded.
 	AuthAllowed AuthOutcome = iota
-	// AuthDenied: UnauthorizedOperation (or another authorization failure).
+	// AuthDenied is UnauthorizedOperation (or another authorization failure).
 	AuthDenied
-	// AuthInconclusive: anything else (throttling, a server error, a
+	// AuthInconclusive is anything else (throttling, a server error, a
 	// transport failure, an unexpected code): no verdict.
 	AuthInconclusive
 )

@@ -321,7 +321,8 @@ func TestSyncMarksInstanceProfileNotReadyForARoleNotAllowed(t *testing.T) {
 		{"InstanceProfileReady", "False", "RoleNotAllowed", msg},
 		{"ValidationSucceeded", "True", "ValidationSucceeded", ""},
 		{"PlacementGroupReady", "True", "PlacementGroupReady", ""},
-		{"Ready", "False", "UnhealthyDependents", "InstanceProfileReady=False"},
+		{"CapacityReservationsReady", "Unknown", "AwaitingReconciliation", "object is awaiting reconciliation"},
+		{"Ready", "False", "UnhealthyDependents", "InstanceProfileReady=False, CapacityReservationsReady=Unknown"},
 	}
 	if diff := cmp.Diff(want, briefs(nc.Status.Conditions)); diff != "" {
 		t.Errorf("EC2NodeClass conditions (-want +got):\n%s", diff)

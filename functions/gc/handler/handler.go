@@ -372,9 +372,6 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error)
 		}
 		errs = append(errs, lerr)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return out, lambdakit.AsWorkflowError(fmt.Errorf("garbage collection incomplete: %w", err), lambdakit.Is(v1.ErrConflict, workflow.ErrConflict))
-	}
 	if h.profiles != nil {
 		deleted, perr := h.profiles.CollectInstanceProfiles(ctx, h.now())
 		for _, r := range deleted {
@@ -387,6 +384,9 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Output, error)
 			h.log.Log(ctx, level, "instance profile deleted", "reason", r.Reason, "name", r.Name, "roles", r.Roles, "error", p.Error)
 		}
 		errs = append(errs, perr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return out, lambdakit.AsWorkflowError(fmt.Errorf("garbage collection incomplete: %w", err), lambdakit.Is(v1.ErrConflict, workflow.ErrConflict))
 	}
 	h.log.InfoContext(ctx, "garbage collection done", "cleanups", len(out.Cleanups), "tagged", len(out.Tagged), "launch-templates", len(out.LaunchTemplates))
 	return out, nil
