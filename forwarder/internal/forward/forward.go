@@ -42,8 +42,14 @@
 // most one build (and at most one post) per SnapshotMinInterval.
 // Regardless of changes it is rebuilt every SnapshotInterval (30 s), which
 // covers PodDisruptionBudget and DaemonSet changes (not watched here) and
-// any missed event. A rebuild whose content hash equals the last post is
-// not posted, unless that post is SnapshotMaxAge (5 min) old, or
+// any missed event. A rebuild whose decision hash (report.DecisionHash)
+// equals the last post's, so that only replaced pods' names, UIDs and
+// creation times or the nodes' LastPodEventTime changed, is posted only once
+// SnapshotChurnInterval (30 s) has passed since the last post (at the
+// build due then): churn of a Deployment's pods costs at most one post per
+// SnapshotChurnInterval, and consolidation (every minute on AWS) reads a
+// consolidateAfter start at most that late. A rebuild whose content hash
+// equals the last post is not posted, unless that post is SnapshotMaxAge (5 min) old, or
 // ForeignSnapshotMaxAge (1 min) old while it carries foreign NodeClaims
 // (the gc Lambda adopts only from a fresh one). A reaction
 // to a Node or pod change therefore reaches the API within about
@@ -208,6 +214,9 @@ type Options struct {
 	// SnapshotMinInterval is the least time between two snapshot builds,
 	// and the longest a change waits while changes keep coming: 5 s.
 	SnapshotMinInterval time.Duration
+	// SnapshotChurnInterval is the least time between two posts whose
+	// decision hash (report.DecisionHash) is equal: 30 s.
+	SnapshotChurnInterval time.Duration
 	// SnapshotMaxAge re-posts an unchanged snapshot this long after the
 	// last post: 5 min.
 	SnapshotMaxAge time.Duration
@@ -217,7 +226,8 @@ type Options struct {
 	// on, so that a live forwarder's is always fresh enough.
 	ForeignSnapshotMaxAge time.Duration
 	// NodeClaimSync is how often mirrors are synced and event records
-	// polled: 10 s.
+	// polled: 20 s (and at once after a batch answer that created
+	// NodeClaims).
 	NodeClaimSync time.Duration
 	// ResultPoll is how often outstanding batch answers are polled: 2 s.
 	ResultPoll time.Duration
@@ -266,9 +276,10 @@ func New(opts Options, src Sources, api API, events Emitter, m Mirror, relay Rel
 	def(&opts.SnapshotInterval, 30*time.Second)
 	def(&opts.SnapshotDebounce, time.Second)
 	def(&opts.SnapshotMinInterval, 5*time.Second)
+	def(&opts.SnapshotChurnInterval, 30*time.Second)
 	def(&opts.SnapshotMaxAge, 5*time.Minute)
 	def(&opts.ForeignSnapshotMaxAge, time.Minute)
-	def(&opts.NodeClaimSync, 10*time.Second)
+	def(&opts.NodeClaimSync, 20*time.Second)
 	def(&opts.ResultPoll, 2*time.Second)
 	def(&opts.ResultTimeout, 2*time.Minute)
 	log := opts.Logger
@@ -576,17 +587,21 @@ func (f *Forwarder) configLoop(ctx context.Context, config *batcher.Batcher[stri
 // of the package doc: after changes (debounced, at least
 // SnapshotMinInterval apart) and every SnapshotInterval.
 func (f *Forwarder) snapshotLoop(ctx context.Context, changes *changeSignal) {
-	var lastHash string
+	var lastHash, lastDecision string
 	var lastAt time.Time
 	for {
 		now := f.opts.Clock.Now()
 		changes.take()
 		active, _ := f.karpenterActive(ctx)
-		parts, hash, err := f.snapshot(now, active)
+		parts, hash, decision, err := f.snapshot(now, active)
+		// churnDue is when a churn-only change held back is posted.
+		var churnDue time.Time
 		switch {
 		case err != nil:
 			f.log.Error("build snapshot", "error", err)
 		case hash == lastHash && now.Sub(lastAt) < maxAge(f.opts, parts):
+		case decision == lastDecision && now.Sub(lastAt) < min(f.opts.SnapshotChurnInterval, maxAge(f.opts, parts)):
+			churnDue = lastAt.Add(f.opts.SnapshotChurnInterval)
 		default:
 			ok := true
 			for i := range parts {
@@ -600,11 +615,11 @@ func (f *Forwarder) snapshotLoop(ctx context.Context, changes *changeSignal) {
 				}
 			}
 			if ok {
-				lastHash, lastAt = hash, now
+				lastHash, lastDecision, lastAt = hash, decision, now
 				f.log.Info("posted snapshot", "snapshot", parts[0].SnapshotID, "parts", len(parts))
 			}
 		}
-		if !f.waitForSnapshot(ctx, changes, now) {
+		if !f.waitForSnapshot(ctx, changes, now, churnDue) {
 			return
 		}
 	}
@@ -622,10 +637,14 @@ func maxAge(opts Options, parts []v1.ClusterSnapshot) time.Duration {
 }
 
 // waitForSnapshot waits until the next snapshot is due after a build at
-// built: SnapshotInterval later, or sooner once a change's window closes
-// (see the package doc). It returns false when ctx is done.
-func (f *Forwarder) waitForSnapshot(ctx context.Context, changes *changeSignal, built time.Time) bool {
+// built: SnapshotInterval later, at churnDue when that is set and sooner,
+// or sooner once a change's window closes (see the package doc). It
+// returns false when ctx is done.
+func (f *Forwarder) waitForSnapshot(ctx context.Context, changes *changeSignal, built, churnDue time.Time) bool {
 	ceiling := built.Add(f.opts.SnapshotInterval)
+	if !churnDue.IsZero() {
+		ceiling = earliest(ceiling, latest(churnDue, built.Add(f.opts.SnapshotMinInterval)))
+	}
 	for {
 		due := ceiling
 		if first, last, ok := changes.pending(); ok {
@@ -646,10 +665,22 @@ func (f *Forwarder) waitForSnapshot(ctx context.Context, changes *changeSignal, 
 	}
 }
 
-// snapshot builds the snapshot's parts and its content hash. The first
-// part carries the foreign NodeClaims, or, when karpenterActive is not
-// empty, none and the reason.
-func (f *Forwarder) snapshot(now time.Time, karpenterActive string) ([]v1.ClusterSnapshot, string, error) {
+// snapshot builds the snapshot's parts, its content hash and its decision
+// hash (report.DecisionHash). The first part carries the foreign
+// NodeClaims, or, when karpenterActive is not empty, none and the reason.
+func (f *Forwarder) snapshot(now time.Time, karpenterActive string) (parts []v1.ClusterSnapshot, hash, decision string, err error) {
+	parts, hash, err = f.build(now, karpenterActive)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if decision, err = report.DecisionHash(parts); err != nil {
+		return nil, "", "", err
+	}
+	return parts, hash, decision, nil
+}
+
+// build builds the snapshot's parts and its content hash.
+func (f *Forwarder) build(now time.Time, karpenterActive string) ([]v1.ClusterSnapshot, string, error) {
 	nodes, err := f.src.Nodes.List(labels.Everything())
 	if err != nil {
 		return nil, "", err

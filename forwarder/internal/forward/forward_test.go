@@ -2,6 +2,7 @@ package forward_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,6 +43,9 @@ type fakeAPI struct {
 	polls      int
 	claims     []v1.NodeClaim
 	records    []v1.EventRecord
+	// failSnapshots fails this many of the next snapshot posts (a post
+	// lost on its way).
+	failSnapshots int
 	// solved answers GET for a batch; nil means still Queued.
 	solve func(b v1.PodBatch) *v1.PodBatchResult
 }
@@ -84,6 +88,10 @@ func (a *fakeAPI) PostRegistrations(_ context.Context, r *v1.NodeRegistrations) 
 func (a *fakeAPI) PostSnapshot(_ context.Context, s *v1.ClusterSnapshot) (v1.Receipt, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.failSnapshots > 0 {
+		a.failSnapshots--
+		return v1.Receipt{}, errors.New("connection reset")
+	}
 	a.snapshots = append(a.snapshots, *s)
 	a.snapshotAt = append(a.snapshotAt, time.Now())
 	return v1.Receipt{ID: s.ID}, nil
@@ -245,6 +253,23 @@ func (f *fakeInformer) registered() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.handlers)
+}
+
+// remove deletes obj and tells the handlers.
+func (f *fakeInformer) remove(t *testing.T, obj any) {
+	t.Helper()
+	if err := f.store.Delete(obj); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	hs := make([]cache.ResourceEventHandler, 0, len(f.handlers))
+	for _, h := range f.handlers {
+		hs = append(hs, h)
+	}
+	f.mu.Unlock()
+	for _, h := range hs {
+		h.OnDelete(obj)
+	}
 }
 
 // set stores obj and tells the handlers, as an add or an update.
@@ -497,7 +522,7 @@ func TestEventRecordsAreRelayedAfterEachMirrorSync(t *testing.T) {
 		h.api.mu.Lock()
 		h.api.records = append(h.api.records, v1.EventRecord{ID: "r2"})
 		h.api.mu.Unlock()
-		time.Sleep(10 * time.Second)
+		time.Sleep(20 * time.Second) // the default NodeClaimSync
 		synctest.Wait()
 		want := []relayed{{IDs: []string{"r1"}, MirrorSyncs: 1}, {IDs: []string{"r1", "r2"}, MirrorSyncs: 2}}
 		if diff := cmp.Diff(want, h.relay.seen()); diff != "" {
@@ -658,6 +683,46 @@ func TestSnapshotCadence(t *testing.T) {
 			want: []time.Duration{0, 15 * time.Second, 20600 * time.Millisecond, 25600 * time.Millisecond},
 		},
 		{
+			name: "should post a pod replaced on its node by an equal one only after the churn interval",
+			act: func(t *testing.T, h *harness) {
+				h.pods.set(t, boundPod("api-0", "n1"))
+				time.Sleep(10 * time.Second)
+				h.pods.remove(t, boundPod("api-0", "n1"))
+				h.pods.set(t, boundPod("api-1", "n1"))
+			},
+			// 5 s: api-0 bound (a decision-relevant change); the
+			// replacement at 10 s changes only a name, a UID and n1's
+			// LastPodEventTime: posted 30 s after the post at 5 s.
+			want: []time.Duration{0, 5 * time.Second, 35 * time.Second},
+		},
+		{
+			name: "should post a replacement with other labels one debounce after the change",
+			act: func(t *testing.T, h *harness) {
+				h.pods.set(t, boundPod("api-0", "n1"))
+				time.Sleep(10 * time.Second)
+				h.pods.remove(t, boundPod("api-0", "n1"))
+				p := boundPod("api-1", "n1")
+				p.Labels = map[string]string{"app": "api", "version": "2"}
+				h.pods.set(t, p)
+			},
+			want: []time.Duration{0, 5 * time.Second, 11 * time.Second},
+		},
+		{
+			name: "should post a replacement of a do-not-disrupt pod one debounce after the change",
+			act: func(t *testing.T, h *harness) {
+				dnd := func(name string) *corev1.Pod {
+					p := boundPod(name, "n1")
+					p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "10m"}
+					return p
+				}
+				h.pods.set(t, dnd("api-0"))
+				time.Sleep(10 * time.Second)
+				h.pods.remove(t, dnd("api-0"))
+				h.pods.set(t, dnd("api-1"))
+			},
+			want: []time.Duration{0, 5 * time.Second, 11 * time.Second},
+		},
+		{
 			name: "should post nothing for changes the snapshot does not show",
 			act: func(t *testing.T, h *harness) {
 				time.Sleep(10 * time.Second)
@@ -724,4 +789,36 @@ func TestSnapshotCadence(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestSnapshotChurnConvergesAfterALostPost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		synctest.Wait()
+		h.pods.set(t, boundPod("api-0", "n1"))
+		time.Sleep(10 * time.Second)
+		h.api.mu.Lock()
+		h.api.failSnapshots = 1 // the churn post at 35 s is lost
+		h.api.mu.Unlock()
+		h.pods.remove(t, boundPod("api-0", "n1"))
+		h.pods.set(t, boundPod("api-1", "n1"))
+		time.Sleep(time.Until(h.started.Add(70 * time.Second)))
+		synctest.Wait()
+		// Posted at 0 and 5 s; the post at 35 s failed; the next build
+		// (SnapshotInterval after it) posts the replacement.
+		if diff := cmp.Diff([]time.Duration{0, 5 * time.Second, 65 * time.Second}, h.snapshotOffsets()); diff != "" {
+			t.Errorf("snapshot post times mismatch (-want +got):\n%s", diff)
+		}
+		h.api.mu.Lock()
+		last := h.api.snapshots[len(h.api.snapshots)-1]
+		h.api.mu.Unlock()
+		var names []string
+		for _, p := range last.Pods {
+			names = append(names, p.Name)
+		}
+		if !slices.Contains(names, "api-1") || slices.Contains(names, "api-0") {
+			t.Errorf("pods of the last snapshot = %v, want api-1 and not api-0", names)
+		}
+		h.stop(t)
+	})
 }

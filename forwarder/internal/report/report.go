@@ -593,3 +593,58 @@ func equalJSON(a, b any) bool {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// DecisionHash identifies what the decisions read of a snapshot's parts
+// with the churn of replaced pods left out: every field of every part but
+// the envelope (ID, CreatedAt, SnapshotID, Part, Parts), the nodes'
+// LastPodEventTime, and the name, UID and CreationTimestamp of a pod that
+// has no karpenter.sh/do-not-disrupt annotation (that annotation's
+// duration runs from the pod's start), with the pods in the order of their
+// remaining content. A pod deleted and recreated by its owner with the same
+// spec, labels, annotations and owner on the same node therefore leaves it
+// unchanged; any other change of a node, pod, PDB, DaemonSet, foreign
+// NodeClaim, CSINode, storage object or of KarpenterActive changes it. It
+// returns an error only when a summary cannot be encoded.
+func DecisionHash(parts []v1.ClusterSnapshot) (string, error) {
+	var rest v1.ClusterSnapshot
+	var pods []string
+	for i := range parts {
+		p := &parts[i]
+		for _, n := range p.Nodes {
+			n.LastPodEventTime = nil
+			rest.Nodes = append(rest.Nodes, n)
+		}
+		for _, pod := range p.Pods {
+			if _, ok := pod.Annotations[v1.AnnotationDoNotDisrupt]; !ok {
+				pod.Name, pod.UID, pod.CreationTimestamp = "", "", metav1.Time{}
+			}
+			b, err := json.Marshal(pod)
+			if err != nil {
+				return "", fmt.Errorf("encode pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			}
+			pods = append(pods, string(b))
+		}
+		rest.PodDisruptionBudgets = append(rest.PodDisruptionBudgets, p.PodDisruptionBudgets...)
+		rest.DaemonSets = append(rest.DaemonSets, p.DaemonSets...)
+		rest.ForeignNodeClaims = append(rest.ForeignNodeClaims, p.ForeignNodeClaims...)
+		rest.CSINodes = append(rest.CSINodes, p.CSINodes...)
+		rest.Volumes.Claims = append(rest.Volumes.Claims, p.Volumes.Claims...)
+		rest.Volumes.PersistentVolumes = append(rest.Volumes.PersistentVolumes, p.Volumes.PersistentVolumes...)
+		rest.Volumes.StorageClasses = append(rest.Volumes.StorageClasses, p.Volumes.StorageClasses...)
+		if p.KarpenterActive != "" {
+			rest.KarpenterActive = p.KarpenterActive
+		}
+	}
+	slices.Sort(pods)
+	b, err := json.Marshal(rest)
+	if err != nil {
+		return "", fmt.Errorf("encode snapshot: %w", err)
+	}
+	h := sha256.New()
+	h.Write(b)
+	for _, p := range pods {
+		h.Write([]byte{0})
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -576,3 +576,74 @@ func TestSnapshotSplitsManyForeignNodeClaims(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestDecisionHash(t *testing.T) {
+	hashOf := func(t *testing.T, at time.Time, pods ...*corev1.Pod) string {
+		t.Helper()
+		parts, _, err := report.Snapshot("c", at, []*corev1.Node{node("n1", "aws:///us-east-1a/i-1"), node("n2", "aws:///us-east-1a/i-2")},
+			pods, nil, nil, nil, report.Storage{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := report.DecisionHash(parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	renamed := func(p *corev1.Pod, name string) *corev1.Pod {
+		p = p.DeepCopy()
+		p.Name, p.UID, p.CreationTimestamp = name, types.UID("uid-"+name), metav1.NewTime(epoch.Add(time.Hour))
+		return p
+	}
+	base := hashOf(t, epoch, pod("shop", "web-a", "n1"), pod("shop", "db-0", "n2"))
+	t.Run("should not change when a pod is replaced by an equal one on the same node, at another time", func(t *testing.T) {
+		if got := hashOf(t, epoch.Add(time.Minute), renamed(pod("shop", "web-a", "n1"), "web-z"), pod("shop", "db-0", "n2")); got != base {
+			t.Errorf("decision hash changed for a replaced pod")
+		}
+	})
+	t.Run("should not change with the nodes' last pod event times", func(t *testing.T) {
+		parts, _, err := report.Snapshot("c", epoch, []*corev1.Node{node("n1", "aws:///us-east-1a/i-1")}, nil, nil, nil, nil, report.Storage{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, _ := report.DecisionHash(parts)
+		parts[0].Nodes[0].LastPodEventTime = ptr(metav1.NewTime(epoch))
+		if after, _ := report.DecisionHash(parts); after != before {
+			t.Errorf("decision hash changed with LastPodEventTime")
+		}
+		if parts[0].Nodes[0].LastPodEventTime == nil {
+			t.Errorf("DecisionHash cleared the part's LastPodEventTime")
+		}
+	})
+	changed := map[string][]*corev1.Pod{
+		"a pod moved to another node": {pod("shop", "web-a", "n2"), pod("shop", "db-0", "n2")},
+		"a pod removed":               {pod("shop", "db-0", "n2")},
+		"a pod added":                 {pod("shop", "web-a", "n1"), pod("shop", "web-b", "n1"), pod("shop", "db-0", "n2")},
+	}
+	relabelled := renamed(pod("shop", "web-a", "n1"), "web-z")
+	relabelled.Labels = map[string]string{"app": "other"}
+	changed["a replacement with other labels"] = []*corev1.Pod{relabelled, pod("shop", "db-0", "n2")}
+	bigger := renamed(pod("shop", "web-a", "n1"), "web-z")
+	bigger.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("500m")
+	changed["a replacement with other requests"] = []*corev1.Pod{bigger, pod("shop", "db-0", "n2")}
+	owned := renamed(pod("shop", "web-a", "n1"), "web-z")
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-2", UID: "rs-2"}}
+	changed["a replacement of another owner (a rollout)"] = []*corev1.Pod{owned, pod("shop", "db-0", "n2")}
+	for name, pods := range changed {
+		t.Run("should change for "+name, func(t *testing.T) {
+			if got := hashOf(t, epoch, pods...); got == base {
+				t.Errorf("decision hash unchanged")
+			}
+		})
+	}
+	t.Run("should change when a pod with do-not-disrupt is replaced (its duration runs from its start)", func(t *testing.T) {
+		p := pod("shop", "web-a", "n1")
+		p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "10m"}
+		before := hashOf(t, epoch, p, pod("shop", "db-0", "n2"))
+		q := renamed(p, "web-z")
+		if got := hashOf(t, epoch, q, pod("shop", "db-0", "n2")); got == before {
+			t.Errorf("decision hash unchanged")
+		}
+	})
+}

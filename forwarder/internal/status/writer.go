@@ -31,7 +31,7 @@ var (
 )
 
 // DefaultInterval is how often Run recomputes every status.
-const DefaultInterval = 5 * time.Second
+const DefaultInterval = 15 * time.Second
 
 // ClassSource returns what the API resolved for each EC2NodeClass
 // (GET v1.RouteNodeClasses; *intake.Client).
