@@ -38,6 +38,9 @@ type launchState struct {
 	types map[string][]*catalog.InstanceType
 	// warnings name what was left out and why.
 	warnings []string
+	// leftOut holds why a referenced class was left out (not ready,
+	// authorization denied), by name.
+	leftOut map[string]string
 	// noCompatible names the NodePools the solve found with no compatible
 	// instance type (scheduling.Result.NoCompatibleInstanceTypes).
 	noCompatible []string
@@ -80,7 +83,7 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 			fullSubnets[id] = true
 		}
 	}
-	st := &launchState{classes: map[string]*v1.EC2NodeClass{}, subnets: map[string][]launch.Subnet{}, types: map[string][]*catalog.InstanceType{}}
+	st := &launchState{classes: map[string]*v1.EC2NodeClass{}, subnets: map[string][]launch.Subnet{}, types: map[string][]*catalog.InstanceType{}, leftOut: map[string]string{}}
 	referenced := map[string]bool{}
 	for _, np := range pools {
 		np.SetDefaults()
@@ -120,6 +123,7 @@ func (p *Provisioner) loadLaunchState(ctx context.Context, now time.Time) (*laun
 		}
 		if c, failed := validationFailed(resolved.Status.Conditions); failed {
 			st.warnings = append(st.warnings, fmt.Sprintf("EC2NodeClass %s left out: not ready: %s: %s", nc.Name, c.Reason, c.Message))
+			st.leftOut[nc.Name] = fmt.Sprintf("%s: %s", c.Reason, c.Message)
 			continue
 		}
 		st.classes[nc.Name] = &resolved
@@ -328,6 +332,9 @@ func (p *Provisioner) launchOne(ctx context.Context, planned v1.NodeClaim, st *l
 	class := st.classes[className]
 	if class == nil {
 		reason := fmt.Sprintf("EC2NodeClass %q is missing, invalid or not ready", className)
+		if why := st.leftOut[className]; why != "" {
+			reason = fmt.Sprintf("EC2NodeClass %q is not ready: %s", className, why)
+		}
 		return p.giveUp(ctx, claim, launch.NodeClassNotReady, reason)
 	}
 	res, err := p.ports.Launcher.Launch(ctx, LaunchRequest{

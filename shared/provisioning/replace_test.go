@@ -1,6 +1,7 @@
 package provisioning_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -75,5 +76,43 @@ func TestLaunchNodeClaimsInsufficientCapacity(t *testing.T) {
 	}
 	if _, err := e.store.GetNodeClaim(t.Context(), "default-r1"); err == nil {
 		t.Error("the replacement NodeClaim is still stored after insufficient capacity, want it deleted")
+	}
+}
+
+// A replacement for a class whose stored authorization verdict is denied is
+// not launched: the class is left out with the verdict's reason, as in
+// Provision (the disruption task reads the provisioner's verdicts only).
+func TestLaunchNodeClaimsAuthDenied(t *testing.T) {
+	nc := nodeClass(t)
+	nc.UID = "uid-denied"
+	e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nc})
+	verdicts := memVerdicts{"uid-denied": {Key: "k", CheckedAt: t0, Reason: provisioning.ReasonCreateFleetAuthCheckFailed,
+		Message: "not authorized to call ec2:CreateFleet: You are not authorized to perform this operation."}}
+	p, err := provisioning.NewProvisioner(provisioning.ProvisionerPorts{
+		Claims: e.store, Config: e.config, NodeClass: e.resolver, Cluster: e.cluster,
+		Offerings: e.offerings, Batches: e.store, Launcher: e.ec2,
+		Auth: &provisioning.AuthChecker{Verdicts: verdicts},
+	}, provisioning.ProvisionerOptions{Cluster: testCluster, Region: testRegion, SpotPriceRatio: 0.35})
+	if err != nil {
+		t.Fatalf("NewProvisioner() error = %v", err)
+	}
+	got, warnings, err := p.LaunchNodeClaims(t.Context(), []v1.NodeClaim{replacement("default-r1", "m5.large")}, t0)
+	if err != nil {
+		t.Fatalf("LaunchNodeClaims() error = %v", err)
+	}
+	if len(e.ec2.instances) != 0 {
+		t.Errorf("instances launched = %d, want 0 for a denied class", len(e.ec2.instances))
+	}
+	if len(got) != 1 || got[0].Status != launch.NodeClassNotReady || !strings.Contains(got[0].Reason, "CreateFleetAuthCheckFailed") {
+		t.Errorf("LaunchNodeClaims() = %+v, want one claim NodeClassNotReady naming CreateFleetAuthCheckFailed", got)
+	}
+	found := false
+	for _, w := range warnings {
+		if strings.Contains(w, "CreateFleetAuthCheckFailed") && strings.Contains(w, "ec2:CreateFleet") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("warnings = %q, want one naming CreateFleetAuthCheckFailed and ec2:CreateFleet", warnings)
 	}
 }

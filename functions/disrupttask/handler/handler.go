@@ -139,6 +139,10 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 		Options:           provisioning.ProvisionerOptions{Cluster: cfg.Cluster, Region: cfg.Region, SpotPriceRatio: provisioning.FallbackSpotPriceRatio},
 		Metrics:           rec, Controller: "disruption",
 		Profiles: adapters.NewInstanceProfiles(c.IAM, cfg.Cluster, cfg.Region, cfg.NodeRoles),
+		// Replacements honour the provisioner's stored authorization
+		// verdicts (read only: no dry runs here): a class whose
+		// ValidationSucceeded is False is left out of the launch.
+		Auth: &provisioning.AuthChecker{Verdicts: adapters.AuthVerdicts{Store: store, Now: now}},
 	}, now)
 	if err != nil {
 		return nil, fmt.Errorf("disrupttask: %w", err)
