@@ -37,6 +37,7 @@ const (
 	ctxReservedConcurrency = "reservedConcurrency"
 	ctxAlarmTopicARN       = "alarmTopicArn"
 	ctxIsolatedVPC         = "isolatedVPC"
+	ctxDashboard           = "dashboard"
 	ctxStackName           = "stackName"
 )
 
@@ -190,6 +191,7 @@ func loadConfig(get lookup, getenv func(string) string, dir string) (config, err
 		ReservedConcurrency:      r.boolean(ctxReservedConcurrency, true),
 		AlarmTopicARN:            r.str(ctxAlarmTopicARN),
 		IsolatedVPC:              r.boolean(ctxIsolatedVPC, false),
+		Dashboard:                r.boolean(ctxDashboard, false),
 	}
 	if level := r.str(ctxLogLevel); level != "" {
 		p.LogLevel = level

@@ -83,7 +83,7 @@ func TestLoadConfig(t *testing.T) {
 				"logLevel": "debug", "nodeRoleName": "KarpenterNodeRole-prod-east", "forwarderOidcProviderArn": "arn:aws:iam::1:oidc-provider/x",
 				"nodeRoles": "arn:aws:iam::1:role/GPU", "windowsNodeRoles": "arn:aws:iam::1:role/Win", "nodeRolePathPrefix": "/nodes/",
 				"reservedConcurrency": "false", "alarmTopicArn": "arn:aws:sns:us-east-1:1:oncall", "stackName": "autoscaler",
-				"isolatedVPC": "true",
+				"isolatedVPC": "true", "dashboard": "true",
 			},
 			dir: infra,
 			want: config{stackName: "autoscaler", props: nodewright.Props{
@@ -102,6 +102,7 @@ func TestLoadConfig(t *testing.T) {
 				LogLevel:                 "debug",
 				AlarmTopicARN:            "arn:aws:sns:us-east-1:1:oncall",
 				IsolatedVPC:              true,
+				Dashboard:                true,
 			}},
 		},
 		{

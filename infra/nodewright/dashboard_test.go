@@ -81,7 +81,9 @@ var (
 
 func TestDashboardGraphsWhatTheLambdasEmit(t *testing.T) {
 	f := newFixture(t)
-	_, c := mustTemplate(t, baseProps(f))
+	props := baseProps(f)
+	props.Dashboard = true
+	_, c := mustTemplate(t, props)
 	namespace, emitted := emfList(t)
 	if namespace != emfNamespace {
 		t.Fatalf("the Lambdas emit in namespace %q, the dashboard searches %q", namespace, emfNamespace)

@@ -92,9 +92,9 @@ const provisioningAgeLimit = 10 * 60
 
 // newMonitoring creates the alarms (any Lambda error, any message in a
 // dead-letter queue, any failed or timed-out state machine execution, any
-// intake 5xx, a stuck provisioning queue) and one dashboard showing them
-// with the traffic behind them, then the Lambdas' decision metrics
-// (decisionRows). Alarms notify Props.AlarmTopicARN when set.
+// intake 5xx, a stuck provisioning queue) and, when Props.Dashboard is set,
+// one dashboard showing them with the traffic behind them, then the Lambdas'
+// decision metrics (decisionRows). Alarms notify Props.AlarmTopicARN when set.
 func newMonitoring(d *deployment) {
 	var action awscloudwatch.IAlarmAction
 	if arn := d.props.AlarmTopicARN; arn != "" {
@@ -160,6 +160,9 @@ func newMonitoring(d *deployment) {
 
 	alarm("ApiServerErrorsAlarm", "the intake API answered 5xx", d.api.MetricServerError(sum), 1)
 	alarms = append(alarms, newForwarderAlarms(d, action)...)
+	if !d.props.Dashboard {
+		return
+	}
 
 	graph := func(title string, left []awscloudwatch.IMetric) awscloudwatch.IWidget {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &left, Width: jsii.Number(8)})

@@ -68,6 +68,10 @@ type Props struct {
 	ReservedConcurrency bool
 	// AlarmTopicARN, when set, is an SNS topic every alarm notifies.
 	AlarmTopicARN string
+	// Dashboard deploys the CloudWatch dashboard (monitoring.go); it costs
+	// $3 a month (docs/cost.md), so the default is false. The alarms are
+	// deployed either way.
+	Dashboard bool
 	// IsolatedVPC is Karpenter's ISOLATED_VPC (karpenter-spec, settings):
 	// the VPC has no route to the Price List API, so the live EC2 data
 	// refresh never calls pricing:GetProducts and on-demand prices stay the

@@ -686,7 +686,7 @@ func TestDefaultDeployment(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("alarms mismatch (-want +got):\n%s", diff)
 		}
-		countIs(t, tmpl, "AWS::CloudWatch::Dashboard", 1)
+		countIs(t, tmpl, "AWS::CloudWatch::Dashboard", 0) // Props.Dashboard defaults to false
 	})
 
 	t.Run("should grant every AWS API call the runtime code makes", func(t *testing.T) {
