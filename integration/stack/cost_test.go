@@ -64,26 +64,35 @@ func TestMeteredCountsOfOneProvisioning(t *testing.T) {
 	// status every 15 s and NodeClaims and events every 20 s (issue #22).
 	// The bounds allow timing (the forwarder's polls and its 30 s
 	// snapshot) but not a doubling.
-	if post, _ := rep.Find(meter.APIGateway, "POST /v1/podbatches", meter.UnitRequests); post.Calls != 1 {
-		t.Fatalf("POST /v1/podbatches = %d, want 1: the scenario is not the one the bounds were measured on", post.Calls)
+	// The forwarder's 10 s re-trigger sweep (Karpenter's pod trigger) may
+	// post the still-pending pods again while their nodes launch: each such
+	// batch must create no NodeClaim (CreateFleet stays 2) and adds one
+	// POST and one GET of /v1/podbatches, one provisioner invocation, one
+	// SendMessage and its batch items (extraWRU/extraRRU, measured on
+	// 2026-12-03: 15 WRU and 19 RRU) to the bounds.
+	post, _ := rep.Find(meter.APIGateway, "POST /v1/podbatches", meter.UnitRequests)
+	if post.Calls < 1 || post.Calls > 3 {
+		t.Fatalf("POST /v1/podbatches = %d, want 1 (2-3 when the re-trigger sweep fired while the nodes launched): the scenario is not the one the bounds were measured on", post.Calls)
 	}
 	if got := len(s.Sim.CallsTo("CreateFleet")); got != 2 {
-		t.Fatalf("CreateFleet calls = %d, want 2: the scenario is not the one the bounds were measured on", got)
+		t.Fatalf("CreateFleet calls = %d, want 2 (a re-posted batch must launch nothing more)", got)
 	}
+	extra := float64(post.Calls - 1)
+	const extraWRU, extraRRU = 20, 25
 	prov, _ := rep.Find(meter.Lambda, "provisioner", meter.UnitGBSeconds)
-	within(t, "provisioner invocations", float64(prov.Calls), 2, 4)
+	within(t, "provisioner invocations", float64(prov.Calls), 2, 4+extra)
 	api, _ := rep.Total(meter.APIGateway, meter.UnitRequests)
-	within(t, "API Gateway requests", float64(api), 5, 13)
+	within(t, "API Gateway requests", float64(api), 5, 13+2*extra)
 	intake, _ := rep.Find(meter.Lambda, "intake", meter.UnitGBSeconds)
 	if intake.Calls != api {
 		t.Errorf("intake invocations = %d, want one per API Gateway request (%d)", intake.Calls, api)
 	}
 	_, wru := rep.Total(meter.DynamoDB, meter.UnitWRU)
-	within(t, "DynamoDB WRU", wru, 50, 110)
+	within(t, "DynamoDB WRU", wru, 50, 110+extraWRU*extra)
 	_, rru := rep.Total(meter.DynamoDB, meter.UnitRRU)
-	within(t, "DynamoDB RRU", rru, 25, 75)
-	if send, _ := rep.Find(meter.SQS, "SendMessage", meter.UnitRequests); send.Calls < 2 || send.Calls > 4 {
-		t.Errorf("SQS SendMessage = %d, want 2-4 (the batch and the registrations)", send.Calls)
+	within(t, "DynamoDB RRU", rru, 25, 75+extraRRU*extra)
+	if send, _ := rep.Find(meter.SQS, "SendMessage", meter.UnitRequests); send.Calls < 2 || float64(send.Calls) > 4+extra {
+		t.Errorf("SQS SendMessage = %d, want 2-%v (the batches and the registrations)", send.Calls, 4+extra)
 	}
 	if _, logBytes := rep.Total(meter.Logs, meter.UnitBytes); logBytes == 0 {
 		t.Error("no log bytes metered")

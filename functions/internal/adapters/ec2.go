@@ -239,7 +239,7 @@ func (n NodeClasses) WithProfiles(p *iamprofile.Client) NodeClasses {
 const AuthVerdictTTL = 24 * time.Hour
 
 // AuthVerdicts is provisioning.AuthVerdictStore over ddbstore payloads,
-// keyed "nodeclass-auth/<class UID>" (JSON provisioning.AuthVerdict).
+// keyed ddbstore.PayloadNodeClassAuth + class UID (JSON provisioning.AuthVerdict).
 type AuthVerdicts struct {
 	Store *ddbstore.Store
 	Now   func() time.Time
@@ -249,7 +249,7 @@ var _ provisioning.AuthVerdictStore = AuthVerdicts{}
 
 // AuthVerdict returns uid's stored verdict, nil when none is stored.
 func (a AuthVerdicts) AuthVerdict(ctx context.Context, uid string) (*provisioning.AuthVerdict, error) {
-	data, err := a.Store.GetPayload(ctx, "nodeclass-auth/"+uid, a.Now())
+	data, err := a.Store.GetPayload(ctx, ddbstore.PayloadNodeClassAuth+uid, a.Now())
 	if errors.Is(err, ddbstore.ErrNotFound) {
 		return nil, nil
 	}
@@ -269,5 +269,5 @@ func (a AuthVerdicts) PutAuthVerdict(ctx context.Context, uid string, v provisio
 	if err != nil {
 		return fmt.Errorf("auth verdict %s: %w", uid, err)
 	}
-	return a.Store.PutPayload(ctx, "nodeclass-auth/"+uid, data, a.Now(), AuthVerdictTTL)
+	return a.Store.PutPayload(ctx, ddbstore.PayloadNodeClassAuth+uid, data, a.Now(), AuthVerdictTTL)
 }

@@ -221,11 +221,14 @@ func replaceAccess() Access {
 // offerings and subnets a launch finds unavailable, and the CreateFleet
 // request stored under its ClientToken (payload fleet-request/<token>,
 // replayed by a retry), and the decision metrics' series (replacements
-// created, NodeClaims terminated). It touches no idempotency key, snapshot,
-// batch or node-class resolution.
+// created, NodeClaims terminated). It also reads the provisioner's stored
+// authorization verdicts (payload nodeclass-auth/<class UID>), never
+// writing one. It touches no idempotency key, snapshot, batch or
+// node-class resolution.
 func disruptTaskAccess() Access {
 	return Access{
-		Read: []string{pkConfig, pkPayload + "#" + payloadDisruption + "*", pkEC2Data + "#*"},
+		Read: []string{pkConfig, pkPayload + "#" + payloadDisruption + "*",
+			pkPayload + "#" + PayloadNodeClassAuth + "*", pkEC2Data + "#*"},
 		Write: []string{pkNodeClaim, pkBudget, pkEvent, pkOffering, pkSubnet,
 			pkPayload + "#" + payloadFleetRequest + "*", pkMetric},
 	}
@@ -239,6 +242,12 @@ const (
 	payloadDisruption   = "disruption/"
 	payloadFleetRequest = "fleet-request/"
 )
+
+// PayloadNodeClassAuth prefixes the payload key of an EC2NodeClass's
+// stored authorization verdict ("nodeclass-auth/<class UID>"): the
+// provisioner writes it, the disruption task Lambda reads it.
+const PayloadNodeClassAuth = "nodeclass-auth/"
+
 
 // TableDefinition returns the CreateTable request for a table called name,
 // built from Schema.
