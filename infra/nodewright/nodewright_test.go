@@ -417,7 +417,7 @@ func TestDefaultDeployment(t *testing.T) {
 		got := tableGrants("Disrupttask")
 		write := cl + "NODECLAIM," + cl + "BUDGET," + cl + "EVENT," + cl + "OFFERING," + cl + "SUBNET," + cl + "PAYLOAD#fleet-request/*," + cl + "METRIC"
 		want := []tableGrant{
-			{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "PAYLOAD#disruption/*," + cl + "EC2DATA#*," + write},
+			{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "PAYLOAD#disruption/*," + cl + "PAYLOAD#nodeclass-auth/*," + cl + "EC2DATA#*," + write},
 			{"dynamodb:PutItem,dynamodb:DeleteItem", table, write},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
