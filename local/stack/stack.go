@@ -151,6 +151,11 @@ type Options struct {
 	// can run garbage collection minutes ahead (Stack.RunGC) without
 	// waiting for them.
 	GCClock func() time.Time
+	// ProvisionerClock is the provisioner's clock (nil: time.Now): a test
+	// moves it ahead to outlast a cache the provisioner keeps by its own
+	// clock, such as the 30-minute authorization verdict of an
+	// EC2NodeClass (provisioning.AuthCheckTTL), without waiting for it.
+	ProvisionerClock func() time.Time
 	// FeatureGates is the Lambdas' FEATURE_GATES, Karpenter's syntax
 	// ("SpotToSpotConsolidation=true"); empty keeps Karpenter's defaults.
 	FeatureGates string
@@ -568,8 +573,12 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("provisioner config: %w", err)
 	}
+	provClock := opts.ProvisionerClock
+	if provClock == nil {
+		provClock = time.Now
+	}
 	prov, err := provisionerhandler.New(pcfg, provisionerhandler.Clients{DynamoDB: ddb, EC2: ec2Client, SSM: ssmClient, IAM: iamClient, Nodes: nodes},
-		s.log.With("function", "provisioner"), time.Now)
+		s.log.With("function", "provisioner"), provClock)
 	if err != nil {
 		return fmt.Errorf("provisioner: %w", err)
 	}
