@@ -23,6 +23,11 @@ type nclaim struct {
 	capUsed vec
 	// minValuesRelaxed is set when BestEffort lowered a minValues.
 	minValuesRelaxed bool
+	// held is the capacity reservation (reservations.ids index) the claim
+	// holds an instance of, -1 for none; rsvVersion is the reservations'
+	// version its tl was chosen at (reservations.go).
+	held       int32
+	rsvVersion int
 	// doms caches claimDomains per topology key for requirement set domsReq.
 	doms    [][]int32
 	domsOK  []bool

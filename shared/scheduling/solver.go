@@ -116,6 +116,9 @@ type solver struct {
 	// with sameNodes, the nodes' measurements too (Prepared.sameNodes).
 	prep      *Prepared
 	sameNodes bool
+	// rsv counts capacity reservations' instances over the round; nil
+	// when no offering is reserved (reservations.go).
+	rsv *reservations
 }
 
 // noFitKey identifies pods that place treats identically: same class level
@@ -237,6 +240,7 @@ func newPreparedSolver(in *Input, prep *Prepared, sameNodes bool) (*solver, erro
 	if err := s.buildPools(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
+	s.buildReservations()
 	for _, p := range s.pools {
 		if p.hasPreferNoSchedule && p.skip == "" {
 			s.anyPreferNoSchedule = true
@@ -961,8 +965,10 @@ func (s *solver) evalClaim(pi *podInfo, c *nclaim) cand {
 	}
 	rid := s.applyNarrowing(m.id, s.narrowBuf)
 	tl, start := c.tl, c.cur
-	if rid != c.reqID {
-		tl, start = s.list(c.pool, rid), 0
+	if rid != c.reqID || s.rsv != nil && c.rsvVersion != s.rsv.version {
+		if tl = s.claimList(c.pool, rid, c.held); tl != c.tl {
+			start = 0
+		}
 	}
 	limited, limitCap := s.capFor(c.pool, &c.capUsed)
 	if c.noFit.covers(tl, start, &need, limited, &limitCap, n) {
@@ -1011,15 +1017,24 @@ func (s *solver) evalNew(pi *podInfo, p *pool, explain bool) (cand, string) {
 		return cand{}, fail.String()
 	}
 	rid := s.applyNarrowing(pf.reqID, s.narrowBuf)
-	tl := s.list(p, rid)
+	tl := s.claimList(p, rid, -1)
+	limited, limitCap := s.capFor(p, &vec{})
 	if len(tl.types) == 0 {
+		if !explain {
+			return cand{}, ""
+		}
+		if why := s.explainReservations(pi, p, rid, &limitCap); why != "" {
+			return cand{}, why
+		}
 		return cand{}, fmt.Sprintf("no instance type is offered for %s", s.reqs.get(rid).String())
 	}
-	limited, limitCap := s.capFor(p, &vec{})
 	idx := s.fitFrom(tl, 0, &pi.req, limited, &limitCap)
 	if idx < 0 {
 		if !explain {
 			return cand{}, ""
+		}
+		if why := s.explainReservations(pi, p, rid, &limitCap); why != "" {
+			return cand{}, why
 		}
 		return cand{}, s.explainFit(pi, p, tl, &limitCap)
 	}
@@ -1043,7 +1058,7 @@ func (s *solver) commit(pi *podInfo, cd *cand) {
 	n := s.res.n()
 	c := cd.c
 	if c == nil {
-		c = &nclaim{pool: cd.p, seq: len(s.claims), reqID: cd.reqID, tl: cd.tl}
+		c = &nclaim{pool: cd.p, seq: len(s.claims), reqID: cd.reqID, tl: cd.tl, held: -1}
 		h := &host{id: int32(len(s.hosts)), claim: c}
 		h.name = fmt.Sprintf("%s-claim-%d", cd.p.name, c.seq)
 		c.h = h
@@ -1069,6 +1084,7 @@ func (s *solver) commit(pi *podInfo, cd *cand) {
 	c.free = cd.tl.types[cd.idx].alloc
 	c.free.sub(&c.used, n)
 	s.setCapUsed(c, &cd.tl.types[cd.idx].capacity)
+	s.rebook(c)
 	c.pool.byCPU.fix(c, iCPU)
 	c.pool.byMemory.fix(c, iMem)
 	if s.strategy != stratCost {
