@@ -24,10 +24,8 @@ type nclaim struct {
 	// minValuesRelaxed is set when BestEffort lowered a minValues.
 	minValuesRelaxed bool
 	// held is the capacity reservation (reservations.ids index) the claim
-	// holds an instance of, -1 for none; rsvVersion is the reservations'
-	// version its tl was chosen at (reservations.go).
-	held       int32
-	rsvVersion int
+	// holds an instance of, -1 for none (reservations.go).
+	held int32
 	// doms caches claimDomains per topology key for requirement set domsReq.
 	doms    [][]int32
 	domsOK  []bool

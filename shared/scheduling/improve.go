@@ -42,7 +42,6 @@ type claimSnap struct {
 	relaxedMin bool
 	removed    bool
 	held       int32
-	rsvVersion int
 }
 
 // txn records a batch of moves so that it can be undone.
@@ -90,7 +89,7 @@ func (t *txn) snap(c *nclaim) {
 	t.snaps = append(t.snaps, claimSnap{
 		c: c, capUsed: c.capUsed, reqID: c.reqID, tl: c.tl, cur: c.cur, price: c.price, used: c.used, free: c.free,
 		pods: append([]int32(nil), c.pods...), ports: append([]hostPort(nil), c.ports...),
-		relaxedMin: c.minValuesRelaxed, removed: c.removed, held: c.held, rsvVersion: c.rsvVersion,
+		relaxedMin: c.minValuesRelaxed, removed: c.removed, held: c.held,
 	})
 }
 
@@ -123,7 +122,7 @@ func (s *solver) rollback(t *txn) {
 		}
 		c.reqID, c.tl, c.cur, c.price, c.used, c.free, c.capUsed = sn.reqID, sn.tl, sn.cur, sn.price, sn.used, sn.free, sn.capUsed
 		c.pods, c.ports, c.minValuesRelaxed, c.removed = sn.pods, sn.ports, sn.relaxedMin, sn.removed
-		c.held, c.rsvVersion = sn.held, sn.rsvVersion
+		c.held = sn.held
 		if !c.removed {
 			s.reindex(c)
 		}
@@ -179,10 +178,11 @@ func (s *solver) detach(t *txn, pi *podInfo) {
 	}
 	limited, limitCap := s.capFor(c.pool, &c.capUsed)
 	tl := c.tl
-	if s.rsv != nil {
-		tl = s.claimList(c.pool, c.reqID, c.held)
+	idx := s.fitFrom(tl, 0, &c.used, limited, &limitCap)
+	if idx >= 0 && s.rsv != nil && !s.usable(tl, idx, c.held) {
+		tl, idx = s.fitUsable(c.pool, c.reqID, c.held, &c.used, limited, &limitCap)
 	}
-	if idx := s.fitFrom(tl, 0, &c.used, limited, &limitCap); idx >= 0 {
+	if idx >= 0 {
 		c.tl, c.cur = tl, idx
 		c.price = c.tl.prices[idx]
 	}

@@ -209,9 +209,9 @@ func (s *solver) excludeReservations(id int32, ids []string) int32 {
 // rebook makes claim c hold the reservation its cursor type launches
 // into, if any: it keeps the one it holds when that is still among the
 // type's reservations, else takes the one with the most instances left
-// (then the lowest ID), and releases what it held otherwise. The claim's
-// list was chosen by claimList in the current state, so a reservation the
-// cursor type prices by has an instance left or is the claim's own.
+// (then the lowest ID), and releases what it held otherwise. Every
+// placement checks usable first, so a reservation the cursor type is
+// priced by has an instance left or is the claim's own.
 func (s *solver) rebook(c *nclaim) {
 	r := s.rsv
 	if r == nil {
@@ -239,20 +239,48 @@ func (s *solver) rebook(c *nclaim) {
 		}
 		c.held = want
 	}
-	c.rsvVersion = r.version
+}
+
+// usable reports whether a claim holding held (-1: none) may launch type
+// i of tl at its listed price: the type is not priced by a reservation,
+// or one of its reservations is the claim's or has an instance left.
+func (s *solver) usable(tl *typeList, i int, held int32) bool {
+	ids := tl.reservationsAt(i)
+	for _, id := range ids {
+		if j := s.rsv.index[id]; j == held || s.rsv.left[j] > 0 {
+			return true
+		}
+	}
+	return len(ids) == 0
+}
+
+// fitUsable is fitFrom on the list claimList gives a claim of pool p with
+// requirement set rid holding held: the cheapest type that fits need
+// within the limit cap once full reservations are set aside. Callers first
+// try the plain list and come here only when its cheapest fit is priced by
+// a full reservation, so most evaluations never build a list without
+// them.
+func (s *solver) fitUsable(p *pool, rid, held int32, need *vec, limited bool, limitCap *vec) (*typeList, int) {
+	tl := s.claimList(p, rid, held)
+	return tl, s.fitFrom(tl, 0, need, limited, limitCap)
 }
 
 // settle re-evaluates claim c's cursor under the current budgets: the
-// cheapest type of its list for them that fits its pods and limits. The
-// plan's writer calls it on every claim in output order, so a claim left
-// without a reservation takes one that moves made free.
+// cheapest type that fits its pods and limits with a reservation it may
+// use, or none. The plan's writer calls it on every claim in output
+// order, so a claim left without a reservation takes one that moves made
+// free.
 func (s *solver) settle(c *nclaim) {
 	if s.rsv == nil {
 		return
 	}
-	tl := s.claimList(c.pool, c.reqID, c.held)
+	tl := s.list(c.pool, c.reqID)
 	limited, limitCap := s.capFor(c.pool, &c.capUsed)
-	if idx := s.fitFrom(tl, 0, &c.used, limited, &limitCap); idx >= 0 && (tl != c.tl || idx != c.cur) {
+	idx := s.fitFrom(tl, 0, &c.used, limited, &limitCap)
+	if idx >= 0 && !s.usable(tl, idx, c.held) {
+		tl, idx = s.fitUsable(c.pool, c.reqID, c.held, &c.used, limited, &limitCap)
+	}
+	if idx >= 0 && (tl != c.tl || idx != c.cur) {
 		n := s.res.n()
 		c.tl, c.cur, c.price = tl, idx, tl.prices[idx]
 		c.free = tl.types[idx].alloc

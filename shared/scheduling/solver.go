@@ -965,10 +965,8 @@ func (s *solver) evalClaim(pi *podInfo, c *nclaim) cand {
 	}
 	rid := s.applyNarrowing(m.id, s.narrowBuf)
 	tl, start := c.tl, c.cur
-	if rid != c.reqID || s.rsv != nil && c.rsvVersion != s.rsv.version {
-		if tl = s.claimList(c.pool, rid, c.held); tl != c.tl {
-			start = 0
-		}
+	if rid != c.reqID {
+		tl, start = s.list(c.pool, rid), 0
 	}
 	limited, limitCap := s.capFor(c.pool, &c.capUsed)
 	if c.noFit.covers(tl, start, &need, limited, &limitCap, n) {
@@ -979,6 +977,11 @@ func (s *solver) evalClaim(pi *podInfo, c *nclaim) cand {
 	if idx < 0 {
 		c.noFit = claimNoFit{tl: tl, start: start, limited: limited, need: need, cap: limitCap}
 		return cand{}
+	}
+	if s.rsv != nil && !s.usable(tl, idx, c.held) {
+		if tl, idx = s.fitUsable(c.pool, rid, c.held, &need, limited, &limitCap); idx < 0 {
+			return cand{}
+		}
 	}
 	cd := cand{ok: true, c: c, p: c.pool, reqID: rid, tl: tl, idx: idx, delta: tl.prices[idx] - c.price,
 		fit: s.slackScore(&need, &tl.types[idx].alloc), relaxedMin: c.minValuesRelaxed}
@@ -1017,18 +1020,15 @@ func (s *solver) evalNew(pi *podInfo, p *pool, explain bool) (cand, string) {
 		return cand{}, fail.String()
 	}
 	rid := s.applyNarrowing(pf.reqID, s.narrowBuf)
-	tl := s.claimList(p, rid, -1)
-	limited, limitCap := s.capFor(p, &vec{})
+	tl := s.list(p, rid)
 	if len(tl.types) == 0 {
-		if !explain {
-			return cand{}, ""
-		}
-		if why := s.explainReservations(pi, p, rid, &limitCap); why != "" {
-			return cand{}, why
-		}
 		return cand{}, fmt.Sprintf("no instance type is offered for %s", s.reqs.get(rid).String())
 	}
+	limited, limitCap := s.capFor(p, &vec{})
 	idx := s.fitFrom(tl, 0, &pi.req, limited, &limitCap)
+	if idx >= 0 && s.rsv != nil && !s.usable(tl, idx, -1) {
+		tl, idx = s.fitUsable(p, rid, -1, &pi.req, limited, &limitCap)
+	}
 	if idx < 0 {
 		if !explain {
 			return cand{}, ""
