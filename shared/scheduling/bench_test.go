@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/catalog"
 	"github.com/nodewright/nodewright/shared/scheduling"
 	"github.com/nodewright/nodewright/shared/scheduling/schedulingtest"
 )
@@ -283,4 +284,38 @@ func BenchmarkLimitBound(b *testing.B) {
 		}
 		benchSolve(b, in, 0, 0)
 	})
+}
+
+// BenchmarkReservations is the diverse mix with and without capacity
+// reservations: reservations=0 is BenchmarkDiverseMix's input, and
+// reservations=60 adds one reservation per zone to every 20th of the 400
+// fake types (60 reservations of 2 instances each, 120 in all), so the
+// budgets run out during the solve and claims fall back to spot. The
+// ratio of the two ns/op is what counting costs.
+func BenchmarkReservations(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		for _, withResv := range []bool{false, true} {
+			pods := schedulingtest.DiverseMix(n, 42)
+			in := schedulingtest.BenchmarkInput(pods, "")
+			count := 0
+			if withResv {
+				for i, it := range in.InstanceTypes[schedulingtest.DefaultNodeClass] {
+					if i%20 != 0 {
+						continue
+					}
+					for _, zone := range []string{"test-zone-1", "test-zone-2", "test-zone-3"} {
+						it.Offerings = append(it.Offerings, catalog.Offering{
+							Zone: zone, CapacityType: v1.CapacityTypeReserved, Price: it.Offerings[0].Price / catalog.ReservedPriceDivisor,
+							Available: true, ReservationID: fmt.Sprintf("cr-%s-%s", it.Name, zone), ReservationCapacity: 2,
+							ReservationType: v1.ReservationTypeDefault,
+						})
+						count++
+					}
+				}
+			}
+			b.Run(fmt.Sprintf("pods=%d/reservations=%d", n, count), func(b *testing.B) {
+				benchSolve(b, in, schedulingtest.LowerBound(pods), 0)
+			})
+		}
+	}
 }

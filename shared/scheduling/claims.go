@@ -23,6 +23,9 @@ type nclaim struct {
 	capUsed vec
 	// minValuesRelaxed is set when BestEffort lowered a minValues.
 	minValuesRelaxed bool
+	// held is the capacity reservation (reservations.ids index) the claim
+	// holds an instance of, -1 for none (reservations.go).
+	held int32
 	// doms caches claimDomains per topology key for requirement set domsReq.
 	doms    [][]int32
 	domsOK  []bool

@@ -75,6 +75,22 @@
 //     (launch.Choose): reserved if available, else spot, else on-demand;
 //     the cheapest of that capacity type. The fleet adapter renders the
 //     same plan, so CreateFleet is asked for exactly these candidates.
+//   - Capacity reservations: a reserved offering is priced at on-demand /
+//     catalog.ReservedPriceDivisor, so it is taken first, and a
+//     reservation takes at most as many of the round's claims as it has
+//     instances left (ReservationCapacity, one count per reservation ID
+//     across its instance types and zones; the smallest count when several
+//     classes select it). A claim holds the one reservation its cheapest
+//     fitting type launches into, and gives it back when a pod makes it
+//     grow to another type or its pods move away; once a reservation is
+//     full, later claims price their types without it and fall back to the
+//     next reservation, then spot, then on-demand, as their NodePool
+//     allows. A claim that holds a reservation is written with
+//     karpenter.sh/capacity-type In [reserved] and
+//     karpenter.k8s.aws/capacity-reservation-id In [its reservation]; one
+//     that holds none with capacity-type NotIn [reserved]. A pod that only
+//     full reservations could host stays pending with a reason naming them
+//     (reservations.go; karpenter: ReservationManager).
 //
 // Where nodewright deliberately differs, it admits more plans or safer
 // ones, never a placement Karpenter's rules forbid:
@@ -93,6 +109,11 @@
 //     NodePool compatible with the pod's node selection, or an existing
 //     node that satisfies it, provides (Kubernetes' meaning of Honor;
 //     Karpenter v1.14.1 counts every NodePool's domains).
+//   - Reservations: a claim holds exactly the reservation it launches
+//     into; Karpenter reserves one instance of every reservation a claim
+//     could launch into, and its provisioner defers a pod whose claim
+//     could use a reservation already spoken for to its next round. Here
+//     counts are exact and the round falls back at once.
 //   - Limits: while solving, each claim counts its cheapest fitting type;
 //     when the plan is written, claims widen their candidate lists in order
 //     only as far as the pool's remaining limits allow. The largest
@@ -101,8 +122,7 @@
 //     that Karpenter would leave pending for want of limit headroom fit.
 //
 // Not modelled: volume topology (PVC, StorageClass and CSI limits; the
-// Input has no volumes), capacity-reservation counting, NodeOverlays and
-// nomination windows. Static pools (spec.replicas) are skipped.
+// Input has no volumes), NodeOverlays and nomination windows. Static pools (spec.replicas) are skipped.
 //
 // # Packing: by cost
 //

@@ -41,6 +41,7 @@ type claimSnap struct {
 	ports      []hostPort
 	relaxedMin bool
 	removed    bool
+	held       int32
 }
 
 // txn records a batch of moves so that it can be undone.
@@ -48,6 +49,8 @@ type txn struct {
 	snaps []claimSnap
 	pools []poolSnap
 	moved []movedPod
+	// rsvLeft is the reservations' budgets before the first move.
+	rsvLeft []int
 }
 
 // poolSnap is a pool's limit accounting, for rollback.
@@ -61,6 +64,13 @@ type movedPod struct {
 	pi      *podInfo
 	from    *host
 	fromRec []recEntry
+}
+
+func (s *solver) snap(t *txn, c *nclaim) {
+	if s.rsv != nil && t.rsvLeft == nil {
+		t.rsvLeft = append([]int{}, s.rsv.left...)
+	}
+	t.snap(c)
 }
 
 func (t *txn) snap(c *nclaim) {
@@ -79,7 +89,7 @@ func (t *txn) snap(c *nclaim) {
 	t.snaps = append(t.snaps, claimSnap{
 		c: c, capUsed: c.capUsed, reqID: c.reqID, tl: c.tl, cur: c.cur, price: c.price, used: c.used, free: c.free,
 		pods: append([]int32(nil), c.pods...), ports: append([]hostPort(nil), c.ports...),
-		relaxedMin: c.minValuesRelaxed, removed: c.removed,
+		relaxedMin: c.minValuesRelaxed, removed: c.removed, held: c.held,
 	})
 }
 
@@ -112,12 +122,16 @@ func (s *solver) rollback(t *txn) {
 		}
 		c.reqID, c.tl, c.cur, c.price, c.used, c.free, c.capUsed = sn.reqID, sn.tl, sn.cur, sn.price, sn.used, sn.free, sn.capUsed
 		c.pods, c.ports, c.minValuesRelaxed, c.removed = sn.pods, sn.ports, sn.relaxedMin, sn.removed
+		c.held = sn.held
 		if !c.removed {
 			s.reindex(c)
 		}
 	}
 	for _, ps := range t.pools {
 		ps.p.usage, ps.p.nodes = ps.usage, ps.nodes
+	}
+	if t.rsvLeft != nil {
+		s.rsv.restore(t.rsvLeft)
 	}
 	for i := len(t.moved) - 1; i >= 0; i-- {
 		m := t.moved[i]
@@ -131,7 +145,7 @@ func (s *solver) rollback(t *txn) {
 // that now fits.
 func (s *solver) detach(t *txn, pi *podInfo) {
 	c := pi.host.claim
-	t.snap(c)
+	s.snap(t, c)
 	t.moved = append(t.moved, movedPod{pi: pi, from: pi.host, fromRec: pi.rec})
 	s.unrecord(pi.host, pi.rec)
 	pi.rec = nil
@@ -159,16 +173,23 @@ func (s *solver) detach(t *txn, pi *podInfo) {
 		c.price = 0
 		s.setCapUsed(c, &vec{})
 		c.pool.nodes--
+		s.rebook(c)
 		return
 	}
 	limited, limitCap := s.capFor(c.pool, &c.capUsed)
-	if idx := s.fitFrom(c.tl, 0, &c.used, limited, &limitCap); idx >= 0 {
-		c.cur = idx
+	tl := c.tl
+	idx := s.fitFrom(tl, 0, &c.used, limited, &limitCap)
+	if idx >= 0 && s.rsv != nil && !s.usable(tl, idx, c.held) {
+		tl, idx = s.fitUsable(c.pool, c.reqID, c.held, &c.used, limited, &limitCap)
+	}
+	if idx >= 0 {
+		c.tl, c.cur = tl, idx
 		c.price = c.tl.prices[idx]
 	}
 	c.free = c.tl.types[c.cur].alloc
 	c.free.sub(&c.used, n)
 	s.setCapUsed(c, &c.tl.types[c.cur].capacity)
+	s.rebook(c)
 	c.pool.byCPU.fix(c, iCPU)
 	c.pool.byMemory.fix(c, iMem)
 }
@@ -241,7 +262,7 @@ func (s *solver) relocate(t *txn, pi *podInfo, budget float64) (float64, bool) {
 	if !cd.ok || cd.delta > budget+priceEps {
 		return 0, false
 	}
-	t.snap(cd.c)
+	s.snap(t, cd.c)
 	s.commit(pi, &cd)
 	return cd.delta, true
 }
@@ -469,7 +490,7 @@ func (s *solver) moveTo(t *txn, pi *podInfo, dest *nclaim) bool {
 	if !cd.ok || !s.moveOK(pi, fromRec, &cd) {
 		return false
 	}
-	t.snap(dest)
+	s.snap(t, dest)
 	s.commit(pi, &cd)
 	return true
 }

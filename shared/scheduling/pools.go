@@ -74,6 +74,8 @@ type ptype struct {
 	offers []catalog.Offering
 	// exotic is launch.Exotic of the type, computed once.
 	exotic bool
+	// reserved is set when offers has a reserved offering.
+	reserved bool
 }
 
 // daemon is a DaemonSet reduced to what overhead needs.
@@ -98,6 +100,12 @@ type typeList struct {
 	maxCap, maxAlloc vec
 	// minValues is true when the requirement set carries minValues.
 	minValues bool
+	// resvIDs are the capacity reservations of the types' allowed reserved
+	// offerings, sorted; resv, when any type is priced by a reserved
+	// offering, holds per type the reservations of its cheapest allowed
+	// offerings when those are reserved (reservationsAt).
+	resvIDs []string
+	resv    [][]string
 }
 
 // poolOrder sorts pools by weight desc, then name desc (karpenter:
@@ -285,6 +293,7 @@ func (s *solver) buildPoolTypes(p *pool) {
 		for _, o := range it.Offerings {
 			if o.Available {
 				t.offers = append(t.offers, o)
+				t.reserved = t.reserved || o.CapacityType == v1.CapacityTypeReserved
 			}
 		}
 		if _, ok := typeAdmits(r, t); !ok {
@@ -457,11 +466,31 @@ func (s *solver) buildList(p *pool, r requirements.Requirements) *typeList {
 	for i := 0; i < n; i++ {
 		tl.maxAlloc[i] = math.MinInt64
 	}
-	for _, x := range ps {
+	var f *launch.OfferFilter
+	for i, x := range ps {
 		tl.maxAlloc.maxWith(&x.t.alloc, n)
 		tl.types = append(tl.types, x.t)
 		tl.prices = append(tl.prices, x.price)
 		tl.maxCap.maxWith(&x.t.capacity, n)
+		if !x.t.reserved {
+			continue
+		}
+		if f == nil {
+			nf := launch.NewOfferFilter(r)
+			f = &nf
+		}
+		var pricing []string
+		for j := range x.t.offers {
+			o := &x.t.offers[j]
+			if o.CapacityType != v1.CapacityTypeReserved || !f.Allows(o) {
+				continue
+			}
+			tl.noteReservation(o.ReservationID)
+			if o.Price == x.price {
+				pricing = append(pricing, o.ReservationID)
+			}
+		}
+		tl.pricedBy(i, pricing)
 	}
 	for _, req := range r {
 		if req.MinValues != nil {

@@ -23,7 +23,9 @@ func replaceAll(s, old, new string) string { return strings.ReplaceAll(s, old, n
 // final is a claim as it will be written: its candidates and the offering
 // CreateFleet is expected to pick, as the launch model plans them.
 type final struct {
-	c        *nclaim
+	c *nclaim
+	// reqID is the claim's requirement set as written (finalReqID).
+	reqID    int32
 	types    []*ptype
 	expected ExpectedOffering
 }
@@ -49,6 +51,9 @@ func (s *solver) finalize() []final {
 		}
 		return claims[i].seq < claims[j].seq
 	})
+	for _, c := range claims {
+		s.settle(c)
+	}
 	slack := map[*pool]vec{}
 	s.finals = make([]final, 0, len(claims))
 	for _, c := range claims {
@@ -76,8 +81,8 @@ func (s *solver) finalize() []final {
 		}
 		// The launch model narrows every fitting type (exotic, spot-price,
 		// truncate), so that the claim lists what a launch would consider.
-		r := s.reqs.get(c.reqID)
-		types, cands := s.narrow(c, r, limited, &limitCap)
+		rid := s.finalReqID(c)
+		types, cands := s.narrow(c, rid, limited, &limitCap)
 		if p.anyLimit {
 			var largest vec
 			for _, t := range types {
@@ -91,7 +96,7 @@ func (s *solver) finalize() []final {
 			}
 			slack[p] = sl
 		}
-		s.finals = append(s.finals, final{c: c, types: types, expected: s.expectedOffering(cands)})
+		s.finals = append(s.finals, final{c: c, reqID: rid, types: types, expected: s.expectedOffering(cands)})
 	}
 	return s.finals
 }
@@ -107,7 +112,8 @@ func (s *solver) finalize() []final {
 // threshold, when that filter applies), and it keeps maxTypes candidates
 // all priced below bound. With minValues every fitting type is passed. The candidates returned live in
 // a buffer the next call reuses.
-func (s *solver) narrow(c *nclaim, r requirements.Requirements, limited bool, limitCap *vec) ([]*ptype, []launch.Candidate) {
+func (s *solver) narrow(c *nclaim, rid int32, limited bool, limitCap *vec) ([]*ptype, []launch.Candidate) {
+	r := s.reqs.get(rid)
 	upTo := len(c.tl.types)
 	if !c.tl.minValues {
 		upTo = s.maxTypes + s.maxTypes/2 + 1
@@ -116,7 +122,7 @@ func (s *solver) narrow(c *nclaim, r requirements.Requirements, limited bool, li
 	spotFilter := ct == nil || ct.Has(v1.CapacityTypeSpot) && ct.Has(v1.CapacityTypeOnDemand)
 	for {
 		fitting := s.fittingUpTo(c.tl, c.cur, &c.used, limited, limitCap, upTo)
-		cands := s.claimCandidates(c.reqID, fitting)
+		cands := s.claimCandidates(rid, fitting)
 		complete := len(fitting) < upTo || upTo >= len(c.tl.types)
 		bound, plain, od := 0.0, false, math.Inf(1)
 		if !complete && len(cands) > 0 {
@@ -245,7 +251,7 @@ func (s *solver) newClaim(f final, name string) NewClaim {
 	c, types := f.c, f.types
 	p := c.pool
 	tmpl := &p.np.Spec.Template
-	r := s.reqs.get(c.reqID).Clone()
+	r := s.reqs.get(f.reqID).Clone()
 	relaxed := c.minValuesRelaxed
 	lowered := map[string]int{}
 	if relaxed || s.bestEffort {

@@ -116,6 +116,9 @@ type solver struct {
 	// with sameNodes, the nodes' measurements too (Prepared.sameNodes).
 	prep      *Prepared
 	sameNodes bool
+	// rsv counts capacity reservations' instances over the round; nil
+	// when no offering is reserved (reservations.go).
+	rsv *reservations
 }
 
 // noFitKey identifies pods that place treats identically: same class level
@@ -237,6 +240,7 @@ func newPreparedSolver(in *Input, prep *Prepared, sameNodes bool) (*solver, erro
 	if err := s.buildPools(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
+	s.buildReservations()
 	for _, p := range s.pools {
 		if p.hasPreferNoSchedule && p.skip == "" {
 			s.anyPreferNoSchedule = true
@@ -974,6 +978,11 @@ func (s *solver) evalClaim(pi *podInfo, c *nclaim) cand {
 		c.noFit = claimNoFit{tl: tl, start: start, limited: limited, need: need, cap: limitCap}
 		return cand{}
 	}
+	if s.rsv != nil && !s.usable(tl, idx, c.held) {
+		if tl, idx = s.fitUsable(c.pool, rid, c.held, &need, limited, &limitCap); idx < 0 {
+			return cand{}
+		}
+	}
 	cd := cand{ok: true, c: c, p: c.pool, reqID: rid, tl: tl, idx: idx, delta: tl.prices[idx] - c.price,
 		fit: s.slackScore(&need, &tl.types[idx].alloc), relaxedMin: c.minValuesRelaxed}
 	if tl.minValues {
@@ -1017,9 +1026,15 @@ func (s *solver) evalNew(pi *podInfo, p *pool, explain bool) (cand, string) {
 	}
 	limited, limitCap := s.capFor(p, &vec{})
 	idx := s.fitFrom(tl, 0, &pi.req, limited, &limitCap)
+	if idx >= 0 && s.rsv != nil && !s.usable(tl, idx, -1) {
+		tl, idx = s.fitUsable(p, rid, -1, &pi.req, limited, &limitCap)
+	}
 	if idx < 0 {
 		if !explain {
 			return cand{}, ""
+		}
+		if why := s.explainReservations(pi, p, rid, &limitCap); why != "" {
+			return cand{}, why
 		}
 		return cand{}, s.explainFit(pi, p, tl, &limitCap)
 	}
@@ -1043,7 +1058,7 @@ func (s *solver) commit(pi *podInfo, cd *cand) {
 	n := s.res.n()
 	c := cd.c
 	if c == nil {
-		c = &nclaim{pool: cd.p, seq: len(s.claims), reqID: cd.reqID, tl: cd.tl}
+		c = &nclaim{pool: cd.p, seq: len(s.claims), reqID: cd.reqID, tl: cd.tl, held: -1}
 		h := &host{id: int32(len(s.hosts)), claim: c}
 		h.name = fmt.Sprintf("%s-claim-%d", cd.p.name, c.seq)
 		c.h = h
@@ -1069,6 +1084,7 @@ func (s *solver) commit(pi *podInfo, cd *cand) {
 	c.free = cd.tl.types[cd.idx].alloc
 	c.free.sub(&c.used, n)
 	s.setCapUsed(c, &cd.tl.types[cd.idx].capacity)
+	s.rebook(c)
 	c.pool.byCPU.fix(c, iCPU)
 	c.pool.byMemory.fix(c, iMem)
 	if s.strategy != stratCost {

@@ -3,10 +3,12 @@ package nodeclass
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -141,7 +143,61 @@ func (r *Resolver) SecurityGroups(ctx context.Context, nc *v1.EC2NodeClass) ([]v
 // v1.CapacityReservation.StateAt at the resolver's clock; available maps
 // each reservation ID to its AvailableInstanceCount. No terms: no call,
 // nothing found. Errors: a failed call (wrapped).
+//
+// Answers are kept per set of selector terms for
+// ReservationRefreshInterval on the resolver's clock (Karpenter refreshes
+// reservations every minute): a resolution within a minute of the last
+// read reuses it, one later reads EC2 again, so available counts are at
+// most a minute old. States are recomputed at each call's clock. Failed
+// reads are not kept.
 func (r *Resolver) CapacityReservations(ctx context.Context, nc *v1.EC2NodeClass) (found []v1.CapacityReservation, available map[string]int, err error) {
+	if len(nc.Spec.CapacityReservationSelectorTerms) == 0 {
+		return nil, map[string]int{}, nil
+	}
+	key, err := json.Marshal(nc.Spec.CapacityReservationSelectorTerms)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node class %s: capacity reservation terms: %w", nc.Name, err)
+	}
+	now := r.now()
+	r.mu.Lock()
+	e, ok := r.reservations[string(key)]
+	r.mu.Unlock()
+	if !ok || now.Sub(e.at) >= ReservationRefreshInterval || now.Before(e.at) {
+		e.found, e.available, err = r.describeReservations(ctx, nc)
+		if err != nil {
+			return nil, nil, err
+		}
+		e.at = now
+		r.mu.Lock()
+		if r.reservations == nil {
+			r.reservations = map[string]reservationRead{}
+		}
+		r.reservations[string(key)] = e
+		r.mu.Unlock()
+	}
+	found = make([]v1.CapacityReservation, len(e.found))
+	for i, res := range e.found {
+		res.State = res.StateAt(now)
+		found[i] = res
+	}
+	return found, maps.Clone(e.available), nil
+}
+
+// ReservationRefreshInterval is how long CapacityReservations keeps an
+// answer: Karpenter's 1-minute capacity-reservation refresh
+// (karpenter-spec section 4 and 7: capacity reservations 1 min).
+const ReservationRefreshInterval = time.Minute
+
+// reservationRead is one DescribeCapacityReservations answer and when it
+// was read.
+type reservationRead struct {
+	at        time.Time
+	found     []v1.CapacityReservation
+	available map[string]int
+}
+
+// describeReservations queries EC2 for CapacityReservations.
+func (r *Resolver) describeReservations(ctx context.Context, nc *v1.EC2NodeClass) (found []v1.CapacityReservation, available map[string]int, err error) {
 	var queries []*ec2.DescribeCapacityReservationsInput
 	var ids []string
 	active := ec2types.Filter{Name: aws.String("state"), Values: []string{string(ec2types.CapacityReservationStateActive)}}
@@ -164,7 +220,6 @@ func (r *Resolver) CapacityReservations(ctx context.Context, nc *v1.EC2NodeClass
 	}
 	byID := map[string]v1.CapacityReservation{}
 	available = map[string]int{}
-	now := r.now()
 	for _, in := range queries {
 		for {
 			out, err := r.ec2.DescribeCapacityReservations(ctx, in)
@@ -181,7 +236,6 @@ func (r *Resolver) CapacityReservations(ctx context.Context, nc *v1.EC2NodeClass
 				if cr.EndDate != nil {
 					res.EndTime = &metav1.Time{Time: *cr.EndDate}
 				}
-				res.State = res.StateAt(now)
 				byID[res.ID] = res
 				available[res.ID] = int(aws.ToInt32(cr.AvailableInstanceCount))
 			}

@@ -2,13 +2,15 @@
 // subnets, security groups, AMIs and capacity reservations (karpenter-spec §4.1 "Discovery query
 // shapes", §9.1), and the launch templates a launch needs (§4 step 6, §9.3).
 // It declares the narrow EC2API and SSMAPI it calls; *ec2.Client and
-// *ssm.Client satisfy them. It keeps nothing between calls: every call asks
-// AWS again.
+// *ssm.Client satisfy them. It keeps nothing between calls except capacity
+// reservations, read again once a minute old (ReservationRefreshInterval);
+// every other call asks AWS again.
 package nodeclass
 
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -51,6 +53,9 @@ type Resolver struct {
 	ec2 EC2API
 	ssm SSMAPI
 	now func() time.Time
+	// reservations caches CapacityReservations per selector terms.
+	mu           sync.Mutex
+	reservations map[string]reservationRead
 }
 
 // New returns a Resolver. now is the clock that decides whether an AMI's

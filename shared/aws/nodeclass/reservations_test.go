@@ -88,3 +88,44 @@ func TestCapacityReservations(t *testing.T) {
 		t.Errorf("no terms: %v, %v after %d calls; want no call", none, err, e.On.DescribeCapacityReservations.Count())
 	}
 }
+
+func TestCapacityReservationsAreReadAgainOnceAMinuteOld(t *testing.T) {
+	e := network(t)
+	answer := func(free int32) {
+		e.On.DescribeCapacityReservations.Push(&ec2.DescribeCapacityReservationsOutput{
+			CapacityReservations: []ec2types.CapacityReservation{{
+				CapacityReservationId: aws.String("cr-a"), AvailabilityZone: aws.String("us-east-1a"), InstanceType: aws.String("m5.large"),
+				AvailableInstanceCount: aws.Int32(free),
+			}},
+		}, nil)
+	}
+	at := now
+	r := nodeclass.New(e, nil, func() time.Time { return at })
+	nc := &v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.EC2NodeClassSpec{CapacityReservationSelectorTerms: []v1.CapacityReservationSelectorTerm{{ID: "cr-a"}}}}
+	read := func() int {
+		t.Helper()
+		_, available, err := r.CapacityReservations(t.Context(), nc)
+		if err != nil {
+			t.Fatalf("CapacityReservations() error = %v", err)
+		}
+		return available["cr-a"]
+	}
+	answer(2)
+	if got := read(); got != 2 {
+		t.Fatalf("first read: %d available, want 2", got)
+	}
+	answer(0) // EC2 now says 0; the answer 59 s old is still used
+	at = now.Add(nodeclass.ReservationRefreshInterval - time.Second)
+	if got, calls := read(), e.On.DescribeCapacityReservations.Count(); got != 2 || calls != 1 {
+		t.Errorf("59 s later: %d available after %d calls, want 2 after 1", got, calls)
+	}
+	at = now.Add(nodeclass.ReservationRefreshInterval)
+	if got, calls := read(), e.On.DescribeCapacityReservations.Count(); got != 0 || calls != 2 {
+		t.Errorf("a minute later: %d available after %d calls, want 0 after 2 (read again)", got, calls)
+	}
+	other := &v1.EC2NodeClass{ObjectMeta: nc.ObjectMeta}
+	other.Spec.CapacityReservationSelectorTerms = []v1.CapacityReservationSelectorTerm{{ID: "cr-b"}}
+	if _, _, err := r.CapacityReservations(t.Context(), other); err != nil || e.On.DescribeCapacityReservations.Count() != 3 {
+		t.Errorf("other terms: error %v after %d calls, want a call of their own", err, e.On.DescribeCapacityReservations.Count())
+	}
+}

@@ -57,7 +57,11 @@ import (
 //     when a heavier pool without limits the plan launches for could take
 //     it, and a claim of a pool never holds only such pods that a heavier
 //     pool with limits the plan launches for could each take within what
-//     the plan leaves of its limits (weights).
+//     the plan leaves of its limits (weights);
+//   - reservations: a claim that may launch into a capacity reservation
+//     names exactly one and only the reserved capacity type, and no
+//     reservation is named by more claims than it has instances left
+//     (reservations).
 //
 // It checks necessary conditions only: zone skew across domains and the
 // order in which pods were placed are not verified, and daemonset overhead
@@ -73,7 +77,57 @@ func CheckResult(in scheduling.Input, res scheduling.Result) error {
 	c.topology()
 	c.limits(res)
 	c.weights(res)
+	c.reservations(res)
 	return errors.Join(c.errs...)
+}
+
+// reservations checks the capacity-reservation count: a claim whose
+// expected offering is reserved names exactly one reservation
+// (karpenter.k8s.aws/capacity-reservation-id In [id]) and only the
+// reserved capacity type, a claim that allows reserved offerings names
+// one, and no reservation is named by more claims than the smallest
+// ReservationCapacity its offerings report.
+func (c *checker) reservations(res scheduling.Result) {
+	free := map[string]int{}
+	for _, types := range c.in.InstanceTypes {
+		for _, it := range types {
+			for _, o := range it.Offerings {
+				if o.CapacityType != v1.CapacityTypeReserved || o.ReservationID == "" {
+					continue
+				}
+				if cur, ok := free[o.ReservationID]; !ok || o.ReservationCapacity < cur {
+					free[o.ReservationID] = o.ReservationCapacity
+				}
+			}
+		}
+	}
+	held := map[string]int{}
+	for i := range res.NewClaims {
+		cl := &res.NewClaims[i]
+		name := fmt.Sprintf("new claim %d (%s)", i, cl.NodePool)
+		var ids []string
+		for _, r := range cl.NodeClaim.Spec.Requirements {
+			if r.Key == v1.LabelCapacityReservationID && r.Operator == corev1.NodeSelectorOpIn {
+				ids = r.Values
+			}
+		}
+		reserved := slices.Contains(cl.CapacityTypes, v1.CapacityTypeReserved)
+		switch {
+		case !reserved && cl.Expected.CapacityType != v1.CapacityTypeReserved:
+			continue
+		case len(ids) != 1:
+			c.fail("%s: may launch into a capacity reservation but names %d reservations (%v), want 1", name, len(ids), ids)
+			continue
+		case !slices.Equal(cl.CapacityTypes, []string{v1.CapacityTypeReserved}):
+			c.fail("%s: holds reservation %s but allows capacity types %v", name, ids[0], cl.CapacityTypes)
+		}
+		held[ids[0]]++
+	}
+	for _, id := range sortedKeys(held) {
+		if held[id] > free[id] {
+			c.fail("capacity reservation %s has %d instances left but %d new claims launch into it", id, free[id], held[id])
+		}
+	}
 }
 
 // volumeZones checks that every placed pending pod's node can only be in a
