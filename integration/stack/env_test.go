@@ -145,7 +145,7 @@ func applyGuide(t testing.TB, s *stack.Stack, files ...string) {
 		files = []string{"ec2nodeclass.yaml", "nodepool.yaml"}
 	}
 	for _, f := range files {
-		data, err := demo.GuideComplete.ReadFile("guide-complete/" + f)
+		data, err := guideFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,6 +153,11 @@ func applyGuide(t testing.TB, s *stack.Stack, files ...string) {
 			t.Fatalf("Apply(%s) error = %v", f, err)
 		}
 	}
+}
+
+// guideFile is the guide's manifest file (deploy/demo/guide-complete).
+func guideFile(name string) ([]byte, error) {
+	return demo.GuideComplete.ReadFile("guide-complete/" + name)
 }
 
 // deployment returns a Deployment of replicas pause pods each requesting
