@@ -46,7 +46,7 @@
 // most one build (and at most one post) per SnapshotMinInterval.
 // Regardless of changes it is rebuilt every SnapshotInterval (30 s), which
 // covers PodDisruptionBudget and DaemonSet changes (not watched here) and
-// any missed event. A rebuild whose decision hash (report.DecisionHash)
+// any missed event. A rebuild whose decision hash (report.Snapshot)
 // equals the last post's, so that only replaced pods' names, UIDs and
 // creation times or the nodes' LastPodEventTime changed, is posted only once
 // SnapshotChurnInterval (30 s) has passed since the last post (at the
@@ -231,7 +231,7 @@ type Options struct {
 	// and the longest a change waits while changes keep coming: 5 s.
 	SnapshotMinInterval time.Duration
 	// SnapshotChurnInterval is the least time between two posts whose
-	// decision hash (report.DecisionHash) is equal: 30 s.
+	// decision hash (report.Snapshot) is equal: 30 s.
 	SnapshotChurnInterval time.Duration
 	// SnapshotMaxAge re-posts an unchanged snapshot this long after the
 	// last post: 5 min.
@@ -687,41 +687,30 @@ func (f *Forwarder) waitForSnapshot(ctx context.Context, changes *changeSignal, 
 }
 
 // snapshot builds the snapshot's parts, its content hash and its decision
-// hash (report.DecisionHash). The first part carries the foreign
-// NodeClaims, or, when karpenterActive is not empty, none and the reason.
+// hash (report.Snapshot; KarpenterActive counts in both). The first part
+// carries the foreign NodeClaims, or, when karpenterActive is not empty,
+// none and the reason.
 func (f *Forwarder) snapshot(now time.Time, karpenterActive string) (parts []v1.ClusterSnapshot, hash, decision string, err error) {
-	parts, hash, err = f.build(now, karpenterActive)
-	if err != nil {
-		return nil, "", "", err
-	}
-	if decision, err = report.DecisionHash(parts); err != nil {
-		return nil, "", "", err
-	}
-	return parts, hash, decision, nil
-}
-
-// build builds the snapshot's parts and its content hash.
-func (f *Forwarder) build(now time.Time, karpenterActive string) ([]v1.ClusterSnapshot, string, error) {
 	nodes, err := f.src.Nodes.List(labels.Everything())
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	pods, err := f.src.Pods.List(labels.Everything())
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	pdbs, err := f.src.PDBs.List(labels.Everything())
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	dss, err := f.src.DaemonSets.List(labels.Everything())
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	var claims []v1.NodeClaim
 	if f.src.NodeClaims != nil && karpenterActive == "" {
 		if claims, err = foreignNodeClaims(f.src.NodeClaims); err != nil {
-			return nil, "", fmt.Errorf("list nodeclaims: %w", err)
+			return nil, "", "", fmt.Errorf("list nodeclaims: %w", err)
 		}
 		if len(claims) > v1.MaxNodesPerMessage {
 			claims = claims[:v1.MaxNodesPerMessage]
@@ -730,21 +719,21 @@ func (f *Forwarder) build(now time.Time, karpenterActive string) ([]v1.ClusterSn
 	storage := report.Storage{Volumes: f.src.Volumes}
 	if f.src.CSINodes != nil {
 		if storage.CSINodes, err = f.src.CSINodes.List(labels.Everything()); err != nil {
-			return nil, "", fmt.Errorf("list csinodes: %w", err)
+			return nil, "", "", fmt.Errorf("list csinodes: %w", err)
 		}
 	}
 	// The foreign NodeClaims are chunked with the rest: each part stays
 	// within the intake's limit however many there are.
-	parts, hash, err := report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss, claims, storage)
+	parts, hash, decision, err = report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss, claims, storage)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	hash = withPodEvents(hash, f.podEvents.stamp(parts))
 	if f.src.NodeClaims != nil && karpenterActive != "" {
 		parts[0].KarpenterActive = karpenterActive
-		return parts, hash + "/karpenter-active", nil
+		return parts, hash + "/karpenter-active", decision + "/karpenter-active", nil
 	}
-	return parts, hash, nil
+	return parts, hash, decision, nil
 }
 
 // karpenterHandler notes changes of Karpenter's NodeClaims (nil without a
