@@ -61,9 +61,11 @@ func TestMeteredCountsOfOneProvisioning(t *testing.T) {
 	// packing of 5 CPUs), 3 provisioner invocations (the batch and two
 	// registrations), 13 intake requests, 78 WRU, 48 RRU, 3 SendMessage;
 	// 7 intake requests (73 WRU, 41 RRU) since the forwarder polls class
-	// status every 15 s and NodeClaims and events every 20 s (issue #22).
-	// The bounds allow timing (the forwarder's polls and its 30 s
-	// snapshot) but not a doubling.
+	// status every 15 s and NodeClaims and events every 20 s (issue #22);
+	// 2026-12-03, with the one combined poll (GET /v1/sync every 15 s and
+	// right after the batch answer that created NodeClaims): 7 intake
+	// requests, one of them GET /v1/sync, 75 WRU, 42 RRU. The bounds allow
+	// timing (a periodic poll, the 30 s snapshot) but not a doubling.
 	if post, _ := rep.Find(meter.APIGateway, "POST /v1/podbatches", meter.UnitRequests); post.Calls != 1 {
 		t.Fatalf("POST /v1/podbatches = %d, want 1: the scenario is not the one the bounds were measured on", post.Calls)
 	}
@@ -72,8 +74,16 @@ func TestMeteredCountsOfOneProvisioning(t *testing.T) {
 	}
 	prov, _ := rep.Find(meter.Lambda, "provisioner", meter.UnitGBSeconds)
 	within(t, "provisioner invocations", float64(prov.Calls), 2, 4)
+	if sync, _ := rep.Find(meter.APIGateway, "GET /v1/sync", meter.UnitRequests); sync.Calls < 1 || sync.Calls > 2 {
+		t.Errorf("GET /v1/sync = %d, want 1-2 (right after the answer that created NodeClaims, and at most one periodic poll)", sync.Calls)
+	}
+	for _, route := range []string{"GET /v1/nodeclaims", "GET /v1/events", "GET /v1/nodeclasses"} {
+		if r, _ := rep.Find(meter.APIGateway, route, meter.UnitRequests); r.Calls != 0 {
+			t.Errorf("%s = %d, want 0: the forwarder polls GET /v1/sync only", route, r.Calls)
+		}
+	}
 	api, _ := rep.Total(meter.APIGateway, meter.UnitRequests)
-	within(t, "API Gateway requests", float64(api), 5, 13)
+	within(t, "API Gateway requests", float64(api), 5, 10)
 	intake, _ := rep.Find(meter.Lambda, "intake", meter.UnitGBSeconds)
 	if intake.Calls != api {
 		t.Errorf("intake invocations = %d, want one per API Gateway request (%d)", intake.Calls, api)
