@@ -191,9 +191,17 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 	}
 	a.handler = metrics.Handler(reg, a.ready)
 
+	// NodePool and EC2NodeClass status, written by the leader after each
+	// poll of the API.
+	statusWriter, err := status.New(status.Options{Dynamic: dyn, NodePools: nodePools.Lister(), NodeClasses: nodeClasses.Lister(),
+		Nodes: nodes.Lister(), Now: time.Now})
+	if err != nil {
+		return nil, err
+	}
 	fwd := forward.New(forward.Options{
 		Cluster:   cfg.Cluster,
 		PodWindow: batcher.Options{Idle: cfg.BatchIdle, Max: cfg.BatchMax},
+		Status:    statusWriter,
 		Logger:    log,
 	}, forward.Sources{
 		Pods: pods.Lister(), Nodes: nodes.Lister(), PDBs: pdbs.Lister(), DaemonSets: dss.Lister(),
@@ -206,22 +214,11 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		NodeClaims: nodeClaims.Lister(), NodeClaimInformer: nodeClaims.Informer(), Leases: leases{kube},
 	}, m.API(client), m.Emitter(events.New(kube.CoreV1(), time.Now, cfg.Identity)), m.Mirror(mirror.New(dyn)),
 		m.Relay(events.NewRelay(kube.CoreV1(), clusterObjects{nodes: nodes.Lister(), dyn: dyn, pods: pods.Lister(), nodePools: nodePools.Lister()}, time.Now, cfg.Identity)))
-	statusWriter, err := status.New(status.Options{Dynamic: dyn, NodePools: nodePools.Lister(), NodeClasses: nodeClasses.Lister(),
-		Nodes: nodes.Lister(), Classes: client, Now: time.Now, Logger: log})
-	if err != nil {
-		return nil, err
-	}
 	a.lead = func(ctx context.Context) error {
 		log.Info("leading: posting to the API", "identity", cfg.Identity)
 		m.SetLeader(true)
 		defer m.SetLeader(false)
-		ctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); _ = statusWriter.Run(ctx) }() // NodePool and EC2NodeClass status, leader only
-		err := fwd.Run(ctx)
-		stop()
-		<-done
-		return err
+		return fwd.Run(ctx)
 	}
 	return a, nil
 }

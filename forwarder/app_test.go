@@ -96,11 +96,10 @@ func (s *intakeStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		http.Error(w, `{"message":"no such batch"}`, http.StatusNotFound)
-	case r.Method == http.MethodGet && r.URL.Path == "/prod"+v1.RouteNodeClaims:
-		answer(v1.NodeClaimList{Items: s.claims})
-	case r.Method == http.MethodGet && r.URL.Path == "/prod"+v1.RouteEvents:
-		answer(v1.EventList{Items: []v1.EventRecord{{ID: "rec-1", Time: metav1.Now(), Type: "Warning", Reason: "SpotInterrupted",
-			Message: "EC2 sent a Spot interruption warning", NodeClaim: "default-abc", Node: "n1"}}})
+	case r.Method == http.MethodGet && r.URL.Path == "/prod"+v1.RouteSync:
+		answer(v1.Sync{NodeClasses: []v1.NodeClassStatus{}, NodeClaims: s.claims,
+			Events: v1.EventList{Items: []v1.EventRecord{{ID: "rec-1", Time: metav1.Now(), Type: "Warning", Reason: "SpotInterrupted",
+				Message: "EC2 sent a Spot interruption warning", NodeClaim: "default-abc", Node: "n1"}}}})
 	case r.Method == http.MethodPost && r.URL.Path == "/prod"+v1.RouteConfig:
 		c, _, err := v1.DecodeClusterConfig(body)
 		if err != nil {

@@ -14,21 +14,36 @@ const (
 	cgroupV1MemoryMax = "/sys/fs/cgroup/memory/memory.limit_in_bytes"
 )
 
-// memoryLimitShare is the share of the container's memory limit the Go
+// memoryLimitShare is the share of the container's memory request (or limit) the Go
 // runtime's soft limit (GOMEMLIMIT) is set to: the collector works harder
 // as the heap nears it, and the rest is headroom for what the runtime
 // does not count (the binary's text, the kernel's accounting of the
 // process) before the kernel kills the container at the limit.
 const memoryLimitShare = 0.9
 
+// memoryRequestEnv carries the container's memory request in bytes
+// (deploy/: the Downward API's resourceFieldRef requests.memory).
+const memoryRequestEnv = "MEMORY_REQUEST"
+
 // goMemoryLimit returns the soft memory limit, in bytes, the forwarder
-// sets when GOMEMLIMIT is not set (memoryLimitShare of the container's
-// cgroup memory limit) and where it read the limit; 0 with no limit, an
-// unreadable cgroup or GOMEMLIMIT set (the runtime applied it already).
-// An unparsable cgroup file is an error naming the file.
+// sets when GOMEMLIMIT is not set, and where it read the base of it:
+// memoryLimitShare of the container's memory request (memoryRequestEnv),
+// so that the collector keeps the heap within what the pod is sized on
+// (Fargate picks its size from the requests) while the limit above it
+// stays headroom for a larger cluster; without a request,
+// memoryLimitShare of the container's cgroup memory limit. 0 with
+// neither, an unreadable cgroup or GOMEMLIMIT set (the runtime applied it
+// already). An unparsable request or cgroup file is an error naming it.
 func goMemoryLimit(getenv func(string) string, readFile func(string) ([]byte, error)) (int64, string, error) {
 	if getenv("GOMEMLIMIT") != "" {
 		return 0, "", nil
+	}
+	if v := strings.TrimSpace(getenv(memoryRequestEnv)); v != "" && v != "0" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, "", fmt.Errorf("%s: %q is not a byte count", memoryRequestEnv, v)
+		}
+		return int64(float64(n) * memoryLimitShare), memoryRequestEnv, nil
 	}
 	for _, path := range []string{cgroupV2MemoryMax, cgroupV1MemoryMax} {
 		data, err := readFile(path)

@@ -39,6 +39,18 @@ func TestGoMemoryLimit(t *testing.T) {
 			}
 			return ""
 		}, files: map[string]string{cgroupV2MemoryMax: "536870912"}},
+		{name: "should set 90% of the memory request, before the cgroup limit", getenv: func(k string) string {
+			if k == memoryRequestEnv {
+				return "536870912"
+			}
+			return ""
+		}, files: map[string]string{cgroupV2MemoryMax: "2147483648"}, want: 483183820, wantFrom: memoryRequestEnv},
+		{name: "should name a request that does not parse", getenv: func(k string) string {
+			if k == memoryRequestEnv {
+				return "512Mi"
+			}
+			return ""
+		}, wantErr: memoryRequestEnv},
 		{name: "should name the file that does not parse", getenv: noEnv,
 			files: map[string]string{cgroupV2MemoryMax: "lots"}, wantErr: cgroupV2MemoryMax},
 	}

@@ -37,6 +37,9 @@ var apiRoutes = []apiRoute{
 	{method: "GET", path: "/v1/nodeclaims"},
 	{method: "GET", path: "/v1/events"},
 	{method: "GET", path: "/v1/nodeclasses"},
+	// The forwarder's poll: the three GETs above in one request; a part
+	// too large for one answer is still read from its own route.
+	{method: "GET", path: "/v1/sync"},
 	{method: "GET", path: "/v1/metrics"},
 	replacementsRoute,
 }

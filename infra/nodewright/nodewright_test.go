@@ -256,7 +256,7 @@ func TestDefaultDeployment(t *testing.T) {
 			paths = append(paths, render(r.Properties["PathPart"]))
 		}
 		slices.Sort(paths)
-		if diff := cmp.Diff([]string{"config", "events", "metrics", "nodeclaims", "nodeclasses", "podbatches", "registrations", "replacements", "snapshots", "v1", "{id}"}, paths); diff != "" {
+		if diff := cmp.Diff([]string{"config", "events", "metrics", "nodeclaims", "nodeclasses", "podbatches", "registrations", "replacements", "snapshots", "sync", "v1", "{id}"}, paths); diff != "" {
 			t.Errorf("resources mismatch (-want +got):\n%s", diff)
 		}
 	})

@@ -61,9 +61,11 @@ func TestMeteredCountsOfOneProvisioning(t *testing.T) {
 	// packing of 5 CPUs), 3 provisioner invocations (the batch and two
 	// registrations), 13 intake requests, 78 WRU, 48 RRU, 3 SendMessage;
 	// 7 intake requests (73 WRU, 41 RRU) since the forwarder polls class
-	// status every 15 s and NodeClaims and events every 20 s (issue #22).
-	// The bounds allow timing (the forwarder's polls and its 30 s
-	// snapshot) but not a doubling.
+	// status every 15 s and NodeClaims and events every 20 s (issue #22);
+	// 2026-12-03, with the one combined poll (GET /v1/sync every 15 s and
+	// right after the batch answer that created NodeClaims): 7 intake
+	// requests, one of them GET /v1/sync, 75 WRU, 42 RRU. The bounds allow
+	// timing (a periodic poll, the 30 s snapshot) but not a doubling.
 	// The forwarder's 10 s re-trigger sweep (Karpenter's pod trigger) may
 	// post the still-pending pods again while their nodes launch: each such
 	// batch must create no NodeClaim (CreateFleet stays 2) and adds one
@@ -81,8 +83,19 @@ func TestMeteredCountsOfOneProvisioning(t *testing.T) {
 	const extraWRU, extraRRU = 20, 25
 	prov, _ := rep.Find(meter.Lambda, "provisioner", meter.UnitGBSeconds)
 	within(t, "provisioner invocations", float64(prov.Calls), 2, 4+extra)
+	// One poll right after the answer that created NodeClaims, plus one
+	// every 15 s of the window (a slow machine lengthens it).
+	maxSync := 2 + int64(rep.Window/(15*time.Second))
+	if sync, _ := rep.Find(meter.APIGateway, "GET /v1/sync", meter.UnitRequests); sync.Calls < 1 || sync.Calls > maxSync {
+		t.Errorf("GET /v1/sync = %d in %v, want 1-%d (right after the answer that created NodeClaims, and one periodic poll each 15 s)", sync.Calls, rep.Window, maxSync)
+	}
+	for _, route := range []string{"GET /v1/nodeclaims", "GET /v1/events", "GET /v1/nodeclasses"} {
+		if r, _ := rep.Find(meter.APIGateway, route, meter.UnitRequests); r.Calls != 0 {
+			t.Errorf("%s = %d, want 0: the forwarder polls GET /v1/sync only", route, r.Calls)
+		}
+	}
 	api, _ := rep.Total(meter.APIGateway, meter.UnitRequests)
-	within(t, "API Gateway requests", float64(api), 5, 13+2*extra)
+	within(t, "API Gateway requests", float64(api), 5, float64(8+maxSync)+2*extra)
 	intake, _ := rep.Find(meter.Lambda, "intake", meter.UnitGBSeconds)
 	if intake.Calls != api {
 		t.Errorf("intake invocations = %d, want one per API Gateway request (%d)", intake.Calls, api)

@@ -258,6 +258,39 @@ func (c *Client) Events(ctx context.Context) (v1.EventList, error) {
 	return out, err
 }
 
+// Sync returns in one request (GET v1.RouteSync) every NodeClassStatus,
+// every NodeClaim and the newest event records, as NodeClasses, NodeClaims
+// and Events return them; a part the API deferred (v1.Sync.Deferred) is
+// fetched from its own route, so the Sync returned is complete and its
+// Deferred empty. An API that names a route it has no part for is an error.
+func (c *Client) Sync(ctx context.Context) (v1.Sync, error) {
+	var out v1.Sync
+	if err := c.do(ctx, http.MethodGet, v1.RouteSync, "", nil, &out); err != nil {
+		return v1.Sync{}, err
+	}
+	deferred := out.Deferred
+	out.Deferred = nil
+	for _, route := range deferred {
+		var err error
+		switch route {
+		case v1.RouteNodeClasses:
+			var l v1.NodeClassStatusList
+			l, err = c.NodeClasses(ctx)
+			out.NodeClasses = l.Items
+		case v1.RouteNodeClaims:
+			out.NodeClaims, err = c.NodeClaims(ctx)
+		case v1.RouteEvents:
+			out.Events, err = c.Events(ctx)
+		default:
+			err = fmt.Errorf("GET %s: deferred %q, not a route of its parts", v1.RouteSync, route)
+		}
+		if err != nil {
+			return v1.Sync{}, err
+		}
+	}
+	return out, nil
+}
+
 // Metrics returns the decision metrics the Lambdas stored (GET
 // v1.RouteMetrics); see v1.MetricList.
 func (c *Client) Metrics(ctx context.Context) (v1.MetricList, error) {

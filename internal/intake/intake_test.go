@@ -582,3 +582,61 @@ func TestNewErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestSync(t *testing.T) {
+	claim := `{"metadata":{"name":"default-a"},"spec":{"requirements":[],"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"}}}`
+	events := `{"apiVersion":"nodewright.dev/v1","kind":"EventList","items":[{"id":"r1","time":"2030-01-02T03:04:05Z","type":"Normal","reason":"Launched","message":"m","nodeClaim":"default-a"}]}`
+	classes := `[{"name":"default","generation":2,"changedAt":"2030-01-02T03:04:05Z","status":{}}]`
+	t.Run("should answer from one request when nothing is deferred", func(t *testing.T) {
+		srv := newServer(t, response{status: http.StatusOK, body: `{"apiVersion":"nodewright.dev/v1","kind":"Sync","nodeClasses":` + classes +
+			`,"nodeClaims":[` + claim + `],"events":` + events + `}`})
+		var sleeps []time.Duration
+		got, err := newClient(t, srv.URL, &sleeps).Sync(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.NodeClasses) != 1 || len(got.NodeClaims) != 1 || len(got.Events.Items) != 1 || got.Deferred != nil {
+			t.Errorf("Sync() = %+v, want one class, one claim, one event and nothing deferred", got)
+		}
+		var paths []string
+		for _, r := range srv.seen() {
+			paths = append(paths, r.Method+" "+r.Path)
+			if !r.SignatureValid {
+				t.Errorf("request %s: %s", r.Path, r.SignatureProblem)
+			}
+		}
+		if diff := cmp.Diff([]string{"GET /prod/v1/sync"}, paths); diff != "" {
+			t.Errorf("requests mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("should fetch a deferred part from its own route, following its pages", func(t *testing.T) {
+		srv := newServer(t,
+			response{status: http.StatusOK, body: `{"apiVersion":"nodewright.dev/v1","kind":"Sync","nodeClasses":` + classes +
+				`,"nodeClaims":[],"events":` + events + `,"deferred":["/v1/nodeclaims"]}`},
+			response{status: http.StatusOK, body: `{"kind":"NodeClaimList","metadata":{"continue":"YQ"},"items":[` + claim + `]}`},
+			response{status: http.StatusOK, body: `{"kind":"NodeClaimList","items":[]}`},
+		)
+		var sleeps []time.Duration
+		got, err := newClient(t, srv.URL, &sleeps).Sync(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.NodeClaims) != 1 || got.NodeClaims[0].Name != "default-a" || len(got.NodeClasses) != 1 || got.Deferred != nil {
+			t.Errorf("Sync() = %+v, want the paged claim, the class and nothing deferred", got)
+		}
+		var paths []string
+		for _, r := range srv.seen() {
+			paths = append(paths, r.Path)
+		}
+		if diff := cmp.Diff([]string{"/prod/v1/sync", "/prod/v1/nodeclaims", "/prod/v1/nodeclaims"}, paths); diff != "" {
+			t.Errorf("requests mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("should fail on a deferred route that is not one of its parts", func(t *testing.T) {
+		srv := newServer(t, response{status: http.StatusOK, body: `{"kind":"Sync","deferred":["/v1/metrics"]}`})
+		var sleeps []time.Duration
+		if _, err := newClient(t, srv.URL, &sleeps).Sync(t.Context()); err == nil || !strings.Contains(err.Error(), "/v1/metrics") {
+			t.Errorf("Sync() error = %v, want the route named", err)
+		}
+	})
+}

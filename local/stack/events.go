@@ -11,7 +11,7 @@ import (
 
 // PutEvent records e in the stack's DynamoDB store for EventTTL, as a
 // Lambda does (ddbstore.Store.PutEvent, e.g. the interruption Lambda's
-// SpotInterrupted): the intake API lists it on GET /v1/events and the
+// SpotInterrupted): the intake API lists it on GET /v1/sync and the
 // forwarder writes it as a Kubernetes Event. now is the record's write
 // time. Errors are PutEvent's (ddbstore.ErrInvalid for a record without an
 // ID, NodeClaim or Reason, or with a Type other than Normal or Warning).

@@ -1,5 +1,5 @@
 // Package events writes the forwarder's Kubernetes Events. Relay
-// (records.go) writes the API's event records (GET /v1/events: what the
+// (records.go) writes the API's event records (GET /v1/sync or /v1/events: what the
 // Lambdas record, such as the interruption Lambda's SpotInterrupted) on
 // Nodes and NodeClaims. Emitter turns the API's answer about a pod batch
 // into Events on the pods, worded as Karpenter words them

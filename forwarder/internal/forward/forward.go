@@ -10,10 +10,14 @@
 //   - the cluster snapshot (Nodes, bound pods, PodDisruptionBudgets,
 //     DaemonSets, and the NodeClaims nodewright did not write, which the
 //     API adopts) when it changed, on the cadence described below;
-//   - it keeps the NodeClaim mirrors equal to the API's NodeClaims;
-//   - and, right after each mirror sync (so that an event about a NodeClaim
-//     finds its mirror), it writes the API's event records (GET /v1/events)
-//     as Kubernetes Events on Nodes and NodeClaims.
+//   - every SyncInterval (15 s), and at once after a batch answer that
+//     created NodeClaims, it polls the API once (GET /v1/sync: the resolved
+//     EC2NodeClasses, the NodeClaims and the event records in one request)
+//     and, from that answer, keeps the NodeClaim mirrors equal to the API's
+//     NodeClaims, then writes the event records as Kubernetes Events on
+//     Nodes and NodeClaims (after the mirrors, so that an event about a
+//     NodeClaim finds its mirror), then the EC2NodeClass and NodePool status
+//     (Options.Status).
 //
 // # Snapshot cadence
 //
@@ -42,7 +46,7 @@
 // most one build (and at most one post) per SnapshotMinInterval.
 // Regardless of changes it is rebuilt every SnapshotInterval (30 s), which
 // covers PodDisruptionBudget and DaemonSet changes (not watched here) and
-// any missed event. A rebuild whose decision hash (report.DecisionHash)
+// any missed event. A rebuild whose decision hash (report.Snapshot)
 // equals the last post's, so that only replaced pods' names, UIDs and
 // creation times or the nodes' LastPodEventTime changed, is posted only once
 // SnapshotChurnInterval (30 s) has passed since the last post (at the
@@ -96,6 +100,7 @@ import (
 	"github.com/nodewright/nodewright/forwarder/internal/mirror"
 	"github.com/nodewright/nodewright/forwarder/internal/pending"
 	"github.com/nodewright/nodewright/forwarder/internal/report"
+	"github.com/nodewright/nodewright/forwarder/internal/status"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
@@ -106,8 +111,19 @@ type API interface {
 	PostConfig(ctx context.Context, cfg *v1.ClusterConfig) (v1.Receipt, error)
 	PostRegistrations(ctx context.Context, r *v1.NodeRegistrations) (v1.Receipt, error)
 	PostSnapshot(ctx context.Context, s *v1.ClusterSnapshot) (v1.Receipt, error)
-	NodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
-	Events(ctx context.Context) (v1.EventList, error)
+	// Sync answers the resolved EC2NodeClasses, the NodeClaims and the
+	// event records, complete (v1.Sync with nothing deferred).
+	Sync(ctx context.Context) (v1.Sync, error)
+}
+
+// StatusWriter writes EC2NodeClass and NodePool status (status.Writer).
+type StatusWriter interface {
+	// Sync writes the EC2NodeClass status of the API's resolutions, then
+	// every NodePool's.
+	Sync(ctx context.Context, classes []v1.NodeClassStatus) (status.SyncResult, error)
+	// SyncPools writes every NodePool's status only, when the API's
+	// resolutions are not known.
+	SyncPools(ctx context.Context) (status.SyncResult, error)
 }
 
 // Emitter turns a batch answer into pod Events (events.Emitter).
@@ -215,7 +231,7 @@ type Options struct {
 	// and the longest a change waits while changes keep coming: 5 s.
 	SnapshotMinInterval time.Duration
 	// SnapshotChurnInterval is the least time between two posts whose
-	// decision hash (report.DecisionHash) is equal: 30 s.
+	// decision hash (report.Snapshot) is equal: 30 s.
 	SnapshotChurnInterval time.Duration
 	// SnapshotMaxAge re-posts an unchanged snapshot this long after the
 	// last post: 5 min.
@@ -225,10 +241,15 @@ type Options struct {
 	// provisioning.MaxAdoptionSnapshotAge, the oldest snapshot adoption acts
 	// on, so that a live forwarder's is always fresh enough.
 	ForeignSnapshotMaxAge time.Duration
-	// NodeClaimSync is how often mirrors are synced and event records
-	// polled: 20 s (and at once after a batch answer that created
-	// NodeClaims).
-	NodeClaimSync time.Duration
+	// SyncInterval is how often the API is polled (one GET /v1/sync) for
+	// EC2NodeClass status, NodeClaim mirrors and event records: 15 s (and
+	// at once after a batch answer that created NodeClaims), so a class's
+	// status, a mirror and an Event reach the cluster within about 15 s of
+	// the API holding them.
+	SyncInterval time.Duration
+	// Status writes EC2NodeClass and NodePool status after each poll; nil
+	// writes none.
+	Status StatusWriter
 	// ResultPoll is how often outstanding batch answers are polled: 2 s.
 	ResultPoll time.Duration
 	// ResultTimeout gives up polling a batch this long after posting: 2 min.
@@ -279,7 +300,7 @@ func New(opts Options, src Sources, api API, events Emitter, m Mirror, relay Rel
 	def(&opts.SnapshotChurnInterval, 30*time.Second)
 	def(&opts.SnapshotMaxAge, 5*time.Minute)
 	def(&opts.ForeignSnapshotMaxAge, time.Minute)
-	def(&opts.NodeClaimSync, 20*time.Second)
+	def(&opts.SyncInterval, 15*time.Second)
 	def(&opts.ResultPoll, 2*time.Second)
 	def(&opts.ResultTimeout, 2*time.Minute)
 	log := opts.Logger
@@ -371,7 +392,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	g.Go(func() error { f.configLoop(ctx, config); return nil })
 	g.Go(func() error { f.every(ctx, f.opts.ConfigResync, onConfig); return nil })
 	g.Go(func() error { f.snapshotLoop(ctx, changes); return nil })
-	g.Go(func() error { f.mirrorLoop(ctx, mirrorNow); return nil })
+	g.Go(func() error { f.syncLoop(ctx, mirrorNow); return nil })
 	err := g.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil
@@ -666,41 +687,30 @@ func (f *Forwarder) waitForSnapshot(ctx context.Context, changes *changeSignal, 
 }
 
 // snapshot builds the snapshot's parts, its content hash and its decision
-// hash (report.DecisionHash). The first part carries the foreign
-// NodeClaims, or, when karpenterActive is not empty, none and the reason.
+// hash (report.Snapshot; KarpenterActive counts in both). The first part
+// carries the foreign NodeClaims, or, when karpenterActive is not empty,
+// none and the reason.
 func (f *Forwarder) snapshot(now time.Time, karpenterActive string) (parts []v1.ClusterSnapshot, hash, decision string, err error) {
-	parts, hash, err = f.build(now, karpenterActive)
-	if err != nil {
-		return nil, "", "", err
-	}
-	if decision, err = report.DecisionHash(parts); err != nil {
-		return nil, "", "", err
-	}
-	return parts, hash, decision, nil
-}
-
-// build builds the snapshot's parts and its content hash.
-func (f *Forwarder) build(now time.Time, karpenterActive string) ([]v1.ClusterSnapshot, string, error) {
 	nodes, err := f.src.Nodes.List(labels.Everything())
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	pods, err := f.src.Pods.List(labels.Everything())
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	pdbs, err := f.src.PDBs.List(labels.Everything())
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	dss, err := f.src.DaemonSets.List(labels.Everything())
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	var claims []v1.NodeClaim
 	if f.src.NodeClaims != nil && karpenterActive == "" {
 		if claims, err = foreignNodeClaims(f.src.NodeClaims); err != nil {
-			return nil, "", fmt.Errorf("list nodeclaims: %w", err)
+			return nil, "", "", fmt.Errorf("list nodeclaims: %w", err)
 		}
 		if len(claims) > v1.MaxNodesPerMessage {
 			claims = claims[:v1.MaxNodesPerMessage]
@@ -709,21 +719,21 @@ func (f *Forwarder) build(now time.Time, karpenterActive string) ([]v1.ClusterSn
 	storage := report.Storage{Volumes: f.src.Volumes}
 	if f.src.CSINodes != nil {
 		if storage.CSINodes, err = f.src.CSINodes.List(labels.Everything()); err != nil {
-			return nil, "", fmt.Errorf("list csinodes: %w", err)
+			return nil, "", "", fmt.Errorf("list csinodes: %w", err)
 		}
 	}
 	// The foreign NodeClaims are chunked with the rest: each part stays
 	// within the intake's limit however many there are.
-	parts, hash, err := report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss, claims, storage)
+	parts, hash, decision, err = report.Snapshot(f.opts.Cluster, now, nodes, pods, pdbs, dss, claims, storage)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	hash = withPodEvents(hash, f.podEvents.stamp(parts))
 	if f.src.NodeClaims != nil && karpenterActive != "" {
 		parts[0].KarpenterActive = karpenterActive
-		return parts, hash + "/karpenter-active", nil
+		return parts, hash + "/karpenter-active", decision + "/karpenter-active", nil
 	}
-	return parts, hash, nil
+	return parts, hash, decision, nil
 }
 
 // karpenterHandler notes changes of Karpenter's NodeClaims (nil without a
@@ -735,43 +745,61 @@ func (f *Forwarder) karpenterHandler() cache.ResourceEventHandler {
 	return f.karpenter.handler(f.opts.Clock.Now)
 }
 
-func (f *Forwarder) mirrorLoop(ctx context.Context, now <-chan struct{}) {
+// syncLoop polls the API (GET /v1/sync) at once, then every SyncInterval
+// and whenever now fires, and applies each answer: mirrors, then event
+// records, then status. A failed poll is logged; NodePool status, which
+// reads the cluster, is still written.
+func (f *Forwarder) syncLoop(ctx context.Context, now <-chan struct{}) {
 	for {
-		claims, err := f.api.NodeClaims(ctx)
+		s, err := f.api.Sync(ctx)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return
 		case err != nil:
-			f.log.Error("list nodeclaims from the API", "error", err)
+			f.log.Error("poll the API (nodeclaims, event records, ec2nodeclass status)", "error", err)
 		default:
-			res, err := f.mirror.Sync(ctx, claims)
+			res, err := f.mirror.Sync(ctx, s.NodeClaims)
 			if err != nil {
 				f.log.Error("sync nodeclaim mirrors", "error", err)
 			}
 			if res.Created+res.Updated+res.Deleted > 0 || len(res.NodesDeleted) > 0 {
 				f.log.Info("synced nodeclaim mirrors", "created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "nodes-deleted", res.NodesDeleted)
 			}
+			f.relayEvents(ctx, s.Events)
 		}
-		f.relayEvents(ctx)
+		f.writeStatus(ctx, s.NodeClasses, err == nil)
 		select {
 		case <-ctx.Done():
 			return
 		case <-now:
-		case <-f.opts.Clock.After(f.opts.NodeClaimSync):
+		case <-f.opts.Clock.After(f.opts.SyncInterval):
 		}
 	}
 }
 
-// relayEvents polls the API's event records and writes the new ones.
-func (f *Forwarder) relayEvents(ctx context.Context) {
-	list, err := f.api.Events(ctx)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return
-	case err != nil:
-		f.log.Error("list event records from the API", "error", err)
+// writeStatus writes EC2NodeClass status from classes when known, and
+// NodePool status, through Options.Status.
+func (f *Forwarder) writeStatus(ctx context.Context, classes []v1.NodeClassStatus, known bool) {
+	if f.opts.Status == nil {
 		return
 	}
+	var res status.SyncResult
+	var err error
+	if known {
+		res, err = f.opts.Status.Sync(ctx, classes)
+	} else {
+		res, err = f.opts.Status.SyncPools(ctx)
+	}
+	switch {
+	case err != nil && ctx.Err() == nil:
+		f.log.Warn("status not written", "error", err)
+	case res.NodePools+res.NodeClasses > 0:
+		f.log.Info("status written", "nodepools", res.NodePools, "ec2nodeclasses", res.NodeClasses)
+	}
+}
+
+// relayEvents writes the new event records of list.
+func (f *Forwarder) relayEvents(ctx context.Context, list v1.EventList) {
 	if list.Omitted > 0 {
 		f.log.Warn("the API left out older event records", "listed", len(list.Items), "omitted", list.Omitted)
 	}

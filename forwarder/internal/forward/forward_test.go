@@ -28,6 +28,7 @@ import (
 
 	"github.com/nodewright/nodewright/forwarder/internal/forward"
 	"github.com/nodewright/nodewright/forwarder/internal/mirror"
+	"github.com/nodewright/nodewright/forwarder/internal/status"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
@@ -43,6 +44,10 @@ type fakeAPI struct {
 	polls      int
 	claims     []v1.NodeClaim
 	records    []v1.EventRecord
+	classes    []v1.NodeClassStatus
+	// syncs counts the polls of the API (Sync); failSyncs fails this many
+	// of the next ones.
+	syncs, failSyncs int
 	// failSnapshots fails this many of the next snapshot posts (a post
 	// lost on its way).
 	failSnapshots int
@@ -97,16 +102,21 @@ func (a *fakeAPI) PostSnapshot(_ context.Context, s *v1.ClusterSnapshot) (v1.Rec
 	return v1.Receipt{ID: s.ID}, nil
 }
 
-func (a *fakeAPI) NodeClaims(context.Context) ([]v1.NodeClaim, error) {
+func (a *fakeAPI) Sync(context.Context) (v1.Sync, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Clone(a.claims), nil
+	a.syncs++
+	if a.failSyncs > 0 {
+		a.failSyncs--
+		return v1.Sync{}, errors.New("connection reset")
+	}
+	return v1.Sync{NodeClaims: slices.Clone(a.claims), Events: v1.EventList{Items: slices.Clone(a.records)}, NodeClasses: slices.Clone(a.classes)}, nil
 }
 
-func (a *fakeAPI) Events(context.Context) (v1.EventList, error) {
+func (a *fakeAPI) syncCount() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return v1.EventList{Items: slices.Clone(a.records)}, nil
+	return a.syncs
 }
 
 // batchPods returns the pod names of every batch posted so far.
@@ -181,6 +191,40 @@ func (m *fakeMirror) count() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.syncs)
+}
+
+// fakeStatus records each status write: the class names it was given, or
+// "pools only" for SyncPools, and how many relays had run by then.
+type fakeStatus struct {
+	mu     sync.Mutex
+	relay  *fakeRelay
+	writes []string
+}
+
+func (s *fakeStatus) Sync(_ context.Context, classes []v1.NodeClassStatus) (status.SyncResult, error) {
+	var names []string
+	for _, c := range classes {
+		names = append(names, c.Name)
+	}
+	s.record(fmt.Sprintf("classes %v after %d relays", names, len(s.relay.seen())))
+	return status.SyncResult{}, nil
+}
+
+func (s *fakeStatus) SyncPools(context.Context) (status.SyncResult, error) {
+	s.record(fmt.Sprintf("pools only after %d relays", len(s.relay.seen())))
+	return status.SyncResult{}, nil
+}
+
+func (s *fakeStatus) record(w string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes = append(s.writes, w)
+}
+
+func (s *fakeStatus) seen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.writes)
 }
 
 // relayed is one Relay call: the record IDs and how many mirror syncs had
@@ -333,6 +377,7 @@ type harness struct {
 	events                              *fakeEmitter
 	mirror                              *fakeMirror
 	relay                               *fakeRelay
+	status                              *fakeStatus
 	pods, nodes, nodePools, nodeClasses *fakeInformer
 	pdbs, daemonSets                    *fakeInformer
 	started                             time.Time
@@ -359,6 +404,7 @@ func start(t *testing.T) *harness {
 		}
 	}
 	h.relay = &fakeRelay{mirror: h.mirror}
+	h.status = &fakeStatus{relay: h.relay}
 	gr := schema.GroupResource{Group: "karpenter.sh", Resource: "nodepools"}
 	src := forward.Sources{
 		Pods:              corelisters.NewPodLister(h.pods.store),
@@ -374,7 +420,7 @@ func start(t *testing.T) *harness {
 		PDBInformer:       h.pdbs,
 		DaemonSetInformer: h.daemonSets,
 	}
-	f := forward.New(forward.Options{Cluster: "prod", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, src, h.api, h.events, h.mirror, h.relay)
+	f := forward.New(forward.Options{Cluster: "prod", Status: h.status, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, src, h.api, h.events, h.mirror, h.relay)
 	ctx, cancel := context.WithCancel(t.Context())
 	h.cancel = cancel
 	go func() { h.done <- f.Run(ctx) }()
@@ -506,10 +552,10 @@ func TestAnswersBecomeEventsAndMirrors(t *testing.T) {
 		if got := h.mirror.count(); got != mirrorsAtStart+1 {
 			t.Errorf("mirror syncs = %d, want one more right after the answer with NodeClaims", got)
 		}
-		time.Sleep(10 * time.Second)
+		time.Sleep(15 * time.Second)
 		synctest.Wait()
 		if got := h.mirror.count(); got < mirrorsAtStart+2 {
-			t.Errorf("mirror syncs = %d, want the periodic 10 s sync too", got)
+			t.Errorf("mirror syncs = %d, want the periodic 15 s sync too", got)
 		}
 		h.stop(t)
 	})
@@ -522,7 +568,7 @@ func TestEventRecordsAreRelayedAfterEachMirrorSync(t *testing.T) {
 		h.api.mu.Lock()
 		h.api.records = append(h.api.records, v1.EventRecord{ID: "r2"})
 		h.api.mu.Unlock()
-		time.Sleep(20 * time.Second) // the default NodeClaimSync
+		time.Sleep(15 * time.Second) // the default SyncInterval
 		synctest.Wait()
 		want := []relayed{{IDs: []string{"r1"}, MirrorSyncs: 1}, {IDs: []string{"r1", "r2"}, MirrorSyncs: 2}}
 		if diff := cmp.Diff(want, h.relay.seen()); diff != "" {
@@ -533,6 +579,44 @@ func TestEventRecordsAreRelayedAfterEachMirrorSync(t *testing.T) {
 		if n := len(h.relay.seen()); n != 2 {
 			t.Errorf("relay calls = %d after leadership ended, want still 2", n)
 		}
+	})
+}
+
+// TestOnePollFeedsMirrorsEventsAndStatus: the API is polled with one
+// request every 15 s, and each answer feeds the mirrors, then the event
+// records, then the EC2NodeClass status; a failed poll still writes the
+// NodePools' status.
+func TestOnePollFeedsMirrorsEventsAndStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.api.mu.Lock()
+		h.api.classes = []v1.NodeClassStatus{{Name: "default"}}
+		h.api.mu.Unlock()
+		synctest.Wait()
+		if got := h.api.syncCount(); got != 1 {
+			t.Fatalf("polls at start = %d, want 1", got)
+		}
+		time.Sleep(59 * time.Second)
+		synctest.Wait()
+		if got := h.api.syncCount(); got != 4 {
+			t.Errorf("polls in the first 59 s = %d, want 4 (at 0, 15, 30 and 45 s)", got)
+		}
+		h.api.mu.Lock()
+		h.api.failSyncs = 1
+		h.api.mu.Unlock()
+		time.Sleep(time.Second) // the poll at 60 s fails
+		synctest.Wait()
+		want := []string{
+			"classes [default] after 1 relays", "classes [default] after 2 relays", "classes [default] after 3 relays", "classes [default] after 4 relays",
+			"pools only after 4 relays",
+		}
+		if diff := cmp.Diff(want, h.status.seen()); diff != "" {
+			t.Errorf("status writes mismatch (-want +got):\n%s", diff)
+		}
+		if got := h.mirror.count(); got != 4 {
+			t.Errorf("mirror syncs = %d, want one per answered poll (4)", got)
+		}
+		h.stop(t)
 	})
 }
 

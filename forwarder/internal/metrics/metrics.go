@@ -123,8 +123,7 @@ type intakeAPI interface {
 	PostConfig(ctx context.Context, cfg *v1.ClusterConfig) (v1.Receipt, error)
 	PostRegistrations(ctx context.Context, r *v1.NodeRegistrations) (v1.Receipt, error)
 	PostSnapshot(ctx context.Context, s *v1.ClusterSnapshot) (v1.Receipt, error)
-	NodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
-	Events(ctx context.Context) (v1.EventList, error)
+	Sync(ctx context.Context) (v1.Sync, error)
 }
 
 // API measures every call to next.
@@ -184,19 +183,12 @@ func (a *API) PostSnapshot(ctx context.Context, s *v1.ClusterSnapshot) (v1.Recei
 	return r, err
 }
 
-// NodeClaims asks next and records the call.
-func (a *API) NodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
+// Sync asks next and records the call (one GET v1.RouteSync, with the
+// requests of any part it deferred).
+func (a *API) Sync(ctx context.Context) (v1.Sync, error) {
 	start := a.m.now()
-	r, err := a.next.NodeClaims(ctx)
-	a.observe(v1.RouteNodeClaims, start, err)
-	return r, err
-}
-
-// Events asks next and records the call.
-func (a *API) Events(ctx context.Context) (v1.EventList, error) {
-	start := a.m.now()
-	r, err := a.next.Events(ctx)
-	a.observe(v1.RouteEvents, start, err)
+	r, err := a.next.Sync(ctx)
+	a.observe(v1.RouteSync, start, err)
 	return r, err
 }
 

@@ -72,8 +72,7 @@ func (api) PostRegistrations(context.Context, *v1.NodeRegistrations) (v1.Receipt
 func (api) PostSnapshot(context.Context, *v1.ClusterSnapshot) (v1.Receipt, error) {
 	return v1.Receipt{}, nil
 }
-func (api) NodeClaims(context.Context) ([]v1.NodeClaim, error) { return nil, nil }
-func (api) Events(context.Context) (v1.EventList, error)       { return v1.EventList{}, nil }
+func (api) Sync(context.Context) (v1.Sync, error) { return v1.Sync{}, nil }
 
 type emitter struct{}
 
@@ -119,7 +118,7 @@ func TestDecorators(t *testing.T) {
 	if _, err := m.Mirror(mirrorer{}).Sync(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Events(ctx); err != nil {
+	if _, err := a.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Relay(relayer{}).Relay(ctx, nil); err != nil {
@@ -130,8 +129,8 @@ func TestDecorators(t *testing.T) {
 	want := `
 # HELP nodewright_forwarder_requests_total Requests to the intake API by route and outcome (ok, client_error, server_error, network_error, too_large, canceled), counting each call once however many attempts it took.
 # TYPE nodewright_forwarder_requests_total counter
-nodewright_forwarder_requests_total{outcome="ok",route="/v1/events"} 1
 nodewright_forwarder_requests_total{outcome="ok",route="/v1/podbatches"} 2
+nodewright_forwarder_requests_total{outcome="ok",route="/v1/sync"} 1
 nodewright_forwarder_requests_total{outcome="server_error",route="/v1/config"} 1
 # HELP nodewright_forwarder_request_retries_total Failed attempts that were retried, by route and HTTP status (0 for a network error).
 # TYPE nodewright_forwarder_request_retries_total counter

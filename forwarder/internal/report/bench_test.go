@@ -51,7 +51,7 @@ func BenchmarkSnapshot(b *testing.B) {
 			cpu := measure.CPU()
 			var parts int
 			for b.Loop() {
-				ps, _, err := report.Snapshot("prod", epoch, nodes, pods, nil, nil, nil, report.Storage{})
+				ps, _, _, err := report.Snapshot("prod", epoch, nodes, pods, nil, nil, nil, report.Storage{})
 				if err != nil {
 					b.Fatal(err)
 				}

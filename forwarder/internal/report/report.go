@@ -6,12 +6,14 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"maps"
 	"slices"
 	"strconv"
@@ -40,6 +42,13 @@ func ID(prefix string, at time.Time, content []byte) string {
 	return prefix + "-" + strconv.FormatInt(at.UnixMilli(), 10) + "-" + hex.EncodeToString(sum[:8])
 }
 
+// IDOfHash is ID for content whose SHA-256 is already known, as hex
+// (hexHash): prefix, the time in Unix milliseconds and its first 16 hex
+// digits.
+func IDOfHash(prefix string, at time.Time, hexHash string) string {
+	return prefix + "-" + strconv.FormatInt(at.UnixMilli(), 10) + "-" + hexHash[:16]
+}
+
 // Chunk splits items into consecutive groups of at most maxItems items whose
 // JSON encodings sum to at most maxBytes less the envelope allowance. The
 // groups are subslices of items (capacity clipped, so an append to one
@@ -47,15 +56,25 @@ func ID(prefix string, at time.Time, content []byte) string {
 // change to items'. It returns an error wrapping v1.ErrMessageTooLarge if
 // one item alone is too large.
 func Chunk[T any](items []T, maxItems, maxBytes int) ([][]T, error) {
-	budget := maxBytes - envelopeBytes
-	var out [][]T
-	start, size := 0, 0
+	sizes := make([]int, len(items))
 	for i, it := range items {
 		data, err := json.Marshal(it)
 		if err != nil {
 			return nil, fmt.Errorf("encode item %d: %w", i, err)
 		}
-		n := len(data) + 1 // the separating comma
+		sizes[i] = len(data) + 1 // the separating comma
+	}
+	return chunkSized(items, sizes, maxItems, maxBytes)
+}
+
+// chunkSized is Chunk with each item's encoded size (and its comma) given
+// in sizes, for a caller that encoded the items already.
+func chunkSized[T any](items []T, sizes []int, maxItems, maxBytes int) ([][]T, error) {
+	budget := maxBytes - envelopeBytes
+	var out [][]T
+	start, size := 0, 0
+	for i := range items {
+		n := sizes[i]
 		if n > budget {
 			return nil, fmt.Errorf("item %d of %d bytes, limit %d: %w", i, n, budget, v1.ErrMessageTooLarge)
 		}
@@ -397,9 +416,20 @@ type Storage struct {
 // claims, bound volumes and classes the bound pods name (from storage), in
 // name order (storage objects in first-seen order of the sorted pods),
 // split into as few parts as the bounds allow. hash identifies the content
-// (not the time), so an unchanged cluster can skip a post.
+// (not the time), so an unchanged cluster can skip a post; decision
+// identifies what the decisions read of it with the churn of replaced pods
+// left out: every item but a pod's name, UID and CreationTimestamp when the
+// pod has no karpenter.sh/do-not-disrupt annotation (that annotation's
+// duration runs from the pod's start), with the pods as a set. A pod
+// deleted and recreated by its owner with the same spec, labels,
+// annotations and owner on the same node therefore leaves decision
+// unchanged; any other change of a node, pod, PDB, DaemonSet, foreign
+// NodeClaim, CSINode or storage object changes it. Nodes carry no
+// LastPodEventTime here (the forwarder stamps it on the parts after), so
+// neither hash covers it. Each item is encoded once to compute both hashes
+// and the parts' sizes.
 func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, daemonSets []*appsv1.DaemonSet,
-	foreign []v1.NodeClaim, storage Storage) (parts []v1.ClusterSnapshot, hash string, err error) {
+	foreign []v1.NodeClaim, storage Storage) (parts []v1.ClusterSnapshot, hash, decision string, err error) {
 	var s v1.ClusterSnapshot
 	s.ForeignNodeClaims = slices.Clone(foreign)
 	slices.SortFunc(s.ForeignNodeClaims, func(a, b v1.NodeClaim) int { return compareNames("", a.Name, "", b.Name) })
@@ -434,52 +464,86 @@ func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1
 	slices.SortFunc(s.PodDisruptionBudgets, func(a, b v1.PDBSummary) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
 	slices.SortFunc(s.DaemonSets, func(a, b v1.DaemonSetSummary) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
 
-	content, err := json.Marshal(s)
+	// Every item is encoded once (a pod without its name, UID and
+	// creation time, see encodePods): the encodings feed both hashes and
+	// size the parts; none is kept.
+	e := newSnapshotHashes()
+	nodeSizes, err := encodeItems(e, "nodes", s.Nodes)
 	if err != nil {
-		return nil, "", fmt.Errorf("encode snapshot: %w", err)
+		return nil, "", "", err
 	}
-	// Only the encoding's hash and size are needed: with no use of content
-	// below, the collector may free it (several MB at 1,000 nodes) while
-	// the parts are built.
-	snapshotID, hash, size := ID("cs", at, content), hashOf(content), len(content)
+	podSizes, err := encodePods(e, s.Pods)
+	if err != nil {
+		return nil, "", "", err
+	}
+	pdbSizes, err := encodeItems(e, "podDisruptionBudgets", s.PodDisruptionBudgets)
+	if err != nil {
+		return nil, "", "", err
+	}
+	dsSizes, err := encodeItems(e, "daemonSets", s.DaemonSets)
+	if err != nil {
+		return nil, "", "", err
+	}
+	foreignSizes, err := encodeItems(e, "foreignNodeClaims", s.ForeignNodeClaims)
+	if err != nil {
+		return nil, "", "", err
+	}
+	csiSizes, err := encodeItems(e, "csiNodes", s.CSINodes)
+	if err != nil {
+		return nil, "", "", err
+	}
+	claimSizes, err := encodeItems(e, "claims", s.Volumes.Claims)
+	if err != nil {
+		return nil, "", "", err
+	}
+	pvSizes, err := encodeItems(e, "persistentVolumes", s.Volumes.PersistentVolumes)
+	if err != nil {
+		return nil, "", "", err
+	}
+	classSizes, err := encodeItems(e, "storageClasses", s.Volumes.StorageClasses)
+	if err != nil {
+		return nil, "", "", err
+	}
+	hash, decision = e.sums()
+	snapshotID, size := IDOfHash("cs", at, hash), e.size
 
 	// Each item kind is chunked on its own; parts are then filled from the
 	// chunks in order, so most snapshots are one part.
-	nodeChunks, err := Chunk(s.Nodes, v1.MaxNodesPerMessage, v1.MaxMessageBytes)
+	nodeChunks, err := chunkSized(s.Nodes, nodeSizes, v1.MaxNodesPerMessage, v1.MaxMessageBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("split snapshot nodes: %w", err)
+		return nil, "", "", fmt.Errorf("split snapshot nodes: %w", err)
 	}
-	podChunks, err := Chunk(s.Pods, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
+	podChunks, err := chunkSized(s.Pods, podSizes, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("split snapshot pods: %w", err)
+		return nil, "", "", fmt.Errorf("split snapshot pods: %w", err)
 	}
-	pdbChunks, err := Chunk(s.PodDisruptionBudgets, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
+	pdbChunks, err := chunkSized(s.PodDisruptionBudgets, pdbSizes, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("split snapshot PDBs: %w", err)
+		return nil, "", "", fmt.Errorf("split snapshot PDBs: %w", err)
 	}
-	dsChunks, err := Chunk(s.DaemonSets, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
+	dsChunks, err := chunkSized(s.DaemonSets, dsSizes, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("split snapshot daemonsets: %w", err)
+		return nil, "", "", fmt.Errorf("split snapshot daemonsets: %w", err)
 	}
-	foreignChunks, err := Chunk(s.ForeignNodeClaims, v1.MaxNodesPerMessage, v1.MaxMessageBytes)
+	foreignChunks, err := chunkSized(s.ForeignNodeClaims, foreignSizes, v1.MaxNodesPerMessage, v1.MaxMessageBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("split snapshot foreign nodeclaims: %w", err)
+		return nil, "", "", fmt.Errorf("split snapshot foreign nodeclaims: %w", err)
 	}
-	csiChunks, err := Chunk(s.CSINodes, v1.MaxNodesPerMessage, v1.MaxMessageBytes)
+	csiChunks, err := chunkSized(s.CSINodes, csiSizes, v1.MaxNodesPerMessage, v1.MaxMessageBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("split snapshot csinodes: %w", err)
+		return nil, "", "", fmt.Errorf("split snapshot csinodes: %w", err)
 	}
-	claimChunks, err := Chunk(s.Volumes.Claims, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
+	claimChunks, err := chunkSized(s.Volumes.Claims, claimSizes, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("split snapshot claims: %w", err)
+		return nil, "", "", fmt.Errorf("split snapshot claims: %w", err)
 	}
-	pvChunks, err := Chunk(s.Volumes.PersistentVolumes, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
+	pvChunks, err := chunkSized(s.Volumes.PersistentVolumes, pvSizes, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("split snapshot persistent volumes: %w", err)
+		return nil, "", "", fmt.Errorf("split snapshot persistent volumes: %w", err)
 	}
-	classChunks, err := Chunk(s.Volumes.StorageClasses, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
+	classChunks, err := chunkSized(s.Volumes.StorageClasses, classSizes, v1.MaxPodsPerSnapshotPart, v1.MaxMessageBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("split snapshot storage classes: %w", err)
+		return nil, "", "", fmt.Errorf("split snapshot storage classes: %w", err)
 	}
 	if size+envelopeBytes <= v1.MaxMessageBytes && len(nodeChunks) <= 1 && len(podChunks) <= 1 && len(foreignChunks) <= 1 && len(csiChunks) <= 1 {
 		parts = []v1.ClusterSnapshot{s}
@@ -513,7 +577,7 @@ func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1
 		}
 	}
 	if len(parts) > v1.MaxSnapshotParts {
-		return nil, "", fmt.Errorf("snapshot needs %d parts, limit %d: %w", len(parts), v1.MaxSnapshotParts, v1.ErrMessageTooLarge)
+		return nil, "", "", fmt.Errorf("snapshot needs %d parts, limit %d: %w", len(parts), v1.MaxSnapshotParts, v1.ErrMessageTooLarge)
 	}
 	for i := range parts {
 		parts[i].TypeMeta = metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindClusterSnapshot}
@@ -524,7 +588,7 @@ func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1
 		parts[i].Part = i
 		parts[i].Parts = len(parts)
 	}
-	return parts, hash, nil
+	return parts, hash, decision, nil
 }
 
 func compareNames(ns1, n1, ns2, n2 string) int {
@@ -594,57 +658,93 @@ func equalJSON(a, b any) bool {
 
 func ptr[T any](v T) *T { return &v }
 
-// DecisionHash identifies what the decisions read of a snapshot's parts
-// with the churn of replaced pods left out: every field of every part but
-// the envelope (ID, CreatedAt, SnapshotID, Part, Parts), the nodes'
-// LastPodEventTime, and the name, UID and CreationTimestamp of a pod that
-// has no karpenter.sh/do-not-disrupt annotation (that annotation's
-// duration runs from the pod's start), with the pods in the order of their
-// remaining content. A pod deleted and recreated by its owner with the same
-// spec, labels, annotations and owner on the same node therefore leaves it
-// unchanged; any other change of a node, pod, PDB, DaemonSet, foreign
-// NodeClaim, CSINode, storage object or of KarpenterActive changes it. It
-// returns an error only when a summary cannot be encoded.
-func DecisionHash(parts []v1.ClusterSnapshot) (string, error) {
-	var rest v1.ClusterSnapshot
-	var pods []string
-	for i := range parts {
-		p := &parts[i]
-		for _, n := range p.Nodes {
-			n.LastPodEventTime = nil
-			rest.Nodes = append(rest.Nodes, n)
+// snapshotHashes accumulates a snapshot's content hash and decision hash
+// from its items' encodings (Snapshot), and their encoded size.
+type snapshotHashes struct {
+	content, decision hash.Hash
+	// pods are the digests of the pods' decision encodings, hashed sorted
+	// (the pods as a set) by sums.
+	pods [][sha256.Size]byte
+	size int
+}
+
+func newSnapshotHashes() *snapshotHashes {
+	return &snapshotHashes{content: sha256.New(), decision: sha256.New()}
+}
+
+// kindOverhead is room for a kind's field name and brackets in a
+// snapshot's encoding.
+const kindOverhead = 32
+
+// encodeItems encodes each item once, writing kind and the encodings into
+// both hashes, and returns each item's size with its comma.
+func encodeItems[T any](e *snapshotHashes, kind string, items []T) ([]int, error) {
+	for _, h := range []hash.Hash{e.content, e.decision} {
+		h.Write([]byte("\x00" + kind))
+	}
+	e.size += kindOverhead
+	sizes := make([]int, len(items))
+	for i, it := range items {
+		data, err := json.Marshal(it)
+		if err != nil {
+			return nil, fmt.Errorf("encode snapshot %s item %d: %w", kind, i, err)
 		}
-		for _, pod := range p.Pods {
-			if _, ok := pod.Annotations[v1.AnnotationDoNotDisrupt]; !ok {
-				pod.Name, pod.UID, pod.CreationTimestamp = "", "", metav1.Time{}
-			}
-			b, err := json.Marshal(pod)
+		for _, h := range []hash.Hash{e.content, e.decision} {
+			h.Write([]byte{0})
+			h.Write(data)
+		}
+		sizes[i] = len(data) + 1
+		e.size += sizes[i]
+	}
+	return sizes, nil
+}
+
+// encodePods encodes each pod once: without its name, UID and creation
+// time unless it has karpenter.sh/do-not-disrupt (the decision encoding,
+// whose digest the decision hash takes), the content hash taking that
+// encoding and the three fields apart. Each size is the full encoding's,
+// computed from the parts, with its comma.
+func encodePods(e *snapshotHashes, pods []v1.PodSummary) ([]int, error) {
+	e.content.Write([]byte("\x00pods"))
+	e.size += kindOverhead
+	sizes := make([]int, len(pods))
+	e.pods = make([][sha256.Size]byte, 0, len(pods))
+	for i, p := range pods {
+		_, keep := p.Annotations[v1.AnnotationDoNotDisrupt]
+		q := p
+		if !keep {
+			q.Name, q.UID, q.CreationTimestamp = "", "", metav1.Time{}
+		}
+		data, err := json.Marshal(q)
+		if err != nil {
+			return nil, fmt.Errorf("encode pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		e.pods = append(e.pods, sha256.Sum256(data))
+		e.content.Write([]byte{0})
+		e.content.Write(data)
+		size := len(data) + 1
+		if !keep {
+			ident, err := json.Marshal([]any{p.Name, p.UID, p.CreationTimestamp})
 			if err != nil {
-				return "", fmt.Errorf("encode pod %s/%s: %w", pod.Namespace, pod.Name, err)
+				return nil, fmt.Errorf("encode pod %s/%s: %w", p.Namespace, p.Name, err)
 			}
-			pods = append(pods, string(b))
+			e.content.Write(ident)
+			// The blanked fields encode as "", "" and null; the full
+			// ones as ident's three values (ident adds [ ] and 2 commas).
+			size += len(ident) - 4 - len(`""""null`)
 		}
-		rest.PodDisruptionBudgets = append(rest.PodDisruptionBudgets, p.PodDisruptionBudgets...)
-		rest.DaemonSets = append(rest.DaemonSets, p.DaemonSets...)
-		rest.ForeignNodeClaims = append(rest.ForeignNodeClaims, p.ForeignNodeClaims...)
-		rest.CSINodes = append(rest.CSINodes, p.CSINodes...)
-		rest.Volumes.Claims = append(rest.Volumes.Claims, p.Volumes.Claims...)
-		rest.Volumes.PersistentVolumes = append(rest.Volumes.PersistentVolumes, p.Volumes.PersistentVolumes...)
-		rest.Volumes.StorageClasses = append(rest.Volumes.StorageClasses, p.Volumes.StorageClasses...)
-		if p.KarpenterActive != "" {
-			rest.KarpenterActive = p.KarpenterActive
-		}
+		sizes[i] = size
+		e.size += size
 	}
-	slices.Sort(pods)
-	b, err := json.Marshal(rest)
-	if err != nil {
-		return "", fmt.Errorf("encode snapshot: %w", err)
+	return sizes, nil
+}
+
+// sums returns the content and decision hashes, hex.
+func (e *snapshotHashes) sums() (content, decision string) {
+	slices.SortFunc(e.pods, func(a, b [sha256.Size]byte) int { return bytes.Compare(a[:], b[:]) })
+	e.decision.Write([]byte("\x00pods"))
+	for _, d := range e.pods {
+		e.decision.Write(d[:])
 	}
-	h := sha256.New()
-	h.Write(b)
-	for _, p := range pods {
-		h.Write([]byte{0})
-		h.Write([]byte(p))
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(e.content.Sum(nil)), hex.EncodeToString(e.decision.Sum(nil))
 }

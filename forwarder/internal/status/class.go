@@ -207,22 +207,18 @@ func ClassStatus(nc v1.EC2NodeClass, rec *v1.NodeClassStatus, prev []metav1.Cond
 	return st
 }
 
-// syncClasses writes the API's resolution of each class in the cluster,
+// syncClasses writes the API's resolution (resolved) of each class in the cluster,
 // and the conditions of a class that fails v1 validation (ValidationSucceeded
 // False) even when the API holds no resolution of it, as the API never
 // resolves an invalid class. Other classes the API holds nothing for, or
 // holds a resolution of an older object of the same name (another UID),
 // are left alone. It updates classes in place so that the NodePools of
 // this pass read the new Ready.
-func (w *Writer) syncClasses(ctx context.Context, classes map[string]*unstructured.Unstructured, now time.Time) (int, error) {
-	list, err := w.o.Classes.NodeClasses(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("get resolved ec2nodeclasses: %w", err)
-	}
+func (w *Writer) syncClasses(ctx context.Context, classes map[string]*unstructured.Unstructured, resolved []v1.NodeClassStatus, now time.Time) (int, error) {
 	records := map[string]*v1.NodeClassStatus{}
-	for i, rec := range list.Items {
+	for i, rec := range resolved {
 		if u, ok := classes[rec.Name]; ok && (rec.UID == "" || rec.UID == u.GetUID()) {
-			records[rec.Name] = &list.Items[i]
+			records[rec.Name] = &resolved[i]
 		}
 	}
 	var errs []error

@@ -3,7 +3,7 @@
 // nodeClassObservedGeneration and conditions (ValidationSucceeded,
 // NodeClassReady, Ready), and an EC2NodeClass's resolved subnets, security
 // groups, AMIs, instance profile and conditions, as the API resolved them
-// (GET v1.RouteNodeClasses). It writes a status only when it changed, and
+// (GET v1.RouteSync). It writes a status only when it changed, and
 // only while its caller leads.
 //
 // The pure parts (PoolResources, PoolConditions, ClassConditions) take the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,17 +29,7 @@ var (
 	NodeClaimsGVR  = schema.GroupVersionResource{Group: v1.Group, Version: "v1", Resource: "nodeclaims"}
 )
 
-// DefaultInterval is how often Run recomputes every status.
-const DefaultInterval = 15 * time.Second
-
-// ClassSource returns what the API resolved for each EC2NodeClass
-// (GET v1.RouteNodeClasses; *intake.Client).
-type ClassSource interface {
-	NodeClasses(ctx context.Context) (v1.NodeClassStatusList, error)
-}
-
-// Options configure a Writer. Dynamic, NodePools, NodeClasses, Nodes and
-// Now are required; Classes nil leaves EC2NodeClass status alone.
+// Options configure a Writer. All are required.
 type Options struct {
 	// Dynamic writes the status subresources and lists NodeClaims.
 	Dynamic dynamic.Interface
@@ -49,16 +38,13 @@ type Options struct {
 	NodePools, NodeClasses cache.GenericLister
 	// Nodes is the Node informer's lister.
 	Nodes corelisters.NodeLister
-	// Classes is the API's resolved EC2NodeClass status.
-	Classes ClassSource
 	// Now is the clock of lastTransitionTime.
 	Now func() time.Time
-	// Interval between passes of Run; 0 means DefaultInterval.
-	Interval time.Duration
-	Logger   *slog.Logger
 }
 
-// Writer keeps NodePool and EC2NodeClass status up to date.
+// Writer keeps NodePool and EC2NodeClass status up to date; its caller
+// (the forwarder's API poll, forward.Forwarder) calls Sync with each
+// answer of the API.
 type Writer struct{ o Options }
 
 // New returns a Writer, or an error naming a missing option.
@@ -66,32 +52,7 @@ func New(o Options) (*Writer, error) {
 	if o.Dynamic == nil || o.NodePools == nil || o.NodeClasses == nil || o.Nodes == nil || o.Now == nil {
 		return nil, errors.New("status writer: Dynamic, NodePools, NodeClasses, Nodes and Now are required")
 	}
-	if o.Interval <= 0 {
-		o.Interval = DefaultInterval
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
 	return &Writer{o: o}, nil
-}
-
-// Run calls Sync at once and then every Interval until ctx is done, logging
-// its errors; it returns ctx's error.
-func (w *Writer) Run(ctx context.Context) error {
-	t := time.NewTicker(w.o.Interval)
-	defer t.Stop()
-	for {
-		if res, err := w.Sync(ctx); err != nil {
-			w.o.Logger.Warn("status not written", "error", err)
-		} else if res.NodePools+res.NodeClasses > 0 {
-			w.o.Logger.Info("status written", "nodepools", res.NodePools, "ec2nodeclasses", res.NodeClasses)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }
 
 // SyncResult counts the status subresources one Sync updated.
@@ -99,12 +60,23 @@ type SyncResult struct {
 	NodePools, NodeClasses int
 }
 
-// Sync writes every EC2NodeClass status the API resolved (when Classes is
-// set), then every NodePool's status, each only when it differs from the
-// object's. It goes on after an error and returns them all, joined; a
-// conflict (the object changed since the informer saw it) is retried by the
-// next Sync.
-func (w *Writer) Sync(ctx context.Context) (SyncResult, error) {
+// Sync writes the EC2NodeClass status of classes (what the API resolved
+// for each, GET v1.RouteSync or v1.RouteNodeClasses), then every NodePool's
+// status, each only when it differs from the object's. It goes on after an
+// error and returns them all, joined; a conflict (the object changed since
+// the informer saw it) is retried by the next Sync.
+func (w *Writer) Sync(ctx context.Context, classes []v1.NodeClassStatus) (SyncResult, error) {
+	return w.sync(ctx, classes, true)
+}
+
+// SyncPools writes every NodePool's status only, as Sync does, leaving
+// EC2NodeClass status alone: for when the API's resolutions are not known
+// (its poll failed).
+func (w *Writer) SyncPools(ctx context.Context) (SyncResult, error) {
+	return w.sync(ctx, nil, false)
+}
+
+func (w *Writer) sync(ctx context.Context, resolved []v1.NodeClassStatus, known bool) (SyncResult, error) {
 	var res SyncResult
 	var errs []error
 	now := w.o.Now()
@@ -118,8 +90,8 @@ func (w *Writer) Sync(ctx context.Context) (SyncResult, error) {
 			classes[u.GetName()] = u
 		}
 	}
-	if w.o.Classes != nil {
-		n, err := w.syncClasses(ctx, classes, now)
+	if known {
+		n, err := w.syncClasses(ctx, classes, resolved, now)
 		res.NodeClasses = n
 		if err != nil {
 			errs = append(errs, err)

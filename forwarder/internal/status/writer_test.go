@@ -38,27 +38,33 @@ func toUnstructured(t *testing.T, apiVersion, kind string, obj any) *unstructure
 	return u
 }
 
+// fakeClasses is what the API resolved, as a poll of it answers.
 type fakeClasses struct{ list v1.NodeClassStatusList }
 
-func (f fakeClasses) NodeClasses(context.Context) (v1.NodeClassStatusList, error) { return f.list, nil }
+// classSource is the API's resolutions a test's Sync passes (nil: not
+// known, so only NodePool status is written).
+type classSource interface{ items() []v1.NodeClassStatus }
+
+func (f fakeClasses) items() []v1.NodeClassStatus { return f.list.Items }
 
 // env is a cluster with one NodePool "default" on EC2NodeClass "default",
 // one NodeClaim of the pool registered as Node n1.
 type env struct {
 	dyn     *dynamicfake.FakeDynamicClient
 	w       *Writer
+	src     classSource
 	pools   cache.Indexer
 	classes cache.Indexer
 }
 
-func newEnv(t *testing.T, classes ClassSource) *env {
+func newEnv(t *testing.T, classes classSource) *env {
 	t.Helper()
 	return newEnvWithClass(t, classes, nil)
 }
 
 // newEnvWithClass is newEnv with the cluster's valid EC2NodeClass "default"
 // changed by mutate (nil: unchanged).
-func newEnvWithClass(t *testing.T, classes ClassSource, mutate func(*v1.EC2NodeClass)) *env {
+func newEnvWithClass(t *testing.T, classes classSource, mutate func(*v1.EC2NodeClass)) *env {
 	t.Helper()
 	np := toUnstructured(t, "karpenter.sh/v1", "NodePool", pool("default", "default"))
 	nc := v1.EC2NodeClass{Spec: v1.EC2NodeClassSpec{
@@ -88,13 +94,21 @@ func newEnvWithClass(t *testing.T, classes ClassSource, mutate func(*v1.EC2NodeC
 	w, err := New(Options{
 		Dynamic: dyn, NodePools: cache.NewGenericLister(e.pools, NodePoolsGVR.GroupResource()),
 		NodeClasses: cache.NewGenericLister(e.classes, NodeClassesGVR.GroupResource()),
-		Nodes:       corelisters.NewNodeLister(nodes), Classes: classes, Now: func() time.Time { return t0 },
+		Nodes:       corelisters.NewNodeLister(nodes), Now: func() time.Time { return t0 },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.w = w
+	e.w, e.src = w, classes
 	return e
+}
+
+// sync is one Sync with the env's resolutions, or SyncPools without them.
+func (e *env) sync(ctx context.Context) (SyncResult, error) {
+	if e.src == nil {
+		return e.w.SyncPools(ctx)
+	}
+	return e.w.Sync(ctx, e.src.items())
 }
 
 // statusUpdates counts the status updates the fake client received.
@@ -148,7 +162,7 @@ func resolved(uid types.UID, ready metav1.Condition) fakeClasses {
 
 func TestSyncWritesClassThenPoolStatusOnceUntilSomethingChanges(t *testing.T) {
 	e := newEnv(t, resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}))
-	res, err := e.w.Sync(context.Background())
+	res, err := e.sync(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +191,7 @@ func TestSyncWritesClassThenPoolStatusOnceUntilSomethingChanges(t *testing.T) {
 
 	e.refresh(t)
 	before := e.statusUpdates()
-	res, err = e.w.Sync(context.Background())
+	res, err = e.sync(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +202,7 @@ func TestSyncWritesClassThenPoolStatusOnceUntilSomethingChanges(t *testing.T) {
 
 func TestSyncMarksClassAndPoolNotReadyWhenNoSubnetMatches(t *testing.T) {
 	e := newEnv(t, resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: ReasonSubnetsNotFound, Message: "no subnets found"}))
-	if _, err := e.w.Sync(context.Background()); err != nil {
+	if _, err := e.sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var nc v1.EC2NodeClass
@@ -219,7 +233,7 @@ func TestSyncWritesTheInformationalEC2DataLiveConditionWithoutMakingTheClassNotR
 		Message: "instance-types: live, fetched 2026-12-02T10:00:00Z (3h ago); spot-prices: on-demand price", ObservedGeneration: 2}
 	classes.list.Items[0].Status.Conditions = append(classes.list.Items[0].Status.Conditions, dataCond)
 	e := newEnv(t, classes)
-	if _, err := e.w.Sync(context.Background()); err != nil {
+	if _, err := e.sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var nc v1.EC2NodeClass
@@ -250,7 +264,7 @@ func TestSyncWritesTheInformationalEC2DataLiveConditionWithoutMakingTheClassNotR
 
 func TestSyncSkipsResolutionOfAnotherObjectWithTheSameName(t *testing.T) {
 	e := newEnv(t, resolved("uid-old", metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}))
-	res, err := e.w.Sync(context.Background())
+	res, err := e.sync(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,9 +273,9 @@ func TestSyncSkipsResolutionOfAnotherObjectWithTheSameName(t *testing.T) {
 	}
 }
 
-func TestSyncWithoutClassSourceWritesOnlyPools(t *testing.T) {
+func TestSyncPoolsWritesOnlyPools(t *testing.T) {
 	e := newEnv(t, nil)
-	res, err := e.w.Sync(context.Background())
+	res, err := e.sync(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +292,7 @@ func TestSyncWithoutClassSourceWritesOnlyPools(t *testing.T) {
 func TestSyncMarksAMIsNotReadyAndPoolNotReadyForAnUnsupportedAlias(t *testing.T) {
 	msg := "node class default: alias al2@latest on Kubernetes 1.33: AL2 AMIs stop at 1.32: unsupported alias"
 	e := newEnv(t, resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: v1.ConditionReasonUnsupportedAlias, Message: msg}))
-	if _, err := e.w.Sync(context.Background()); err != nil {
+	if _, err := e.sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var nc v1.EC2NodeClass
@@ -309,7 +323,7 @@ func TestSyncMarksAMIsNotReadyAndPoolNotReadyForAnUnsupportedAlias(t *testing.T)
 func TestSyncMarksInstanceProfileNotReadyForARoleNotAllowed(t *testing.T) {
 	msg := `spec.role "Admin" (arn:aws:iam::111122223333:role/Admin): role not allowed; the deployment allows roles arn:aws:iam::111122223333:role/NodeRole`
 	e := newEnv(t, resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: v1.ConditionReasonRoleNotAllowed, Message: msg}))
-	if _, err := e.w.Sync(context.Background()); err != nil {
+	if _, err := e.sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var nc v1.EC2NodeClass
@@ -333,7 +347,7 @@ func TestSyncMarksClassWithAnUnappliedFieldValidationFailedAndNotReady(t *testin
 	e := newEnvWithClass(t, resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}), func(nc *v1.EC2NodeClass) {
 		nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: "training"}
 	})
-	if _, err := e.w.Sync(context.Background()); err != nil {
+	if _, err := e.sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var nc v1.EC2NodeClass
@@ -360,7 +374,7 @@ func TestSyncWritesValidationFailedForAnInvalidClassTheAPINeverResolved(t *testi
 		on := "on"
 		nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: &on}
 	})
-	res, err := e.w.Sync(context.Background())
+	res, err := e.sync(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@
 //	GET  /v1/events           the newest unexpired event records (ddbstore.ListEvents), at most
 //	                          v1.MaxEventsPerList and 4 MiB of them, oldest first -> 200 EventList
 //	GET  /v1/nodeclasses      what the Lambdas last resolved for each EC2NodeClass, by name, paged -> 200 NodeClassStatusList
+//	GET  /v1/sync             the three answers above in one (v1.Sync), each part that does not fit deferred
+//	                          to its own route -> 200 Sync
 //
 // A body over v1.MaxMessageBytes is refused with 413 before it is decoded.
 // A malformed or invalid message (truncated JSON, wrong types, unknown
@@ -52,6 +54,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -211,6 +214,8 @@ func (h *Handler) route(ctx context.Context, req events.APIGatewayProxyRequest) 
 		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getEvents(ctx) }}}
 	case path == v1.RouteNodeClasses:
 		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClasses(ctx, req) }}}
+	case path == v1.RouteSync:
+		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getSync(ctx) }}}
 	case path == v1.RouteMetrics:
 		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getMetrics(ctx) }}}
 	default:
@@ -655,6 +660,68 @@ func (h *Handler) getEvents(ctx context.Context) events.APIGatewayProxyResponse 
 	}
 	return apigw.JSON(http.StatusOK, list)
 }
+
+// getSync answers GET v1.RouteSync (see v1.Sync): every NodeClassStatus,
+// every NodeClaim and the EventList GET v1.RouteEvents answers, read
+// concurrently. The parts are placed in that order while their encodings
+// fit maxResponseBytes; a part that does not is left empty and its route
+// deferred, so the answer never holds a part cut short.
+func (h *Handler) getSync(ctx context.Context) events.APIGatewayProxyResponse {
+	var (
+		classes []v1.NodeClassStatus
+		claims  []v1.NodeClaim
+		records []ddbstore.Event
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { classes, err = h.deps.Store.ListNodeClassStatuses(gctx); return err })
+	g.Go(func() (err error) { claims, err = h.deps.Store.ListNodeClaims(gctx); return err })
+	g.Go(func() (err error) { records, err = h.deps.Store.ListEvents(gctx, h.deps.Now()); return err })
+	if err := g.Wait(); err != nil {
+		return h.failed(ctx, "sync", err)
+	}
+	evs, err := newestEvents(records, v1.MaxEventsPerList, maxResponseBytes-eventListEnvelope)
+	if err != nil {
+		return h.failed(ctx, "sync", err)
+	}
+	out := v1.Sync{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindSync},
+		NodeClasses: []v1.NodeClassStatus{}, NodeClaims: []v1.NodeClaim{},
+		Events: v1.EventList{TypeMeta: evs.TypeMeta, Items: []v1.EventRecord{}}}
+	budget := maxResponseBytes - syncEnvelope
+	fits := func(route string, part any) (bool, error) {
+		data, err := json.Marshal(part)
+		if err != nil {
+			return false, fmt.Errorf("encode %s: %w", route, err)
+		}
+		if len(data) > budget {
+			out.Deferred = append(out.Deferred, route)
+			return false, nil
+		}
+		budget -= len(data)
+		return true, nil
+	}
+	for _, p := range []struct {
+		route string
+		part  any
+		keep  func()
+	}{
+		{v1.RouteNodeClasses, classes, func() { out.NodeClasses = append(out.NodeClasses, classes...) }},
+		{v1.RouteNodeClaims, claims, func() { out.NodeClaims = append(out.NodeClaims, claims...) }},
+		{v1.RouteEvents, evs, func() { out.Events = evs }},
+	} {
+		ok, err := fits(p.route, p.part)
+		if err != nil {
+			return h.failed(ctx, "sync", err)
+		}
+		if ok {
+			p.keep()
+		}
+	}
+	return apigw.JSON(http.StatusOK, out)
+}
+
+// syncEnvelope is room left in a Sync answer for everything but its parts
+// (apiVersion, kind, field names, the deferred routes).
+const syncEnvelope = 1 << 10
 
 // getMetrics answers every stored metric series (see v1.MetricList). The
 // series are few (one per metric and label set: NodePools x reasons x

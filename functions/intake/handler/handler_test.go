@@ -687,3 +687,81 @@ func TestGetEventsCopiesPodAndNodePoolTargets(t *testing.T) {
 		t.Errorf("listed records mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestGetSync(t *testing.T) {
+	putClaims := func(t *testing.T, e *env, n, padding int) {
+		t.Helper()
+		for i := range n {
+			c := v1.NodeClaim{TypeMeta: metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: v1.KindNodeClaim},
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%03d", i)}}
+			if padding > 0 {
+				c.Annotations = map[string]string{"example.com/padding": strings.Repeat("x", padding)}
+			}
+			if _, err := e.store.PutNodeClaim(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	putClassAndEvent := func(t *testing.T, e *env) {
+		t.Helper()
+		rec := v1.NodeClassStatus{Name: "default", Generation: 1, Status: v1.EC2NodeClassStatus{Subnets: []v1.Subnet{{ID: "subnet-a", Zone: "us-east-1a"}}}}
+		if _, err := e.store.PutNodeClassStatus(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		ev := ddbstore.Event{ID: "rec-0", Time: t0, Type: "Warning", Reason: "SpotInterrupted", Message: "m", NodeClaim: "default-000"}
+		if err := e.store.PutEvent(context.Background(), ev, t0, ddbstore.EventTTL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("should answer empty parts and defer nothing when the API holds nothing", func(t *testing.T) {
+		e := newEnv(t)
+		var got v1.Sync
+		resp := e.do(t, get(v1.RouteSync), http.StatusOK, &got)
+		for _, part := range []string{`"nodeClasses":[]`, `"nodeClaims":[]`, `"items":[]`} {
+			if !strings.Contains(resp.Body, part) {
+				t.Errorf("body = %s, want %s", resp.Body, part)
+			}
+		}
+		if got.Kind != v1.KindSync || got.APIVersion != v1.APIVersion || got.Events.Kind != v1.KindEventList || len(got.Deferred) != 0 {
+			t.Errorf("answer = %+v, want kind %s with an EventList and nothing deferred", got, v1.KindSync)
+		}
+	})
+	t.Run("should answer in one what the three routes answer", func(t *testing.T) {
+		e := newEnv(t)
+		putClaims(t, e, 3, 0)
+		putClassAndEvent(t, e)
+		var got v1.Sync
+		e.do(t, get(v1.RouteSync), http.StatusOK, &got)
+		var classes v1.NodeClassStatusList
+		var claims v1.NodeClaimList
+		var evs v1.EventList
+		e.do(t, get(v1.RouteNodeClasses), http.StatusOK, &classes)
+		e.do(t, get(v1.RouteNodeClaims), http.StatusOK, &claims)
+		e.do(t, get(v1.RouteEvents), http.StatusOK, &evs)
+		want := v1.Sync{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindSync},
+			NodeClasses: classes.Items, NodeClaims: claims.Items, Events: evs}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("sync mismatch (-want +got):\n%s", diff)
+		}
+		if len(got.NodeClasses) != 1 || len(got.NodeClaims) != 3 || len(got.Events.Items) != 1 {
+			t.Errorf("sync holds %d classes, %d claims, %d events; want 1, 3, 1", len(got.NodeClasses), len(got.NodeClaims), len(got.Events.Items))
+		}
+	})
+	t.Run("should defer the NodeClaims to their paged route when they do not fit one answer", func(t *testing.T) {
+		e := newEnv(t)
+		// 500 claims of about 9 KB encode to 4.6 MB, past the 4 MiB of an answer.
+		putClaims(t, e, 500, 9000)
+		putClassAndEvent(t, e)
+		var got v1.Sync
+		resp := e.do(t, get(v1.RouteSync), http.StatusOK, &got)
+		if len(resp.Body) > 4<<20 {
+			t.Errorf("answer of %d bytes, want at most 4 MiB", len(resp.Body))
+		}
+		if diff := cmp.Diff([]string{v1.RouteNodeClaims}, got.Deferred); diff != "" {
+			t.Errorf("deferred mismatch (-want +got):\n%s", diff)
+		}
+		if len(got.NodeClaims) != 0 || len(got.NodeClasses) != 1 || len(got.Events.Items) != 1 {
+			t.Errorf("sync holds %d claims, %d classes, %d events; want 0 (deferred), 1, 1", len(got.NodeClaims), len(got.NodeClasses), len(got.Events.Items))
+		}
+	})
+}

@@ -14,6 +14,7 @@ package v1
 //	GET  RouteNodeClaims                             -> 200 NodeClaimList (every NodeClaim the API holds for the cluster; paged, see below)
 //	GET  RouteEvents                                 -> 200 EventList (the newest unexpired event records, at most MaxEventsPerList)
 //	GET  RouteNodeClasses                            -> 200 NodeClassStatusList (what the API last resolved for each EC2NodeClass; paged)
+//	GET  RouteSync                                   -> 200 Sync (the three answers above in one, for a poller)
 //
 // Paging, as the Kubernetes API pages lists. A GET of RouteNodeClaims or
 // RouteNodeClasses with the query parameter QueryLimit (1..MaxListLimit)
@@ -83,6 +84,7 @@ const (
 	KindReceipt           = "Receipt"
 	KindEventList         = "EventList"
 	KindNodeClassStatuses = "NodeClassStatusList"
+	KindSync              = "Sync"
 )
 
 // Routes of the intake API, relative to its base URL.
@@ -94,6 +96,9 @@ const (
 	RouteNodeClaims    = "/v1/nodeclaims"
 	RouteEvents        = "/v1/events"
 	RouteNodeClasses   = "/v1/nodeclasses"
+	// RouteSync answers GET with a Sync: what RouteNodeClasses,
+	// RouteNodeClaims and RouteEvents answer, in one request.
+	RouteSync = "/v1/sync"
 	// RouteMetrics answers GET with a MetricList: the decision metrics the
 	// Lambdas stored, which outlive every process.
 	RouteMetrics = "/v1/metrics"
@@ -844,6 +849,25 @@ type NodeClassStatusList struct {
 	// ListMeta.Continue is set when a paged answer has more (see Paging).
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodeClassStatus `json:"items"`
+}
+
+// Sync answers GET RouteSync: in one answer what a poller would otherwise
+// ask of three routes, so that it pays one API request (and one intake
+// invocation) a poll instead of three. NodeClasses is every NodeClassStatus
+// (as GET RouteNodeClasses answers without QueryLimit), NodeClaims every
+// NodeClaim (as GET RouteNodeClaims), Events the EventList GET RouteEvents
+// answers. A part whose encoding does not fit the rest of the answer (the
+// answer, like every other, stays within MaxMessageBytes) is left empty and
+// its route named in Deferred: the poller then GETs that route itself
+// (paged where it pages). A part not deferred is complete.
+type Sync struct {
+	metav1.TypeMeta `json:",inline"`
+	NodeClasses     []NodeClassStatus `json:"nodeClasses"`
+	NodeClaims      []NodeClaim       `json:"nodeClaims"`
+	Events          EventList         `json:"events"`
+	// Deferred lists the routes (RouteNodeClasses, RouteNodeClaims,
+	// RouteEvents) whose parts are left out, in that order.
+	Deferred []string `json:"deferred,omitempty"`
 }
 
 // NodeClassStatus is one EC2NodeClass as the API resolved it.
