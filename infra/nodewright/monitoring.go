@@ -35,7 +35,6 @@ func newForwarderAlarms(d *deployment, action awscloudwatch.IAlarmAction) []awsc
 			"ApiName": d.api.RestApiName(), "Stage": jsii.String(apiStage),
 			"Resource": jsii.String(snapshotRoute.path), "Method": jsii.String(snapshotRoute.method),
 		},
-		Label:     jsii.String("snapshots posted"),
 		Period:    alarmPeriod,
 		Statistic: jsii.String("Sum"),
 	})
