@@ -96,20 +96,25 @@ func TestForwarderAlarms(t *testing.T) {
 		}
 	}
 
-	t.Run("should alarm when no snapshot was accepted for 5 minutes, missing data breaching", func(t *testing.T) {
+	t.Run("should alarm when no snapshot was posted for 5 minutes, missing data breaching", func(t *testing.T) {
 		a, ok := alarms["ForwarderSilentAlarm"]
 		if !ok {
 			t.Fatal("no ForwarderSilentAlarm")
 		}
-		if a.Properties["TreatMissingData"] != "breaching" || a.Properties["ComparisonOperator"] != "LessThanThreshold" || a.Properties["Threshold"] != float64(1) {
+		if a.Properties["TreatMissingData"] != "breaching" || a.Properties["ComparisonOperator"] != "LessThanThreshold" || a.Properties["Threshold"] != float64(1) ||
+			a.Properties["MetricName"] != "Count" || a.Properties["Statistic"] != "Sum" || a.Properties["Period"] != float64(300) {
 			t.Errorf("alarm = %v", a.Properties)
 		}
-		metrics, _ := json.Marshal(a.Properties["Metrics"])
-		for _, want := range []string{`"Expression":"count - FILL(clientErrors, 0) - FILL(serverErrors, 0)"`, `"MetricName":"Count"`, `"MetricName":"4XXError"`,
-			`"MetricName":"5XXError"`, `{"Name":"Resource","Value":"/v1/snapshots"}`, `{"Name":"Method","Value":"POST"}`, `"Period":300`} {
-			if !strings.Contains(string(metrics), want) {
-				t.Errorf("alarm metrics lack %s:\n%s", want, metrics)
+		// One metric (refused posts page ApiClientErrorsAlarm and
+		// ApiServerErrorsAlarm): the POST /v1/snapshots method's Count.
+		dims, _ := json.Marshal(a.Properties["Dimensions"])
+		for _, want := range []string{`{"Name":"Resource","Value":"/v1/snapshots"}`, `{"Name":"Method","Value":"POST"}`} {
+			if !strings.Contains(string(dims), want) {
+				t.Errorf("alarm dimensions lack %s:\n%s", want, dims)
 			}
+		}
+		if _, ok := a.Properties["Metrics"]; ok {
+			t.Errorf("alarm is a metric-math alarm (%v), want one metric", a.Properties["Metrics"])
 		}
 		// The per-method metrics exist only with detailed metrics on that
 		// method, whose settings must keep the stage's throttling.

@@ -661,30 +661,47 @@ func TestDefaultDeployment(t *testing.T) {
 		}
 	})
 
-	t.Run("should alarm on every dead-letter queue, every function's errors, every state machine's failures and API 5xx", func(t *testing.T) {
+	t.Run("should alarm on every dead-letter queue, the errors of every function the API does not front, every state machine's failures and API 5xx", func(t *testing.T) {
 		var got []string
+		metrics := 0 // what CloudWatch bills: one per metric an alarm watches
 		for _, r := range c.ofType("AWS::CloudWatch::Alarm") {
 			if name, ok := r.Properties["MetricName"].(string); ok {
 				got = append(got, name)
+				metrics++
 				continue
 			}
-			got = append(got, "expression") // the state machine's failed + timed out + aborted
+			got = append(got, "expression") // the state machine's failed + aborted
+			for _, q := range r.Properties["Metrics"].([]any) {
+				if _, ok := q.(map[string]any)["MetricStat"]; ok {
+					metrics++
+				}
+			}
 		}
 		slices.Sort(got)
 		want := []string{}
-		for range deployed {
-			want = append(want, "Errors")
+		wantMetrics := 0
+		for _, spec := range deployed {
+			// An API-fronted function's errors are the API's 5xx.
+			if spec.trigger.kind != triggerAPI {
+				want = append(want, "Errors")
+				wantMetrics++
+			}
 		}
 		for range 3 { // provisioning, interruption and schedule DLQs
 			want = append(want, "ApproximateNumberOfMessagesVisible")
 		}
-		want = append(want, "ApproximateAgeOfOldestMessage", "5XXError", "4XXError", "expression") // the forwarder's (forwarderops_test.go)
+		want = append(want, "ApproximateAgeOfOldestMessage", "5XXError", "4XXError", "Count") // the forwarder's (forwarderops_test.go)
+		wantMetrics += 3 + 4
 		for range c.ofType("AWS::StepFunctions::StateMachine") {
 			want = append(want, "expression")
+			wantMetrics += 2 // ExecutionsFailed, ExecutionsAborted
 		}
 		slices.Sort(want)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("alarms mismatch (-want +got):\n%s", diff)
+		}
+		if metrics != wantMetrics {
+			t.Errorf("alarm metrics = %d, want %d", metrics, wantMetrics)
 		}
 		countIs(t, tmpl, "AWS::CloudWatch::Dashboard", 0) // Props.Dashboard defaults to false
 	})

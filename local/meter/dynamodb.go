@@ -283,6 +283,7 @@ func (t *Transport) dynamo(r *http.Request, api string) (*http.Response, error) 
 	}
 	var in ddbRequest
 	_ = json.Unmarshal(raw, &in)
+	caller := callerOf(r.Context())
 	// The items' sizes before the write.
 	var before []int
 	type write struct {
@@ -359,7 +360,7 @@ func (t *Transport) dynamo(r *http.Request, api string) (*http.Response, error) 
 				units += u
 			}
 		}
-		t.Meter.dynamo(api, UnitWRU, units)
+		t.Meter.dynamo(caller, api, UnitWRU, units)
 		return resp, nil
 	}
 	switch api {
@@ -369,7 +370,7 @@ func (t *Transport) dynamo(r *http.Request, api string) (*http.Response, error) 
 			n, _ := ItemSize(out.Item)
 			u = ReadUnits(n, in.ConsistentRead)
 		}
-		t.Meter.dynamo(api, UnitRRU, u)
+		t.Meter.dynamo(caller, api, UnitRRU, u)
 	case "Query", "Scan":
 		u := 0.0
 		if ok {
@@ -380,7 +381,7 @@ func (t *Transport) dynamo(r *http.Request, api string) (*http.Response, error) 
 			}
 			u = ReadUnits(total, in.ConsistentRead)
 		}
-		t.Meter.dynamo(api, UnitRRU, u)
+		t.Meter.dynamo(caller, api, UnitRRU, u)
 	case "BatchGetItem":
 		u := 0.0
 		if ok {
@@ -395,7 +396,7 @@ func (t *Transport) dynamo(r *http.Request, api string) (*http.Response, error) 
 				}
 			}
 		}
-		t.Meter.dynamo(api, UnitRRU, u)
+		t.Meter.dynamo(caller, api, UnitRRU, u)
 	case "TransactGetItems":
 		u := 0.0
 		if ok {
@@ -406,7 +407,7 @@ func (t *Transport) dynamo(r *http.Request, api string) (*http.Response, error) 
 				u += 2 * ReadUnits(n, true)
 			}
 		}
-		t.Meter.dynamo(api, UnitRRU, u)
+		t.Meter.dynamo(caller, api, UnitRRU, u)
 	default:
 		// Control-plane calls (CreateTable, DescribeTable, ...) bill no
 		// request units.

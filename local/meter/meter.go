@@ -11,9 +11,11 @@ package meter
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -30,7 +32,27 @@ const (
 	SQS           = "SQS"
 	EventBridge   = "EventBridge"
 	Logs          = "CloudWatch Logs"
+	// DynamoDBByCaller attributes the DynamoDB rows to the function that
+	// made the requests (API "<function> <operation>"): the same requests
+	// and units as the DynamoDB rows, counted a second time by caller, so
+	// Monthly prices the DynamoDB rows only.
+	DynamoDBByCaller = "DynamoDB by caller"
 )
+
+type callerKey struct{}
+
+// WithCaller returns ctx naming function as the caller of the DynamoDB
+// requests sent under it (the SDK passes an operation's context to its
+// HTTP request, where Transport reads it). Trace data, as a request ID is.
+func WithCaller(ctx context.Context, function string) context.Context {
+	return context.WithValue(ctx, callerKey{}, function)
+}
+
+// callerOf is the function WithCaller named, "" when none.
+func callerOf(ctx context.Context) string {
+	s, _ := ctx.Value(callerKey{}).(string)
+	return s
+}
 
 // Units, as Row.Unit names them.
 const (
@@ -156,8 +178,14 @@ func (m *Meter) SQSRequest(api string, size int) {
 // bytes: one per started 64 KiB, at least one.
 func SQSChunks(size int) int { return max(1, (size+64*1024-1)/(64*1024)) }
 
-// dynamo counts one DynamoDB request of api consuming units of unit.
-func (m *Meter) dynamo(api, unit string, units float64) { m.add(DynamoDB, api, unit, 1, units, nil) }
+// dynamo counts one DynamoDB request of api consuming units of unit, and
+// again under DynamoDBByCaller when caller is known.
+func (m *Meter) dynamo(caller, api, unit string, units float64) {
+	m.add(DynamoDB, api, unit, 1, units, nil)
+	if caller != "" {
+		m.add(DynamoDBByCaller, caller+" "+api, unit, 1, units, nil)
+	}
+}
 
 // LogLine counts one log line of function of size bytes (CloudWatch Logs
 // bills ingestion by the bytes of the events).
@@ -283,6 +311,40 @@ func (r Report) Since(base Report) Report {
 		}
 		if row.Calls != 0 || row.Units != 0 {
 			out.Rows = append(out.Rows, row)
+		}
+	}
+	return out
+}
+
+// AtRate returns r with function's invocations scaled by factor, for a
+// function the local stack runs at another rate than production does
+// (factor = the local interval / production's): its Lambda, Scheduler and
+// Logs rows, its DynamoDBByCaller rows, and its share of the DynamoDB rows
+// (the units its requests consumed, as DynamoDBByCaller counts them).
+// Counts are rounded to whole calls. The other rows are unchanged.
+func (r Report) AtRate(function string, factor float64) Report {
+	out := Report{Window: r.Window, Rows: slices.Clone(r.Rows)}
+	scale := func(row *Row) {
+		row.Calls = int64(math.Round(float64(row.Calls) * factor))
+		row.Units *= factor
+		row.Duration = time.Duration(float64(row.Duration) * factor)
+	}
+	prefix := function + " "
+	for i := range out.Rows {
+		row := &out.Rows[i]
+		switch {
+		case (row.Service == Lambda || row.Service == Scheduler || row.Service == Logs) && row.API == function:
+			scale(row)
+		case row.Service == DynamoDBByCaller && strings.HasPrefix(row.API, prefix):
+			api := strings.TrimPrefix(row.API, prefix)
+			for j := range out.Rows {
+				d := &out.Rows[j]
+				if d.Service == DynamoDB && d.API == api && d.Unit == row.Unit {
+					d.Calls -= int64(math.Round(float64(row.Calls) * (1 - factor)))
+					d.Units -= row.Units * (1 - factor)
+				}
+			}
+			scale(row)
 		}
 	}
 	return out

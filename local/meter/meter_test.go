@@ -279,3 +279,79 @@ func TestTransportMetersSQSPer64KB(t *testing.T) {
 		t.Error("SQSChunks: want 1 per started 64 KiB, at least 1")
 	}
 }
+
+func TestTransportAttributesDynamoDBToItsCaller(t *testing.T) {
+	ctx := context.Background()
+	m := New(nil, time.Now())
+	ddb, _, table := kumoClients(t, m)
+	if _, err := ddb.PutItem(WithCaller(ctx, "gc"), &dynamodb.PutItemInput{TableName: &table, Item: blob("a", "1", 3584)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, caller := range []string{"gc", "instancestatus", "instancestatus"} {
+		if _, err := ddb.GetItem(WithCaller(ctx, caller), &dynamodb.GetItemInput{TableName: &table, Key: ddbKey("a", "1"), ConsistentRead: aws.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An unattributed request is counted in the DynamoDB rows only.
+	if _, err := ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: ddbKey("a", "1"), ConsistentRead: aws.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	rep := m.Report(time.Now())
+	for _, tc := range []struct {
+		service, api, unit string
+		calls              int64
+		units              float64
+	}{
+		{DynamoDB, "GetItem", UnitRRU, 4, 4},
+		{DynamoDBByCaller, "gc GetItem", UnitRRU, 1, 1},
+		{DynamoDBByCaller, "instancestatus GetItem", UnitRRU, 2, 2},
+		{DynamoDBByCaller, "gc PutItem", UnitWRU, 1, 4},
+	} {
+		row, _ := rep.Find(tc.service, tc.api, tc.unit)
+		if row.Calls != tc.calls || row.Units != tc.units {
+			t.Errorf("%s %s = %d calls, %v %s, want %d, %v", tc.service, tc.api, row.Calls, row.Units, tc.unit, tc.calls, tc.units)
+		}
+	}
+	// The bill prices the DynamoDB rows once, not the attribution again.
+	bill := Monthly(rep, Fixed{})
+	want := ((4*Prices["ddb.wru"].USD)/1e6 + (4*Prices["ddb.rru"].USD)/1e6) * float64(MonthHours) * float64(time.Hour) / float64(rep.Window)
+	for _, l := range bill.Lines {
+		if l.Service == DynamoDB && abs(l.USD-want) > want*1e-9 {
+			t.Errorf("DynamoDB line = %v, want %v (the rows by caller not priced again)", l.USD, want)
+		}
+	}
+}
+
+func TestAtRateScalesOneFunctionsRows(t *testing.T) {
+	m := New(map[string]int{"instancestatus": 256, "gc": 512}, time.Now())
+	for range 6 {
+		m.Scheduled("instancestatus")
+		m.Invocation("instancestatus", 10*time.Millisecond)
+		m.dynamo("instancestatus", "Query", UnitRRU, 60)
+		m.LogLine("instancestatus", 100)
+	}
+	m.Invocation("gc", 10*time.Millisecond)
+	m.dynamo("gc", "Query", UnitRRU, 60)
+	m.dynamo("", "Query", UnitRRU, 4)
+	got := m.Report(time.Now()).AtRate("instancestatus", 1.0/6)
+	for _, tc := range []struct {
+		service, api, unit string
+		calls              int64
+		units              float64
+	}{
+		{DynamoDB, "Query", UnitRRU, 1 + 1 + 1, 60 + 60 + 4},
+		{DynamoDBByCaller, "instancestatus Query", UnitRRU, 1, 60},
+		{DynamoDBByCaller, "gc Query", UnitRRU, 1, 60},
+		{Scheduler, "instancestatus", UnitRequests, 1, 1},
+		{Logs, "instancestatus", UnitBytes, 1, 100},
+		{Lambda, "gc", UnitGBSeconds, 1, 0.5 * 0.01},
+	} {
+		row, _ := got.Find(tc.service, tc.api, tc.unit)
+		if row.Calls != tc.calls || abs(row.Units-tc.units) > 1e-9 {
+			t.Errorf("%s %s = %d calls, %v %s, want %d, %v", tc.service, tc.api, row.Calls, row.Units, tc.unit, tc.calls, tc.units)
+		}
+	}
+	if row, _ := got.Find(Lambda, "instancestatus", UnitGBSeconds); row.Calls != 1 || row.Duration != 10*time.Millisecond {
+		t.Errorf("instancestatus Lambda row = %d calls, %v, want 1 call of 10ms", row.Calls, row.Duration)
+	}
+}

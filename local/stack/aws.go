@@ -107,10 +107,10 @@ func (g *apiFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	begin := time.Now()
 	if g.replace != nil && strings.TrimSuffix(req.Path, "/") == v1.RouteReplacements {
 		req.RequestContext.Identity.UserArn = signer(r)
-		resp, err = g.replace.Handle(ctx, req)
+		resp, err = g.replace.Handle(meter.WithCaller(ctx, "replace"), req)
 		g.meter.Invocation("replace", time.Since(begin))
 	} else {
-		resp, err = g.intake.Handle(ctx, req)
+		resp, err = g.intake.Handle(meter.WithCaller(ctx, "intake"), req)
 		g.meter.Invocation("intake", time.Since(begin))
 	}
 	cancel()
@@ -206,7 +206,7 @@ func (p *queuePump) invoke(ctx context.Context, msgs []sqstypes.Message) {
 	defer cancel()
 	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{AwsRequestID: "local-" + aws.ToString(msgs[0].MessageId)})
 	begin := time.Now()
-	resp, err := p.handler.Handle(ictx, ev)
+	resp, err := p.handler.Handle(meter.WithCaller(ictx, "provisioner"), ev)
 	p.meter.Invocation("provisioner", time.Since(begin))
 	if killed {
 		// A killed Lambda answers nothing: the whole batch stays.
@@ -251,7 +251,7 @@ func runTicker(ctx context.Context, interval time.Duration, gc *gchandler.Handle
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
-			ictx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-gc"})
+			ictx := meter.WithCaller(lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-gc"}), "gc")
 			m.Scheduled("gc")
 			_, err := meter.Timed(m, "gc", func() (gchandler.Output, error) { return gc.Handle(ictx, json.RawMessage(`{}`)) })
 			if err != nil && ctx.Err() == nil {
@@ -264,7 +264,7 @@ func runTicker(ctx context.Context, interval time.Duration, gc *gchandler.Handle
 // RunGC runs one garbage-collection pass now, at Options.GCClock, as the
 // ticker does, and returns its output.
 func (s *Stack) RunGC(ctx context.Context) (gchandler.Output, error) {
-	ictx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-gc"})
+	ictx := meter.WithCaller(lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-gc"}), "gc")
 	return meter.Timed(s.meter, "gc", func() (gchandler.Output, error) { return s.gc.Handle(ictx, json.RawMessage(`{}`)) })
 }
 

@@ -211,7 +211,7 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 	lambdas := lambdaserver.New()
 	s.lambdas = lambdas
 	if err := lambdas.Register("disrupttask", func(ctx context.Context, in workflow.TaskInput) (any, error) {
-		return meter.Timed(s.meter, "disrupttask", func() (any, error) { return task.Handle(ctx, in) })
+		return meter.Timed(s.meter, "disrupttask", func() (any, error) { return task.Handle(meter.WithCaller(ctx, "disrupttask"), in) })
 	}); err != nil {
 		return false, fmt.Errorf("lambda server: %w", err)
 	}
@@ -239,7 +239,7 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-t.C:
-				ictx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-disruption"})
+				ictx := meter.WithCaller(lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-disruption"}), "disruption")
 				begin := time.Now()
 				s.meter.Scheduled("disruption")
 				out, err := decider.Handle(ictx, nil)

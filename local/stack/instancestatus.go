@@ -61,7 +61,7 @@ func (s *Stack) startInstanceStatus(runCtx context.Context, env map[string]strin
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-t.C:
-				ictx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-instancestatus"})
+				ictx := meter.WithCaller(lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "local-instancestatus"}), "instancestatus")
 				s.meter.Scheduled("instancestatus")
 				_, err := meter.Timed(s.meter, "instancestatus", func() (instancestatushandler.Output, error) { return h.Handle(ictx, json.RawMessage(`{}`)) })
 				if err != nil && ctx.Err() == nil {

@@ -118,7 +118,7 @@ func (s *Stack) startInterruption(startCtx, runCtx context.Context, env map[stri
 		rules.match[t] = true
 	}
 	invoke := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		return meter.Timed(s.meter, "interruption", func() (events.SQSEventResponse, error) { return h.Handle(ctx, ev) })
+		return meter.Timed(s.meter, "interruption", func() (events.SQSEventResponse, error) { return h.Handle(meter.WithCaller(ctx, "interruption"), ev) })
 	}
 	pump := &eventSourceMapping{sqs: c.sqs, url: queueURL, invoke: invoke, log: s.log.With("component", "interruption-pump"),
 		region: region, arn: fmt.Sprintf("arn:aws:sqs:%s:%s:nodewright-interruption-%s", region, account, c.suffix)}

@@ -340,12 +340,19 @@ func (s *Store) nodeClaimItem(claim v1.NodeClaim, version int64) (map[string]typ
 	if len(body) > MaxBodyBytes {
 		return nil, fmt.Errorf("%d bytes of JSON, at most %d: %w", len(body), MaxBodyBytes, ErrItemTooLarge)
 	}
+	// Stored gzip-compressed: every NodeClaim list reads every claim, and
+	// DynamoDB bills reads and writes by the item's size (a NodeClaim's
+	// JSON compresses about 3 to 1).
+	z, err := gzipBytes(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
 	item := map[string]types.AttributeValue{
 		attrPK:      str(s.pk(pkNodeClaim)),
 		attrSK:      str(claim.Name),
 		attrKind:    str(kindNodeClaim),
 		attrVersion: num(version),
-		attrBody:    str(string(body)),
+		attrBody:    &types.AttributeValueMemberB{Value: z},
 	}
 	if claim.UID != "" {
 		item[attrUID] = str(string(claim.UID))
@@ -373,8 +380,21 @@ func decodeNodeClaim(item map[string]types.AttributeValue) (v1.NodeClaim, error)
 	if err != nil {
 		return v1.NodeClaim{}, err
 	}
+	// The body is gzip-compressed JSON (binary); a claim written before
+	// bodies were compressed holds its JSON as a string.
+	var raw []byte
+	switch b := item[attrBody].(type) {
+	case *types.AttributeValueMemberB:
+		if raw, err = gunzip(b.Value, MaxBodyBytes); err != nil {
+			return v1.NodeClaim{}, fmt.Errorf("decode nodeclaim %s: %w", getString(item, attrSK), err)
+		}
+	case *types.AttributeValueMemberS:
+		raw = []byte(b.Value)
+	default:
+		return v1.NodeClaim{}, fmt.Errorf("decode nodeclaim %s: attribute body missing or neither binary nor string", getString(item, attrSK))
+	}
 	var claim v1.NodeClaim
-	if err := json.Unmarshal([]byte(getString(item, attrBody)), &claim); err != nil {
+	if err := json.Unmarshal(raw, &claim); err != nil {
 		return v1.NodeClaim{}, fmt.Errorf("decode nodeclaim %s: %w", getString(item, attrSK), err)
 	}
 	claim.ResourceVersion = strconv.FormatInt(version, 10)

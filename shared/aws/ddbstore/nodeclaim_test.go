@@ -2,11 +2,16 @@ package ddbstore_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -402,8 +407,19 @@ func TestListNodeClaims(t *testing.T) {
 	}
 }
 
+// incompressible is n bytes of base64 that gzip cannot shrink much (about
+// 3/4 of n compressed), the same for the same seed.
+func incompressible(seed uint64, n int) string {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return base64.StdEncoding.EncodeToString(b)[:n]
+}
+
 // TestListNodeClaimsPage lists more NodeClaims than one DynamoDB page holds:
-// 160 claims of about 9 KB make 1.4 MB, past the 1 MB a Query answers with
+// 160 claims of about 9 KB (compressed) make 1.4 MB, past the 1 MB a Query answers with
 // (kumo does not cut answers at 1 MB; awstest.DynamoDBPages does, as
 // DynamoDB does).
 func TestListNodeClaimsPage(t *testing.T) {
@@ -416,7 +432,7 @@ func TestListNodeClaimsPage(t *testing.T) {
 		name := fmt.Sprintf("default-%03d", i)
 		want = append(want, name)
 		mustPut(t, s, nodeClaim(name, func(c *v1.NodeClaim) {
-			c.Annotations = map[string]string{"example.com/padding": strings.Repeat("x", 9000)}
+			c.Annotations = map[string]string{"example.com/padding": incompressible(uint64(i), 12000)}
 		}))
 	}
 	mustPut(t, e.store(t, "other-cluster"), nodeClaim("default-000"))
@@ -592,5 +608,63 @@ func TestInstanceIDFromProviderIDErrors(t *testing.T) {
 				t.Errorf("InstanceIDFromProviderID(%q) error = %v, want ErrInvalid", pid, err)
 			}
 		})
+	}
+}
+
+// A NodeClaim's body is stored compressed (DynamoDB bills a list of the
+// claims by their items' sizes), and a claim stored before bodies were
+// compressed (its JSON as a string) still reads and updates.
+func TestNodeClaimBodyCompressed(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	s := e.store(t, testCluster)
+	claim := nodeClaim("default-a", launchedAs("aws:///us-east-1a/i-0123456789abcdef0"), func(c *v1.NodeClaim) {
+		c.Status.Conditions = []metav1.Condition{
+			{Type: "Launched", Status: metav1.ConditionTrue, Reason: "Launched", LastTransitionTime: metav1.NewTime(t0)},
+			{Type: "Registered", Status: metav1.ConditionTrue, Reason: "Registered", LastTransitionTime: metav1.NewTime(t0)},
+			{Type: "Initialized", Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(t0)},
+		}
+	})
+	mustPut(t, s, claim)
+	out, err := e.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.table, Key: map[string]ddbtypes.AttributeValue{
+		"pk": &ddbtypes.AttributeValueMemberS{Value: testCluster + "#NODECLAIM"}, "sk": &ddbtypes.AttributeValueMemberS{Value: "default-a"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, ok := out.Item["body"].(*ddbtypes.AttributeValueMemberB)
+	if !ok {
+		t.Fatalf("stored body is %T, want binary (gzip)", out.Item["body"])
+	}
+	raw, _ := json.Marshal(claim)
+	if len(body.Value)*2 > len(raw) {
+		t.Errorf("stored body = %d bytes for %d bytes of JSON, want at most half", len(body.Value), len(raw))
+	}
+
+	// The earlier form: the JSON as a string, version 3.
+	legacy := nodeClaim("default-b")
+	legacyJSON, _ := json.Marshal(legacy)
+	if _, err := e.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &e.table, Item: map[string]ddbtypes.AttributeValue{
+		"pk": &ddbtypes.AttributeValueMemberS{Value: testCluster + "#NODECLAIM"}, "sk": &ddbtypes.AttributeValueMemberS{Value: "default-b"},
+		"kind": &ddbtypes.AttributeValueMemberS{Value: "NodeClaim"}, "version": &ddbtypes.AttributeValueMemberN{Value: "3"},
+		"body": &ddbtypes.AttributeValueMemberS{Value: string(legacyJSON)}, "uid": &ddbtypes.AttributeValueMemberS{Value: string(legacy.UID)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ListNodeClaims(ctx)
+	if err != nil {
+		t.Fatalf("ListNodeClaims() error = %v", err)
+	}
+	claim.ResourceVersion, legacy.ResourceVersion = "1", "3"
+	if diff := cmp.Diff([]v1.NodeClaim{claim, legacy}, got); diff != "" {
+		t.Errorf("ListNodeClaims() mismatch (-want +got):\n%s", diff)
+	}
+	legacy.Labels["example.com/updated"] = "yes"
+	updated, err := s.UpdateNodeClaim(ctx, legacy)
+	if err != nil {
+		t.Fatalf("UpdateNodeClaim() of a string body error = %v", err)
+	}
+	if read, err := s.GetNodeClaim(ctx, "default-b"); err != nil || read.Labels["example.com/updated"] != "yes" || read.ResourceVersion != "4" || updated.ResourceVersion != "4" {
+		t.Errorf("GetNodeClaim() after update = %v (rv %s), %v; want the label and resourceVersion 4", read.Labels, read.ResourceVersion, err)
 	}
 }
