@@ -23,6 +23,12 @@ type Instance struct {
 	CapacityType string
 	// ReservationID is the capacity reservation of a reserved instance.
 	ReservationID string
+	// ReservationType (v1.ReservationTypeDefault or
+	// v1.ReservationTypeCapacityBlock) and ReservationInterruptible describe
+	// that reservation when the launch knows them ("" and false for a
+	// listed instance).
+	ReservationType          string
+	ReservationInterruptible bool
 	// Tenancy is its Placement.Tenancy ("default" or "dedicated"; "" when
 	// unknown).
 	Tenancy string
