@@ -147,7 +147,13 @@ type Options struct {
 	BatchIdle, BatchMax time.Duration
 	// GCInterval is how often the gc handler runs (zero: one minute).
 	GCInterval time.Duration
-	// GCClock is the gc handler's clock (nil: time.Now), so that a test
+	// Clock is the handlers' clock (intake, provisioner, gc, disruption,
+	// disrupttask, interruption; nil: time.Now), so that a test can move
+	// the whole control plane ahead, past a capacity block's expiry for
+	// one, without waiting; give the simulator the same clock (SimClock).
+	// Kubernetes and the forwarder keep the wall clock.
+	Clock func() time.Time
+	// GCClock, when set, is the gc handler's clock instead of Clock, so that a test
 	// can run garbage collection minutes ahead (Stack.RunGC) without
 	// waiting for them.
 	GCClock func() time.Time
@@ -556,7 +562,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("intake config: %w", err)
 	}
-	intake, err := intakehandler.New(icfg, intakehandler.Deps{Store: killableStore{store}, Queue: killableSender{sender}, Log: s.log.With("function", "intake"), Now: time.Now})
+	intake, err := intakehandler.New(icfg, intakehandler.Deps{Store: killableStore{store}, Queue: killableSender{sender}, Log: s.log.With("function", "intake"), Now: s.now})
 	if err != nil {
 		return fmt.Errorf("intake: %w", err)
 	}
@@ -569,7 +575,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 		return fmt.Errorf("provisioner config: %w", err)
 	}
 	prov, err := provisionerhandler.New(pcfg, provisionerhandler.Clients{DynamoDB: ddb, EC2: ec2Client, SSM: ssmClient, IAM: iamClient, Nodes: nodes},
-		s.log.With("function", "provisioner"), time.Now)
+		s.log.With("function", "provisioner"), s.now)
 	if err != nil {
 		return fmt.Errorf("provisioner: %w", err)
 	}
@@ -579,7 +585,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	}
 	gcClock := opts.GCClock
 	if gcClock == nil {
-		gcClock = time.Now
+		gcClock = s.now
 	}
 	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Pricing: pricingClient, IAM: iamClient, Nodes: nodes}, s.log.With("function", "gc"), gcClock)
 	if err != nil {
@@ -679,6 +685,14 @@ func (s *Stack) stop(removeDir bool) error {
 		s.stopErr = errors.Join(errs...)
 	})
 	return s.stopErr
+}
+
+// now is the handlers' clock: Options.Clock, else the wall clock.
+func (s *Stack) now() time.Time {
+	if s.opts.Clock != nil {
+		return s.opts.Clock()
+	}
+	return time.Now()
 }
 
 // LogPath returns the path of a stack log: "forwarder" or "functions", or a

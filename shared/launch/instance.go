@@ -23,12 +23,10 @@ type Instance struct {
 	CapacityType string
 	// ReservationID is the capacity reservation of a reserved instance.
 	ReservationID string
-	// ReservationType (v1.ReservationTypeDefault or
-	// v1.ReservationTypeCapacityBlock) and ReservationInterruptible describe
-	// that reservation when the launch knows them ("" and false for a
-	// listed instance).
-	ReservationType          string
-	ReservationInterruptible bool
+	// ReservationType is that reservation's type (v1.ReservationTypeDefault
+	// or v1.ReservationTypeCapacityBlock) when the launch knows it ("" for
+	// a listed instance).
+	ReservationType string
 	// Tenancy is its Placement.Tenancy ("default" or "dedicated"; "" when
 	// unknown).
 	Tenancy string

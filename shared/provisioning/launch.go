@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -562,7 +561,6 @@ func launchedClaim(claim v1.NodeClaim, inst launch.Instance, class *v1.EC2NodeCl
 		c.Labels[v1.LabelCapacityReservationID] = inst.ReservationID
 		if inst.ReservationType != "" {
 			c.Labels[v1.LabelCapacityReservationType] = inst.ReservationType
-			c.Labels[v1.LabelCapacityReservationInterruptible] = strconv.FormatBool(inst.ReservationInterruptible)
 		}
 	}
 	if class.Status.InstanceProfile != "" {

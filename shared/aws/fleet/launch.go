@@ -408,7 +408,7 @@ func fold(res Result, out *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, p *p
 		}
 		if inst.CapacityType == v1.CapacityTypeReserved {
 			o := reservationOf(p, inst.InstanceType, inst.Zone)
-			inst.ReservationID, inst.ReservationType, inst.ReservationInterruptible = o.ReservationID, o.ReservationType, o.Interruptible
+			inst.ReservationID, inst.ReservationType = o.ReservationID, o.ReservationType
 		}
 		res.Instance = inst
 		return res, nil

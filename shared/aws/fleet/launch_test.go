@@ -588,8 +588,8 @@ func TestLaunchCapacityBlockAsCapacityBlock(t *testing.T) {
 	if diff := cmp.Diff(want, tmpl.requests, cmpopts.IgnoreFields(fleet.TemplateRequest{}, "InstanceTypes")); diff != "" {
 		t.Errorf("template requests mismatch (-want +got):\n%s", diff)
 	}
-	if i := res.Instance; i.ReservationID != "cr-block" || i.ReservationType != v1.ReservationTypeCapacityBlock || i.ReservationInterruptible {
-		t.Errorf("instance reservation = %q %q interruptible %v, want cr-block capacity-block false", i.ReservationID, i.ReservationType, i.ReservationInterruptible)
+	if i := res.Instance; i.ReservationID != "cr-block" || i.ReservationType != v1.ReservationTypeCapacityBlock {
+		t.Errorf("instance reservation = %q %q, want cr-block capacity-block", i.ReservationID, i.ReservationType)
 	}
 	// The ODCR is another kind of reservation: not in the same fleet.
 	if diff := cmp.Diff([]string{"m5.large us-east-1b subnet-b1"}, overrideKeys(t, ec2api)); diff != "" {
@@ -627,8 +627,8 @@ func TestLaunchInterruptibleReservationAsReservedCapacity(t *testing.T) {
 	if len(tmpl.requests) != 1 || tmpl.requests[0].ReservationID != "cr-int" || !tmpl.requests[0].ReservationInterruptible {
 		t.Errorf("template requests = %+v, want one for interruptible cr-int", tmpl.requests)
 	}
-	if !res.Instance.ReservationInterruptible || res.Instance.ReservationType != v1.ReservationTypeDefault {
-		t.Errorf("instance = %+v, want an interruptible default reservation", res.Instance)
+	if res.Instance.ReservationID != "cr-int" || res.Instance.ReservationType != v1.ReservationTypeDefault {
+		t.Errorf("instance = %+v, want one in reservation cr-int of type default", res.Instance)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -223,7 +222,6 @@ func templates(req TemplateRequest) ([]wantedTemplate, error) {
 		// pkg/cloudprovider/cloudprovider.go instanceToNodeClaim).
 		labels[v1.LabelCapacityReservationID] = req.ReservationID
 		labels[v1.LabelCapacityReservationType] = reservationType(req.ReservationType)
-		labels[v1.LabelCapacityReservationInterruptible] = strconv.FormatBool(req.ReservationInterruptible)
 	}
 	taints := append(slices.Clone(claim.Spec.Taints), claim.Spec.StartupTaints...)
 	var out []wantedTemplate

@@ -406,15 +406,15 @@ func TestEnsureLaunchTemplatesReservationMarketTypeAndLabels(t *testing.T) {
 		wantLabels    []string
 	}{
 		{name: "on-demand capacity reservation has no market type", resType: v1.ReservationTypeDefault,
-			wantLabels: []string{"karpenter.k8s.aws/capacity-reservation-type=default", "karpenter.k8s.aws/capacity-reservation-interruptible=false"}},
+			wantLabels: []string{"karpenter.k8s.aws/capacity-reservation-type=default"}},
 		{name: "reservation type unset is an on-demand capacity reservation",
 			wantLabels: []string{"karpenter.k8s.aws/capacity-reservation-type=default"}},
 		{name: "capacity block launches with market type capacity-block", resType: v1.ReservationTypeCapacityBlock,
 			wantMarket: &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock},
-			wantLabels: []string{"karpenter.k8s.aws/capacity-reservation-type=capacity-block", "karpenter.k8s.aws/capacity-reservation-interruptible=false"}},
+			wantLabels: []string{"karpenter.k8s.aws/capacity-reservation-type=capacity-block"}},
 		{name: "interruptible reservation launches with its market type", resType: v1.ReservationTypeDefault, interruptible: true,
 			wantMarket: &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeInterruptibleCapacityReservation},
-			wantLabels: []string{"karpenter.k8s.aws/capacity-reservation-interruptible=true"}},
+			wantLabels: []string{"karpenter.k8s.aws/capacity-reservation-type=default"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := awstest.NewEC2(t)
@@ -442,6 +442,11 @@ func TestEnsureLaunchTemplatesReservationMarketTypeAndLabels(t *testing.T) {
 				if !strings.Contains(string(userData), want) {
 					t.Errorf("user data lacks node label %q:\n%s", want, userData)
 				}
+			}
+			// Karpenter labels a reserved node with the reservation's ID
+			// and type only (aws: pkg/cloudprovider/cloudprovider.go).
+			if strings.Contains(string(userData), v1.LabelCapacityReservationInterruptible) {
+				t.Errorf("user data carries %s:\n%s", v1.LabelCapacityReservationInterruptible, userData)
 			}
 		})
 	}
