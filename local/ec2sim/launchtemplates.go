@@ -38,6 +38,8 @@ type ltData struct {
 	// crPreference and crTarget are CapacityReservationSpecification's
 	// CapacityReservationPreference and target reservation ID.
 	crPreference, crTarget string
+	// marketType is InstanceMarketOptions.MarketType ("" when unset).
+	marketType string
 }
 
 type ltNetworkInterface struct {
@@ -157,11 +159,17 @@ func parseLTData(d *qnode) (ltData, error) {
 		groupName:        d.str("Placement.GroupName"),
 		crPreference:     d.str("CapacityReservationSpecification.CapacityReservationPreference"),
 		crTarget:         d.str("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"),
+		marketType:       d.str("InstanceMarketOptions.MarketType"),
 	}
 	switch out.crPreference {
 	case "", "open", "none", "capacity-reservations-only":
 	default:
 		return ltData{}, invalidParameterValue("Value (%s) for parameter CapacityReservationPreference is invalid.", out.crPreference)
+	}
+	switch out.marketType {
+	case "", marketSpot, marketCapacityBlock, marketInterruptible:
+	default:
+		return ltData{}, invalidParameterValue("Value (%s) for parameter MarketType is invalid. Valid values are spot, capacity-block, interruptible-capacity-reservation.", out.marketType)
 	}
 	if n, _, err := d.intParam("Placement.PartitionNumber"); err != nil {
 		return ltData{}, err

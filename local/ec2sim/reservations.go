@@ -279,6 +279,33 @@ const (
 	capacityReserved = "reserved-capacity"
 )
 
+// The launch template market types (InstanceMarketOptions.MarketType,
+// EC2 API LaunchTemplateInstanceMarketOptionsRequest).
+const (
+	marketSpot          = "spot"
+	marketCapacityBlock = "capacity-block"
+	marketInterruptible = "interruptible-capacity-reservation"
+)
+
+// errMarketTypeMsg is EC2's answer to a launch into a reservation whose market
+// type the launch template does not name (a capacity block without
+// MarketType capacity-block, as reported by users of RunInstances):
+// InvalidParameterValue.
+const errMarketTypeMsg = "The market type (purchasing) option is not valid. Choose a different market type and try again."
+
+// marketFor is the market type a launch into r needs: capacity-block for a
+// capacity block, interruptible-capacity-reservation for an interruptible
+// reservation, none for an On-Demand Capacity Reservation.
+func marketFor(r *CapacityReservation) string {
+	switch {
+	case r.ReservationType == ReservationTypeCapacityBlock:
+		return marketCapacityBlock
+	case r.Interruptible:
+		return marketInterruptible
+	}
+	return ""
+}
+
 // marketOf is the pricing and capacity pool a fleet capacity type draws
 // from: reservations are on-demand capacity.
 func marketOf(capacityType string) string {
@@ -296,7 +323,10 @@ func marketOf(capacityType string) string {
 //     instance type and zone (InvalidParameterCombination) and have an
 //     instance free (ReservationCapacityExceeded); Spot cannot target one;
 //     a capacity-block launch needs a capacity block and a capacity block
-//     takes only capacity-block launches;
+//     takes only capacity-block launches; the template's market type must
+//     be the reservation's (marketFor: capacity-block for a capacity block,
+//     interruptible-capacity-reservation for an interruptible reservation,
+//     none for an ODCR), else InvalidParameterValue;
 //   - no target with capacity-block or reserved-capacity: MissingParameter;
 //   - preference capacity-reservations-only without a target: an active
 //     open reservation matching the pool with an instance free, else
@@ -320,6 +350,8 @@ func (s *Server) reservationFor(o *override, capacityType string, now time.Time)
 				o.instanceType, o.zone.name, r.ID, r.InstanceType, r.Zone)
 		case (capacityType == capacityBlock) != (r.ReservationType == ReservationTypeCapacityBlock):
 			return nil, "InvalidParameterCombination", fmt.Sprintf("Capacity Reservation %s of type %s cannot take a %s launch.", r.ID, r.ReservationType, capacityType)
+		case o.lt.data.marketType != marketFor(r):
+			return nil, "InvalidParameterValue", errMarketTypeMsg
 		case r.AvailableInstanceCount <= 0:
 			return nil, "ReservationCapacityExceeded", fmt.Sprintf("The requested number of instances exceeds the capacity available in the targeted Capacity Reservation %s.", r.ID)
 		}

@@ -115,9 +115,15 @@ func TestDescribeCapacityReservations(t *testing.T) {
 
 // createReservationLT creates a launch template with a capacity
 // reservation specification (preference "" leaves it out).
-func (e *env) createReservationLT(t *testing.T, name, preference, target string) {
+// createReservationLT creates a launch template with this capacity
+// reservation preference and target ("" for none) and, when given, this
+// InstanceMarketOptions.MarketType.
+func (e *env) createReservationLT(t *testing.T, name, preference, target string, marketType ...ec2types.MarketType) {
 	t.Helper()
 	data := &ec2types.RequestLaunchTemplateData{ImageId: aws.String(e.al2023(t, "x86_64"))}
+	if len(marketType) > 0 {
+		data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: marketType[0]}
+	}
 	if preference != "" {
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationPreference: ec2types.CapacityReservationPreference(preference)}
@@ -224,8 +230,9 @@ func TestCreateFleetCapacityBlock(t *testing.T) {
 		ReservationType: "capacity-block", EndDate: epoch.Add(24 * time.Hour)})
 	later := e.addReservation(t, ec2sim.CapacityReservation{InstanceType: "p5.48xlarge", Zone: "us-east-1a", TotalInstanceCount: 1,
 		ReservationType: "capacity-block", StartDate: epoch.Add(time.Hour), EndDate: epoch.Add(24 * time.Hour)})
-	e.createReservationLT(t, "block", "capacity-reservations-only", block.ID)
-	e.createReservationLT(t, "later", "capacity-reservations-only", later.ID)
+	e.createReservationLT(t, "block", "capacity-reservations-only", block.ID, ec2types.MarketTypeCapacityBlock)
+	e.createReservationLT(t, "block-without-market-type", "capacity-reservations-only", block.ID)
+	e.createReservationLT(t, "later", "capacity-reservations-only", later.ID, ec2types.MarketTypeCapacityBlock)
 	e.createReservationLT(t, "untargeted", "none", "")
 	subnet := e.subnets()["us-east-1a"]
 
@@ -238,6 +245,9 @@ func TestCreateFleetCapacityBlock(t *testing.T) {
 		t.Errorf("block instance: reservation %q lifecycle %q", aws.ToString(in.CapacityReservationId), in.InstanceLifecycle)
 	}
 	for _, tc := range []struct{ lt, capacityType, code string }{
+		// EC2 refuses a launch into a capacity block whose launch
+		// template lacks MarketType capacity-block.
+		{"block-without-market-type", "capacity-block", "InvalidParameterValue"},
 		{"later", "capacity-block", "InvalidCapacityReservationId.NotFound"}, // scheduled, not active
 		{"untargeted", "capacity-block", "MissingParameter"},
 		{"block", "on-demand", "InvalidParameterCombination"},
@@ -246,5 +256,43 @@ func TestCreateFleetCapacityBlock(t *testing.T) {
 		if err != nil || len(instanceIDs(out)) != 0 || len(out.Errors) == 0 || aws.ToString(out.Errors[0].ErrorCode) != tc.code {
 			t.Errorf("%s as %s: %v, %v, errors %v; want error %s", tc.lt, tc.capacityType, out, err, fleetErrors(out), tc.code)
 		}
+	}
+}
+
+func TestCreateFleetReservationNeedsItsMarketType(t *testing.T) {
+	e := newEnv(t, ec2sim.Options{})
+	odcr := e.addReservation(t, ec2sim.CapacityReservation{InstanceType: "m5.large", Zone: "us-east-1a", TotalInstanceCount: 2, InstanceMatchCriteria: "targeted"})
+	interruptible := e.addReservation(t, ec2sim.CapacityReservation{InstanceType: "m5.large", Zone: "us-east-1a", TotalInstanceCount: 2,
+		InstanceMatchCriteria: "targeted", Interruptible: true})
+	e.createReservationLT(t, "odcr-as-block", "capacity-reservations-only", odcr.ID, ec2types.MarketTypeCapacityBlock)
+	e.createReservationLT(t, "interruptible-plain", "capacity-reservations-only", interruptible.ID)
+	e.createReservationLT(t, "interruptible", "capacity-reservations-only", interruptible.ID, ec2types.MarketTypeInterruptibleCapacityReservation)
+	e.createReservationLT(t, "odcr", "capacity-reservations-only", odcr.ID)
+	subnet := e.subnets()["us-east-1a"]
+	for _, tc := range []struct{ lt, capacityType, code string }{
+		{"odcr-as-block", "on-demand", "InvalidParameterValue"},
+		{"interruptible-plain", "reserved-capacity", "InvalidParameterValue"},
+		{"interruptible", "reserved-capacity", ""},
+		{"odcr", "on-demand", ""},
+	} {
+		out, err := e.ec2.CreateFleet(t.Context(), fleetInput(tc.lt, tc.capacityType, 1, []string{"m5.large"}, []string{subnet}))
+		if err != nil {
+			t.Fatalf("%s: CreateFleet error = %v", tc.lt, err)
+		}
+		if tc.code == "" {
+			if len(instanceIDs(out)) != 1 {
+				t.Errorf("%s as %s: no instance, errors %v", tc.lt, tc.capacityType, fleetErrors(out))
+			}
+			continue
+		}
+		if len(instanceIDs(out)) != 0 || len(out.Errors) == 0 || aws.ToString(out.Errors[0].ErrorCode) != tc.code {
+			t.Errorf("%s as %s: instances %v, errors %v; want error %s", tc.lt, tc.capacityType, instanceIDs(out), fleetErrors(out), tc.code)
+		}
+	}
+	_, err := e.ec2.CreateLaunchTemplate(t.Context(), &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("bad-market"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(e.al2023(t, "x86_64")),
+			InstanceMarketOptions: &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: "on-demand"}}})
+	if code, _ := apiCode(err); code != "InvalidParameterValue" {
+		t.Errorf("CreateLaunchTemplate(MarketType on-demand) error = %v, want InvalidParameterValue", err)
 	}
 }

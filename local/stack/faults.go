@@ -226,5 +226,5 @@ func (s *Stack) MarkOfferingUnavailable(ctx context.Context, capacityType, insta
 		return errors.New("mark offering unavailable: the stack has no store yet")
 	}
 	return s.store.MarkUnavailable(ctx, catalog.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone},
-		"marked by a test", time.Now(), catalog.UnavailableOfferingsTTL)
+		"marked by a test", s.now(), catalog.UnavailableOfferingsTTL)
 }

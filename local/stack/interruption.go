@@ -106,7 +106,7 @@ func (s *Stack) startInterruption(startCtx, runCtx context.Context, env map[stri
 		return false, fmt.Errorf("interruption config: %w", err)
 	}
 	h, err := interruptionhandler.New(cfg, interruptionhandler.Clients{DynamoDB: c.ddb, SFN: s.sfn},
-		s.log.With("function", "interruption"), time.Now)
+		s.log.With("function", "interruption"), s.now)
 	if err != nil {
 		return false, fmt.Errorf("interruption: %w", err)
 	}
@@ -369,7 +369,7 @@ func (s *Stack) EventRecords(ctx context.Context) ([]ddbstore.Event, error) {
 	if s.store == nil {
 		return nil, errors.New("event records: the stack's store is not running")
 	}
-	l, err := s.store.ListEvents(ctx, time.Now())
+	l, err := s.store.ListEvents(ctx, s.now())
 	if err != nil {
 		return nil, fmt.Errorf("stack: %w", err)
 	}
@@ -383,7 +383,7 @@ func (s *Stack) BudgetLeases(ctx context.Context, nodePool string) ([]ddbstore.B
 	if s.store == nil {
 		return nil, errors.New("budget leases: the stack's store is not running")
 	}
-	l, err := s.store.ListBudgetLeases(ctx, nodePool, time.Now())
+	l, err := s.store.ListBudgetLeases(ctx, nodePool, s.now())
 	if err != nil {
 		return nil, fmt.Errorf("stack: %w", err)
 	}

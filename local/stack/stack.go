@@ -147,11 +147,18 @@ type Options struct {
 	BatchIdle, BatchMax time.Duration
 	// GCInterval is how often the gc handler runs (zero: one minute).
 	GCInterval time.Duration
-	// GCClock is the gc handler's clock (nil: time.Now), so that a test
+	// Clock is the handlers' clock (intake, provisioner, gc, disruption,
+	// disrupttask, interruption; nil: time.Now), so that a test can move
+	// the whole control plane ahead, past a capacity block's expiry for
+	// one, without waiting; give the simulator the same clock (SimClock).
+	// Kubernetes and the forwarder keep the wall clock.
+	Clock func() time.Time
+	// GCClock, when set, is the gc handler's clock instead of Clock, so that a test
 	// can run garbage collection minutes ahead (Stack.RunGC) without
 	// waiting for them.
 	GCClock func() time.Time
-	// ProvisionerClock is the provisioner's clock (nil: time.Now): a test
+	// ProvisionerClock, when set, is the provisioner's clock instead of
+	// Clock: a test
 	// moves it ahead to outlast a cache the provisioner keeps by its own
 	// clock, such as the 30-minute authorization verdict of an
 	// EC2NodeClass (provisioning.AuthCheckTTL), without waiting for it.
@@ -561,7 +568,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("intake config: %w", err)
 	}
-	intake, err := intakehandler.New(icfg, intakehandler.Deps{Store: killableStore{store}, Queue: killableSender{sender}, Log: s.log.With("function", "intake"), Now: time.Now})
+	intake, err := intakehandler.New(icfg, intakehandler.Deps{Store: killableStore{store}, Queue: killableSender{sender}, Log: s.log.With("function", "intake"), Now: s.now})
 	if err != nil {
 		return fmt.Errorf("intake: %w", err)
 	}
@@ -575,7 +582,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	}
 	provClock := opts.ProvisionerClock
 	if provClock == nil {
-		provClock = time.Now
+		provClock = s.now
 	}
 	prov, err := provisionerhandler.New(pcfg, provisionerhandler.Clients{DynamoDB: ddb, EC2: ec2Client, SSM: ssmClient, IAM: iamClient, Nodes: nodes},
 		s.log.With("function", "provisioner"), provClock)
@@ -588,7 +595,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	}
 	gcClock := opts.GCClock
 	if gcClock == nil {
-		gcClock = time.Now
+		gcClock = s.now
 	}
 	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Pricing: pricingClient, IAM: iamClient, Nodes: nodes}, s.log.With("function", "gc"), gcClock)
 	if err != nil {
@@ -688,6 +695,14 @@ func (s *Stack) stop(removeDir bool) error {
 		s.stopErr = errors.Join(errs...)
 	})
 	return s.stopErr
+}
+
+// now is the handlers' clock: Options.Clock, else the wall clock.
+func (s *Stack) now() time.Time {
+	if s.opts.Clock != nil {
+		return s.opts.Clock()
+	}
+	return time.Now()
 }
 
 // LogPath returns the path of a stack log: "forwarder" or "functions", or a

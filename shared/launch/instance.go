@@ -23,6 +23,10 @@ type Instance struct {
 	CapacityType string
 	// ReservationID is the capacity reservation of a reserved instance.
 	ReservationID string
+	// ReservationType is that reservation's type (v1.ReservationTypeDefault
+	// or v1.ReservationTypeCapacityBlock) when the launch knows it ("" for
+	// a listed instance).
+	ReservationType string
 	// Tenancy is its Placement.Tenancy ("default" or "dedicated"; "" when
 	// unknown).
 	Tenancy string

@@ -27,6 +27,9 @@ type Offering struct {
 	// ReservationType is the reservation's type (v1.ReservationTypeDefault
 	// or v1.ReservationTypeCapacityBlock), reserved offerings only.
 	ReservationType string
+	// Interruptible marks an offering of an interruptible capacity
+	// reservation (reserved offerings only).
+	Interruptible bool
 	// Price is USD per hour.
 	Price float64
 }
@@ -197,7 +200,7 @@ func ChooseInto(buf []Offering, cands []Candidate) Plan {
 			if o.CapacityType != p.CapacityType {
 				continue
 			}
-			p.Offerings = append(p.Offerings, Offering{InstanceType: c.Type.Name, Zone: o.Zone, CapacityType: o.CapacityType, ReservationID: o.ReservationID, ReservationType: o.ReservationType, Price: o.Price})
+			p.Offerings = append(p.Offerings, Offering{InstanceType: c.Type.Name, Zone: o.Zone, CapacityType: o.CapacityType, ReservationID: o.ReservationID, ReservationType: o.ReservationType, Interruptible: o.Interruptible, Price: o.Price})
 		}
 		if p.CapacityType == v1.CapacityTypeReserved {
 			p.Offerings = append(p.Offerings[:start], onePerZone(p.Offerings[start:])...)
@@ -211,11 +214,14 @@ func ChooseInto(buf []Offering, cands []Candidate) Plan {
 	slices.SortStableFunc(p.Offerings, func(a, b Offering) int { return cmp.Compare(a.Price, b.Price) })
 	if p.CapacityType == v1.CapacityTypeReserved && len(p.Offerings) > 0 {
 		// One launch targets one kind of reservation (karpenter-spec §4
-		// step 2, capacity-reservation-type filter): the cheapest
-		// offering's type; a capacity block and an ODCR cannot share a
-		// CreateFleet (DefaultTargetCapacityType differs).
-		keep := p.Offerings[0].ReservationType
-		p.Offerings = slices.DeleteFunc(p.Offerings, func(o Offering) bool { return o.ReservationType != keep })
+		// step 2, capacity-reservation-type filter: default, capacity-block
+		// or interruptible): the cheapest offering's kind; no two kinds can
+		// share a CreateFleet (DefaultTargetCapacityType and the launch
+		// templates' market type differ).
+		keep := p.Offerings[0]
+		p.Offerings = slices.DeleteFunc(p.Offerings, func(o Offering) bool {
+			return o.ReservationType != keep.ReservationType || o.Interruptible != keep.Interruptible
+		})
 	}
 	return p
 }

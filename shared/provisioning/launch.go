@@ -556,7 +556,12 @@ func launchedClaim(claim v1.NodeClaim, inst launch.Instance, class *v1.EC2NodeCl
 	c.Labels[v1.LabelInstanceTenancy] = cmp.Or(inst.Tenancy, launch.Tenancy(requirements.FromNodeSelector(claim.Spec.Requirements)))
 	c.Labels[v1.LabelEC2NodeClass] = class.Name
 	if inst.ReservationID != "" {
+		// The reservation labels of a reserved NodeClaim (aws:
+		// pkg/cloudprovider/cloudprovider.go instanceToNodeClaim).
 		c.Labels[v1.LabelCapacityReservationID] = inst.ReservationID
+		if inst.ReservationType != "" {
+			c.Labels[v1.LabelCapacityReservationType] = inst.ReservationType
+		}
 	}
 	if class.Status.InstanceProfile != "" {
 		c.Annotations[v1.AnnotationInstanceProfileName] = class.Status.InstanceProfile

@@ -179,7 +179,8 @@ func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (p
 	templates := fleet.TemplateFunc(func(ctx context.Context, tr fleet.TemplateRequest) ([]launch.Template, error) {
 		return l.Templates.EnsureLaunchTemplates(ctx, nodeclass.TemplateRequest{
 			Cluster: l.Cluster, NodeClass: &class, NodeClaim: &claim,
-			CapacityType: tr.CapacityType, ReservationID: tr.ReservationID, InstanceTypes: tr.InstanceTypes, Tenancy: tr.Tenancy,
+			CapacityType: tr.CapacityType, ReservationID: tr.ReservationID, ReservationType: tr.ReservationType,
+			ReservationInterruptible: tr.ReservationInterruptible, InstanceTypes: tr.InstanceTypes, Tenancy: tr.Tenancy,
 		})
 	})
 	res, err := l.Fleet.Launch(ctx, fleet.Request{

@@ -53,6 +53,12 @@ type TemplateRequest struct {
 	// ReservationID is the capacity reservation the templates must target
 	// (reserved launches only).
 	ReservationID string
+	// ReservationType is that reservation's type (v1.ReservationTypeDefault
+	// or v1.ReservationTypeCapacityBlock) and ReservationInterruptible
+	// whether it is an interruptible reservation: they set the templates'
+	// market type (reserved launches only).
+	ReservationType          string
+	ReservationInterruptible bool
 	// InstanceTypes are the types the launch will request, cheapest first.
 	InstanceTypes []*catalog.InstanceType
 	// Tenancy is the launch's tenancy (launch.Tenancy of the claim's

@@ -124,6 +124,13 @@ func (c *Client) Launch(ctx context.Context, req Request) (Result, error) {
 		// options (karpenter-spec §4 step 7); the plan holds one
 		// reservation type.
 		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeCapacityBlock
+	case p.CapacityType == v1.CapacityTypeReserved && len(p.Offerings) > 0 && p.Offerings[0].Interruptible:
+		// Interruptible reservations launch as reserved-capacity with
+		// their reservation type (karpenter-spec §4 step 7; EC2 API
+		// ReservedCapacityOptionsRequest, which requires reserved-capacity).
+		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeReservedCapacity
+		in.ReservedCapacityOptions = &ec2types.ReservedCapacityOptionsRequest{ReservationTypes: []ec2types.FleetReservationType{ec2types.FleetReservationTypeInterruptibleCapacityReservation}}
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
@@ -246,8 +253,9 @@ func (c *Client) templateConfigs(ctx context.Context, req *Request, p *plan) ([]
 		byName[it.Name] = it
 	}
 	type group struct {
-		reservation string
-		types       []*catalog.InstanceType
+		reservation, reservationType string
+		interruptible                bool
+		types                        []*catalog.InstanceType
 	}
 	var groups []group
 	if p.CapacityType == v1.CapacityTypeReserved {
@@ -257,7 +265,7 @@ func (c *Client) templateConfigs(ctx context.Context, req *Request, p *plan) ([]
 			if !ok {
 				i = len(groups)
 				byID[o.ReservationID] = i
-				groups = append(groups, group{reservation: o.ReservationID})
+				groups = append(groups, group{reservation: o.ReservationID, reservationType: o.ReservationType, interruptible: o.Interruptible})
 			}
 			if it := byName[o.InstanceType]; !slices.Contains(groups[i].types, it) {
 				groups[i].types = append(groups[i].types, it)
@@ -272,7 +280,8 @@ func (c *Client) templateConfigs(ctx context.Context, req *Request, p *plan) ([]
 	}
 	var configs []config
 	for _, g := range groups {
-		lts, err := req.Templates.LaunchTemplates(ctx, TemplateRequest{CapacityType: p.CapacityType, ReservationID: g.reservation, InstanceTypes: g.types, Tenancy: p.Tenancy})
+		lts, err := req.Templates.LaunchTemplates(ctx, TemplateRequest{CapacityType: p.CapacityType, ReservationID: g.reservation,
+			ReservationType: g.reservationType, ReservationInterruptible: g.interruptible, InstanceTypes: g.types, Tenancy: p.Tenancy})
 		if err != nil {
 			return nil, fmt.Errorf("launch templates: %w", err)
 		}
@@ -398,7 +407,8 @@ func fold(res Result, out *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, p *p
 			inst.ZoneID = s.ZoneID
 		}
 		if inst.CapacityType == v1.CapacityTypeReserved {
-			inst.ReservationID = reservationOf(p, inst.InstanceType, inst.Zone)
+			o := reservationOf(p, inst.InstanceType, inst.Zone)
+			inst.ReservationID, inst.ReservationType = o.ReservationID, o.ReservationType
 		}
 		res.Instance = inst
 		return res, nil
@@ -456,13 +466,15 @@ func zoneOfSubnet(p *plan, subnetID string) string {
 	return ""
 }
 
-func reservationOf(p *plan, instanceType, zone string) string {
+// reservationOf is the plan's reserved offering of the type in the zone
+// (zero when there is none).
+func reservationOf(p *plan, instanceType, zone string) launch.Offering {
 	for _, o := range p.Offerings {
 		if o.InstanceType == instanceType && o.Zone == zone {
-			return o.ReservationID
+			return o
 		}
 	}
-	return ""
+	return launch.Offering{}
 }
 
 func codes(errs []error) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -571,17 +572,63 @@ func TestLaunchCapacityBlockAsCapacityBlock(t *testing.T) {
 			catalog.Offering{Zone: "us-east-1a", CapacityType: v1.CapacityTypeReserved, Price: 0.00002, Available: true, ReservationID: "cr-odcr", ReservationType: v1.ReservationTypeDefault})
 	}
 	r := request(ec2api, nodeClaim(), instanceType("m5.large", 2, 0.096, 0.04, reserved))
-	r.Templates = &templates{ec2: ec2api}
-	if _, err := fleet.New(ec2api).Launch(t.Context(), r); err != nil {
+	tmpl := &templates{ec2: ec2api}
+	r.Templates = tmpl
+	res, err := fleet.New(ec2api).Launch(t.Context(), r)
+	if err != nil {
 		t.Fatalf("Launch() error = %v", err)
 	}
 	in := ec2api.On.CreateFleet.Inputs()[0]
 	if got := in.TargetCapacitySpecification.DefaultTargetCapacityType; got != ec2types.DefaultTargetCapacityTypeCapacityBlock || in.OnDemandOptions != nil {
 		t.Errorf("DefaultTargetCapacityType = %q, OnDemandOptions %+v; want capacity-block without on-demand options", got, in.OnDemandOptions)
 	}
+	// The templates are asked for the block's type: they set the market
+	// type capacity-block, which EC2 requires.
+	want := []fleet.TemplateRequest{{CapacityType: v1.CapacityTypeReserved, ReservationID: "cr-block", ReservationType: v1.ReservationTypeCapacityBlock, Tenancy: "default"}}
+	if diff := cmp.Diff(want, tmpl.requests, cmpopts.IgnoreFields(fleet.TemplateRequest{}, "InstanceTypes")); diff != "" {
+		t.Errorf("template requests mismatch (-want +got):\n%s", diff)
+	}
+	if i := res.Instance; i.ReservationID != "cr-block" || i.ReservationType != v1.ReservationTypeCapacityBlock {
+		t.Errorf("instance reservation = %q %q, want cr-block capacity-block", i.ReservationID, i.ReservationType)
+	}
 	// The ODCR is another kind of reservation: not in the same fleet.
 	if diff := cmp.Diff([]string{"m5.large us-east-1b subnet-b1"}, overrideKeys(t, ec2api)); diff != "" {
 		t.Errorf("overrides mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestLaunchInterruptibleReservationAsReservedCapacity(t *testing.T) {
+	ec2api := awstest.NewEC2(t)
+	reserved := func(it *catalog.InstanceType) {
+		it.Offerings = append(it.Offerings,
+			catalog.Offering{Zone: "us-east-1b", CapacityType: v1.CapacityTypeReserved, Price: 0.00001, Available: true, ReservationID: "cr-int", ReservationType: v1.ReservationTypeDefault, Interruptible: true},
+			catalog.Offering{Zone: "us-east-1a", CapacityType: v1.CapacityTypeReserved, Price: 0.00002, Available: true, ReservationID: "cr-odcr", ReservationType: v1.ReservationTypeDefault})
+	}
+	r := request(ec2api, nodeClaim(), instanceType("m5.large", 2, 0.096, 0.04, reserved))
+	tmpl := &templates{ec2: ec2api}
+	r.Templates = tmpl
+	res, err := fleet.New(ec2api).Launch(t.Context(), r)
+	if err != nil {
+		t.Fatalf("Launch() error = %v", err)
+	}
+	in := ec2api.On.CreateFleet.Inputs()[0]
+	if got := in.TargetCapacitySpecification.DefaultTargetCapacityType; got != ec2types.DefaultTargetCapacityTypeReservedCapacity {
+		t.Errorf("DefaultTargetCapacityType = %q, want reserved-capacity", got)
+	}
+	wantOpts := &ec2types.ReservedCapacityOptionsRequest{ReservationTypes: []ec2types.FleetReservationType{ec2types.FleetReservationTypeInterruptibleCapacityReservation}}
+	if diff := cmp.Diff(wantOpts, in.ReservedCapacityOptions, cmpopts.IgnoreUnexported(ec2types.ReservedCapacityOptionsRequest{})); diff != "" {
+		t.Errorf("ReservedCapacityOptions mismatch (-want +got):\n%s", diff)
+	}
+	// An interruptible reservation and an ODCR are different kinds: one
+	// fleet holds one.
+	if diff := cmp.Diff([]string{"m5.large us-east-1b subnet-b1"}, overrideKeys(t, ec2api)); diff != "" {
+		t.Errorf("overrides mismatch (-want +got):\n%s", diff)
+	}
+	if len(tmpl.requests) != 1 || tmpl.requests[0].ReservationID != "cr-int" || !tmpl.requests[0].ReservationInterruptible {
+		t.Errorf("template requests = %+v, want one for interruptible cr-int", tmpl.requests)
+	}
+	if res.Instance.ReservationID != "cr-int" || res.Instance.ReservationType != v1.ReservationTypeDefault {
+		t.Errorf("instance = %+v, want one in reservation cr-int of type default", res.Instance)
 	}
 }
 

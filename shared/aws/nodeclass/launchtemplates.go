@@ -58,6 +58,18 @@ type TemplateRequest struct {
 	CapacityType string
 	// ReservationID targets a capacity reservation (reserved launches).
 	ReservationID string
+	// ReservationType is the targeted reservation's type
+	// (v1.ReservationTypeDefault or v1.ReservationTypeCapacityBlock; ""
+	// means default). A capacity block makes the templates' market type
+	// capacity-block, which EC2 requires of every launch into one (EC2 User
+	// Guide, "Launch instances using Capacity Blocks"; without it the launch
+	// fails with InvalidParameterValue). Ignored without ReservationID.
+	ReservationType string
+	// ReservationInterruptible marks the targeted reservation as an
+	// interruptible capacity reservation: the templates' market type is
+	// interruptible-capacity-reservation (karpenter-spec §4 step 6).
+	// Ignored without ReservationID.
+	ReservationInterruptible bool
 	// InstanceTypes are the types to serve, cheapest first.
 	InstanceTypes []*catalog.InstanceType
 	// Tenancy is the launch's tenancy (launch.Tenancy): "dedicated" sets
@@ -79,7 +91,8 @@ type TemplateRequest struct {
 // connectionTracking or an IPv6 cluster needs them; spec.connectionTracking's
 // timeouts, in seconds, go on every interface), IMDS options (default: endpoint enabled, IPv6
 // disabled, hop limit 1, tokens required; instance tags off), the capacity
-// reservation preference (the target reservation, else none), the user data
+// reservation preference (the target reservation, else none) with, for a
+// capacity block or an interruptible reservation, its market type, the user data
 // (amifamily, base64), spec.cpuOptions.nestedVirtualization as CpuOptions,
 // the placement (Tenancy dedicated for a dedicated
 // launch) and, as tags of itself and of its network interfaces
@@ -205,7 +218,10 @@ func templates(req TemplateRequest) ([]wantedTemplate, error) {
 	}
 	labels[v1.LabelCapacityType] = req.CapacityType
 	if req.ReservationID != "" {
+		// The reservation labels Karpenter puts on a reserved node (aws:
+		// pkg/cloudprovider/cloudprovider.go instanceToNodeClaim).
 		labels[v1.LabelCapacityReservationID] = req.ReservationID
+		labels[v1.LabelCapacityReservationType] = reservationType(req.ReservationType)
 	}
 	taints := append(slices.Clone(claim.Spec.Taints), claim.Spec.StartupTaints...)
 	var out []wantedTemplate
@@ -257,6 +273,9 @@ func templateData(req TemplateRequest, family amifamily.Family, profile, imageID
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
 			CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(req.ReservationID)},
+		}
+		if m := marketType(req); m != "" {
+			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: m}
 		}
 	}
 	if c := nc.Spec.CPUOptions; c != nil && c.NestedVirtualization != nil {
@@ -323,6 +342,29 @@ func templateData(req TemplateRequest, family amifamily.Family, profile, imageID
 		data.NetworkInterfaces = append(data.NetworkInterfaces, spec)
 	}
 	return data
+}
+
+// reservationType is t, or v1.ReservationTypeDefault when t is "".
+func reservationType(t string) string {
+	if t == "" {
+		return v1.ReservationTypeDefault
+	}
+	return t
+}
+
+// marketType is the launch template market type of a reserved launch:
+// capacity-block into a capacity block, interruptible-capacity-reservation
+// into an interruptible reservation, none ("") into an On-Demand Capacity
+// Reservation (EC2 API LaunchTemplateInstanceMarketOptionsRequest;
+// karpenter-spec §4 step 6).
+func marketType(req TemplateRequest) ec2types.MarketType {
+	switch {
+	case req.ReservationType == v1.ReservationTypeCapacityBlock:
+		return ec2types.MarketTypeCapacityBlock
+	case req.ReservationInterruptible:
+		return ec2types.MarketTypeInterruptibleCapacityReservation
+	}
+	return ""
 }
 
 // metadataOptions applies the CRD defaults (karpenter-spec §1.3).

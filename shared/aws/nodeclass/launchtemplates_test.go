@@ -396,3 +396,78 @@ func TestEnsureLaunchTemplatesCPUOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestEnsureLaunchTemplatesReservationMarketTypeAndLabels(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		resType       string
+		interruptible bool
+		wantMarket    *ec2types.LaunchTemplateInstanceMarketOptionsRequest
+		wantLabels    []string
+	}{
+		{name: "on-demand capacity reservation has no market type", resType: v1.ReservationTypeDefault,
+			wantLabels: []string{"karpenter.k8s.aws/capacity-reservation-type=default"}},
+		{name: "reservation type unset is an on-demand capacity reservation",
+			wantLabels: []string{"karpenter.k8s.aws/capacity-reservation-type=default"}},
+		{name: "capacity block launches with market type capacity-block", resType: v1.ReservationTypeCapacityBlock,
+			wantMarket: &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock},
+			wantLabels: []string{"karpenter.k8s.aws/capacity-reservation-type=capacity-block"}},
+		{name: "interruptible reservation launches with its market type", resType: v1.ReservationTypeDefault, interruptible: true,
+			wantMarket: &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeInterruptibleCapacityReservation},
+			wantLabels: []string{"karpenter.k8s.aws/capacity-reservation-type=default"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := awstest.NewEC2(t)
+			req := templateRequest()
+			req.InstanceTypes = req.InstanceTypes[1:2]
+			req.CapacityType = v1.CapacityTypeReserved
+			req.ReservationID, req.ReservationType, req.ReservationInterruptible = "cr-0123", tc.resType, tc.interruptible
+			got, err := nodeclass.New(e, awstest.NewSSM(t), clock).EnsureLaunchTemplates(t.Context(), req)
+			if err != nil {
+				t.Fatalf("EnsureLaunchTemplates() error = %v", err)
+			}
+			data, _, _ := e.LaunchTemplateData(got[0].Name)
+			if diff := cmp.Diff(tc.wantMarket, data.InstanceMarketOptions, sdkOpts); diff != "" {
+				t.Errorf("market options mismatch (-want +got):\n%s", diff)
+			}
+			wantSpec := &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+				CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
+				CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String("cr-0123")},
+			}
+			if diff := cmp.Diff(wantSpec, data.CapacityReservationSpecification, sdkOpts); diff != "" {
+				t.Errorf("capacity reservation specification mismatch (-want +got):\n%s", diff)
+			}
+			userData, _ := base64.StdEncoding.DecodeString(aws.ToString(data.UserData))
+			for _, want := range append([]string{"karpenter.sh/capacity-type=reserved", "karpenter.k8s.aws/capacity-reservation-id=cr-0123"}, tc.wantLabels...) {
+				if !strings.Contains(string(userData), want) {
+					t.Errorf("user data lacks node label %q:\n%s", want, userData)
+				}
+			}
+			// Karpenter labels a reserved node with the reservation's ID
+			// and type only (aws: pkg/cloudprovider/cloudprovider.go).
+			if strings.Contains(string(userData), v1.LabelCapacityReservationInterruptible) {
+				t.Errorf("user data carries %s:\n%s", v1.LabelCapacityReservationInterruptible, userData)
+			}
+		})
+	}
+}
+
+func TestEnsureLaunchTemplatesWithoutReservationHasNoMarketType(t *testing.T) {
+	e := awstest.NewEC2(t)
+	req := templateRequest()
+	req.InstanceTypes = req.InstanceTypes[1:2]
+	req.CapacityType = v1.CapacityTypeOnDemand
+	req.ReservationType = v1.ReservationTypeCapacityBlock // ignored without a reservation
+	got, err := nodeclass.New(e, awstest.NewSSM(t), clock).EnsureLaunchTemplates(t.Context(), req)
+	if err != nil {
+		t.Fatalf("EnsureLaunchTemplates() error = %v", err)
+	}
+	data, _, _ := e.LaunchTemplateData(got[0].Name)
+	if data.InstanceMarketOptions != nil {
+		t.Errorf("InstanceMarketOptions = %+v, want none for an on-demand launch", data.InstanceMarketOptions)
+	}
+	userData, _ := base64.StdEncoding.DecodeString(aws.ToString(data.UserData))
+	if strings.Contains(string(userData), "capacity-reservation") {
+		t.Errorf("user data of an on-demand launch carries reservation labels:\n%s", userData)
+	}
+}
