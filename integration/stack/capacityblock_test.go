@@ -1,9 +1,7 @@
 package stack_test
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,49 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodewright/nodewright/deploy/demo"
 	"github.com/nodewright/nodewright/local/ec2sim"
 	"github.com/nodewright/nodewright/local/stack"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
-
-// blockClassYAML is the guide's EC2NodeClass renamed "blocks" and
-// selecting capacity reservation id.
-func blockClassYAML(t testing.TB, id string) []byte {
-	t.Helper()
-	data, err := demo.GuideComplete.ReadFile("guide-complete/ec2nodeclass.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data = bytes.Replace(data, []byte("name: production"), []byte("name: blocks"), 1)
-	return append(bytes.TrimRight(data, "\n"), []byte(fmt.Sprintf("\n  capacityReservationSelectorTerms:\n    - id: %s\n", id))...)
-}
-
-// blockPoolYAML is a NodePool of m5.large nodes of capacity type reserved,
-// falling back to on-demand, over the "blocks" EC2NodeClass; only the
-// capacity block's expiry disrupts it (consolidation never acts).
-const blockPoolYAML = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: blocks
-spec:
-  template:
-    spec:
-      requirements:
-        - key: karpenter.sh/capacity-type
-          operator: In
-          values: ['reserved', 'on-demand']
-        - key: node.kubernetes.io/instance-type
-          operator: In
-          values: ['m5.large']
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: blocks
-  disruption:
-    consolidationPolicy: WhenEmpty
-    consolidateAfter: Never
-`
 
 // TestCapacityBlockExpiryDrainsAndReplaces checks a capacity block end to
 // end (karpenter-spec §4 steps 6-7 and §5: capacity blocks are expiring 40
@@ -78,10 +37,10 @@ func TestCapacityBlockExpiryDrainsAndReplaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Apply(ctx, blockClassYAML(t, block.ID)); err != nil {
+	if err := s.Apply(ctx, reservationClassYAML(t, "blocks", block.ID)); err != nil {
 		t.Fatalf("apply EC2NodeClass: %v", err)
 	}
-	if err := s.Apply(ctx, []byte(blockPoolYAML)); err != nil {
+	if err := s.Apply(ctx, reservedPoolYAML("blocks", "m5.large")); err != nil {
 		t.Fatalf("apply NodePool: %v", err)
 	}
 	if _, err := s.Kube.AppsV1().Deployments("default").Create(ctx, deployment("trainer", 1, "500m", "512Mi"), metav1.CreateOptions{}); err != nil {

@@ -1,8 +1,9 @@
 package stack_test
 
 import (
+	"bytes"
 	"context"
-	"strings"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,27 +14,40 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
-// reservedPoolYAML is a NodePool over the guide's EC2NodeClass that
-// launches only instanceType, reserved first and on-demand after.
-func reservedPoolYAML(instanceType string) []byte {
+// reservationClassYAML is the guide's EC2NodeClass renamed name and
+// selecting capacity reservation id (capacityReservationSelectorTerms).
+func reservationClassYAML(t testing.TB, name, id string) []byte {
+	t.Helper()
+	data, err := guideFile("ec2nodeclass.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.Replace(data, []byte("name: production"), []byte("name: "+name), 1)
+	return append(bytes.TrimRight(data, "\n"), []byte(fmt.Sprintf("\n  capacityReservationSelectorTerms:\n    - id: %s\n", id))...)
+}
+
+// reservedPoolYAML is a NodePool called name over the EC2NodeClass of the
+// same name that launches only instanceType, reserved first and on-demand
+// after; consolidation never acts, so only a test's cause disrupts it.
+func reservedPoolYAML(name, instanceType string) []byte {
 	return []byte(`apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata:
-  name: reserved
+  name: ` + name + `
 spec:
   template:
     spec:
       requirements:
-        - key: node.kubernetes.io/instance-type
-          operator: In
-          values: ['` + instanceType + `']
         - key: karpenter.sh/capacity-type
           operator: In
           values: ['reserved', 'on-demand']
+        - key: node.kubernetes.io/instance-type
+          operator: In
+          values: ['` + instanceType + `']
       nodeClassRef:
         group: karpenter.k8s.aws
         kind: EC2NodeClass
-        name: production
+        name: ` + name + `
   disruption:
     consolidationPolicy: WhenEmpty
     consolidateAfter: Never
@@ -42,7 +56,7 @@ spec:
 
 // TestReservedPoolFillsTheReservationThenOnDemand: a targeted On-Demand
 // Capacity Reservation of 2 instances, selected by the guide's
-// EC2NodeClass (capacityReservationSelectorTerms by id), and a NodePool of
+// EC2NodeClass renamed "reserved" (capacityReservationSelectorTerms by id), and a NodePool of
 // capacity types reserved and on-demand; 3 pods that each need a node of
 // their own launch 2 instances into the reservation (EC2 reports their
 // CapacityReservationId, their nodes are labelled capacity-type reserved
@@ -59,15 +73,10 @@ func TestReservedPoolFillsTheReservationThenOnDemand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	class, err := guideFile("ec2nodeclass.yaml")
-	if err != nil {
+	if err := s.Apply(ctx, reservationClassYAML(t, "reserved", cr.ID)); err != nil {
 		t.Fatal(err)
 	}
-	withReservation := strings.Replace(string(class), "spec:\n", "spec:\n  capacityReservationSelectorTerms:\n    - id: "+cr.ID+"\n", 1)
-	if err := s.Apply(ctx, []byte(withReservation)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Apply(ctx, reservedPoolYAML(instanceType)); err != nil {
+	if err := s.Apply(ctx, reservedPoolYAML("reserved", instanceType)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Kube.AppsV1().Deployments("default").Create(ctx, spreadOnePerNode(deployment("inflate", 3, "500m", "512Mi")), metav1.CreateOptions{}); err != nil {

@@ -410,26 +410,12 @@ type Storage struct {
 	Volumes  VolumeSource
 }
 
-// Snapshot builds the cluster snapshot: every node, every bound pod that is
-// not terminal (with its claim volumes), every PDB, every DaemonSet, the
-// foreign NodeClaims (reported for adoption), every CSINode and the
-// claims, bound volumes and classes the bound pods name (from storage), in
-// name order (storage objects in first-seen order of the sorted pods),
-// split into as few parts as the bounds allow. hash identifies the content
-// (not the time), so an unchanged cluster can skip a post; decision
-// identifies what the decisions read of it with the churn of replaced pods
-// left out: every item but a pod's name, UID and CreationTimestamp when the
-// pod has no karpenter.sh/do-not-disrupt annotation (that annotation's
-// duration runs from the pod's start), with the pods as a set. A pod
-// deleted and recreated by its owner with the same spec, labels,
-// annotations and owner on the same node therefore leaves decision
-// unchanged; any other change of a node, pod, PDB, DaemonSet, foreign
-// NodeClaim, CSINode or storage object changes it. Nodes carry no
-// LastPodEventTime here (the forwarder stamps it on the parts after), so
-// neither hash covers it. Each item is encoded once to compute both hashes
-// and the parts' sizes.
-func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, daemonSets []*appsv1.DaemonSet,
-	foreign []v1.NodeClaim, storage Storage) (parts []v1.ClusterSnapshot, hash, decision string, err error) {
+// summarizeCluster is the snapshot's content before encoding: the
+// summaries of every node, every bound pod that is not terminal (with its
+// claim volumes), PDB, DaemonSet, foreign NodeClaim and CSINode, and the
+// storage objects the bound pods name, each kind in name order.
+func summarizeCluster(nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, daemonSets []*appsv1.DaemonSet,
+	foreign []v1.NodeClaim, storage Storage) v1.ClusterSnapshot {
 	var s v1.ClusterSnapshot
 	s.ForeignNodeClaims = slices.Clone(foreign)
 	slices.SortFunc(s.ForeignNodeClaims, func(a, b v1.NodeClaim) int { return compareNames("", a.Name, "", b.Name) })
@@ -463,6 +449,31 @@ func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1
 	slices.SortFunc(s.Nodes, func(a, b v1.NodeSummary) int { return compareNames("", a.Name, "", b.Name) })
 	slices.SortFunc(s.PodDisruptionBudgets, func(a, b v1.PDBSummary) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
 	slices.SortFunc(s.DaemonSets, func(a, b v1.DaemonSetSummary) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
+
+	return s
+}
+
+// Snapshot builds the cluster snapshot: every node, every bound pod that is
+// not terminal (with its claim volumes), every PDB, every DaemonSet, the
+// foreign NodeClaims (reported for adoption), every CSINode and the
+// claims, bound volumes and classes the bound pods name (from storage), in
+// name order (storage objects in first-seen order of the sorted pods),
+// split into as few parts as the bounds allow. hash identifies the content
+// (not the time), so an unchanged cluster can skip a post; decision
+// identifies what the decisions read of it with the churn of replaced pods
+// left out: every item but a pod's name, UID and CreationTimestamp when the
+// pod has no karpenter.sh/do-not-disrupt annotation (that annotation's
+// duration runs from the pod's start), with the pods as a set. A pod
+// deleted and recreated by its owner with the same spec, labels,
+// annotations and owner on the same node therefore leaves decision
+// unchanged; any other change of a node, pod, PDB, DaemonSet, foreign
+// NodeClaim, CSINode or storage object changes it. Nodes carry no
+// LastPodEventTime here (the forwarder stamps it on the parts after), so
+// neither hash covers it. Each item is encoded once to compute both hashes
+// and the parts' sizes.
+func Snapshot(cluster string, at time.Time, nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, daemonSets []*appsv1.DaemonSet,
+	foreign []v1.NodeClaim, storage Storage) (parts []v1.ClusterSnapshot, hash, decision string, err error) {
+	s := summarizeCluster(nodes, pods, pdbs, daemonSets, foreign, storage)
 
 	// Every item is encoded once (a pod without its name, UID and
 	// creation time, see encodePods): the encodings feed both hashes and

@@ -248,7 +248,6 @@ const (
 // provisioner writes it, the disruption task Lambda reads it.
 const PayloadNodeClassAuth = "nodeclass-auth/"
 
-
 // TableDefinition returns the CreateTable request for a table called name,
 // built from Schema.
 func TableDefinition(name string) *dynamodb.CreateTableInput {
