@@ -173,7 +173,9 @@ func (r FleetRequests) RecordRequest(ctx context.Context, token string, body []b
 
 // Launch launches req.NodeClaim. An insufficient-capacity outcome is a
 // *launch.InsufficientCapacityError listing the offerings EC2
-// refused.
+// refused. An instance launched into a capacity reservation lowers that
+// reservation's available count in Templates until its next read
+// (nodeclass.Resolver.ReservationLaunched).
 func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (provisioning.LaunchResult, error) {
 	claim, class := req.NodeClaim, req.NodeClass
 	templates := fleet.TemplateFunc(func(ctx context.Context, tr fleet.TemplateRequest) ([]launch.Template, error) {
@@ -194,6 +196,9 @@ func (l Launcher) Launch(ctx context.Context, req provisioning.LaunchRequest) (p
 	if err != nil {
 		return provisioning.LaunchResult{}, err
 	}
+	// The next round's reserved offerings count this instance before the
+	// next DescribeCapacityReservations read does.
+	l.Templates.ReservationLaunched(res.Instance.ReservationID, res.Instance.ID)
 	return provisioning.LaunchResult{Instance: res.Instance, Unavailable: res.Unavailable}, nil
 }
 

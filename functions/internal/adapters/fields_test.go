@@ -321,27 +321,12 @@ func fieldsSSM(t *testing.T) *awstest.SSM {
 // catalog.Resolve, Launcher with fleet.Client and nodeclass.Resolver),
 // returning the JSON of every request they sent, the launch-template user
 // data decoded, and the capacity of the instance type launched.
-func launchRequests(t *testing.T, nc v1.EC2NodeClass, instanceType string) string {
+// resolveAndLaunch resolves nc with resolver (as NodeClasses does) and
+// launches one NodeClaim of it as instanceType ("" is m5.large) through
+// Launcher with fleet.Client over e, returning the instance type launched.
+func resolveAndLaunch(t *testing.T, e *awstest.EC2, resolver *nodeclass.Resolver, nc v1.EC2NodeClass, instanceType string) *catalog.InstanceType {
 	t.Helper()
-	e, s := fieldsEC2(t, nc), fieldsSSM(t)
-	resolver := nodeclass.New(e, s, func() time.Time { return t0 })
-	res, err := adapters.NodeClasses{Resolver: resolver, KubernetesVersion: "1.33"}.ResolveNodeClass(context.Background(), nc)
-	if err != nil {
-		t.Fatalf("ResolveNodeClass() error = %v", err)
-	}
-	if r := res.NodeClass.Status.Conditions; len(r) != 1 || r[0].Status != metav1.ConditionTrue {
-		t.Fatalf("ResolveNodeClass() conditions = %+v; want Ready", r)
-	}
-	types, _, err := catalog.Resolve(&res.NodeClass, catalog.Options{Region: "us-east-1", ReservationCapacity: res.ReservationCapacity})
-	if err != nil {
-		t.Fatalf("catalog.Resolve() error = %v", err)
-	}
-	name := cmp.Or(instanceType, "m5.large")
-	i := slices.IndexFunc(types, func(it *catalog.InstanceType) bool { return it.Name == name })
-	if i < 0 {
-		t.Fatalf("catalog.Resolve() offers no %s for the class", name)
-	}
-	it := types[i]
+	res, it := resolveOffering(t, resolver, nc, instanceType)
 	claim := v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "default-fields", UID: "8d3c2f5e-0000-4000-8000-0000000000f1",
 			Labels: map[string]string{v1.LabelNodePool: "default", v1.LabelEC2NodeClass: "default"}},
@@ -359,6 +344,68 @@ func launchRequests(t *testing.T, nc v1.EC2NodeClass, instanceType string) strin
 	}); err != nil {
 		t.Fatalf("Launch() error = %v", err)
 	}
+	return it
+}
+
+// resolveOffering resolves nc with resolver through NodeClasses and
+// returns it with its instance type name ("" is m5.large) as
+// catalog.Resolve offers it, reserved offerings counted from the
+// resolution's ReservationCapacity.
+func resolveOffering(t *testing.T, resolver *nodeclass.Resolver, nc v1.EC2NodeClass, instanceType string) (provisioning.ResolvedNodeClass, *catalog.InstanceType) {
+	t.Helper()
+	res, err := adapters.NodeClasses{Resolver: resolver, KubernetesVersion: "1.33"}.ResolveNodeClass(context.Background(), nc)
+	if err != nil {
+		t.Fatalf("ResolveNodeClass() error = %v", err)
+	}
+	if r := res.NodeClass.Status.Conditions; len(r) != 1 || r[0].Status != metav1.ConditionTrue {
+		t.Fatalf("ResolveNodeClass() conditions = %+v; want Ready", r)
+	}
+	types, _, err := catalog.Resolve(&res.NodeClass, catalog.Options{Region: "us-east-1", ReservationCapacity: res.ReservationCapacity})
+	if err != nil {
+		t.Fatalf("catalog.Resolve() error = %v", err)
+	}
+	name := cmp.Or(instanceType, "m5.large")
+	i := slices.IndexFunc(types, func(it *catalog.InstanceType) bool { return it.Name == name })
+	if i < 0 {
+		t.Fatalf("catalog.Resolve() offers no %s for the class", name)
+	}
+	return res, types[i]
+}
+
+// A launch into a capacity reservation lowers the count the next
+// resolution offers before DescribeCapacityReservations is read again.
+func TestLaunchIntoAReservationLowersItsCountUntilTheNextRead(t *testing.T) {
+	nc := fieldsClass()
+	nc.Spec.CapacityReservationSelectorTerms = []v1.CapacityReservationSelectorTerm{{ID: fieldsReservation}}
+	e, s := fieldsEC2(t, nc), fieldsSSM(t)
+	resolver := nodeclass.New(e, s, func() time.Time { return t0 })
+	resolveAndLaunch(t, e, resolver, nc, "")
+	lts, err := json.Marshal(e.On.CreateLaunchTemplate.Inputs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fleets := e.On.CreateFleet.Inputs(); len(fleets) != 1 || !strings.Contains(string(lts), fieldsTarget) {
+		t.Fatalf("CreateFleet inputs = %d, launch templates %s; want one launch targeting %s", len(fleets), lts, fieldsReservation)
+	}
+	res, it := resolveOffering(t, resolver, nc, "")
+	if got := res.ReservationCapacity[fieldsReservation]; got != 1 {
+		t.Errorf("after one launch into a reservation of 2: ReservationCapacity = %d, want 1", got)
+	}
+	for _, o := range it.Offerings {
+		if o.ReservationID == fieldsReservation && o.ReservationCapacity != 1 {
+			t.Errorf("reserved offering %s/%s: capacity %d, want 1", it.Name, o.Zone, o.ReservationCapacity)
+		}
+	}
+	if calls := e.On.DescribeCapacityReservations.Count(); calls != 1 {
+		t.Errorf("DescribeCapacityReservations calls = %d, want 1 (the kept read, lowered)", calls)
+	}
+}
+
+func launchRequests(t *testing.T, nc v1.EC2NodeClass, instanceType string) string {
+	t.Helper()
+	e, s := fieldsEC2(t, nc), fieldsSSM(t)
+	resolver := nodeclass.New(e, s, func() time.Time { return t0 })
+	it := resolveAndLaunch(t, e, resolver, nc, instanceType)
 	var sent []any
 	for _, in := range e.On.DescribeSubnets.Inputs() {
 		sent = append(sent, in)

@@ -148,8 +148,9 @@ func (r *Resolver) SecurityGroups(ctx context.Context, nc *v1.EC2NodeClass) ([]v
 // ReservationRefreshInterval on the resolver's clock (Karpenter refreshes
 // reservations every minute): a resolution within a minute of the last
 // read reuses it, one later reads EC2 again, so available counts are at
-// most a minute old. States are recomputed at each call's clock. Failed
-// reads are not kept.
+// most a minute old; a kept answer is lowered by this process's own
+// launches since it was read (ReservationLaunched). States are recomputed
+// at each call's clock. Failed reads are not kept.
 func (r *Resolver) CapacityReservations(ctx context.Context, nc *v1.EC2NodeClass) (found []v1.CapacityReservation, available map[string]int, err error) {
 	if len(nc.Spec.CapacityReservationSelectorTerms) == 0 {
 		return nil, map[string]int{}, nil
@@ -180,7 +181,9 @@ func (r *Resolver) CapacityReservations(ctx context.Context, nc *v1.EC2NodeClass
 		res.State = res.StateAt(now)
 		found[i] = res
 	}
-	return found, maps.Clone(e.available), nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return found, r.lowerByLaunches(maps.Clone(e.available), e.at), nil
 }
 
 // ReservationRefreshInterval is how long CapacityReservations keeps an

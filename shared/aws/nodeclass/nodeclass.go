@@ -56,6 +56,9 @@ type Resolver struct {
 	// reservations caches CapacityReservations per selector terms.
 	mu           sync.Mutex
 	reservations map[string]reservationRead
+	// launches are this process's launches into capacity reservations by
+	// instance ID (ReservationLaunched).
+	launches map[string]reservationLaunch
 }
 
 // New returns a Resolver. now is the clock that decides whether an AMI's

@@ -129,3 +129,51 @@ func TestCapacityReservationsAreReadAgainOnceAMinuteOld(t *testing.T) {
 		t.Errorf("other terms: error %v after %d calls, want a call of their own", err, e.On.DescribeCapacityReservations.Count())
 	}
 }
+
+func TestOwnLaunchesLowerAKeptReservationCount(t *testing.T) {
+	e := network(t)
+	answer := func(free int32) {
+		e.On.DescribeCapacityReservations.Push(&ec2.DescribeCapacityReservationsOutput{
+			CapacityReservations: []ec2types.CapacityReservation{
+				{CapacityReservationId: aws.String("cr-a"), AvailabilityZone: aws.String("us-east-1a"), InstanceType: aws.String("m5.large"), AvailableInstanceCount: aws.Int32(free)},
+				{CapacityReservationId: aws.String("cr-b"), AvailabilityZone: aws.String("us-east-1a"), InstanceType: aws.String("m5.large"), AvailableInstanceCount: aws.Int32(5)},
+			},
+		}, nil)
+	}
+	at := now
+	r := nodeclass.New(e, nil, func() time.Time { return at })
+	nc := &v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.EC2NodeClassSpec{CapacityReservationSelectorTerms: []v1.CapacityReservationSelectorTerm{{ID: "cr-a"}, {ID: "cr-b"}}}}
+	read := func() map[string]int {
+		t.Helper()
+		_, available, err := r.CapacityReservations(t.Context(), nc)
+		if err != nil {
+			t.Fatalf("CapacityReservations() error = %v", err)
+		}
+		return available
+	}
+	answer(2)
+	read()
+	at = now.Add(10 * time.Second)
+	r.ReservationLaunched("cr-a", "i-1")
+	r.ReservationLaunched("cr-a", "i-1") // a replayed answer: the same instance
+	r.ReservationLaunched("", "i-2")     // not in a reservation
+	if got, want := read(), map[string]int{"cr-a": 1, "cr-b": 5}; !cmp.Equal(got, want) {
+		t.Errorf("after one launch into cr-a: %v, want %v", got, want)
+	}
+	r.ReservationLaunched("cr-a", "i-3")
+	r.ReservationLaunched("cr-a", "i-4") // EC2 would refuse it; the count stays at 0
+	if got := read()["cr-a"]; got != 0 {
+		t.Errorf("after three launches into a reservation of 2: %d available, want 0", got)
+	}
+	// The next read counts the launches itself: they are not taken off again.
+	answer(0)
+	at = now.Add(nodeclass.ReservationRefreshInterval)
+	if got, calls := read()["cr-a"], e.On.DescribeCapacityReservations.Count(); got != 0 || calls != 2 {
+		t.Errorf("a minute later: %d available after %d calls, want 0 after 2", got, calls)
+	}
+	answer(2) // two instances terminated meanwhile
+	at = now.Add(2 * nodeclass.ReservationRefreshInterval)
+	if got := read()["cr-a"]; got != 2 {
+		t.Errorf("a read after the launches: %d available, want EC2's 2 (launches before a read are in it)", got)
+	}
+}
