@@ -21,8 +21,10 @@ import (
 )
 
 // reservationResolver is resolver with status.capacityReservations set
-// to crs; resolved says whether discovery succeeded for the class's
-// generation (CapacityReservationsReady True, observed at it).
+// to crs, its one Ready condition observed at the class's generation as
+// adapters.NodeClasses records it; resolved says whether discovery
+// succeeded for that generation: when false, CapacityReservationsReady is
+// Unknown (discovery not run yet).
 type reservationResolver struct {
 	resolved bool
 	crs      []v1.CapacityReservation
@@ -31,9 +33,12 @@ type reservationResolver struct {
 func (r reservationResolver) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (provisioning.ResolvedNodeClass, error) {
 	out, err := resolver{}.ResolveNodeClass(ctx, nc)
 	out.NodeClass.Status.CapacityReservations = r.crs
-	if r.resolved {
+	for i := range out.NodeClass.Status.Conditions {
+		out.NodeClass.Status.Conditions[i].ObservedGeneration = nc.Generation
+	}
+	if !r.resolved {
 		out.NodeClass.Status.Conditions = append(out.NodeClass.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeCapacityReservationsReady,
-			Status: metav1.ConditionTrue, Reason: v1.ConditionTypeCapacityReservationsReady, ObservedGeneration: nc.Generation})
+			Status: metav1.ConditionUnknown, Reason: "AwaitingReconciliation", ObservedGeneration: nc.Generation})
 	}
 	return out, err
 }

@@ -388,6 +388,9 @@ func TestLaunchIntoAReservationLowersItsCountUntilTheNextRead(t *testing.T) {
 		t.Fatalf("CreateFleet inputs = %d, launch templates %s; want one launch targeting %s", len(fleets), lts, fieldsReservation)
 	}
 	res, it := resolveOffering(t, resolver, nc, "")
+	if !res.NodeClass.CapacityReservationsResolved() {
+		t.Errorf("resolved class conditions %+v: CapacityReservationsResolved() = false, want true (demotion and CapacityReservationDrift read it)", res.NodeClass.Status.Conditions)
+	}
 	if got := res.ReservationCapacity[fieldsReservation]; got != 1 {
 		t.Errorf("after one launch into a reservation of 2: ReservationCapacity = %d, want 1", got)
 	}

@@ -226,17 +226,27 @@ func (r CapacityReservation) StateAt(now time.Time) string {
 // CapacityReservationsResolved reports whether status.capacityReservations
 // is discovery's answer for the class's current spec: the
 // CapacityReservationsReady condition is True and was observed at the
-// class's generation. An empty list then means no reservation is selected;
-// before that (discovery not run yet, failed, or behind a spec change) the
-// list says nothing, and no rule may read a reservation's absence from it
-// (no CapacityReservationDrift, no reserved -> on-demand demotion).
+// class's generation, or, on a class without that condition (the API's
+// own resolution, adapters.NodeClasses, which records one Ready condition
+// and fails the whole resolution when DescribeCapacityReservations
+// fails), Ready is True at the class's generation: Karpenter's Ready
+// depends on CapacityReservationsReady (aws:
+// pkg/apis/v1/ec2nodeclass_status.go). An empty list then means no
+// reservation is selected; before that (discovery not run yet, failed, or
+// behind a spec change) the list says nothing, and no rule may read a
+// reservation's absence from it (no CapacityReservationDrift, no reserved
+// -> on-demand demotion).
 func (nc *EC2NodeClass) CapacityReservationsResolved() bool {
-	for _, c := range nc.Status.Conditions {
-		if c.Type == ConditionTypeCapacityReservationsReady {
+	var ready *metav1.Condition
+	for i, c := range nc.Status.Conditions {
+		switch c.Type {
+		case ConditionTypeCapacityReservationsReady:
 			return c.Status == metav1.ConditionTrue && c.ObservedGeneration == nc.Generation
+		case ConditionTypeReady:
+			ready = &nc.Status.Conditions[i]
 		}
 	}
-	return false
+	return ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == nc.Generation
 }
 
 // AMI is a resolved image with the requirements it applies to.

@@ -28,3 +28,29 @@ func TestCapacityReservationStateAt(t *testing.T) {
 		}
 	}
 }
+
+func TestCapacityReservationsResolved(t *testing.T) {
+	cond := func(typ string, status metav1.ConditionStatus, gen int64) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: typ, ObservedGeneration: gen}
+	}
+	for _, tc := range []struct {
+		name  string
+		conds []metav1.Condition
+		want  bool
+	}{
+		{"no conditions: discovery not run", nil, false},
+		{"CapacityReservationsReady True at the generation", []metav1.Condition{cond(ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, 4)}, true},
+		{"CapacityReservationsReady True behind a spec change", []metav1.Condition{cond(ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, 3)}, false},
+		{"CapacityReservationsReady Unknown decides over Ready True", []metav1.Condition{
+			cond(ConditionTypeReady, metav1.ConditionTrue, 4), cond(ConditionTypeCapacityReservationsReady, metav1.ConditionUnknown, 4)}, false},
+		{"the API's resolution: Ready True at the generation", []metav1.Condition{cond(ConditionTypeReady, metav1.ConditionTrue, 4)}, true},
+		{"the API's resolution: Ready False", []metav1.Condition{cond(ConditionTypeReady, metav1.ConditionFalse, 4)}, false},
+		{"the API's resolution: Ready True behind a spec change", []metav1.Condition{cond(ConditionTypeReady, metav1.ConditionTrue, 3)}, false},
+	} {
+		nc := EC2NodeClass{}
+		nc.Generation, nc.Status.Conditions = 4, tc.conds
+		if got := nc.CapacityReservationsResolved(); got != tc.want {
+			t.Errorf("%s: CapacityReservationsResolved() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
