@@ -49,7 +49,8 @@ const (
 	// grantSendProvisioning: send to the provisioning FIFO queue.
 	grantSendProvisioning
 	// grantResolve: the Describe calls of EC2NodeClass resolution
-	// (subnets, security groups, AMIs) and the public SSM parameters of
+	// (subnets, security groups, AMIs, capacity reservations, placement
+	// groups) and the public SSM parameters of
 	// AMI aliases.
 	grantResolve
 	// grantLaunch: CreateFleet/RunInstances/CreateLaunchTemplate with the

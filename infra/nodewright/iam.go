@@ -141,7 +141,7 @@ func grantStatements(d *deployment, g grant) []awsiam.PolicyStatement {
 		}
 	case grantResolve:
 		return []awsiam.PolicyStatement{
-			statement("ResolveNodeClasses", []string{"ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets"},
+			statement("ResolveNodeClasses", []string{"ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets"},
 				*jsii.Strings("*"), inRegion()),
 			statement("ReadPublicSSMParameters", []string{"ssm:GetParameter"},
 				*jsii.Strings("arn:" + *awscdk.Aws_PARTITION() + ":ssm:" + *awscdk.Aws_REGION() + "::parameter/aws/service/*"), nil),

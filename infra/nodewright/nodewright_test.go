@@ -926,3 +926,40 @@ func runtimeAPICalls(t *testing.T) []string {
 	}
 	return slices.Sorted(maps.Keys(seen))
 }
+
+// TestNodeClassResolutionGrants checks that every function that resolves
+// EC2NodeClasses (provisioner, disruption, replace, disrupttask) may make
+// each Describe call of the resolution, placement groups included
+// (ec2:DescribePlacementGroups, aws: pkg/providers/placementgroup), in the
+// stack's region only, and that launches may reference placement groups.
+func TestNodeClassResolutionGrants(t *testing.T) {
+	f := newFixture(t)
+	_, c := mustTemplate(t, baseProps(f))
+	want := []string{"ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets"}
+	for _, fn := range []string{"provisioner", "disruption", "replace", "disrupttask"} {
+		owner := "Nodewright" + camel(fn) + "Role"
+		var got []string
+		placement := false
+		for _, st := range c.identityStatements() {
+			if st.effect != "Allow" || !strings.HasPrefix(st.owner, owner) {
+				continue
+			}
+			if st.sid == "ResolveNodeClasses" {
+				if diff := cmp.Diff([]string{"aws:RequestedRegion"}, st.conditionKeys()); diff != "" {
+					t.Errorf("%s ResolveNodeClasses conditions (-want +got):\n%s", fn, diff)
+				}
+				got = append(got, st.actions...)
+			}
+			if st.sid == "LaunchWithReferencedResources" && slices.ContainsFunc(st.resources, func(r string) bool { return strings.HasSuffix(r, ":placement-group/*") }) {
+				placement = true
+			}
+		}
+		slices.Sort(got)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s resolution grants (-want +got):\n%s", fn, diff)
+		}
+		if launches := fn == "provisioner" || fn == "disrupttask"; launches != placement {
+			t.Errorf("%s may launch referencing placement groups: %t; want %t", fn, placement, launches)
+		}
+	}
+}

@@ -18,12 +18,19 @@ import (
 // selecting capacity reservation id (capacityReservationSelectorTerms).
 func reservationClassYAML(t testing.TB, name, id string) []byte {
 	t.Helper()
+	return guideClassYAML(t, name, fmt.Sprintf("capacityReservationSelectorTerms:\n    - id: %s", id))
+}
+
+// guideClassYAML is the guide's EC2NodeClass renamed name with spec
+// lines appended (YAML indented for the spec, first line unindented).
+func guideClassYAML(t testing.TB, name, spec string) []byte {
+	t.Helper()
 	data, err := guideFile("ec2nodeclass.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	data = bytes.Replace(data, []byte("name: production"), []byte("name: "+name), 1)
-	return append(bytes.TrimRight(data, "\n"), []byte(fmt.Sprintf("\n  capacityReservationSelectorTerms:\n    - id: %s\n", id))...)
+	return append(bytes.TrimRight(data, "\n"), []byte("\n  "+spec+"\n")...)
 }
 
 // reservedPoolYAML is a NodePool called name over the EC2NodeClass of the

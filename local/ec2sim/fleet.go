@@ -553,6 +553,13 @@ func (s *Server) poolError(o *override, capacityType string, specs map[string][]
 	if code := s.unavailableCode(o.instanceType, o.zone.name, capacityType); code != "" {
 		return code, capacityMessage(code, o, capacityType, s.zoneNames())
 	}
+	if zone := s.clusterGroupZone(o.lt.data); zone != "" && zone != o.zone.name {
+		// A cluster placement group lives in one Availability Zone: once
+		// it holds an instance, EC2 refuses other zones' overrides as a
+		// capacity shortage.
+		return "InsufficientInstanceCapacity", fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s) for placement group instances. Instances of a cluster placement group run in %s.",
+			o.instanceType, o.zone.name, zone)
+	}
 	if capacityType == capacitySpot && o.maxPrice != "" {
 		limit, err := strconv.ParseFloat(o.maxPrice, 64)
 		if p := s.price(f, o.zone.name, capacitySpot); err == nil && p > limit {

@@ -203,6 +203,23 @@ func (s *Server) placeInGroup(d ltData) (*PlacementGroup, int, error) {
 	return g, best, nil
 }
 
+// clusterGroupZone is the zone of the cluster placement group the launch
+// template names: that of its live (not terminated) instances; "" when
+// the template names no cluster group or the group is empty (its first
+// instance may go to any zone).
+func (s *Server) clusterGroupZone(d ltData) string {
+	g, _, err := s.placeInGroup(d)
+	if err != nil || g == nil || g.Strategy != PlacementCluster {
+		return ""
+	}
+	for _, in := range s.instances {
+		if in.placementGroupID == g.ID && in.state != StateTerminated {
+			return in.zone
+		}
+	}
+	return ""
+}
+
 func firstNonEmpty(a, b string) string {
 	if a != "" {
 		return a

@@ -131,3 +131,34 @@ func TestCreateFleetLaunchesIntoTheLaunchTemplatesPlacementGroup(t *testing.T) {
 		}
 	}
 }
+
+func TestCreateFleetKeepsAClusterPlacementGroupInOneZone(t *testing.T) {
+	e := newEnv(t, ec2sim.Options{ClusterName: "prod"})
+	training, err := e.sim.AddPlacementGroup(ec2sim.PlacementGroup{Name: "training", Strategy: ec2sim.PlacementCluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ec2.CreateLaunchTemplate(t.Context(), &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("nodewright/training"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(e.al2023(t, "x86_64")),
+			Placement: &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String(training.ID)}}}); err != nil {
+		t.Fatal(err)
+	}
+	launch := func(zone string) (*ec2.CreateFleetOutput, []string) {
+		t.Helper()
+		out, err := e.ec2.CreateFleet(t.Context(), fleetInput("nodewright/training", "on-demand", 1, []string{"m5.large"}, []string{e.subnets()[zone]}))
+		if err != nil {
+			t.Fatalf("CreateFleet(%s) error = %v", zone, err)
+		}
+		return out, instanceIDs(out)
+	}
+	if _, ids := launch("us-east-1b"); len(ids) != 1 {
+		t.Fatalf("the empty group's first instance: launched %v; want one, in any zone", ids)
+	}
+	out, ids := launch("us-east-1a")
+	if len(ids) != 0 || len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != "InsufficientInstanceCapacity" {
+		t.Fatalf("a launch into the group from another zone: instances %v, errors %v; want none and InsufficientInstanceCapacity", ids, fleetErrors(out))
+	}
+	if _, ids := launch("us-east-1b"); len(ids) != 1 {
+		t.Errorf("a launch into the group's zone: launched %v; want one", ids)
+	}
+}

@@ -25,6 +25,7 @@ const (
 	DriftSecurityGroup       = "SecurityGroupDrift"
 	DriftSubnet              = "SubnetDrift"
 	DriftCapacityReservation = "CapacityReservationDrift"
+	DriftPlacementGroup      = "PlacementGroupDrift"
 )
 
 // instanceTypeDriftAge is how old a NodeClaim must be before a missing
@@ -34,13 +35,12 @@ const instanceTypeDriftAge = time.Hour
 // driftOf returns the first drift reason that applies to n, with a
 // sentence saying what changed, in Karpenter's order: NodePool static hash,
 // requirements, instance type, EC2NodeClass static hash, AMI, security
-// groups, subnet, capacity reservation (karpenter-spec §7). Only launched
-// NodeClaims drift. Checks whose data is missing (no hash annotations, no
-// resolved AMIs, subnets or security groups in the EC2NodeClass status, no
-// Instance entry, a status.capacityReservations not resolved for the
-// class's generation) do not drift anything, as Karpenter skips them. Placement
-// group drift is not checked: the EC2NodeClass status does not record the
-// resolved placement group.
+// groups, subnet, capacity reservation, placement group (karpenter-spec
+// §7). Only launched NodeClaims drift. Checks whose data is missing (no
+// hash annotations, no resolved AMIs, subnets or security groups in the
+// EC2NodeClass status, no Instance entry, a status.capacityReservations
+// not resolved for the class's generation, a placement group selector not
+// resolved) do not drift anything, as Karpenter skips them.
 func (e *evaluation) driftOf(n *node) (reason, detail string, err error) {
 	c := n.claim
 	if !meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionTypeLaunched) && c.Status.ProviderID == "" {
@@ -76,7 +76,37 @@ func (e *evaluation) driftOf(n *node) (reason, detail string, err error) {
 	if r, d := e.capacityReservationDrift(n); r != "" {
 		return r, d, nil
 	}
+	if r, d := placementGroupDrift(n); r != "" {
+		return r, d, nil
+	}
 	return "", "", nil
+}
+
+// placementGroupDrift: the NodeClaim's karpenter.k8s.aws/placement-group-id
+// label is not the ID of the group its EC2NodeClass resolves to now ("" on
+// both sides without a group), so adding, removing or re-pointing
+// spec.placementGroupSelector drifts (aws: pkg/cloudprovider/drift.go
+// isPlacementGroupDrifted). A selector whose group is not resolved
+// (status.placementGroup nil: not found, or not looked up) says nothing.
+func placementGroupDrift(n *node) (string, string) {
+	want := ""
+	if n.class.Spec.PlacementGroupSelector != nil {
+		if n.class.Status.PlacementGroup == nil {
+			return "", ""
+		}
+		want = n.class.Status.PlacementGroup.ID
+	}
+	got := n.claim.Labels[v1.LabelPlacementGroupID]
+	if got == want {
+		return "", ""
+	}
+	switch {
+	case want == "":
+		return DriftPlacementGroup, fmt.Sprintf("it runs in placement group %s and EC2NodeClass %s selects none", got, n.class.Name)
+	case got == "":
+		return DriftPlacementGroup, fmt.Sprintf("EC2NodeClass %s selects placement group %s and it runs in none", n.class.Name, want)
+	}
+	return DriftPlacementGroup, fmt.Sprintf("it runs in placement group %s and EC2NodeClass %s selects %s", got, n.class.Name, want)
 }
 
 // nodePoolDrift compares the NodeClaim's karpenter.sh/nodepool-hash with

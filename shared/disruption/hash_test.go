@@ -253,6 +253,10 @@ func TestEC2NodeClassHashChangesOnlyWithHashedFields(t *testing.T) {
 			nc.Spec.BlockDeviceMappings[0].EBS.VolumeSize = &q
 		}, true},
 		{"role drifts", func(nc *v1.EC2NodeClass) { nc.Spec.Role = "other" }, true},
+		{"a placementGroupSelector drifts", func(nc *v1.EC2NodeClass) {
+			nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: "training"}
+		}, true},
+		{"a resolved placement group alone does not", func(nc *v1.EC2NodeClass) { nc.Status.PlacementGroup = &v1.PlacementGroup{ID: "pg-0a1"} }, false},
 		{"a Custom amiFamily drifts", func(nc *v1.EC2NodeClass) { nc.Spec.AMIFamily = ptr(v1.AMIFamilyCustom) }, true},
 		{"metadataOptions hop limit drifts", func(nc *v1.EC2NodeClass) {
 			nc.SetDefaults()

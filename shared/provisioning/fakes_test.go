@@ -169,9 +169,10 @@ func (c *config) ClusterConfig(context.Context) ([]v1.NodePool, []v1.EC2NodeClas
 
 // resolver fills a node class's status as the nodeclass adapter would:
 // two subnets in us-east-1a and us-east-1b, one security group, one amd64
-// AMI, Ready.
+// AMI, Ready; placementGroup, when set, as status.placementGroup.
 type resolver struct {
-	fail map[string]error
+	fail           map[string]error
+	placementGroup *v1.PlacementGroup
 }
 
 func (r *resolver) ResolveNodeClass(_ context.Context, nc v1.EC2NodeClass) (provisioning.ResolvedNodeClass, error) {
@@ -187,6 +188,7 @@ func (r *resolver) ResolveNodeClass(_ context.Context, nc v1.EC2NodeClass) (prov
 		AMIs:            []v1.AMI{{ID: "ami-amd64", Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}},
 		InstanceProfile: "test-cluster_profile",
 		Conditions:      []metav1.Condition{{Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}},
+		PlacementGroup:  r.placementGroup,
 	}
 	return provisioning.ResolvedNodeClass{NodeClass: nc, Subnets: []launch.Subnet{
 		{ID: "subnet-a", Zone: "us-east-1a", ZoneID: "use1-az1", AvailableIPs: 250},

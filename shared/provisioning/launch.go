@@ -514,7 +514,8 @@ func (p *Provisioner) markUnavailable(ctx context.Context, offerings []launch.Un
 
 // launchedClaim returns claim recording inst (karpenter-spec section 4 step
 // 10, section 1.4): the instance type's single-valued labels and the zone,
-// zone ID, capacity type, tenancy, reservation and node class labels;
+// zone ID, capacity type, tenancy, reservation, placement group and node
+// class labels;
 // capacity and allocatable of the type as resolved for the class;
 // providerID and imageID; the instance-profile and node-class hash
 // annotations; Launched=True.
@@ -562,6 +563,12 @@ func launchedClaim(claim v1.NodeClaim, inst launch.Instance, class *v1.EC2NodeCl
 		if inst.ReservationType != "" {
 			c.Labels[v1.LabelCapacityReservationType] = inst.ReservationType
 		}
+	}
+	if pg := class.Status.PlacementGroup; pg != nil {
+		// Launched into the class's placement group (the launch template's
+		// Placement.GroupId): its ID label, as Karpenter's
+		// instanceToNodeClaim sets it.
+		c.Labels[v1.LabelPlacementGroupID] = pg.ID
 	}
 	if class.Status.InstanceProfile != "" {
 		c.Annotations[v1.AnnotationInstanceProfileName] = class.Status.InstanceProfile

@@ -973,6 +973,24 @@ func TestProvisionCountsTheNodesCSIAttachLimits(t *testing.T) {
 	}
 }
 
+func TestProvisionLabelsTheNodeClaimWithItsPlacementGroup(t *testing.T) {
+	for _, pg := range []*v1.PlacementGroup{nil, {ID: "pg-0a1", Name: "training", Strategy: "cluster"}} {
+		e := newEnv([]v1.NodePool{nodePool(t, "default", onDemandM5)}, []v1.EC2NodeClass{nodeClass(t)})
+		e.resolver.placementGroup = pg
+		if _, err := e.provisioner(t).Provision(t.Context(), podBatch("batch-1", podSummary("a", "1")), t0); err != nil {
+			t.Fatalf("Provision() error = %v", err)
+		}
+		stored, err := e.store.GetNodeClaim(t.Context(), provisioning.ClaimName("default", "batch-1", 0))
+		if err != nil {
+			t.Fatalf("stored nodeclaim: %v", err)
+		}
+		got, ok := stored.Labels[v1.LabelPlacementGroupID]
+		if pg == nil && ok || pg != nil && got != pg.ID {
+			t.Errorf("group %+v: label %s = %q (set %t); want the group's ID, unset without one", pg, v1.LabelPlacementGroupID, got, ok)
+		}
+	}
+}
+
 func TestProvisionLabelsTheNodeClaimWithItsLaunchedTenancy(t *testing.T) {
 	for _, tc := range []struct{ values, want string }{
 		{"[dedicated]", "dedicated"},

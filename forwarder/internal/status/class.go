@@ -32,13 +32,8 @@ const (
 
 // ReasonNodeClassValidationFailed is nodewright's ValidationSucceeded=False
 // reason for a class that v1 EC2NodeClass validation refuses (the message is
-// the error, naming each field); ReasonPlacementGroupsNotSupported is the
-// PlacementGroupReady=False reason for a class with
-// spec.placementGroupSelector, which nodewright does not resolve.
-const (
-	ReasonNodeClassValidationFailed   = "NodeClassValidationFailed"
-	ReasonPlacementGroupsNotSupported = "PlacementGroupsNotSupported"
-)
+// the error, naming each field).
+const ReasonNodeClassValidationFailed = "NodeClassValidationFailed"
 
 // ClassConditions expands the API's resolution of class nc (rec, its single
 // Ready condition; nil when the API holds none for nc) into Karpenter's
@@ -64,10 +59,15 @@ const (
 // CreateFleet and RunInstances (authCondition: False with Karpenter's
 // CreateLaunchTemplateAuthCheckFailed, CreateFleetAuthCheckFailed or
 // RunInstancesAuthCheckFailed and a message naming the action), True
-// without one. PlacementGroupReady is True
-// without spec.placementGroupSelector, else False
-// PlacementGroupsNotSupported. CapacityReservationsReady is True when rec
-// resolved the class (Ready True), else Unknown (AwaitingReconciliation). Ready is True when all are, else False
+// without one. PlacementGroupReady (aws:
+// pkg/controllers/nodeclass/placementgroup.go) is True without
+// spec.placementGroupSelector or when rec resolved the group; False with
+// Karpenter's PlacementGroupNotFound and rec's message (it names
+// spec.placementGroupSelector) when rec found no available group; else
+// Unknown (AwaitingReconciliation). The resolver looks for the group last,
+// so that failure leaves the other conditions True.
+// CapacityReservationsReady is True when rec
+// resolved the class (Ready True, or False for the placement group only), else Unknown (AwaitingReconciliation). Ready is True when all are, else False
 // UnhealthyDependents. After Ready comes rec's informational EC2DataLive
 // condition, when rec has one (where the class's instance types, offerings
 // and prices came from: provisioning.EC2DataCondition); it is not one of
@@ -94,16 +94,25 @@ func ClassConditions(nc v1.EC2NodeClass, rec *v1.NodeClassStatus, prev []metav1.
 	} else if c := authCondition(rec, prev); c != nil {
 		validation.Status, validation.Reason, validation.Message = c.Status, c.Reason, c.Message
 	}
-	placement := metav1.Condition{Type: v1.ConditionTypePlacementGroupReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypePlacementGroupReady}
-	if nc.Spec.PlacementGroupSelector != nil {
-		placement.Status, placement.Reason, placement.Message = metav1.ConditionFalse, ReasonPlacementGroupsNotSupported, "spec.placementGroupSelector: nodewright does not resolve placement groups"
+	var ready *metav1.Condition
+	if rec != nil {
+		ready = Find(rec.Status.Conditions, v1.ConditionTypeReady)
 	}
-	// CapacityReservationsReady: the API resolves the reservations last,
-	// after subnets, security groups and AMIs (a failed
-	// DescribeCapacityReservations fails the resolution), so a resolution
-	// that reached Ready has them.
+	placementMissing := ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == v1.ConditionReasonPlacementGroupNotFound
+	placement := metav1.Condition{Type: v1.ConditionTypePlacementGroupReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypePlacementGroupReady}
+	switch {
+	case nc.Spec.PlacementGroupSelector == nil, rec != nil && rec.Status.PlacementGroup != nil:
+	case placementMissing:
+		placement.Status, placement.Reason, placement.Message = metav1.ConditionFalse, v1.ConditionReasonPlacementGroupNotFound, ready.Message
+	default:
+		placement = awaiting(v1.ConditionTypePlacementGroupReady)
+	}
+	// CapacityReservationsReady: the API resolves the reservations after
+	// subnets, security groups and AMIs, and before the placement group (a
+	// failed DescribeCapacityReservations fails the resolution), so a
+	// resolution that reached Ready, or failed for the group only, has them.
 	reservations := awaiting(v1.ConditionTypeCapacityReservationsReady)
-	if rec != nil && Find(rec.Status.Conditions, v1.ConditionTypeReady) != nil && Find(rec.Status.Conditions, v1.ConditionTypeReady).Status == metav1.ConditionTrue {
+	if ready != nil && ready.Status == metav1.ConditionTrue || placementMissing {
 		reservations = metav1.Condition{Type: v1.ConditionTypeCapacityReservationsReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeCapacityReservationsReady}
 	}
 	conds = append(conds, validation, placement, reservations)
@@ -161,9 +170,11 @@ func resolvedConditions(rec v1.NodeClassStatus) []metav1.Condition {
 		{v1.ConditionTypeAMIsReady, amiReason, amiMessage},
 	}
 	// A class whose spec.role got no instance profile resolved every
-	// selector first (adapters.NodeClasses): only InstanceProfileReady fails.
+	// selector first (adapters.NodeClasses): only InstanceProfileReady
+	// fails. One whose placement group is missing resolved everything
+	// else: only PlacementGroupReady fails (ClassConditions).
 	profileFailed := failed == v1.ConditionReasonRoleNotAllowed || failed == v1.ConditionReasonInstanceProfileFailed
-	known := failed == "" || profileFailed
+	known := failed == "" || profileFailed || failed == v1.ConditionReasonPlacementGroupNotFound
 	for _, s := range steps {
 		known = known || failed == s.reason
 	}
@@ -197,12 +208,15 @@ func resolvedConditions(rec v1.NodeClassStatus) []metav1.Condition {
 
 // ClassStatus is the EC2NodeClass status the Writer writes for class nc
 // and the API's resolution rec (nil: none; the status then holds only
-// conditions).
+// conditions). It leaves out rec's placementGroup: Karpenter's
+// EC2NodeClass status has no such field (its CRD would prune it), and
+// PlacementGroupReady says what the object needs.
 func ClassStatus(nc v1.EC2NodeClass, rec *v1.NodeClassStatus, prev []metav1.Condition, now time.Time) v1.EC2NodeClassStatus {
 	var st v1.EC2NodeClassStatus
 	if rec != nil {
 		st = rec.Status
 	}
+	st.PlacementGroup = nil
 	st.Conditions = ClassConditions(nc, rec, prev, now)
 	return st
 }

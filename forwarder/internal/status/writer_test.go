@@ -343,8 +343,9 @@ func TestSyncMarksInstanceProfileNotReadyForARoleNotAllowed(t *testing.T) {
 	}
 }
 
-func TestSyncMarksClassWithAnUnappliedFieldValidationFailedAndNotReady(t *testing.T) {
-	e := newEnvWithClass(t, resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}), func(nc *v1.EC2NodeClass) {
+func TestSyncMarksPlacementGroupNotReadyForAMissingGroup(t *testing.T) {
+	msg := `node class default: no available placement group found for spec.placementGroupSelector (name "training")`
+	e := newEnvWithClass(t, resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: v1.ConditionReasonPlacementGroupNotFound, Message: msg}), func(nc *v1.EC2NodeClass) {
 		nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: "training"}
 	})
 	if _, err := e.sync(context.Background()); err != nil {
@@ -352,20 +353,53 @@ func TestSyncMarksClassWithAnUnappliedFieldValidationFailedAndNotReady(t *testin
 	}
 	var nc v1.EC2NodeClass
 	e.get(t, NodeClassesGVR, "default", &nc)
-	v := Find(nc.Status.Conditions, v1.ConditionTypeValidationSucceeded)
-	if v == nil || v.Status != metav1.ConditionFalse || v.Reason != ReasonNodeClassValidationFailed || !strings.Contains(v.Message, "spec.placementGroupSelector: not supported") {
-		t.Errorf("ValidationSucceeded = %+v; want False %s naming spec.placementGroupSelector", v, ReasonNodeClassValidationFailed)
+	want := []brief{
+		{"SubnetsReady", "True", "SubnetsReady", ""},
+		{"SecurityGroupsReady", "True", "SecurityGroupsReady", ""},
+		{"AMIsReady", "True", "AMIsReady", ""},
+		{"InstanceProfileReady", "True", "InstanceProfileReady", ""},
+		{"ValidationSucceeded", "True", "ValidationSucceeded", ""},
+		{"PlacementGroupReady", "False", "PlacementGroupNotFound", msg},
+		{"CapacityReservationsReady", "True", "CapacityReservationsReady", ""},
+		{"Ready", "False", "UnhealthyDependents", "PlacementGroupReady=False"},
 	}
-	if p := Find(nc.Status.Conditions, v1.ConditionTypePlacementGroupReady); p == nil || p.Status != metav1.ConditionFalse || p.Reason != ReasonPlacementGroupsNotSupported {
-		t.Errorf("PlacementGroupReady = %+v; want False %s", p, ReasonPlacementGroupsNotSupported)
-	}
-	if r := Find(nc.Status.Conditions, v1.ConditionTypeReady); r == nil || r.Status != metav1.ConditionFalse {
-		t.Errorf("Ready = %+v; want False", r)
+	if diff := cmp.Diff(want, briefs(nc.Status.Conditions)); diff != "" {
+		t.Errorf("EC2NodeClass conditions (-want +got):\n%s", diff)
 	}
 	var np v1.NodePool
 	e.get(t, NodePoolsGVR, "default", &np)
 	if got := Find(np.Status.Conditions, v1.ConditionTypeNodeClassReady); got == nil || got.Status != metav1.ConditionFalse {
 		t.Errorf("NodePool NodeClassReady = %+v; want False", got)
+	}
+}
+
+func TestSyncMarksPlacementGroupReadyForAResolvedGroupWithoutWritingIt(t *testing.T) {
+	rec := resolved("uid-1", metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"})
+	rec.list.Items[0].Status.PlacementGroup = &v1.PlacementGroup{ID: "pg-0a1", Name: "training", Strategy: "cluster"}
+	e := newEnvWithClass(t, rec, func(nc *v1.EC2NodeClass) {
+		nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: "training"}
+	})
+	if _, err := e.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var nc v1.EC2NodeClass
+	e.get(t, NodeClassesGVR, "default", &nc)
+	if p := Find(nc.Status.Conditions, v1.ConditionTypePlacementGroupReady); p == nil || p.Status != metav1.ConditionTrue {
+		t.Errorf("PlacementGroupReady = %+v; want True", p)
+	}
+	if r := Find(nc.Status.Conditions, v1.ConditionTypeReady); r == nil || r.Status != metav1.ConditionTrue {
+		t.Errorf("Ready = %+v; want True", r)
+	}
+	if nc.Status.PlacementGroup != nil {
+		t.Errorf("status.placementGroup = %+v; want it left off the object, as Karpenter's status has no such field", nc.Status.PlacementGroup)
+	}
+}
+
+func TestClassConditionsAwaitThePlacementGroupUntilTheAPIResolvesIt(t *testing.T) {
+	nc := v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 2}, Spec: v1.EC2NodeClassSpec{PlacementGroupSelector: &v1.PlacementGroupSelector{ID: "pg-0a1"}}}
+	p := Find(ClassConditions(nc, nil, nil, time.Unix(0, 0)), v1.ConditionTypePlacementGroupReady)
+	if p == nil || p.Status != metav1.ConditionUnknown || p.Reason != ReasonAwaitingReconciliation {
+		t.Errorf("PlacementGroupReady without a resolution = %+v; want Unknown %s", p, ReasonAwaitingReconciliation)
 	}
 }
 

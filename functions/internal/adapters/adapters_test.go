@@ -178,6 +178,10 @@ func TestNodeClassesResolve(t *testing.T) {
 		ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds, HTTPClient: hc}),
 		ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds, HTTPClient: hc}),
 		func() time.Time { return t0 })
+	training, err := sim.AddPlacementGroup(ec2sim.PlacementGroup{Name: "training", Strategy: ec2sim.PlacementCluster})
+	if err != nil {
+		t.Fatal(err)
+	}
 	nc := func(discovery string, mutate func(*v1.EC2NodeClass)) v1.EC2NodeClass {
 		c := v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 3}, Spec: v1.EC2NodeClassSpec{
 			AMISelectorTerms:           []v1.AMISelectorTerm{{Alias: "al2023@latest"}},
@@ -198,6 +202,8 @@ func TestNodeClassesResolve(t *testing.T) {
 		wantReason  string
 		wantProfile string
 		wantSubnets int
+		wantGroup   *v1.PlacementGroup
+		wantMessage string
 	}{
 		{name: "a class that resolves is Ready with the role's instance profile", give: nc("c1", nil), wantReady: metav1.ConditionTrue, wantReason: v1.ConditionTypeReady, wantProfile: "NodeRole", wantSubnets: 3},
 		{name: "spec.instanceProfile is used as is", give: nc("c1", func(c *v1.EC2NodeClass) { c.Spec.Role, c.Spec.InstanceProfile = "", &profile }), wantReady: metav1.ConditionTrue, wantReason: v1.ConditionTypeReady, wantProfile: profile, wantSubnets: 3},
@@ -205,6 +211,14 @@ func TestNodeClassesResolve(t *testing.T) {
 		{name: "a class whose AMI alias Kubernetes 1.33 does not support is not Ready with UnsupportedAlias, not an error", give: nc("c1", func(c *v1.EC2NodeClass) {
 			c.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{Alias: "al2@latest"}}
 		}), wantReady: metav1.ConditionFalse, wantReason: "UnsupportedAlias"},
+		{name: "a class whose placement group the simulator holds is Ready with the group in its status", give: nc("c1", func(c *v1.EC2NodeClass) {
+			c.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: "training"}
+		}), wantReady: metav1.ConditionTrue, wantReason: v1.ConditionTypeReady, wantProfile: "NodeRole", wantSubnets: 3,
+			wantGroup: &v1.PlacementGroup{ID: training.ID, Name: "training", Strategy: "cluster"}},
+		{name: "a class naming a missing placement group is not Ready with PlacementGroupNotFound, the rest resolved", give: nc("c1", func(c *v1.EC2NodeClass) {
+			c.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{ID: "pg-0123456789abcdef0"}
+		}), wantReady: metav1.ConditionFalse, wantReason: v1.ConditionReasonPlacementGroupNotFound, wantProfile: "NodeRole", wantSubnets: 3,
+			wantMessage: `spec.placementGroupSelector (id "pg-0123456789abcdef0")`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -224,8 +238,14 @@ func TestNodeClassesResolve(t *testing.T) {
 			if res.NodeClass.Status.InstanceProfile != tt.wantProfile || len(res.Subnets) != tt.wantSubnets {
 				t.Errorf("instance profile %q, %d subnets; want %q, %d", res.NodeClass.Status.InstanceProfile, len(res.Subnets), tt.wantProfile, tt.wantSubnets)
 			}
-			if tt.wantReady == metav1.ConditionTrue && (len(res.NodeClass.Status.AMIs) == 0 || len(res.NodeClass.Status.SecurityGroups) == 0) {
+			if (tt.wantReady == metav1.ConditionTrue || tt.wantGroup != nil || tt.wantMessage != "") && (len(res.NodeClass.Status.AMIs) == 0 || len(res.NodeClass.Status.SecurityGroups) == 0) {
 				t.Errorf("status = %+v, want AMIs and security groups", res.NodeClass.Status)
+			}
+			if diff := cmp.Diff(tt.wantGroup, res.NodeClass.Status.PlacementGroup); diff != "" {
+				t.Errorf("status.placementGroup (-want +got):\n%s", diff)
+			}
+			if len(conds) == 1 && !strings.Contains(conds[0].Message, tt.wantMessage) {
+				t.Errorf("Ready message = %q; want it to name %s", conds[0].Message, tt.wantMessage)
 			}
 		})
 	}

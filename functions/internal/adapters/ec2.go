@@ -55,9 +55,17 @@ type NodeClasses struct {
 // ResolveNodeClass returns nc with its status resolved and Ready=True, or
 // Ready=False with Karpenter's reason when nothing matches a selector or
 // the AMI alias is unsupported on KubernetesVersion (UnsupportedAlias).
-// Failed AWS calls are errors.
+// A spec.placementGroupSelector that matches no available group leaves
+// the rest of the status resolved (instance profile included) and makes
+// Ready False with v1.ConditionReasonPlacementGroupNotFound and the
+// resolver's message, which names spec.placementGroupSelector; such a
+// class never launches. Failed AWS calls are errors.
 func (n NodeClasses) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (provisioning.ResolvedNodeClass, error) {
 	res, err := n.Resolver.Resolve(ctx, &nc, n.KubernetesVersion)
+	var placementErr error
+	if errors.Is(err, nodeclass.ErrPlacementGroupNotFound) {
+		placementErr, err = err, nil
+	}
 	if reason := notFoundReason(err); reason != "" {
 		nc.Status.Conditions = []metav1.Condition{{
 			Type: v1.ConditionTypeReady, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error(), ObservedGeneration: nc.Generation,
@@ -92,6 +100,10 @@ func (n NodeClasses) ResolveNodeClass(ctx context.Context, nc v1.EC2NodeClass) (
 	nc.Status.Conditions = []metav1.Condition{{
 		Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: v1.ConditionTypeReady, ObservedGeneration: nc.Generation,
 	}}
+	if placementErr != nil {
+		nc.Status.Conditions[0].Status, nc.Status.Conditions[0].Reason, nc.Status.Conditions[0].Message =
+			metav1.ConditionFalse, v1.ConditionReasonPlacementGroupNotFound, placementErr.Error()
+	}
 	n.resolved(ctx, nc)
 	return provisioning.ResolvedNodeClass{NodeClass: nc, Subnets: res.Subnets, ReservationCapacity: res.ReservationCapacity}, nil
 }

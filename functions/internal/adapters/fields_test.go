@@ -33,6 +33,7 @@ import (
 // Validate refuses the class naming the field (refused). What a launch
 // sends: the requests of the adapters (DescribeSubnets,
 // DescribeSecurityGroups, DescribeImages, DescribeCapacityReservations,
+// DescribePlacementGroups,
 // SSM GetParameter, CreateLaunchTemplate with its user data decoded,
 // CreateFleet); what it decides: the capacity of the instance type the
 // NodeClaim launches as (catalog.Resolve over the resolved class), which
@@ -82,9 +83,14 @@ var fieldCases = map[string]fieldCase{
 	"capacityReservationSelectorTerms.instanceMatchCriteria": {set: func(nc *v1.EC2NodeClass) {
 		nc.Spec.CapacityReservationSelectorTerms = []v1.CapacityReservationSelectorTerm{{InstanceMatchCriteria: "targeted"}}
 	}, want: []string{`"Name":"instance-match-criteria","Values":["targeted"]`, fieldsTarget}},
-	"placementGroupSelector": {set: func(nc *v1.EC2NodeClass) {
+	// The group is discovered and the launch template places the
+	// instance in it by ID.
+	"placementGroupSelector.name": {set: func(nc *v1.EC2NodeClass) {
 		nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: "training-cluster"}
-	}, refused: true},
+	}, want: []string{`"Name":"group-name","Values":["training-cluster"]`, `"AvailabilityZoneId":null,"GroupId":"pg-0fields"`}},
+	"placementGroupSelector.id": {set: func(nc *v1.EC2NodeClass) {
+		nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{ID: "pg-0fields"}
+	}, want: []string{`"GroupIds":["pg-0fields"]`, `"AvailabilityZoneId":null,"GroupId":"pg-0fields"`}},
 	"associatePublicIPAddress": {set: func(nc *v1.EC2NodeClass) { nc.Spec.AssociatePublicIPAddress = aws.Bool(true) },
 		want: []string{`"AssociatePublicIpAddress":true`}},
 	"ipPrefixCount": {set: func(nc *v1.EC2NodeClass) { nc.Spec.IPPrefixCount = aws.Int32(3) },
@@ -277,6 +283,7 @@ func fieldsEC2(t *testing.T, nc v1.EC2NodeClass) *awstest.EC2 {
 	e.AddSubnet("subnet-0fields", "us-east-1a", "use1-az1", 4000, map[string]string{"fields-test": "subnets"})
 	e.AddSecurityGroup("sg-0base", "nodes", map[string]string{"karpenter.sh/discovery": "prod"})
 	e.AddSecurityGroup("sg-0fields", "fields", map[string]string{"fields-test": "groups"})
+	e.AddPlacementGroup(ec2types.PlacementGroup{GroupId: aws.String("pg-0fields"), GroupName: aws.String("training-cluster"), Strategy: ec2types.PlacementStrategyCluster})
 	for _, id := range []string{"ami-0base", "ami-0fields", "ami-0alias"} {
 		e.AddImage(ec2types.Image{
 			ImageId: aws.String(id), Name: aws.String(strings.Replace(id, "ami-0", "", 1) + "-ami-x86_64"), Architecture: ec2types.ArchitectureValuesX8664,
@@ -420,6 +427,9 @@ func launchRequests(t *testing.T, nc v1.EC2NodeClass, instanceType string) strin
 		sent = append(sent, in)
 	}
 	for _, in := range e.On.DescribeCapacityReservations.Inputs() {
+		sent = append(sent, in)
+	}
+	for _, in := range e.On.DescribePlacementGroups.Inputs() {
 		sent = append(sent, in)
 	}
 	for _, in := range s.On.GetParameter.Inputs() {

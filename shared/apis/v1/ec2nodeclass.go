@@ -160,8 +160,45 @@ type EC2NodeClassStatus struct {
 	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
 	AMIs                 []AMI                 `json:"amis,omitempty"`
 	InstanceProfile      string                `json:"instanceProfile,omitempty"`
-	Conditions           []metav1.Condition    `json:"conditions,omitempty"`
+	// PlacementGroup is the group spec.placementGroupSelector resolved to
+	// (nil without a selector, or while it resolves to none). Karpenter
+	// keeps it in its placement-group provider's memory, not in the
+	// object's status (aws: pkg/providers/placementgroup); nodewright
+	// carries it in the API's resolution record, from discovery to the
+	// launch template, the node labels and PlacementGroupDrift, and the
+	// forwarder does not write it on the EC2NodeClass.
+	PlacementGroup *PlacementGroup    `json:"placementGroup,omitempty"`
+	Conditions     []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// PlacementGroup is a resolved placement group, from a
+// DescribePlacementGroups entry in state available (the fields Karpenter's
+// provider keeps: aws: pkg/providers/placementgroup/types.go).
+type PlacementGroup struct {
+	// ID is its GroupId, "pg-" and hex digits.
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Strategy is cluster, partition or spread.
+	Strategy string `json:"strategy"`
+	// PartitionCount is the number of partitions of a partition group
+	// (1..7), 0 otherwise.
+	PartitionCount int32 `json:"partitionCount,omitempty"`
+	// SpreadLevel is rack or host for a spread group, "" otherwise.
+	SpreadLevel string `json:"spreadLevel,omitempty"`
+}
+
+// Placement group strategies (EC2 PlacementStrategy).
+const (
+	PlacementStrategyCluster   = "cluster"
+	PlacementStrategyPartition = "partition"
+	PlacementStrategySpread    = "spread"
+)
+
+// ConditionReasonPlacementGroupNotFound is Karpenter's PlacementGroupReady
+// False reason when spec.placementGroupSelector matches no placement group
+// in state available (aws: pkg/controllers/nodeclass/placementgroup.go).
+// A resolution that ends with it carries it as its Ready reason.
+const ConditionReasonPlacementGroupNotFound = "PlacementGroupNotFound"
 
 // Subnet is a resolved subnet.
 type Subnet struct {

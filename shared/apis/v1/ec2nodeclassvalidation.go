@@ -150,10 +150,8 @@ type UnappliedField struct {
 // UnappliedFields are refused by EC2NodeClass.Validate when set, so that a
 // class is never accepted (or reported Ready) while a field that Karpenter
 // would apply is dropped. docs/compatibility.md lists the same fields.
-var UnappliedFields = []UnappliedField{
-	{"spec.placementGroupSelector", "nodewright does not resolve placement groups or launch into them yet",
-		func(s EC2NodeClassSpec) bool { return s.PlacementGroupSelector != nil }},
-}
+// It is empty: every field of the v1.14.1 schema is applied.
+var UnappliedFields = []UnappliedField{}
 
 // refuseUnapplied adds an error for each set field of UnappliedFields.
 func refuseUnapplied(errs *fieldErrors, s EC2NodeClassSpec) {

@@ -36,6 +36,12 @@ func TestEC2NodeClassValidate(t *testing.T) {
 			nc.Spec.SubnetSelectorTerms = []v1.SubnetSelectorTerm{{ID: "subnet-0a1b"}}
 			nc.Spec.SecurityGroupSelectorTerms = []v1.SecurityGroupSelectorTerm{{ID: "sg-0a1b"}, {Name: "default"}}
 		})},
+		{name: "should accept a placement group selector by id", give: nodeClass(func(nc *v1.EC2NodeClass) {
+			nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{ID: "pg-0a1b"}
+		})},
+		{name: "should accept a placement group selector by name", give: nodeClass(func(nc *v1.EC2NodeClass) {
+			nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: "training"}
+		})},
 		{name: "should accept a full kubelet, disks and interfaces", give: nodeClass(func(nc *v1.EC2NodeClass) {
 			nc.Spec.Kubelet = &v1.KubeletConfiguration{
 				MaxPods: ptr(int32(110)), PodsPerCore: ptr(int32(0)),
@@ -130,14 +136,10 @@ func TestEC2NodeClassValidateErrors(t *testing.T) {
 			`spec.capacityReservationSelectorTerms[1]: set one of tags, id or instanceMatchCriteria`,
 			`spec.capacityReservationSelectorTerms[2].instanceMatchCriteria: "any" is not one of open, targeted`,
 			`spec.placementGroupSelector: set exactly one of name or id`,
-			`spec.placementGroupSelector: not supported: nodewright does not resolve placement groups or launch into them yet; remove the field (Karpenter would apply it, nodewright would launch without it)`,
 		}},
-		{name: "should refuse each well-formed field nodewright does not apply, naming it", give: nodeClass(func(nc *v1.EC2NodeClass) {
-			nc.Spec.CapacityReservationSelectorTerms = []v1.CapacityReservationSelectorTerm{{ID: "cr-0a1b"}, {InstanceMatchCriteria: "open", OwnerID: "123456789012"}}
-			nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{ID: "pg-0a1b"}
-			nc.Spec.ConnectionTracking = &v1.ConnectionTracking{UDPTimeout: ptr(int32(30))}
-			nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: ptr("enabled")}
-		}), want: []string{`spec.placementGroupSelector: not supported: nodewright does not resolve placement groups or launch into them yet; remove the field (Karpenter would apply it, nodewright would launch without it)`}},
+		{name: "should fail for a placement group id that is not pg-...", give: nodeClass(func(nc *v1.EC2NodeClass) {
+			nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{ID: "training"}
+		}), want: []string{`spec.placementGroupSelector.id: "training" is not a placement group id (pg-...)`}},
 		{name: "should fail for restricted tag keys", give: nodeClass(func(nc *v1.EC2NodeClass) {
 			nc.Spec.Tags = map[string]string{"eks:eks-cluster-name": "a", "kubernetes.io/cluster/c": "owned", "karpenter.sh/nodepool": "x", "karpenter.sh/nodeclaim": "y", "karpenter.k8s.aws/ec2nodeclass": "z"}
 		}), want: []string{

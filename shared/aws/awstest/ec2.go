@@ -38,6 +38,9 @@ type EC2Calls struct {
 	// DescribeCapacityReservations answers with no reservations unless
 	// scripted.
 	DescribeCapacityReservations Call[ec2.DescribeCapacityReservationsInput, ec2.DescribeCapacityReservationsOutput]
+	// DescribePlacementGroups answers from the groups AddPlacementGroup
+	// added unless scripted.
+	DescribePlacementGroups Call[ec2.DescribePlacementGroupsInput, ec2.DescribePlacementGroupsOutput]
 }
 
 // EC2 is an in-memory EC2 for fleet.EC2API and nodeclass.EC2API.
@@ -62,6 +65,7 @@ type EC2 struct {
 	groups    []ec2types.SecurityGroup
 	images    []ec2types.Image
 	instances []ec2types.Instance
+	pgroups   []ec2types.PlacementGroup
 	templates []launchTemplate
 	fleets    map[string]fleetRecord // ClientToken -> first request and response
 	ltTokens  map[string]string      // CreateLaunchTemplate ClientToken -> name
@@ -128,6 +132,17 @@ func (e *EC2) AddImage(img ec2types.Image) {
 		img.State = ec2types.ImageStateAvailable
 	}
 	e.images = append(e.images, img)
+}
+
+// AddPlacementGroup adds a placement group as DescribePlacementGroups
+// lists it; State defaults to available.
+func (e *EC2) AddPlacementGroup(pg ec2types.PlacementGroup) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if pg.State == "" {
+		pg.State = ec2types.PlacementGroupStateAvailable
+	}
+	e.pgroups = append(e.pgroups, pg)
 }
 
 // AddInstance adds an existing instance.
@@ -460,6 +475,51 @@ func (e *EC2) DescribeCapacityReservations(_ context.Context, in *ec2.DescribeCa
 		return out, err
 	}
 	return &ec2.DescribeCapacityReservationsOutput{}, nil
+}
+
+// DescribePlacementGroups supports GroupIds and GroupNames (either naming
+// a group that does not exist fails the call with
+// InvalidPlacementGroup.Unknown, whatever its filters, as EC2 does) and the
+// filters group-name, state, strategy, tag:<key> and tag-key. Like EC2's
+// it does not page: every match comes in one answer, with no NextToken.
+func (e *EC2) DescribePlacementGroups(_ context.Context, in *ec2.DescribePlacementGroupsInput, _ ...func(*ec2.Options)) (*ec2.DescribePlacementGroupsOutput, error) {
+	if out, err, ok := e.On.DescribePlacementGroups.record(in); ok {
+		return out, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, want := range append(slices.Clone(in.GroupIds), in.GroupNames...) {
+		if !slices.ContainsFunc(e.pgroups, func(g ec2types.PlacementGroup) bool {
+			return aws.ToString(g.GroupId) == want || aws.ToString(g.GroupName) == want
+		}) {
+			return nil, APIError("InvalidPlacementGroup.Unknown", fmt.Sprintf("The Placement Group '%s' is unknown.", want))
+		}
+	}
+	out := &ec2.DescribePlacementGroupsOutput{}
+	for _, g := range e.pgroups {
+		if len(in.GroupIds) > 0 && !slices.Contains(in.GroupIds, aws.ToString(g.GroupId)) ||
+			len(in.GroupNames) > 0 && !slices.Contains(in.GroupNames, aws.ToString(g.GroupName)) {
+			continue
+		}
+		ok, err := e.match(in.Filters, g.Tags, func(name string) (string, bool) {
+			switch name {
+			case "group-name":
+				return aws.ToString(g.GroupName), true
+			case "state":
+				return string(g.State), true
+			case "strategy":
+				return string(g.Strategy), true
+			}
+			return "", false
+		})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out.PlacementGroups = append(out.PlacementGroups, g)
+		}
+	}
+	return out, nil
 }
 
 // DescribeSecurityGroups supports GroupIds and the filters group-id,

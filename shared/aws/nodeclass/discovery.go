@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
+	"github.com/nodewright/nodewright/shared/aws/awserr"
 	"github.com/nodewright/nodewright/shared/launch"
 )
 
@@ -251,4 +252,90 @@ func (r *Resolver) describeReservations(ctx context.Context, nc *v1.EC2NodeClass
 	found = slices.Collect(maps.Values(byID))
 	slices.SortFunc(found, func(a, b v1.CapacityReservation) int { return strings.Compare(a.ID, b.ID) })
 	return found, available, nil
+}
+
+// PlacementGroup resolves spec.placementGroupSelector (karpenter-spec
+// §1.3, aws: pkg/providers/placementgroup): one DescribePlacementGroups
+// call, with GroupIds for an id and the group-name filter for a name, and
+// the filter state=available either way, as Karpenter asks. The first
+// group EC2 answers is the class's. No selector: no call, nil. Errors:
+// ErrPlacementGroupNotFound (wrapped, naming the selector) when no group
+// in state available matches, an unknown id included (EC2 fails GroupIds
+// naming an unknown group with InvalidPlacementGroup.Unknown); any other
+// failed call (wrapped).
+//
+// Answers, found or not, are kept per selector for
+// PlacementGroupRefreshInterval on the resolver's clock (Karpenter
+// re-resolves the group once its one-minute cache entry lapses); failed
+// calls are not kept.
+func (r *Resolver) PlacementGroup(ctx context.Context, nc *v1.EC2NodeClass) (*v1.PlacementGroup, error) {
+	sel := nc.Spec.PlacementGroupSelector
+	if sel == nil {
+		return nil, nil
+	}
+	key := sel.ID + "\x00" + sel.Name
+	now := r.now()
+	r.mu.Lock()
+	e, ok := r.placementGroups[key]
+	r.mu.Unlock()
+	if !ok || now.Sub(e.at) >= PlacementGroupRefreshInterval || now.Before(e.at) {
+		found, err := r.describePlacementGroup(ctx, sel)
+		if err != nil {
+			return nil, fmt.Errorf("node class %s: describe placement groups: %w", nc.Name, err)
+		}
+		e = placementGroupRead{at: now, found: found}
+		r.mu.Lock()
+		if r.placementGroups == nil {
+			r.placementGroups = map[string]placementGroupRead{}
+		}
+		r.placementGroups[key] = e
+		r.mu.Unlock()
+	}
+	if e.found == nil {
+		what := fmt.Sprintf("name %q", sel.Name)
+		if sel.ID != "" {
+			what = fmt.Sprintf("id %q", sel.ID)
+		}
+		return nil, fmt.Errorf("node class %s: %w for spec.placementGroupSelector (%s)", nc.Name, ErrPlacementGroupNotFound, what)
+	}
+	pg := *e.found
+	return &pg, nil
+}
+
+// PlacementGroupRefreshInterval is how long PlacementGroup keeps an
+// answer: Karpenter's placement-group cache TTL (aws: pkg/cache/cache.go
+// DefaultTTL, one minute).
+const PlacementGroupRefreshInterval = time.Minute
+
+// placementGroupRead is one DescribePlacementGroups answer (nil: no group
+// available) and when it was read.
+type placementGroupRead struct {
+	at    time.Time
+	found *v1.PlacementGroup
+}
+
+// describePlacementGroup asks EC2 for the group sel names; nil when none
+// in state available matches.
+func (r *Resolver) describePlacementGroup(ctx context.Context, sel *v1.PlacementGroupSelector) (*v1.PlacementGroup, error) {
+	in := &ec2.DescribePlacementGroupsInput{Filters: []ec2types.Filter{{Name: aws.String("state"), Values: []string{string(ec2types.PlacementGroupStateAvailable)}}}}
+	if sel.ID != "" {
+		in.GroupIds = []string{sel.ID}
+	} else {
+		in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("group-name"), Values: []string{sel.Name}})
+	}
+	out, err := r.ec2.DescribePlacementGroups(ctx, in)
+	if awserr.Code(err) == "InvalidPlacementGroup.Unknown" {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(out.PlacementGroups) == 0 {
+		return nil, nil
+	}
+	g := out.PlacementGroups[0]
+	return &v1.PlacementGroup{
+		ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), Strategy: string(g.Strategy),
+		PartitionCount: aws.ToInt32(g.PartitionCount), SpreadLevel: string(g.SpreadLevel),
+	}, nil
 }

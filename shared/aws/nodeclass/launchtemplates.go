@@ -95,7 +95,8 @@ type TemplateRequest struct {
 // capacity block or an interruptible reservation, its market type, the user data
 // (amifamily, base64), spec.cpuOptions.nestedVirtualization as CpuOptions,
 // the placement (Tenancy dedicated for a dedicated
-// launch) and, as tags of itself and of its network interfaces
+// launch; GroupId of status.placementGroup, whose ID also joins the node
+// labels as karpenter.k8s.aws/placement-group-id) and, as tags of itself and of its network interfaces
 // (and spot requests), the launch tags. Its name is NamePrefix and 32 hex
 // digits of a SHA-256 over the cluster name and all of that, so a template
 // is never changed once created: any difference gives a new name. The
@@ -223,6 +224,11 @@ func templates(req TemplateRequest) ([]wantedTemplate, error) {
 		labels[v1.LabelCapacityReservationID] = req.ReservationID
 		labels[v1.LabelCapacityReservationType] = reservationType(req.ReservationType)
 	}
+	if pg := nc.Status.PlacementGroup; pg != nil {
+		// The placement group label of a node launched into the class's
+		// group (aws: pkg/cloudprovider/cloudprovider.go instanceToNodeClaim).
+		labels[v1.LabelPlacementGroupID] = pg.ID
+	}
 	taints := append(slices.Clone(claim.Spec.Taints), claim.Spec.StartupTaints...)
 	var out []wantedTemplate
 	for _, k := range order {
@@ -283,6 +289,15 @@ func templateData(req TemplateRequest, family amifamily.Family, profile, imageID
 	}
 	if req.Tenancy == launch.TenancyDedicated {
 		data.Placement = &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.TenancyDedicated}
+	}
+	if pg := nc.Status.PlacementGroup; pg != nil {
+		// The group by ID, as Karpenter's launch template names it (aws:
+		// pkg/providers/launchtemplate/types.go buildPlacement); EC2 picks
+		// the partition of a partition group.
+		if data.Placement == nil {
+			data.Placement = &ec2types.LaunchTemplatePlacementRequest{}
+		}
+		data.Placement.GroupId = aws.String(pg.ID)
 	}
 	if req.CapacityType == v1.CapacityTypeSpot {
 		data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: tags})

@@ -379,6 +379,42 @@ func TestEnsureLaunchTemplatesPlacementTenancy(t *testing.T) {
 	}
 }
 
+func TestEnsureLaunchTemplatesPlacementGroup(t *testing.T) {
+	tests := []struct {
+		name    string
+		tenancy string
+		want    *ec2types.LaunchTemplatePlacementRequest
+	}{
+		{name: "should name the resolved placement group by id", want: &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String("pg-0a1")}},
+		{name: "should keep a dedicated tenancy beside the group", tenancy: "dedicated",
+			want: &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String("pg-0a1"), Tenancy: ec2types.TenancyDedicated}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := awstest.NewEC2(t)
+			req := templateRequest()
+			req.InstanceTypes = req.InstanceTypes[1:2]
+			req.Tenancy = tt.tenancy
+			req.NodeClass.Status.PlacementGroup = &v1.PlacementGroup{ID: "pg-0a1", Name: "kafka", Strategy: "partition", PartitionCount: 3}
+			got, err := nodeclass.New(e, awstest.NewSSM(t), clock).EnsureLaunchTemplates(t.Context(), req)
+			if err != nil {
+				t.Fatalf("EnsureLaunchTemplates() error = %v", err)
+			}
+			data, _, _ := e.LaunchTemplateData(got[0].Name)
+			if diff := cmp.Diff(tt.want, data.Placement, sdkOpts); diff != "" {
+				t.Errorf("placement mismatch (-want +got):\n%s", diff)
+			}
+			userData, err := base64.StdEncoding.DecodeString(aws.ToString(data.UserData))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(userData), "karpenter.k8s.aws/placement-group-id=pg-0a1") {
+				t.Errorf("user data registers no placement-group-id label:\n%s", userData)
+			}
+		})
+	}
+}
+
 func TestEnsureLaunchTemplatesCPUOptions(t *testing.T) {
 	for _, v := range []string{"enabled", "disabled"} {
 		e := awstest.NewEC2(t)

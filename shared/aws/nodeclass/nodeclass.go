@@ -1,10 +1,11 @@
 // Package nodeclass resolves an EC2NodeClass against EC2 and SSM: its
-// subnets, security groups, AMIs and capacity reservations (karpenter-spec §4.1 "Discovery query
+// subnets, security groups, AMIs, capacity reservations and placement group (karpenter-spec §4.1 "Discovery query
 // shapes", §9.1), and the launch templates a launch needs (§4 step 6, §9.3).
 // It declares the narrow EC2API and SSMAPI it calls; *ec2.Client and
 // *ssm.Client satisfy them. It keeps nothing between calls except capacity
-// reservations, read again once a minute old (ReservationRefreshInterval);
-// every other call asks AWS again.
+// reservations and placement groups, read again once a minute old
+// (ReservationRefreshInterval, PlacementGroupRefreshInterval); every other
+// call asks AWS again.
 package nodeclass
 
 import (
@@ -28,6 +29,7 @@ type EC2API interface {
 	DescribeLaunchTemplates(context.Context, *ec2.DescribeLaunchTemplatesInput, ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error)
 	CreateLaunchTemplate(context.Context, *ec2.CreateLaunchTemplateInput, ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
 	DescribeCapacityReservations(context.Context, *ec2.DescribeCapacityReservationsInput, ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error)
+	DescribePlacementGroups(context.Context, *ec2.DescribePlacementGroupsInput, ...func(*ec2.Options)) (*ec2.DescribePlacementGroupsOutput, error)
 }
 
 // SSMAPI is the subset of the SSM client this package calls.
@@ -41,11 +43,13 @@ var (
 )
 
 // Resolution failures, matching Karpenter's EC2NodeClass condition reasons
-// (SubnetsNotFound, SecurityGroupsNotFound, AMINotFound).
+// (SubnetsNotFound, SecurityGroupsNotFound, AMINotFound,
+// PlacementGroupNotFound).
 var (
 	ErrSubnetsNotFound        = errors.New("no subnets found")
 	ErrSecurityGroupsNotFound = errors.New("no security groups found")
 	ErrAMIsNotFound           = errors.New("no AMIs found")
+	ErrPlacementGroupNotFound = errors.New("no available placement group found")
 )
 
 // Resolver resolves node classes. It is safe for concurrent use.
@@ -53,9 +57,11 @@ type Resolver struct {
 	ec2 EC2API
 	ssm SSMAPI
 	now func() time.Time
-	// reservations caches CapacityReservations per selector terms.
-	mu           sync.Mutex
-	reservations map[string]reservationRead
+	// reservations caches CapacityReservations per selector terms,
+	// placementGroups PlacementGroup per selector.
+	mu              sync.Mutex
+	reservations    map[string]reservationRead
+	placementGroups map[string]placementGroupRead
 	// launches are this process's launches into capacity reservations by
 	// instance ID (ReservationLaunched).
 	launches map[string]reservationLaunch
@@ -83,12 +89,18 @@ type Resolved struct {
 	// one's ID to its AvailableInstanceCount.
 	CapacityReservations []v1.CapacityReservation
 	ReservationCapacity  map[string]int
+	// PlacementGroup is spec.placementGroupSelector's group (nil without
+	// a selector or when none is available; see PlacementGroup).
+	PlacementGroup *v1.PlacementGroup
 }
 
-// Resolve resolves the node class's subnets, security groups, AMIs and
-// capacity reservations for a cluster at k8sVersion ("1.33"). Errors are
-// those of Subnets, SecurityGroups, AMIs and CapacityReservations, in that
-// order.
+// Resolve resolves the node class's subnets, security groups, AMIs,
+// capacity reservations and placement group for a cluster at k8sVersion
+// ("1.33"). Errors are those of Subnets, SecurityGroups, AMIs,
+// CapacityReservations and PlacementGroup, in that order. The first four
+// stop the resolution; ErrPlacementGroupNotFound comes with everything
+// else resolved (the Resolved is complete but for PlacementGroup), as
+// Karpenter resolves the group in a sub-controller of its own.
 func (r *Resolver) Resolve(ctx context.Context, nc *v1.EC2NodeClass, k8sVersion string) (Resolved, error) {
 	if nc == nil {
 		return Resolved{}, errors.New("resolve node class: nil")
@@ -109,11 +121,17 @@ func (r *Resolver) Resolve(ctx context.Context, nc *v1.EC2NodeClass, k8sVersion 
 	if err != nil {
 		return Resolved{}, err
 	}
-	return Resolved{Subnets: subnets, SecurityGroups: groups, AMIs: amis, CapacityReservations: reservations, ReservationCapacity: capacity}, nil
+	res := Resolved{Subnets: subnets, SecurityGroups: groups, AMIs: amis, CapacityReservations: reservations, ReservationCapacity: capacity}
+	res.PlacementGroup, err = r.PlacementGroup(ctx, nc)
+	if err != nil && !errors.Is(err, ErrPlacementGroupNotFound) {
+		return Resolved{}, err
+	}
+	return res, err
 }
 
 // ApplyTo writes the resolution into status (subnets, security groups,
-// AMIs, capacity reservations), leaving its other fields alone.
+// AMIs, capacity reservations, placement group), leaving its other fields
+// alone.
 func (res Resolved) ApplyTo(status *v1.EC2NodeClassStatus) {
 	status.Subnets = make([]v1.Subnet, len(res.Subnets))
 	for i, s := range res.Subnets {
@@ -122,4 +140,9 @@ func (res Resolved) ApplyTo(status *v1.EC2NodeClassStatus) {
 	status.SecurityGroups = append([]v1.SecurityGroup(nil), res.SecurityGroups...)
 	status.AMIs = append([]v1.AMI(nil), res.AMIs...)
 	status.CapacityReservations = append([]v1.CapacityReservation(nil), res.CapacityReservations...)
+	status.PlacementGroup = nil
+	if res.PlacementGroup != nil {
+		pg := *res.PlacementGroup
+		status.PlacementGroup = &pg
+	}
 }
