@@ -357,7 +357,7 @@ func TestDefaultDeployment(t *testing.T) {
 			cl + "PAYLOAD#*," + cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*"
 		want := []tableGrant{
 			{"dynamodb:GetItem,dynamodb:Query", table, cl + "BATCH#*," + cl + "NODECLAIM," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC," + own},
-			{"dynamodb:PutItem,dynamodb:DeleteItem", table, own},
+			{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, own},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("intake role's DynamoDB statements mismatch (-want +got):\n%s", diff)
@@ -379,26 +379,26 @@ func TestDefaultDeployment(t *testing.T) {
 			{"Provisioner", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "PAYLOAD#*," + cl + "EC2DATA#*," +
 					cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "METRIC," + cl + "EVENT"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "PAYLOAD#*," + cl + "METRIC," + cl + "EVENT"},
+				{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "PAYLOAD#*," + cl + "METRIC," + cl + "EVENT"},
 				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
 			}, true},
 			{"Gc", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "NODECLAIM," + cl + "EVENT," + cl + "METRIC," + cl + "EC2DATA#*"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "EVENT," + cl + "METRIC," + cl + "EC2DATA#*"},
+				{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "EVENT," + cl + "METRIC," + cl + "EC2DATA#*"},
 			}, true},
 			{"Disruption", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "OFFERING," + cl + "EC2DATA#*," +
 					cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC"},
+				{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC"},
 			}, true},
 			{"Interruption", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "NODECLAIM," + cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT," + cl + "METRIC"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT," + cl + "METRIC"},
+				{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT," + cl + "METRIC"},
 				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
 			}, false},
 			{"Instancestatus", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "NODECLAIM," + cl + "IDEMPOTENCY#instance-status#*," + cl + "EVENT"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#instance-status#*," + cl + "EVENT"},
+				{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#instance-status#*," + cl + "EVENT"},
 			}, false},
 		} {
 			got := tableGrants(tc.role)
@@ -418,7 +418,7 @@ func TestDefaultDeployment(t *testing.T) {
 		write := cl + "NODECLAIM," + cl + "BUDGET," + cl + "EVENT," + cl + "OFFERING," + cl + "SUBNET," + cl + "PAYLOAD#fleet-request/*," + cl + "METRIC"
 		want := []tableGrant{
 			{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "PAYLOAD#disruption/*," + cl + "PAYLOAD#nodeclass-auth/*," + cl + "EC2DATA#*," + write},
-			{"dynamodb:PutItem,dynamodb:DeleteItem", table, write},
+			{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, write},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("disrupttask role's DynamoDB statements mismatch (-want +got):\n%s", diff)
