@@ -872,9 +872,10 @@ var apiInputRE = regexp.MustCompile(`\b(ec2|ssm|dynamodb|sqs|sfn|iam)\.([A-Z][A-
 // iamPrefixes maps SDK package names to IAM service prefixes.
 var iamPrefixes = map[string]string{"ec2": "ec2", "ssm": "ssm", "dynamodb": "dynamodb", "sqs": "sqs", "sfn": "states", "iam": "iam"}
 
-// ungrantedCalls are calls the runtime code makes that no Lambda on AWS
-// needs, with why.
+// ungrantedCalls are calls the runtime code makes that need no grant of
+// their own on AWS, with why.
 var ungrantedCalls = map[string]string{
+	"dynamodb:TransactWriteItems": "not an IAM action: DynamoDB authorizes a transaction as the PutItem, UpdateItem and DeleteItem of its items (DynamoDB Developer Guide, Using IAM with DynamoDB transactions), granted per key in TableWriteOwnKeys",
 	"dynamodb:CreateTable":        "table administration by the local stack; on AWS the stack owns the table",
 	"dynamodb:DescribeTable":      "table administration by the local stack",
 	"dynamodb:DescribeTimeToLive": "table administration by the local stack",
