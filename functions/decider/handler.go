@@ -284,6 +284,8 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	if err != nil {
 		return nil, fmt.Errorf("disruption: %w", err)
 	}
+	// A warm evaluation re-reads the NodeClaims only after a write.
+	store = store.WithNodeClaimCache()
 	st, err := sfnstarter.New(c.SFN, cfg.StateMachineARN)
 	if err != nil {
 		return nil, fmt.Errorf("disruption: %w", err)

@@ -30,6 +30,9 @@ func wire(_ context.Context, awsCfg aws.Config) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A warm intake answers a sync poll whose NodeClaims changed since the
+	// poller's copy, but not since its own last list, from memory.
+	store = store.WithNodeClaimCache()
 	q, err := queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL)
 	if err != nil {
 		return nil, err

@@ -359,7 +359,9 @@ func grantTableItems(d *deployment, grantee awsiam.IGrantable) {
 
 // ownKeyStatements limit a role to the partition keys its function uses
 // (schema.json's access, from ddbstore.Schema): GetItem and Query of the
-// keys it reads or writes, PutItem and DeleteItem of the keys it writes,
+// keys it reads or writes, PutItem, UpdateItem and DeleteItem of the keys
+// it writes (also as the items of a TransactWriteItems: a NodeClaim write
+// and its generation bump, an UpdateItem of an item of the same key),
 // each conditioned on dynamodb:LeadingKeys (ForAllValues:StringLike, so a
 // request naming any other key is denied), on the table; and Query of each
 // index it names, on that index only, conditioned on its cluster's keys
@@ -384,7 +386,7 @@ func ownKeyStatements(d *deployment, a tableAccess) []awsiam.PolicyStatement {
 	table := []*string{d.table.TableArn()}
 	out := []awsiam.PolicyStatement{
 		statement("TableReadOwnKeys", []string{"dynamodb:GetItem", "dynamodb:Query"}, table, keys(a.Read, a.Write)),
-		statement("TableWriteOwnKeys", []string{"dynamodb:PutItem", "dynamodb:DeleteItem"}, table, keys(a.Write)),
+		statement("TableWriteOwnKeys", []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, table, keys(a.Write)),
 	}
 	if len(a.Indexes) > 0 {
 		var indexes []*string

@@ -357,7 +357,7 @@ func TestDefaultDeployment(t *testing.T) {
 			cl + "PAYLOAD#*," + cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*"
 		want := []tableGrant{
 			{"dynamodb:GetItem,dynamodb:Query", table, cl + "BATCH#*," + cl + "NODECLAIM," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC," + own},
-			{"dynamodb:PutItem,dynamodb:DeleteItem", table, own},
+			{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, own},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("intake role's DynamoDB statements mismatch (-want +got):\n%s", diff)
@@ -379,26 +379,26 @@ func TestDefaultDeployment(t *testing.T) {
 			{"Provisioner", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "PAYLOAD#*," + cl + "EC2DATA#*," +
 					cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "METRIC," + cl + "EVENT"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "PAYLOAD#*," + cl + "METRIC," + cl + "EVENT"},
+				{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "BATCH#*," + cl + "OFFERING," + cl + "SUBNET," + cl + "NODECLASSSTATUS," + cl + "PAYLOAD#*," + cl + "METRIC," + cl + "EVENT"},
 				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
 			}, true},
 			{"Gc", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "NODECLAIM," + cl + "EVENT," + cl + "METRIC," + cl + "EC2DATA#*"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "EVENT," + cl + "METRIC," + cl + "EC2DATA#*"},
+				{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "EVENT," + cl + "METRIC," + cl + "EC2DATA#*"},
 			}, true},
 			{"Disruption", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*," + cl + "OFFERING," + cl + "EC2DATA#*," +
 					cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC"},
+				{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, cl + "NODECLAIM," + cl + "PAYLOAD#*," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC"},
 			}, true},
 			{"Interruption", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "NODECLAIM," + cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT," + cl + "METRIC"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT," + cl + "METRIC"},
+				{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#interruption#*," + cl + "OFFERING," + cl + "EVENT," + cl + "METRIC"},
 				{"dynamodb:Query", table + "/index/byInstance", cl + "*"},
 			}, false},
 			{"Instancestatus", []tableGrant{
 				{"dynamodb:GetItem,dynamodb:Query", table, cl + "NODECLAIM," + cl + "IDEMPOTENCY#instance-status#*," + cl + "EVENT"},
-				{"dynamodb:PutItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#instance-status#*," + cl + "EVENT"},
+				{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, cl + "IDEMPOTENCY#instance-status#*," + cl + "EVENT"},
 			}, false},
 		} {
 			got := tableGrants(tc.role)
@@ -418,7 +418,7 @@ func TestDefaultDeployment(t *testing.T) {
 		write := cl + "NODECLAIM," + cl + "BUDGET," + cl + "EVENT," + cl + "OFFERING," + cl + "SUBNET," + cl + "PAYLOAD#fleet-request/*," + cl + "METRIC"
 		want := []tableGrant{
 			{"dynamodb:GetItem,dynamodb:Query", table, cl + "CONFIG," + cl + "PAYLOAD#disruption/*," + cl + "PAYLOAD#nodeclass-auth/*," + cl + "EC2DATA#*," + write},
-			{"dynamodb:PutItem,dynamodb:DeleteItem", table, write},
+			{"dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem", table, write},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("disrupttask role's DynamoDB statements mismatch (-want +got):\n%s", diff)
@@ -872,9 +872,10 @@ var apiInputRE = regexp.MustCompile(`\b(ec2|ssm|dynamodb|sqs|sfn|iam)\.([A-Z][A-
 // iamPrefixes maps SDK package names to IAM service prefixes.
 var iamPrefixes = map[string]string{"ec2": "ec2", "ssm": "ssm", "dynamodb": "dynamodb", "sqs": "sqs", "sfn": "states", "iam": "iam"}
 
-// ungrantedCalls are calls the runtime code makes that no Lambda on AWS
-// needs, with why.
+// ungrantedCalls are calls the runtime code makes that need no grant of
+// their own on AWS, with why.
 var ungrantedCalls = map[string]string{
+	"dynamodb:TransactWriteItems": "not an IAM action: DynamoDB authorizes a transaction as the PutItem, UpdateItem and DeleteItem of its items (DynamoDB Developer Guide, Using IAM with DynamoDB transactions), granted per key in TableWriteOwnKeys",
 	"dynamodb:CreateTable":        "table administration by the local stack; on AWS the stack owns the table",
 	"dynamodb:DescribeTable":      "table administration by the local stack",
 	"dynamodb:DescribeTimeToLive": "table administration by the local stack",

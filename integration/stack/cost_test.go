@@ -74,6 +74,11 @@ func TestMeteredCountsOfOneProvisioning(t *testing.T) {
 	// POST and one GET of /v1/podbatches, one provisioner invocation, one
 	// SendMessage and its batch items (extraWRU/extraRRU, measured on
 	// 2026-12-03: 15 WRU and 19 RRU) to the bounds.
+	// Since every NodeClaim write is a TransactWriteItems with the
+	// NodeClaim generation's bump (2026-12-03: transactional writes bill
+	// twice, and the bump adds 2 WRU), the 8 NodeClaim writes of the two
+	// claims cost 48 WRU instead of about 24: 99 WRU in all with one
+	// re-posted batch, 53 RRU.
 	post, _ := rep.Find(meter.APIGateway, "POST /v1/podbatches", meter.UnitRequests)
 	if post.Calls < 1 || post.Calls > 3 {
 		t.Fatalf("POST /v1/podbatches = %d, want 1 (2-3 when the re-trigger sweep fired while the nodes launched): the scenario is not the one the bounds were measured on", post.Calls)
@@ -103,7 +108,7 @@ func TestMeteredCountsOfOneProvisioning(t *testing.T) {
 		t.Errorf("intake invocations = %d, want one per API Gateway request (%d)", intake.Calls, api)
 	}
 	_, wru := rep.Total(meter.DynamoDB, meter.UnitWRU)
-	within(t, "DynamoDB WRU", wru, 35, 75+extraWRU*extra)
+	within(t, "DynamoDB WRU", wru, 55, 100+extraWRU*extra)
 	_, rru := rep.Total(meter.DynamoDB, meter.UnitRRU)
 	within(t, "DynamoDB RRU", rru, 18, 50+extraRRU*extra)
 	if send, _ := rep.Find(meter.SQS, "SendMessage", meter.UnitRequests); send.Calls < 2 || float64(send.Calls) > 4+extra {

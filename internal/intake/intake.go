@@ -25,8 +25,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -87,6 +89,18 @@ type Client struct {
 	opts   Options
 	signer *v4.Signer
 	httpc  *http.Client
+
+	mu sync.Mutex
+	// synced is the NodeClaims of the last Sync answer that held them
+	// whole (not deferred), encoded, and the generation it named.
+	synced syncedClaims
+}
+
+// syncedClaims is a Sync answer's NodeClaims as JSON and their
+// v1.Sync.NodeClaimsGeneration (0: none kept).
+type syncedClaims struct {
+	gen  int64
+	json []byte
 }
 
 // New returns a Client, or an error naming the option that is missing or
@@ -263,13 +277,43 @@ func (c *Client) Events(ctx context.Context) (v1.EventList, error) {
 // and Events return them; a part the API deferred (v1.Sync.Deferred) is
 // fetched from its own route, so the Sync returned is complete and its
 // Deferred empty. An API that names a route it has no part for is an error.
+//
+// The client keeps the NodeClaims of the last answer that held them and
+// sends their generation (v1.QueryNodeClaimsGeneration); an answer with
+// NodeClaimsUnchanged gets those NodeClaims back in its NodeClaims, so the
+// API reads and sends them only when one changed. An answer claiming
+// "unchanged" for a generation the client did not send is an error.
 func (c *Client) Sync(ctx context.Context) (v1.Sync, error) {
+	c.mu.Lock()
+	known := c.synced
+	c.mu.Unlock()
+	route := v1.RouteSync
+	if known.gen > 0 {
+		route += "?" + url.Values{v1.QueryNodeClaimsGeneration: {strconv.FormatInt(known.gen, 10)}}.Encode()
+	}
 	var out v1.Sync
-	if err := c.do(ctx, http.MethodGet, v1.RouteSync, "", nil, &out); err != nil {
+	if err := c.do(ctx, http.MethodGet, route, "", nil, &out); err != nil {
 		return v1.Sync{}, err
 	}
 	deferred := out.Deferred
 	out.Deferred = nil
+	switch {
+	case out.NodeClaimsUnchanged:
+		if known.gen == 0 || out.NodeClaimsGeneration != known.gen {
+			return v1.Sync{}, fmt.Errorf("GET %s: NodeClaims unchanged at generation %d, but the client asked with %d", v1.RouteSync, out.NodeClaimsGeneration, known.gen)
+		}
+		if err := json.Unmarshal(known.json, &out.NodeClaims); err != nil {
+			return v1.Sync{}, fmt.Errorf("GET %s: decode the kept NodeClaims: %w", v1.RouteSync, err)
+		}
+	case out.NodeClaimsGeneration > 0 && !slices.Contains(deferred, v1.RouteNodeClaims):
+		raw, err := json.Marshal(out.NodeClaims)
+		if err != nil {
+			return v1.Sync{}, fmt.Errorf("GET %s: encode the NodeClaims to keep: %w", v1.RouteSync, err)
+		}
+		c.keepSynced(syncedClaims{gen: out.NodeClaimsGeneration, json: raw})
+	default:
+		c.keepSynced(syncedClaims{})
+	}
 	for _, route := range deferred {
 		var err error
 		switch route {
@@ -289,6 +333,17 @@ func (c *Client) Sync(ctx context.Context) (v1.Sync, error) {
 		}
 	}
 	return out, nil
+}
+
+// keepSynced replaces the kept NodeClaims with k, unless k is older than
+// them (a concurrent Sync answered a newer generation); an empty k always
+// replaces them.
+func (c *Client) keepSynced(k syncedClaims) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k.gen == 0 || k.gen >= c.synced.gen {
+		c.synced = k
+	}
 }
 
 // Metrics returns the decision metrics the Lambdas stored (GET

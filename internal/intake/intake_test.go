@@ -632,6 +632,60 @@ func TestSync(t *testing.T) {
 			t.Errorf("requests mismatch (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("should send the kept generation and answer the kept NodeClaims while they are unchanged", func(t *testing.T) {
+		srv := newServer(t,
+			response{status: http.StatusOK, body: `{"kind":"Sync","nodeClaims":[` + claim + `],"events":` + events + `,"nodeClaimsGeneration":7}`},
+			response{status: http.StatusOK, body: `{"kind":"Sync","nodeClaims":[],"events":` + events + `,"nodeClaimsGeneration":7,"nodeClaimsUnchanged":true}`},
+			response{status: http.StatusOK, body: `{"kind":"Sync","nodeClaims":[],"events":` + events + `,"nodeClaimsGeneration":8}`},
+			response{status: http.StatusOK, body: `{"kind":"Sync","nodeClaims":[],"events":` + events + `,"nodeClaimsGeneration":8,"nodeClaimsUnchanged":true}`},
+		)
+		var sleeps []time.Duration
+		c := newClient(t, srv.URL, &sleeps)
+		var counts []int
+		for range 4 {
+			got, err := c.Sync(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			counts = append(counts, len(got.NodeClaims))
+		}
+		// The third answer moved to generation 8 with no NodeClaim: the
+		// fourth must not bring back the one of generation 7.
+		if diff := cmp.Diff([]int{1, 1, 0, 0}, counts); diff != "" {
+			t.Errorf("NodeClaims per Sync mismatch (-want +got):\n%s", diff)
+		}
+		var queries []string
+		for _, r := range srv.seen() {
+			queries = append(queries, r.Query)
+		}
+		if diff := cmp.Diff([]string{"", "nodeClaimsGeneration=7", "nodeClaimsGeneration=7", "nodeClaimsGeneration=8"}, queries); diff != "" {
+			t.Errorf("queries mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("should keep nothing from an answer whose NodeClaims were deferred", func(t *testing.T) {
+		srv := newServer(t,
+			response{status: http.StatusOK, body: `{"kind":"Sync","nodeClaims":[],"deferred":["/v1/nodeclaims"],"nodeClaimsGeneration":3}`},
+			response{status: http.StatusOK, body: `{"kind":"NodeClaimList","items":[` + claim + `]}`},
+			response{status: http.StatusOK, body: `{"kind":"Sync","nodeClaims":[` + claim + `],"nodeClaimsGeneration":3}`},
+		)
+		var sleeps []time.Duration
+		c := newClient(t, srv.URL, &sleeps)
+		for range 2 {
+			if _, err := c.Sync(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if q := srv.seen()[2].Query; q != "" {
+			t.Errorf("second Sync query = %q, want none (nothing kept from a deferred part)", q)
+		}
+	})
+	t.Run("should fail on an unchanged answer to a generation it did not send", func(t *testing.T) {
+		srv := newServer(t, response{status: http.StatusOK, body: `{"kind":"Sync","nodeClaims":[],"nodeClaimsGeneration":4,"nodeClaimsUnchanged":true}`})
+		var sleeps []time.Duration
+		if _, err := newClient(t, srv.URL, &sleeps).Sync(t.Context()); err == nil || !strings.Contains(err.Error(), "unchanged") {
+			t.Errorf("Sync() error = %v, want the unasked unchanged answer refused", err)
+		}
+	})
 	t.Run("should fail on a deferred route that is not one of its parts", func(t *testing.T) {
 		srv := newServer(t, response{status: http.StatusOK, body: `{"kind":"Sync","deferred":["/v1/metrics"]}`})
 		var sleeps []time.Duration

@@ -568,7 +568,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("intake config: %w", err)
 	}
-	intake, err := intakehandler.New(icfg, intakehandler.Deps{Store: killableStore{store}, Queue: killableSender{sender}, Log: s.log.With("function", "intake"), Now: s.now})
+	intake, err := intakehandler.New(icfg, intakehandler.Deps{Store: killableStore{store.WithNodeClaimCache()}, Queue: killableSender{sender}, Log: s.log.With("function", "intake"), Now: s.now})
 	if err != nil {
 		return fmt.Errorf("intake: %w", err)
 	}

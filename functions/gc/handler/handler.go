@@ -199,6 +199,12 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
+	// Every step of a run lists the NodeClaims (adoption, collection,
+	// tagging, launch templates, instance profiles): through the cache a
+	// step reads them again only after a NodeClaim write (an adoption or
+	// a collection by an earlier step, or any other Lambda's), so a run
+	// with nothing to do lists once, and a warm Lambda not even that.
+	store = store.WithNodeClaimCache()
 	claims := adapters.Claims{Store: store, Metrics: decisionmetrics.New(store, c.Metrics, log, cfg.Cluster, now)}
 	instances := adapters.Instances{Fleet: fleet.New(c.EC2), Cluster: cfg.Cluster}
 	col, err := provisioning.NewCollector(cfg.Cluster, claims, instances, c.Nodes)

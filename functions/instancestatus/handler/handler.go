@@ -146,6 +146,8 @@ func New(cfg Config, c Clients, log *slog.Logger, now func() time.Time) (*Handle
 	if err != nil {
 		return nil, fmt.Errorf("instancestatus: %w", err)
 	}
+	// A warm poll re-reads the NodeClaims only after a write.
+	st = st.WithNodeClaimCache()
 	sf, err := sfnstarter.New(c.SFN, cfg.StateMachineARN)
 	if err != nil {
 		return nil, fmt.Errorf("instancestatus: %w", err)

@@ -166,7 +166,8 @@ func newEnv(t *testing.T) *env {
 	e.sender = &flakySender{q: e.queue}
 	cfgH := handler.Config{Cluster: cluster, Table: e.table, QueueURL: e.url, IdempotencyTTL: time.Hour, ApplyLease: 30 * time.Second, PayloadTTL: 96 * time.Hour}
 	e.h, err = handler.New(cfgH, handler.Deps{
-		Store: e.store, Queue: e.sender, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// As the Lambda's main wires it (functions/intake/main.go).
+		Store: e.store.WithNodeClaimCache(), Queue: e.sender, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now: e.clock.Now,
 	})
 	if err != nil {

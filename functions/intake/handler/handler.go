@@ -118,6 +118,7 @@ type store interface {
 	PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, now time.Time) (ddbstore.SnapshotPartResult, error)
 	PutPayload(ctx context.Context, key string, data []byte, now time.Time, ttl time.Duration) error
 	ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error)
+	NodeClaimGeneration(ctx context.Context) (int64, error)
 	ListNodeClaimsPage(ctx context.Context, after string, limit int) ([]v1.NodeClaim, bool, error)
 	ListNodeClassStatusesPage(ctx context.Context, after string, limit int) ([]v1.NodeClassStatus, bool, error)
 	ListEvents(ctx context.Context, now time.Time) ([]ddbstore.Event, error)
@@ -215,7 +216,7 @@ func (h *Handler) route(ctx context.Context, req events.APIGatewayProxyRequest) 
 	case path == v1.RouteNodeClasses:
 		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getNodeClasses(ctx, req) }}}
 	case path == v1.RouteSync:
-		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getSync(ctx) }}}
+		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getSync(ctx, req) }}}
 	case path == v1.RouteMetrics:
 		routes = []route{{http.MethodGet, func() events.APIGatewayProxyResponse { return h.getMetrics(ctx) }}}
 	default:
@@ -663,10 +664,23 @@ func (h *Handler) getEvents(ctx context.Context) events.APIGatewayProxyResponse 
 
 // getSync answers GET v1.RouteSync (see v1.Sync): every NodeClassStatus,
 // every NodeClaim and the EventList GET v1.RouteEvents answers, read
-// concurrently. The parts are placed in that order while their encodings
-// fit maxResponseBytes; a part that does not is left empty and its route
-// deferred, so the answer never holds a part cut short.
-func (h *Handler) getSync(ctx context.Context) events.APIGatewayProxyResponse {
+// concurrently. The NodeClaim generation is read first; when the request's
+// v1.QueryNodeClaimsGeneration is still that generation the NodeClaims are
+// not read (NodeClaimsUnchanged), else they are listed after it, so they
+// hold every write the answered generation counts. The parts are placed in
+// that order while their encodings fit maxResponseBytes; a part that does
+// not is left empty and its route deferred, so the answer never holds a
+// part cut short.
+func (h *Handler) getSync(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	known, err := knownGeneration(req)
+	if err != nil {
+		return rejected(err)
+	}
+	gen, err := h.deps.Store.NodeClaimGeneration(ctx)
+	if err != nil {
+		return h.failed(ctx, "sync", err)
+	}
+	unchanged := known != 0 && known == gen
 	var (
 		classes []v1.NodeClassStatus
 		claims  []v1.NodeClaim
@@ -674,7 +688,9 @@ func (h *Handler) getSync(ctx context.Context) events.APIGatewayProxyResponse {
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { classes, err = h.deps.Store.ListNodeClassStatuses(gctx); return err })
-	g.Go(func() (err error) { claims, err = h.deps.Store.ListNodeClaims(gctx); return err })
+	if !unchanged {
+		g.Go(func() (err error) { claims, err = h.deps.Store.ListNodeClaims(gctx); return err })
+	}
 	g.Go(func() (err error) { records, err = h.deps.Store.ListEvents(gctx, h.deps.Now()); return err })
 	if err := g.Wait(); err != nil {
 		return h.failed(ctx, "sync", err)
@@ -685,7 +701,8 @@ func (h *Handler) getSync(ctx context.Context) events.APIGatewayProxyResponse {
 	}
 	out := v1.Sync{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindSync},
 		NodeClasses: []v1.NodeClassStatus{}, NodeClaims: []v1.NodeClaim{},
-		Events: v1.EventList{TypeMeta: evs.TypeMeta, Items: []v1.EventRecord{}}}
+		Events:               v1.EventList{TypeMeta: evs.TypeMeta, Items: []v1.EventRecord{}},
+		NodeClaimsGeneration: gen, NodeClaimsUnchanged: unchanged}
 	budget := maxResponseBytes - syncEnvelope
 	fits := func(route string, part any) (bool, error) {
 		data, err := json.Marshal(part)
@@ -717,6 +734,22 @@ func (h *Handler) getSync(ctx context.Context) events.APIGatewayProxyResponse {
 		}
 	}
 	return apigw.JSON(http.StatusOK, out)
+}
+
+// knownGeneration returns the request's v1.QueryNodeClaimsGeneration, 0
+// when absent, and a *v1.ValidationError naming the parameter when it is
+// not a whole number of at least 1.
+func knownGeneration(req events.APIGatewayProxyRequest) (int64, error) {
+	raw, ok := req.QueryStringParameters[v1.QueryNodeClaimsGeneration]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 1 {
+		return 0, &v1.ValidationError{Kind: v1.KindSync, Fields: []v1.FieldError{{Path: "query " + v1.QueryNodeClaimsGeneration,
+			Message: fmt.Sprintf("must be a whole number of at least 1 (a Sync's nodeClaimsGeneration), got %q", raw)}}}
+	}
+	return n, nil
 }
 
 // syncEnvelope is room left in a Sync answer for everything but its parts

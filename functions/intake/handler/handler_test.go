@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -739,12 +740,71 @@ func TestGetSync(t *testing.T) {
 		e.do(t, get(v1.RouteNodeClaims), http.StatusOK, &claims)
 		e.do(t, get(v1.RouteEvents), http.StatusOK, &evs)
 		want := v1.Sync{TypeMeta: metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindSync},
-			NodeClasses: classes.Items, NodeClaims: claims.Items, Events: evs}
+			NodeClasses: classes.Items, NodeClaims: claims.Items, Events: evs, NodeClaimsGeneration: 3}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("sync mismatch (-want +got):\n%s", diff)
 		}
 		if len(got.NodeClasses) != 1 || len(got.NodeClaims) != 3 || len(got.Events.Items) != 1 {
 			t.Errorf("sync holds %d classes, %d claims, %d events; want 1, 3, 1", len(got.NodeClasses), len(got.NodeClaims), len(got.Events.Items))
+		}
+	})
+	syncAt := func(gen string) events.APIGatewayProxyRequest {
+		req := get(v1.RouteSync)
+		req.QueryStringParameters = map[string]string{v1.QueryNodeClaimsGeneration: gen}
+		return req
+	}
+	claimQueries := func(e *env) int {
+		n := 0
+		for _, c := range e.calls.Calls() {
+			if c.Op == "Query" && c.PartitionKey == cluster+"#NODECLAIM" {
+				n++
+			}
+		}
+		return n
+	}
+	t.Run("should answer unchanged without reading the NodeClaims while their generation is the poller's", func(t *testing.T) {
+		e := newEnv(t)
+		putClaims(t, e, 3, 0)
+		putClassAndEvent(t, e)
+		var first v1.Sync
+		e.do(t, get(v1.RouteSync), http.StatusOK, &first)
+		e.calls.Reset()
+		var got v1.Sync
+		resp := e.do(t, syncAt(strconv.FormatInt(first.NodeClaimsGeneration, 10)), http.StatusOK, &got)
+		if !got.NodeClaimsUnchanged || got.NodeClaimsGeneration != first.NodeClaimsGeneration || !strings.Contains(resp.Body, `"nodeClaims":[]`) {
+			t.Errorf("answer = %s, want nodeClaimsUnchanged at generation %d and no NodeClaims", resp.Body, first.NodeClaimsGeneration)
+		}
+		if len(got.NodeClasses) != 1 || len(got.Events.Items) != 1 {
+			t.Errorf("answer holds %d classes, %d events; want the other parts whole (1, 1)", len(got.NodeClasses), len(got.Events.Items))
+		}
+		if n := claimQueries(e); n != 0 {
+			t.Errorf("NodeClaim queries = %d, want 0", n)
+		}
+	})
+	t.Run("should answer every NodeClaim once one changed since the poller's generation", func(t *testing.T) {
+		e := newEnv(t)
+		putClaims(t, e, 2, 0)
+		var first v1.Sync
+		e.do(t, get(v1.RouteSync), http.StatusOK, &first)
+		c := first.NodeClaims[0]
+		c.Status.ProviderID = "aws:///us-east-1a/i-0abc"
+		if _, err := e.store.UpdateNodeClaim(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		var got v1.Sync
+		e.do(t, syncAt(strconv.FormatInt(first.NodeClaimsGeneration, 10)), http.StatusOK, &got)
+		if got.NodeClaimsUnchanged || got.NodeClaimsGeneration != first.NodeClaimsGeneration+1 || len(got.NodeClaims) != 2 ||
+			got.NodeClaims[0].Status.ProviderID != c.Status.ProviderID {
+			t.Errorf("answer = %+v, want both NodeClaims, the changed one launched, at generation %d", got, first.NodeClaimsGeneration+1)
+		}
+	})
+	t.Run("should answer every NodeClaim to a generation that is not the API's", func(t *testing.T) {
+		e := newEnv(t)
+		putClaims(t, e, 2, 0)
+		var got v1.Sync
+		e.do(t, syncAt("999"), http.StatusOK, &got)
+		if got.NodeClaimsUnchanged || len(got.NodeClaims) != 2 || got.NodeClaimsGeneration != 2 {
+			t.Errorf("answer = %+v, want both NodeClaims at generation 2", got)
 		}
 	})
 	t.Run("should defer the NodeClaims to their paged route when they do not fit one answer", func(t *testing.T) {
@@ -764,4 +824,19 @@ func TestGetSync(t *testing.T) {
 			t.Errorf("sync holds %d claims, %d classes, %d events; want 0 (deferred), 1, 1", len(got.NodeClaims), len(got.NodeClasses), len(got.Events.Items))
 		}
 	})
+}
+
+func TestGetSyncErrors(t *testing.T) {
+	for _, gen := range []string{"0", "-3", "seven", ""} {
+		t.Run("should refuse nodeClaimsGeneration "+strconv.Quote(gen)+" naming the parameter", func(t *testing.T) {
+			e := newEnv(t)
+			req := get(v1.RouteSync)
+			req.QueryStringParameters = map[string]string{v1.QueryNodeClaimsGeneration: gen}
+			var got v1.ErrorResponse
+			e.do(t, req, http.StatusBadRequest, &got)
+			if !strings.Contains(got.Message, "query "+v1.QueryNodeClaimsGeneration) {
+				t.Errorf("message = %q, want the parameter named", got.Message)
+			}
+		})
+	}
 }

@@ -14,7 +14,7 @@ package v1
 //	GET  RouteNodeClaims                             -> 200 NodeClaimList (every NodeClaim the API holds for the cluster; paged, see below)
 //	GET  RouteEvents                                 -> 200 EventList (the newest unexpired event records, at most MaxEventsPerList)
 //	GET  RouteNodeClasses                            -> 200 NodeClassStatusList (what the API last resolved for each EC2NodeClass; paged)
-//	GET  RouteSync                                   -> 200 Sync (the three answers above in one, for a poller)
+//	GET  RouteSync                                   -> 200 Sync (the three answers above in one, for a poller; NodeClaims only when changed since QueryNodeClaimsGeneration)
 //
 // Paging, as the Kubernetes API pages lists. A GET of RouteNodeClaims or
 // RouteNodeClasses with the query parameter QueryLimit (1..MaxListLimit)
@@ -110,6 +110,12 @@ const (
 	QueryContinue = "continue"
 	// MaxListLimit bounds QueryLimit.
 	MaxListLimit = 1000
+	// QueryNodeClaimsGeneration, on a GET of RouteSync, is the
+	// Sync.NodeClaimsGeneration of the poller's last complete NodeClaims
+	// (a whole number of at least 1): while it is still the API's
+	// generation, the answer's NodeClaims is left empty and
+	// NodeClaimsUnchanged set.
+	QueryNodeClaimsGeneration = "nodeClaimsGeneration"
 )
 
 // HeaderIdempotencyKey carries a message's ID on every POST; it must equal
@@ -868,6 +874,16 @@ type Sync struct {
 	// Deferred lists the routes (RouteNodeClasses, RouteNodeClaims,
 	// RouteEvents) whose parts are left out, in that order.
 	Deferred []string `json:"deferred,omitempty"`
+	// NodeClaimsGeneration is the API's NodeClaim generation read before
+	// NodeClaims was (0: not known): a counter raised by every NodeClaim
+	// write, in the same DynamoDB transaction, so NodeClaims holds every
+	// change it counts. A poller sends it back as QueryNodeClaimsGeneration.
+	NodeClaimsGeneration int64 `json:"nodeClaimsGeneration,omitempty"`
+	// NodeClaimsUnchanged is true when the request's
+	// QueryNodeClaimsGeneration is still NodeClaimsGeneration: no
+	// NodeClaim changed since the answer that gave it, and NodeClaims is
+	// left empty (the poller keeps that answer's).
+	NodeClaimsUnchanged bool `json:"nodeClaimsUnchanged,omitempty"`
 }
 
 // NodeClassStatus is one EC2NodeClass as the API resolved it.

@@ -15,6 +15,7 @@ type DynamoDBItemAPI interface {
 	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
 // DynamoDBCall is one recorded call: its operation, the index a Query
@@ -76,6 +77,26 @@ func (r *DynamoDBRecorder) PutItem(ctx context.Context, in *dynamodb.PutItemInpu
 func (r *DynamoDBRecorder) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	r.record("DeleteItem", "", in.Key[r.PartitionKey])
 	return r.Next.DeleteItem(ctx, in, opts...)
+}
+
+// TransactWriteItems records each item as the call IAM authorizes it as
+// (PutItem, UpdateItem, DeleteItem or ConditionCheckItem of its key's
+// partition key; DynamoDB Developer Guide, "Using IAM with DynamoDB
+// transactions").
+func (r *DynamoDBRecorder) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	for _, it := range in.TransactItems {
+		switch {
+		case it.Put != nil:
+			r.record("PutItem", "", it.Put.Item[r.PartitionKey])
+		case it.Update != nil:
+			r.record("UpdateItem", "", it.Update.Key[r.PartitionKey])
+		case it.Delete != nil:
+			r.record("DeleteItem", "", it.Delete.Key[r.PartitionKey])
+		case it.ConditionCheck != nil:
+			r.record("ConditionCheckItem", "", it.ConditionCheck.Key[r.PartitionKey])
+		}
+	}
+	return r.Next.TransactWriteItems(ctx, in, opts...)
 }
 
 // keyCondition finds the value placeholder of a key condition's first

@@ -31,6 +31,10 @@ func (nopDynamoDB) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamod
 	return &dynamodb.QueryOutput{}, nil
 }
 
+func (nopDynamoDB) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return &dynamodb.TransactWriteItemsOutput{}, nil
+}
+
 func TestDynamoDBRecorderRecordsTheKeyIAMMatches(t *testing.T) {
 	ctx := context.Background()
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -47,6 +51,11 @@ func TestDynamoDBRecorderRecordsTheKeyIAMMatches(t *testing.T) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":ik": s("c#i-1")},
 	})
 	_, _ = r.GetItem(ctx, &dynamodb.GetItemInput{Key: map[string]types.AttributeValue{"pk": s("c#A"), "sk": s("y")}})
+	_, _ = r.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{Item: map[string]types.AttributeValue{"pk": s("c#E"), "sk": s("x")}}},
+		{Update: &types.Update{Key: map[string]types.AttributeValue{"pk": s("c#F"), "sk": s("x")}}},
+		{Delete: &types.Delete{Key: map[string]types.AttributeValue{"pk": s("c#G"), "sk": s("x")}}},
+	}})
 	want := []awstest.DynamoDBCall{
 		{Op: "GetItem", PartitionKey: "c#A"},
 		{Op: "PutItem", PartitionKey: "c#B"},
@@ -54,6 +63,9 @@ func TestDynamoDBRecorderRecordsTheKeyIAMMatches(t *testing.T) {
 		{Op: "Query", PartitionKey: "c#D"},
 		{Op: "Query", Index: "byInstance", PartitionKey: "c#i-1"},
 		{Op: "GetItem", PartitionKey: "c#A"},
+		{Op: "PutItem", PartitionKey: "c#E"},
+		{Op: "UpdateItem", PartitionKey: "c#F"},
+		{Op: "DeleteItem", PartitionKey: "c#G"},
 	}
 	if diff := cmp.Diff(want, r.Calls()); diff != "" {
 		t.Errorf("Calls() mismatch (-want +got):\n%s", diff)

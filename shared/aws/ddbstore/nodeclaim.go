@@ -22,6 +22,11 @@ const kindNodeClaim = "NodeClaim"
 // the decimal form of the item's version attribute (1 after creation, +1 per
 // update), the same optimistic-concurrency contract as a Kubernetes
 // resourceVersion. It is not part of the stored JSON body.
+//
+// Every NodeClaim write (PutNodeClaim, UpdateNodeClaim, DeleteNodeClaim)
+// also raises the cluster's NodeClaim generation (NodeClaimGeneration), in
+// the same TransactWriteItems: the claim's change and the generation that
+// counts it become visible together or not at all.
 
 // PutNodeClaim creates claim. It is create-only (condition
 // attribute_not_exists(pk)): it returns ErrAlreadyExists if a NodeClaim of
@@ -37,13 +42,13 @@ func (s *Store) PutNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.NodeCl
 	if err != nil {
 		return v1.NodeClaim{}, fmt.Errorf("create nodeclaim %s: %w", claim.Name, err)
 	}
-	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+	err = s.writeNodeClaim(ctx, types.TransactWriteItem{Put: &types.Put{
 		TableName:                &s.table,
 		Item:                     item,
 		ConditionExpression:      strPtr("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-	})
-	if isConditionFailed(err) {
+	}})
+	if claimConditionFailed(err) {
 		return v1.NodeClaim{}, fmt.Errorf("create nodeclaim %s: %w", claim.Name, ErrAlreadyExists)
 	}
 	if err != nil {
@@ -69,14 +74,14 @@ func (s *Store) UpdateNodeClaim(ctx context.Context, claim v1.NodeClaim) (v1.Nod
 		return v1.NodeClaim{}, fmt.Errorf("update nodeclaim %s: %w", claim.Name, err)
 	}
 	cond, names, values := versionCondition(expected, string(claim.UID))
-	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+	err = s.writeNodeClaim(ctx, types.TransactWriteItem{Put: &types.Put{
 		TableName:                 &s.table,
 		Item:                      item,
 		ConditionExpression:       &cond,
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
-	})
-	if isConditionFailed(err) {
+	}})
+	if claimConditionFailed(err) {
 		return v1.NodeClaim{}, s.nodeClaimConditionError(ctx, "update", claim.Name, expected)
 	}
 	if err != nil {
@@ -99,14 +104,14 @@ func (s *Store) DeleteNodeClaim(ctx context.Context, claim v1.NodeClaim) error {
 		return fmt.Errorf("delete nodeclaim %s: %w", claim.Name, err)
 	}
 	cond, names, values := versionCondition(expected, string(claim.UID))
-	_, err = s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	err = s.writeNodeClaim(ctx, types.TransactWriteItem{Delete: &types.Delete{
 		TableName:                 &s.table,
 		Key:                       itemKey(s.pk(pkNodeClaim), claim.Name),
 		ConditionExpression:       &cond,
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
-	})
-	if isConditionFailed(err) {
+	}})
+	if claimConditionFailed(err) {
 		return s.nodeClaimConditionError(ctx, "delete", claim.Name, expected)
 	}
 	if err != nil {
@@ -175,9 +180,17 @@ func (s *Store) GetNodeClaim(ctx context.Context, name string) (v1.NodeClaim, er
 // ListNodeClaims returns every NodeClaim of the cluster sorted by name, read
 // with strong consistency from the cluster's NodeClaim partition (so a claim
 // written before the call is always included: the provisioner relies on this
-// to count in-flight capacity).
+// to count in-flight capacity). A store made WithNodeClaimCache keeps that
+// contract and reads the partition only when the NodeClaim generation moved
+// since its last list.
 func (s *Store) ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
-	items, err := s.queryPartition(ctx, s.pk(pkNodeClaim))
+	var items []map[string]types.AttributeValue
+	var err error
+	if s.claims != nil {
+		items, err = s.claims.list(ctx, s)
+	} else {
+		items, err = s.queryPartition(ctx, s.pk(pkNodeClaim))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list nodeclaims: %w", err)
 	}
@@ -196,6 +209,10 @@ func (s *Store) ListNodeClaims(ctx context.Context) ([]v1.NodeClaim, error) {
 // limit must be positive (else ErrInvalid).
 func (s *Store) ListNodeClaimsPage(ctx context.Context, after string, limit int) ([]v1.NodeClaim, bool, error) {
 	pk := s.pk(pkNodeClaim)
+	if after == "" {
+		// The generation item sorts before every NodeClaim name.
+		after = skGeneration
+	}
 	items, more, err := s.queryPage(ctx, s.partitionQuery(pk), pk, after, limit)
 	if err != nil {
 		return nil, false, fmt.Errorf("list nodeclaims: %w", err)
@@ -404,6 +421,9 @@ func decodeNodeClaim(item map[string]types.AttributeValue) (v1.NodeClaim, error)
 func decodeNodeClaims(items []map[string]types.AttributeValue) ([]v1.NodeClaim, error) {
 	claims := make([]v1.NodeClaim, 0, len(items))
 	for _, item := range items {
+		if isGenerationItem(item) {
+			continue
+		}
 		c, err := decodeNodeClaim(item)
 		if err != nil {
 			return nil, err

@@ -43,7 +43,8 @@ type TableSchema struct {
 }
 
 // Access lists the partition keys one component reads (GetItem, Query) and
-// writes (PutItem, DeleteItem; GetItem and Query too, as conditional writes
+// writes (PutItem, UpdateItem, DeleteItem, also as the items of a
+// TransactWriteItems; GetItem and Query too, as conditional writes
 // re-read). Each entry is a pattern of the key after "<cluster>#": exact, or
 // ending in "*" for any rest (IAM StringLike). Indexes names the indexes it
 // queries: LeadingKeys of an index query is the index's partition key
@@ -55,8 +56,8 @@ type Access struct {
 	Indexes []string `json:"indexes,omitempty"`
 }
 
-// Allows reports whether a call of op (GetItem, Query, PutItem or
-// DeleteItem) on index ("" for the table) naming partition key pk is within
+// Allows reports whether a call of op (GetItem, Query, PutItem, UpdateItem
+// or DeleteItem) on index ("" for the table) naming partition key pk is within
 // a for cluster: the check IAM makes of the role the CDK app builds from a,
 // for tests that run a component against a recording client.
 func (a Access) Allows(cluster, op, index, pk string) bool {
@@ -78,7 +79,7 @@ func (a Access) Allows(cluster, op, index, pk string) bool {
 	switch op {
 	case "GetItem", "Query":
 		return match(a.Read) || match(a.Write)
-	case "PutItem", "DeleteItem":
+	case "PutItem", "UpdateItem", "DeleteItem":
 		return match(a.Write)
 	}
 	return false

@@ -133,7 +133,9 @@ func TestAccessAllows(t *testing.T) {
 		{name: "should allow querying a listed index for the cluster", op: "Query", index: ddbstore.IndexByInstance, pk: "c#i-0123", want: true},
 		{name: "should deny querying an index not listed", op: "Query", index: ddbstore.IndexByNodePool, pk: "c#default"},
 		{name: "should deny an index query for another cluster", op: "Query", index: ddbstore.IndexByInstance, pk: "d#i-0123"},
-		{name: "should deny an unknown operation", op: "UpdateItem", pk: "c#NODECLAIM"},
+		{name: "should allow updating a write key (a transaction's generation bump)", op: "UpdateItem", pk: "c#NODECLAIM", want: true},
+		{name: "should deny updating a read-only key", op: "UpdateItem", pk: "c#CONFIG"},
+		{name: "should deny an unknown operation", op: "Scan", pk: "c#NODECLAIM"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,24 +26,32 @@ import (
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 )
 
-// API is the subset of the DynamoDB client the store calls. Only four
+// API is the subset of the DynamoDB client the store calls. Only five
 // operations are needed, so an IAM policy for the Lambdas can grant exactly
-// dynamodb:GetItem, PutItem, DeleteItem and Query.
+// dynamodb:GetItem, PutItem, UpdateItem, DeleteItem and Query:
+// TransactWriteItems (every NodeClaim write and its generation bump) is
+// authorized by IAM as the PutItem, UpdateItem and DeleteItem of its items
+// (DynamoDB Developer Guide, "Using IAM with DynamoDB transactions").
 type API interface {
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
 var _ API = (*dynamodb.Client)(nil)
 
 // Store reads and writes one cluster's state in one table. It is safe for
-// concurrent use; it holds no state besides its configuration.
+// concurrent use; it holds no state besides its configuration, except the
+// NodeClaim list a store made WithNodeClaimCache keeps.
 type Store struct {
 	api     API
 	table   string
 	cluster string
+	// claims, when set, is the last NodeClaim list and the generation it
+	// is at least as new as (WithNodeClaimCache).
+	claims *claimCache
 }
 
 // New returns a store for cluster's items in table. cluster is the EKS

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/sivchari/kumo"
 
+	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/awstest"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/catalog"
@@ -130,6 +131,10 @@ func (f failingAPI) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamo
 	return nil, f.err
 }
 
+func (f failingAPI) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return nil, f.err
+}
+
 func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -160,7 +165,15 @@ func TestSDKErrorsPassThrough(t *testing.T) {
 		"GetNodeClaim":   func() error { _, err := s.GetNodeClaim(ctx, "a"); return err },
 		"PutNodeClaim":   func() error { _, err := s.PutNodeClaim(ctx, nodeClaim("a")); return err },
 		"ListNodeClaims": func() error { _, err := s.ListNodeClaims(ctx); return err },
-		"GetConfig":      func() error { _, err := s.GetConfig(ctx); return err },
+		"DeleteNodeClaim": func() error {
+			return s.DeleteNodeClaim(ctx, nodeClaim("a", func(c *v1.NodeClaim) { c.ResourceVersion = "1" }))
+		},
+		"NodeClaimGeneration": func() error { _, err := s.NodeClaimGeneration(ctx); return err },
+		"ListNodeClaims with the cache": func() error {
+			_, err := s.WithNodeClaimCache().ListNodeClaims(ctx)
+			return err
+		},
+		"GetConfig": func() error { _, err := s.GetConfig(ctx); return err },
 		"MarkUnavailable": func() error {
 			return s.MarkUnavailable(ctx, catalog.OfferingKey{CapacityType: "spot"}, "", t0, time.Minute)
 		},
