@@ -35,7 +35,7 @@ var interruptionRules = []interruptionRule{
 // queue when it is deployed. The queue policy each target adds admits
 // events.amazonaws.com only, and only from that rule (aws:SourceArn).
 // Events EventBridge cannot deliver within the queue's retention go to the
-// queue's DLQ.
+// queue's DLQ (the standard one, standardDeadLetters).
 func newInterruptionRules(d *deployment) {
 	q, ok := d.queues[queueInterruption]
 	if !ok {
@@ -79,11 +79,9 @@ func newTriggers(d *deployment, specs []functionSpec) {
 
 // newSchedule invokes f every f.spec.trigger.every through EventBridge
 // Scheduler, with a role of its own that may invoke exactly f and write
-// undeliverable invocations to the schedule DLQ.
+// undeliverable invocations to the standard DLQ (standardDeadLetters).
 func newSchedule(d *deployment, f *builtFunction) {
-	if d.scheduleDLQ == nil {
-		d.scheduleDLQ = newScheduleDLQ(d)
-	}
+	dlq := standardDeadLetters(d)
 	every := f.spec.trigger.every
 	id := camel(f.spec.name) + "Schedule"
 	role := awsiam.NewRole(d.scope, jsii.String(id+"Role"), &awsiam.RoleProps{
@@ -93,7 +91,7 @@ func newSchedule(d *deployment, f *builtFunction) {
 		Description: jsii.String("nodewright schedule of " + f.spec.name),
 	})
 	role.AddToPrincipalPolicy(statement("InvokeFunction", []string{"lambda:InvokeFunction"}, []*string{f.fn.FunctionArn()}, nil))
-	role.AddToPrincipalPolicy(statement("DeadLetter", []string{"sqs:SendMessage"}, []*string{d.scheduleDLQ.QueueArn()}, nil))
+	role.AddToPrincipalPolicy(statement("DeadLetter", []string{"sqs:SendMessage"}, []*string{dlq.QueueArn()}, nil))
 	f.fn.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
 		RetryAttempts: jsii.Number(0),
 		MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(every.Seconds())),
@@ -107,7 +105,7 @@ func newSchedule(d *deployment, f *builtFunction) {
 			Arn:              f.fn.FunctionArn(),
 			RoleArn:          role.RoleArn(),
 			RetryPolicy:      &awsscheduler.CfnSchedule_RetryPolicyProperty{MaximumRetryAttempts: jsii.Number(0), MaximumEventAgeInSeconds: jsii.Number(every.Seconds())},
-			DeadLetterConfig: &awsscheduler.CfnSchedule_DeadLetterConfigProperty{Arn: d.scheduleDLQ.QueueArn()},
+			DeadLetterConfig: &awsscheduler.CfnSchedule_DeadLetterConfigProperty{Arn: dlq.QueueArn()},
 		},
 	})
 	// The schedule must not fire before its role may invoke the function.

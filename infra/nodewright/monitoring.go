@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
@@ -84,9 +86,9 @@ var alarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))
 // cluster's message group is stuck (pods stay pending).
 const provisioningAgeLimit = 10 * 60
 
-// newMonitoring creates the alarms (any error of a Lambda the API does not
-// front, any message in a dead-letter queue, any failed or aborted state
-// machine execution, any intake 5xx, a stuck provisioning queue) and, when
+// newMonitoring creates the alarms (any failed Lambda invocation, any
+// message in a dead-letter queue, any failed or aborted state machine
+// execution, any intake 5xx, a stuck provisioning queue) and, when
 // Props.Dashboard is set,
 // one dashboard showing them with the traffic behind them, then the Lambdas'
 // decision metrics (decisionRows). Alarms notify Props.AlarmTopicARN when set.
@@ -103,17 +105,11 @@ func newMonitoring(d *deployment) {
 	sum := &awscloudwatch.MetricOptions{Period: alarmPeriod, Statistic: jsii.String("Sum")}
 	maximum := &awscloudwatch.MetricOptions{Period: alarmPeriod, Statistic: jsii.String("Maximum")}
 
+	alarm("FunctionErrorsAlarm", "a Lambda invocation failed: its handler returned an error or panicked, it timed out or its process crashed "+
+		"(the lines in the functions' log groups: docs/troubleshooting.md)", functionErrors(d), 1)
 	var fnErrors, fnInvocations, fnDuration, fnThrottles []awscloudwatch.IMetric
 	for _, name := range slices.Sorted(maps.Keys(d.functions)) {
 		f := d.functions[name]
-		// CloudWatch bills an alarm per metric it watches (a metric-math
-		// alarm per metric in its expression), so an error the
-		// ApiServerErrorsAlarm already pages for gets no alarm of its own:
-		// a proxy-integrated function's error or timeout is answered 502 or
-		// 504 by API Gateway, a 5XXError of the API.
-		if f.spec.trigger.kind != triggerAPI {
-			alarm(camel(name)+"ErrorsAlarm", "Lambda "+name+" reported errors", f.fn.MetricErrors(sum), 1)
-		}
 		label := &awscloudwatch.MetricOptions{Label: jsii.String(name)}
 		fnErrors = append(fnErrors, f.fn.MetricErrors(label))
 		fnInvocations = append(fnInvocations, f.fn.MetricInvocations(label))
@@ -121,21 +117,31 @@ func newMonitoring(d *deployment) {
 		fnDuration = append(fnDuration, f.fn.MetricDuration(&awscloudwatch.MetricOptions{Label: jsii.String(name + " p99"), Statistic: jsii.String("p99")}))
 	}
 
+	// One alarm per dead-letter queue: a FIFO queue's own, and the one
+	// standard DLQ every standard source shares (queues.go
+	// standardDeadLetters).
 	dlqs := map[string]awssqs.Queue{}
 	var queueDepth, queueAge []awscloudwatch.IMetric
 	for _, name := range slices.Sorted(maps.Keys(d.queues)) {
 		q := d.queues[name]
-		dlqs[name] = q.dlq
+		if q.spec.fifo {
+			dlqs[camel(name)] = q.dlq
+		}
 		queueDepth = append(queueDepth, q.queue.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Label: jsii.String(name)}))
 		queueAge = append(queueAge, q.queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Label: jsii.String(name), Statistic: jsii.String("Maximum")}))
 	}
-	if d.scheduleDLQ != nil {
-		dlqs["schedule"] = d.scheduleDLQ
+	if d.deadLetters != nil {
+		dlqs[""] = d.deadLetters
 	}
 	var dlqDepth []awscloudwatch.IMetric
 	for _, name := range slices.Sorted(maps.Keys(dlqs)) {
-		alarm(camel(name)+"DeadLetterAlarm", "messages in the "+name+" dead-letter queue", dlqs[name].MetricApproximateNumberOfMessagesVisible(maximum), 1)
-		dlqDepth = append(dlqDepth, dlqs[name].MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Label: jsii.String(name + " DLQ"), Statistic: jsii.String("Maximum")}))
+		what := "messages in the " + strings.ToLower(name) + " dead-letter queue"
+		if name == "" {
+			what = "messages in the dead-letter queue (interruption messages that failed 3 deliveries, interruption events EventBridge could not deliver, schedule invocations Scheduler could not deliver)"
+		}
+		alarm(name+"DeadLetterAlarm", what, dlqs[name].MetricApproximateNumberOfMessagesVisible(maximum), 1)
+		label := strings.TrimSpace(strings.ToLower(name) + " DLQ")
+		dlqDepth = append(dlqDepth, dlqs[name].MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Label: jsii.String(label), Statistic: jsii.String("Maximum")}))
 	}
 	if q, ok := d.queues[queueProvisioning]; ok {
 		alarm("ProvisioningQueueStuckAlarm", "the oldest provisioning message waits for 10 minutes or more (pods stay pending)",
@@ -198,4 +204,67 @@ func newMonitoring(d *deployment) {
 		widgets[i] = &rows[i]
 	}
 	awscloudwatch.NewDashboard(d.scope, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{Widgets: &widgets})
+}
+
+// The function-error alarm's log lines. CloudWatch bills an alarm per
+// metric it watches ($0.10 a month) and a custom metric $0.30 a month
+// (https://aws.amazon.com/cloudwatch/pricing/; metric filters themselves
+// are free), so every function's failures are counted into one metric by
+// metric filters on the functions' log groups, and one alarm watches it:
+// $0.40 a month for all of them, where an alarm on each function's Errors
+// metric was $0.10 a function. The filters count what Lambda's Errors
+// metric counts:
+//   - failureMessage: the handler returned an error or panicked; the line
+//     functions/internal/lambdakit writes (lambdakit.InvocationFailed,
+//     its testdata/invocation-failed.json);
+//   - platformErrorTerms: the Lambda platform's own lines in the
+//     function's log group when the invocation fails outside the handler:
+//     "Task timed out after N seconds" (the timeout), "Runtime exited with
+//     error: ..." followed by the error type "Runtime.ExitError" (the
+//     process crashed or was killed, out of memory included, or exited
+//     during init), "Sandbox.Timedout" (init ran out of time;
+//     https://docs.aws.amazon.com/lambda/latest/dg/troubleshooting-invocation.html).
+const (
+	failureMessageField = "$.message"
+	failureMessage      = "invocation failed"
+)
+
+var platformErrorTerms = []string{"Task timed out", "Runtime exited", "Runtime.ExitError", "Sandbox.Timedout"}
+
+// functionErrorsMetric is the name, in the Lambdas' namespace
+// (emfNamespace), of the metric the filters publish: one per cluster, so
+// that two deployments in one account do not page each other (a metric
+// filter's dimensions can only come from fields of the line, and the
+// platform's lines have none).
+func (d *deployment) functionErrorsMetric() string {
+	return "FunctionErrors-" + d.props.Cluster.Name
+}
+
+// functionErrors adds the two metric filters to every function's log
+// group and returns their one metric, summed over alarmPeriod. A filter
+// publishes only when a line matches (no default value), so the metric
+// has data only in periods with a failure, and the alarm treats missing
+// data as not breaching.
+func functionErrors(d *deployment) awscloudwatch.IMetric {
+	for _, name := range slices.Sorted(maps.Keys(d.functions)) {
+		f := d.functions[name]
+		for id, pattern := range map[string]awslogs.IFilterPattern{
+			"FailureLineFilter":   awslogs.FilterPattern_StringValue(jsii.String(failureMessageField), jsii.String("="), jsii.String(failureMessage)),
+			"PlatformErrorFilter": awslogs.FilterPattern_AnyTerm(*jsii.Strings(platformErrorTerms...)...),
+		} {
+			awslogs.NewMetricFilter(d.scope, jsii.String(camel(name)+id), &awslogs.MetricFilterProps{
+				LogGroup:        f.logGroup,
+				FilterPattern:   pattern,
+				MetricNamespace: jsii.String(emfNamespace),
+				MetricName:      jsii.String(d.functionErrorsMetric()),
+				MetricValue:     jsii.String("1"),
+			})
+		}
+	}
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:  jsii.String(emfNamespace),
+		MetricName: jsii.String(d.functionErrorsMetric()),
+		Period:     alarmPeriod,
+		Statistic:  jsii.String("Sum"),
+	})
 }

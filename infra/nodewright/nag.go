@@ -52,8 +52,8 @@ const (
 	reasonExecutionStatus = "The stale-lease sweep asks Step Functions whether the execution that holds a budget " +
 		"claim has ended (states:DescribeExecution) before handing its node back; execution names are per command " +
 		"(drift-<nodeclaim>-<hash>), so the grant covers the executions of this stack's own state machines only."
-	reasonScheduleDLQ = "This queue is itself the dead-letter queue of the EventBridge Scheduler schedules (their " +
-		"target DeadLetterConfig), which cdk-nag cannot see; it is alarmed on depth."
+	reasonDeadLetters = "This queue is itself the dead-letter queue of the EventBridge Scheduler schedules (their " +
+		"target DeadLetterConfig) and of the interruption rules' targets, which cdk-nag cannot see; it is alarmed on depth."
 )
 
 type suppression struct {
@@ -161,8 +161,8 @@ func addSuppressions(d *deployment) {
 		suppression{id: "AwsSolutions-APIG3", reason: reasonWAF},
 		suppression{id: "AwsSolutions-APIG6", reason: reasonExecutionLogs},
 		suppression{id: "AwsSolutions-COG4", reason: reasonCognito})
-	if d.scheduleDLQ != nil {
-		suppress(d.scheduleDLQ, suppression{id: "AwsSolutions-SQS3", reason: reasonScheduleDLQ})
+	if d.deadLetters != nil {
+		suppress(d.deadLetters, suppression{id: "AwsSolutions-SQS3", reason: reasonDeadLetters})
 	}
 	if d.cluster.lookup != nil {
 		if provider := d.stack.Node().TryFindChild(jsii.String(awsCustomResourceID)); provider != nil {

@@ -271,9 +271,12 @@ type deployment struct {
 	nodeRole    nodeRole
 	forwarder   awsiam.Role
 	api         awsapigateway.RestApi
-	// scheduleDLQ holds undeliverable schedule invocations (events.go);
-	// nil without schedules.
-	scheduleDLQ awssqs.Queue
+	// deadLetters is the one standard dead-letter queue (queues.go
+	// standardDeadLetters): the interruption queue's failed messages, the
+	// interruption events EventBridge could not deliver and the schedule
+	// invocations EventBridge Scheduler could not deliver; nil until a
+	// builder asks for it.
+	deadLetters awssqs.Queue
 	// image is the forwarder image's ECR repository (image.go).
 	image awsecr.Repository
 }

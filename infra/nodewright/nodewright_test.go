@@ -194,7 +194,15 @@ func TestDefaultDeployment(t *testing.T) {
 				admitted[queues] = append(admitted[queues], render(st.conditions["ArnEquals"]["aws:SourceArn"]))
 			}
 		}
-		for _, q := range []string{"<NodewrightInterruptionQueue181B032C>", "<NodewrightInterruptionQueueDLQ65AFA105>"} {
+		// The DLQ is the standard one the schedules share.
+		rp := c.ofType("AWS::SQS::Queue")["NodewrightInterruptionQueue181B032C"].Properties["RedrivePolicy"].(map[string]any)
+		dlq := strings.TrimSuffix(render(rp["deadLetterTargetArn"]), ".Arn>") + ">"
+		for _, r := range c.ofType("AWS::Scheduler::Schedule") {
+			if got := render(r.Properties["Target"].(map[string]any)["DeadLetterConfig"].(map[string]any)["Arn"]); got != strings.TrimSuffix(dlq, ">")+".Arn>" {
+				t.Errorf("schedule %v dead-letters to %s, want the interruption queue's DLQ %s (one standard DLQ, one alarm)", r.Properties["Description"], got, dlq)
+			}
+		}
+		for _, q := range []string{"<NodewrightInterruptionQueue181B032C>", dlq} {
 			got := admitted[q]
 			slices.Sort(got)
 			if diff := cmp.Diff(ruleARNs, got); diff != "" {
@@ -661,7 +669,7 @@ func TestDefaultDeployment(t *testing.T) {
 		}
 	})
 
-	t.Run("should alarm on every dead-letter queue, the errors of every function the API does not front, every state machine's failures and API 5xx", func(t *testing.T) {
+	t.Run("should alarm on every dead-letter queue, every function's failed invocations, every state machine's failures and API 5xx", func(t *testing.T) {
 		var got []string
 		metrics := 0 // what CloudWatch bills: one per metric an alarm watches
 		for _, r := range c.ofType("AWS::CloudWatch::Alarm") {
@@ -678,20 +686,13 @@ func TestDefaultDeployment(t *testing.T) {
 			}
 		}
 		slices.Sort(got)
-		want := []string{}
-		wantMetrics := 0
-		for _, spec := range deployed {
-			// An API-fronted function's errors are the API's 5xx.
-			if spec.trigger.kind != triggerAPI {
-				want = append(want, "Errors")
-				wantMetrics++
-			}
-		}
-		for range 3 { // provisioning, interruption and schedule DLQs
-			want = append(want, "ApproximateNumberOfMessagesVisible")
-		}
-		want = append(want, "ApproximateAgeOfOldestMessage", "5XXError", "4XXError", "Count") // the forwarder's (forwarderops_test.go)
-		wantMetrics += 3 + 4
+		// One alarm for every function's failures (the log metric filters'
+		// one metric); two DLQs: the provisioning FIFO queue's, and the
+		// standard one of the interruption queue, the interruption rules
+		// and the schedules.
+		want := []string{"FunctionErrors-prod-east", "ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible",
+			"ApproximateAgeOfOldestMessage", "5XXError", "4XXError", "Count"} // Count: the forwarder's (forwarderops_test.go)
+		wantMetrics := 1 + 2 + 4
 		for range c.ofType("AWS::StepFunctions::StateMachine") {
 			want = append(want, "expression")
 			wantMetrics += 2 // ExecutionsFailed, ExecutionsAborted
@@ -704,6 +705,56 @@ func TestDefaultDeployment(t *testing.T) {
 			t.Errorf("alarm metrics = %d, want %d", metrics, wantMetrics)
 		}
 		countIs(t, tmpl, "AWS::CloudWatch::Dashboard", 0) // Props.Dashboard defaults to false
+		hasProps(t, tmpl, "AWS::CloudWatch::Alarm", map[string]any{
+			"Namespace": emfNamespace, "MetricName": "FunctionErrors-prod-east", "Statistic": "Sum", "Period": 300,
+			"Threshold": 1, "ComparisonOperator": "GreaterThanOrEqualToThreshold", "TreatMissingData": "notBreaching",
+		})
+	})
+
+	t.Run("should count every function's handler errors, timeouts and crashes into the one alarmed metric", func(t *testing.T) {
+		// The line lambdakit writes for a failed invocation (its test holds
+		// it to what the wrapper logs).
+		raw, err := os.ReadFile(filepath.Join(repoRoot, "functions", "internal", "lambdakit", "testdata", "invocation-failed.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var line map[string]any
+		if err := json.Unmarshal(raw, &line); err != nil {
+			t.Fatal(err)
+		}
+		if got := line[strings.TrimPrefix(failureMessageField, "$.")]; got != failureMessage {
+			t.Errorf("lambdakit's failure line has %s = %v, want %q: the filter would never match it", failureMessageField, got, failureMessage)
+		}
+		patterns := map[string][]string{} // log group -> filter patterns
+		for id, r := range c.ofType("AWS::Logs::MetricFilter") {
+			tr := r.Properties["MetricTransformations"].([]any)
+			if diff := cmp.Diff([]any{map[string]any{"MetricNamespace": emfNamespace, "MetricName": "FunctionErrors-prod-east", "MetricValue": "1"}}, tr); diff != "" {
+				t.Errorf("metric filter %s: transformation mismatch (-want +got; no default value, so the metric has data only when a line matches):\n%s", id, diff)
+			}
+			group := render(r.Properties["LogGroupName"])
+			patterns[group] = append(patterns[group], render(r.Properties["FilterPattern"]))
+		}
+		wantPatterns := []string{
+			`?"Task timed out" ?"Runtime exited" ?"Runtime.ExitError" ?"Sandbox.Timedout"`,
+			`{ $.message = "invocation failed" }`,
+		}
+		groups := 0
+		for id, r := range c.ofType("AWS::Lambda::Function") {
+			if r.Properties["Handler"] != "bootstrap" {
+				continue // the deploy-time cluster lookup
+			}
+			cfg, _ := r.Properties["LoggingConfig"].(map[string]any)
+			group := render(cfg["LogGroup"])
+			got := patterns[group]
+			slices.Sort(got)
+			if diff := cmp.Diff(wantPatterns, got); diff != "" {
+				t.Errorf("function %s (log group %s): filters mismatch (-want +got):\n%s", id, group, diff)
+			}
+			groups++
+		}
+		if groups != len(deployed) || len(patterns) != len(deployed) {
+			t.Errorf("%d functions, %d log groups with filters; want one per deployed function (%d)", groups, len(patterns), len(deployed))
+		}
 	})
 
 	t.Run("should grant every AWS API call the runtime code makes", func(t *testing.T) {

@@ -57,7 +57,8 @@ var queues = []queueSpec{
 	},
 }
 
-// queuePair is a deployed queue and its DLQ.
+// queuePair is a deployed queue and its DLQ (for a standard queue, the
+// deployment's one standard DLQ, standardDeadLetters).
 type queuePair struct {
 	spec  queueSpec
 	queue awssqs.Queue
@@ -69,7 +70,9 @@ type queuePair struct {
 var deadLetterRetention = awscdk.Duration_Days(jsii.Number(14))
 
 // newQueues creates each queue a function in specs consumes, sized to its
-// consumer's timeout, encrypted (SSE-SQS) and refusing non-TLS requests.
+// consumer's timeout, encrypted (SSE-SQS) and refusing non-TLS requests. A
+// FIFO queue gets a FIFO DLQ of its own (SQS requires a FIFO queue's DLQ
+// to be FIFO); a standard queue dead-letters into standardDeadLetters.
 func newQueues(d *deployment, specs []functionSpec) {
 	for _, q := range queues {
 		var consumer *functionSpec
@@ -82,12 +85,12 @@ func newQueues(d *deployment, specs []functionSpec) {
 			continue
 		}
 		id := camel(q.name) + "Queue"
-		dlq := awssqs.NewQueue(d.scope, jsii.String(id+"DLQ"), &awssqs.QueueProps{
-			Fifo:            fifo(q.fifo),
-			RetentionPeriod: deadLetterRetention,
-			Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-			EnforceSSL:      jsii.Bool(true),
-		})
+		var dlq awssqs.Queue
+		if q.fifo {
+			dlq = newDeadLetterQueue(d, id+"DLQ", true)
+		} else {
+			dlq = standardDeadLetters(d)
+		}
 		queue := awssqs.NewQueue(d.scope, jsii.String(id), &awssqs.QueueProps{
 			Fifo:              fifo(q.fifo),
 			RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(q.retention.Seconds())),
@@ -100,10 +103,29 @@ func newQueues(d *deployment, specs []functionSpec) {
 	}
 }
 
-// newScheduleDLQ holds schedule invocations EventBridge Scheduler could not
-// deliver (throttled, permission denied).
-func newScheduleDLQ(d *deployment) awssqs.Queue {
-	return awssqs.NewQueue(d.scope, jsii.String("ScheduleDLQ"), &awssqs.QueueProps{
+// standardDeadLetters returns the deployment's one standard dead-letter
+// queue, creating it on first use. It holds what every standard source
+// could not deliver: the interruption queue's messages after
+// maxReceiveCount failed receives, the interruption events EventBridge
+// could not deliver to that queue (events.go), and the schedule
+// invocations EventBridge Scheduler could not deliver (throttled,
+// permission denied). One queue, so one alarm (DeadLetterAlarm,
+// monitoring.go) pages for all three; a message says which it is by its
+// shape (an EventBridge event, or Scheduler's dead-letter event). All
+// three sources require a standard queue (Scheduler supports no FIFO DLQ:
+// https://docs.aws.amazon.com/scheduler/latest/UserGuide/configuring-schedule-dlq.html).
+func standardDeadLetters(d *deployment) awssqs.Queue {
+	if d.deadLetters == nil {
+		d.deadLetters = newDeadLetterQueue(d, "DeadLetterQueue", false)
+	}
+	return d.deadLetters
+}
+
+// newDeadLetterQueue is one dead-letter queue: the longest retention SQS
+// allows, encrypted, TLS only.
+func newDeadLetterQueue(d *deployment, id string, isFIFO bool) awssqs.Queue {
+	return awssqs.NewQueue(d.scope, jsii.String(id), &awssqs.QueueProps{
+		Fifo:            fifo(isFIFO),
 		RetentionPeriod: deadLetterRetention,
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),

@@ -214,7 +214,8 @@ func TestVariants(t *testing.T) {
 			},
 			check: func(t *testing.T, tmpl assertions.Template, c cfnTemplate) {
 				countIs(t, tmpl, "AWS::Events::Rule", 0)
-				// The provisioning queue and DLQ, and the schedule DLQ.
+				// The provisioning queue and DLQ, and the standard DLQ of the
+				// schedules.
 				countIs(t, tmpl, "AWS::SQS::Queue", 3)
 				for _, r := range c.ofType("AWS::Lambda::Function") {
 					if strings.HasPrefix(render(r.Properties["Description"]), "nodewright interruption") {

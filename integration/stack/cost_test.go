@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -149,10 +150,14 @@ func TestSteadyStateCost(t *testing.T) {
 		}
 		window = d
 	}
-	// Production's schedules: gc and disruption every minute.
+	// Production's schedules: gc and disruption every minute; production's
+	// default log level (infra/config.go defaultLogLevel, info), so the
+	// Logs row is what a deployed stack ingests (the local stack's default,
+	// debug, metered 1.73 GB/month at 100 nodes: an upper bound).
 	s := startStack(t, func(o *stack.Options) {
 		o.Disruption, o.DisruptionPoll, o.GCInterval = true, time.Minute, time.Minute
 		o.BatchIdle, o.BatchMax = 0, 0 // the forwarder's defaults
+		o.LogLevel = slog.LevelInfo
 	})
 	ctx := t.Context()
 	applyGuide(t, s)
@@ -202,10 +207,14 @@ func TestSteadyStateCost(t *testing.T) {
 	logReport(t, fmt.Sprintf("one rollout of %d pods (%s)", n, time.Since(rolloutStart).Round(time.Second)), rollout)
 
 	// Alarm metrics (CloudWatch bills each metric an alarm watches, each
-	// metric of a metric-math alarm too): 6 functions' Errors (not the two the
-	// API fronts), 3 DLQs, the provisioning queue's age, API 5xx and 4xx,
-	// the forwarder's post count, 2 per state machine (failed, aborted).
-	fixed := meter.Fixed{Alarms: 17, Dashboards: 0, Queues: 2} // the CDK stack deploys no dashboard by default (Props.Dashboard)
+	// metric of a metric-math alarm too): every function's failures (one
+	// log-metric-filter metric, itself a custom metric), 2 DLQs (the
+	// provisioning FIFO queue's, the one standard DLQ), the provisioning
+	// queue's age, API 5xx and 4xx, the forwarder's post count, 2 per
+	// state machine (failed, aborted); infra/nodewright/monitoring.go.
+	// The queues the event source mappings poll: provisioning (FIFO) and
+	// interruption (standard).
+	fixed := meter.Fixed{Alarms: 11, Metrics: 1, Dashboards: 0, FIFOQueues: 1, StandardQueues: 1} // the CDK stack deploys no dashboard by default (Props.Dashboard)
 	bill := meter.Monthly(churn, fixed)
 	var b strings.Builder
 	_ = bill.WriteTable(&b)

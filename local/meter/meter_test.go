@@ -355,3 +355,34 @@ func TestAtRateScalesOneFunctionsRows(t *testing.T) {
 		t.Errorf("instancestatus Lambda row = %d calls, %v, want 1 call of 10ms", row.Calls, row.Duration)
 	}
 }
+
+// The idle polls of the event source mappings follow Lambda's documented
+// poller counts: a standard queue's mapping scales down to 2 pollers, a
+// FIFO queue's stays at 5, each one 20 s long poll at a time, each queue's
+// requests at its own price.
+func TestMonthlyModelsIdlePollsPerQueueType(t *testing.T) {
+	rep := New(nil, time.Now()).Report(time.Now().Add(time.Hour))
+	rep.Window = time.Hour
+	minutes := float64(MonthHours * 60)
+	for _, tc := range []struct {
+		name  string
+		fixed Fixed
+		want  float64
+	}{
+		{"one FIFO queue: 5 pollers x 3 receives a minute", Fixed{FIFOQueues: 1}, 15 * minutes * Prices["sqs.fifo"].USD / 1e6},
+		{"one standard queue: 2 pollers x 3 receives a minute", Fixed{StandardQueues: 1}, 6 * minutes * Prices["sqs.standard"].USD / 1e6},
+		{"both", Fixed{FIFOQueues: 1, StandardQueues: 1}, (15*minutes*Prices["sqs.fifo"].USD + 6*minutes*Prices["sqs.standard"].USD) / 1e6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got float64
+			for _, l := range Monthly(rep, tc.fixed).Lines {
+				if l.Service == SQS {
+					got = l.USD
+				}
+			}
+			if abs(got-tc.want) > 1e-9 {
+				t.Errorf("SQS line = $%v, want $%v", got, tc.want)
+			}
+		})
+	}
+}

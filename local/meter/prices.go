@@ -47,7 +47,7 @@ var Prices = map[string]Price{
 	"eks.automode.m5l": {Item: "EKS Auto Mode management fee, m5.large", USD: 0.01152, Per: "instance-hour (12% of m5.large's $0.096)", URL: "https://aws.amazon.com/eks/pricing/"},
 	"ec2.m5.large":     {Item: "EC2 m5.large on-demand, Linux", USD: 0.096, Per: "instance-hour", URL: "https://aws.amazon.com/ec2/pricing/on-demand/"},
 	"logs.accessBytes": {Item: "API Gateway access log line (JSON with standard fields), estimated", USD: 0, Per: "about 350 bytes per request", URL: "https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-logging.html", Notes: "a size, not a price: the access log group ingests it"},
-	"sqs.esm.empty":    {Item: "SQS event source mapping idle polls, modelled", USD: 0, Per: "5 pollers x one 20 s long poll each = 15 receives a minute per queue", URL: "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html", Notes: "a count, not a price"},
+	"sqs.esm.empty":    {Item: "SQS event source mapping idle polls, modelled", USD: 0, Per: "standard queue: 2 pollers x one 20 s long poll each = 6 receives a minute; FIFO queue: 5 pollers = 15 receives a minute", URL: "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html", Notes: "a count, not a price: for standard queues Lambda scales back to five concurrent batches at low traffic and can optimize to as few as 2 (not with maximum concurrency set, which nodewright does not set); the page states no idle figure for FIFO queues, so they keep five (an upper bound); 20 s is SQS's longest long poll"},
 }
 
 // MonthHours is the month AWS's calculator prices by.
@@ -57,18 +57,31 @@ const MonthHours = 730
 // (Prices["logs.accessBytes"]).
 const accessLogBytes = 350
 
-// esmPollsPerMinute is the idle receives of one queue's event source
-// mapping (Prices["sqs.esm.empty"]).
-const esmPollsPerMinute = 15
+// The idle receives a minute of one queue's event source mapping
+// (Prices["sqs.esm.empty"]): its pollers, each one long poll of
+// esmLongPoll at a time. For a standard queue, Lambda's documented floor
+// at low traffic ("can optimize to as few as 2 concurrent batches", when
+// the mapping sets no maximum concurrency); for a FIFO queue, for which
+// the page states no idle figure, the five concurrent batches it scales
+// back to at low traffic.
+const (
+	esmLongPoll               = 20 * time.Second
+	esmStandardPollers        = 2
+	esmFIFOPollers            = 5
+	esmStandardPollsPerMinute = esmStandardPollers * int(time.Minute/esmLongPoll)
+	esmFIFOPollsPerMinute     = esmFIFOPollers * int(time.Minute/esmLongPoll)
+)
 
 // Fixed are the monthly costs that do not scale with traffic.
 type Fixed struct {
 	Alarms     int `json:"alarms"`
 	Dashboards int `json:"dashboards"`
 	Metrics    int `json:"metrics"`
-	// Queues is the queues the event source mappings poll (provisioning,
-	// and interruption when on).
-	Queues int `json:"queues"`
+	// FIFOQueues and StandardQueues are the queues the event source
+	// mappings poll, by type: provisioning is FIFO, interruption (when on)
+	// standard.
+	FIFOQueues     int `json:"fifoQueues"`
+	StandardQueues int `json:"standardQueues"`
 }
 
 // Line is one service's monthly cost.
@@ -89,9 +102,11 @@ type Bill struct {
 // MonthHours and prices it with Prices; fixed adds the alarms, dashboards,
 // custom metrics and idle queue polls. The measured empty receives of the
 // local pumps (1-2 s long polls) are replaced by the production model
-// (esmPollsPerMinute per queue); SQS requests are priced as FIFO for the
-// provisioning queue's calls (all but the interruption queue's, which the
-// local stack does not tell apart: FIFO, the higher price, is used for all).
+// (esmFIFOPollsPerMinute or esmStandardPollsPerMinute per queue, each
+// priced at its queue type's rate); the measured SQS requests are priced as
+// FIFO for the provisioning queue's calls (all but the interruption
+// queue's, which the local stack does not tell apart: FIFO, the higher
+// price, is used for all).
 func Monthly(rep Report, fixed Fixed) Bill {
 	scale := float64(MonthHours) * float64(time.Hour) / float64(rep.Window)
 	per := func(k string, units float64) float64 { return units * Prices[k].USD }
@@ -115,8 +130,10 @@ func Monthly(rep Report, fixed Fixed) Bill {
 			sqsUnits += row.Units
 		}
 	}
-	idle := float64(fixed.Queues * esmPollsPerMinute * MonthHours * 60)
-	addLine(SQS, per("sqs.fifo", (sqsUnits*scale+idle)/1e6), "%.0f requests/month measured + %.0f idle event-source polls (modelled)", sqsUnits*scale, idle)
+	idleFIFO := float64(fixed.FIFOQueues * esmFIFOPollsPerMinute * MonthHours * 60)
+	idleStandard := float64(fixed.StandardQueues * esmStandardPollsPerMinute * MonthHours * 60)
+	addLine(SQS, per("sqs.fifo", (sqsUnits*scale+idleFIFO)/1e6)+per("sqs.standard", idleStandard/1e6),
+		"%.0f requests/month measured + idle event-source polls (modelled): %.0f FIFO, %.0f standard", sqsUnits*scale, idleFIFO, idleStandard)
 	sched, _ := rep.Total(Scheduler, UnitRequests)
 	events, _ := rep.Total(EventBridge, UnitEvents)
 	addLine("EventBridge", per("scheduler", float64(sched)*scale/1e6), "%.0f schedule invocations/month (inside Scheduler's 14 M free; priced without it), %.0f EC2 events (free)", float64(sched)*scale, float64(events)*scale)

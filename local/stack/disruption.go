@@ -204,7 +204,7 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 		return false, fmt.Errorf("disrupttask config: %w", err)
 	}
 	task, err := disrupttaskhandler.New(tcfg, disrupttaskhandler.Clients{DynamoDB: c.ddb, EC2: c.ec2, SSM: c.ssm, IAM: c.iam, SFN: sfnAPI, Kube: c.kube},
-		s.log.With("function", "disrupttask"), s.now)
+		s.functionLog("disrupttask"), s.now)
 	if err != nil {
 		return false, fmt.Errorf("disrupttask: %w", err)
 	}
@@ -226,11 +226,11 @@ func (s *Stack) startDisruption(runCtx context.Context, env map[string]string, c
 		return false, fmt.Errorf("disruption config: %w", err)
 	}
 	decider, err := disruptionhandler.New(dcfg, disruptionhandler.Clients{DynamoDB: c.ddb, EC2: c.ec2, SSM: c.ssm, IAM: c.iam, SFN: sfnAPI, Kube: c.kube},
-		s.log.With("function", "disruption"), s.now)
+		s.functionLog("disruption"), s.now)
 	if err != nil {
 		return false, fmt.Errorf("disruption: %w", err)
 	}
-	s.replace = replacehandler.New(decider, s.log.With("function", "replace"))
+	s.replace = replacehandler.New(decider, s.functionLog("replace"))
 	s.goLoop(runCtx, func(ctx context.Context) error {
 		t := time.NewTicker(cmp.Or(s.opts.DisruptionPoll, DisruptionPoll))
 		defer t.Stop()

@@ -48,7 +48,7 @@ func (s *Stack) startInstanceStatus(runCtx context.Context, env map[string]strin
 	ec2Client := ec2.New(ec2.Options{Region: s.opts.Region, BaseEndpoint: aws.String(s.SimURL),
 		Credentials: credentials.NewStaticCredentialsProvider(accessKey, secretKey, ""), HTTPClient: loop})
 	h, err := instancestatushandler.New(cfg, instancestatushandler.Clients{DynamoDB: ddb, EC2: ec2Client, SFN: s.sfn},
-		s.log.With("function", "instancestatus"), s.Sim.Now)
+		s.functionLog("instancestatus"), s.Sim.Now)
 	if err != nil {
 		return fmt.Errorf("instancestatus: %w", err)
 	}

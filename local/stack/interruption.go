@@ -106,7 +106,7 @@ func (s *Stack) startInterruption(startCtx, runCtx context.Context, env map[stri
 		return false, fmt.Errorf("interruption config: %w", err)
 	}
 	h, err := interruptionhandler.New(cfg, interruptionhandler.Clients{DynamoDB: c.ddb, SFN: s.sfn},
-		s.log.With("function", "interruption"), s.now)
+		s.functionLog("interruption"), s.now)
 	if err != nil {
 		return false, fmt.Errorf("interruption: %w", err)
 	}

@@ -193,6 +193,13 @@ type Options struct {
 	// local/lambdaserver), and with it interruption handling; it needs
 	// `make sfn-deps` (see Wired).
 	Disruption bool
+	// LogLevel is the level of the handlers' loggers (the Lambdas' LOG_LEVEL;
+	// nil: debug, so a failed test's functions.log shows every step). The
+	// deployed stack's default is info (infra/config.go defaultLogLevel),
+	// which the cost scenario sets to meter the log bytes production
+	// ingests. The stand-ins (queue pumps, the node bridge) always log at
+	// debug; their lines are not billed (meter.Monthly).
+	LogLevel slog.Leveler
 	// Detach lets the control plane and the forwarder outlive this
 	// process (`local up --detach` runs Up in a background process).
 	Detach bool
@@ -236,14 +243,16 @@ type Stack struct {
 	restCfg *rest.Config
 	// observe backs Observe (status.go): counts at 1,000 nodes, read
 	// several times a second, must not cost more than the cluster's work.
-	observe  observeClients
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	closers  []func()
-	fwd      *child
-	fwdMu    sync.Mutex
-	fwdBin   string
-	log      *slog.Logger
+	observe observeClients
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closers []func()
+	fwd     *child
+	fwdMu   sync.Mutex
+	fwdBin  string
+	log     *slog.Logger
+	// fnLog is the handlers' logger, at Options.LogLevel (functionLog).
+	fnLog    *slog.Logger
 	logFile  *os.File
 	prices   *pricer
 	stopOnce sync.Once
@@ -349,7 +358,13 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.meter = meter.New(memory, time.Now())
-	s.log = slog.New(slog.NewJSONHandler(s.meter.LogWriter(&syncWriter{w: s.logFile}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logOut := s.meter.LogWriter(&syncWriter{w: s.logFile})
+	s.log = slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	fnLevel := opts.LogLevel
+	if fnLevel == nil {
+		fnLevel = slog.LevelDebug
+	}
+	s.fnLog = slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: fnLevel}))
 
 	// The forwarder build runs while the control plane starts.
 	buildErr := make(chan error, 1)
@@ -405,6 +420,12 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// functionLog is the logger of the handler of the Lambda name, at
+// Options.LogLevel, its lines metered under name (meter.LogWriter).
+func (s *Stack) functionLog(name string) *slog.Logger {
+	return s.fnLog.With("function", name)
 }
 
 // fill applies defaults and checks the options.
@@ -568,7 +589,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("intake config: %w", err)
 	}
-	intake, err := intakehandler.New(icfg, intakehandler.Deps{Store: killableStore{store.WithNodeClaimCache()}, Queue: killableSender{sender}, Log: s.log.With("function", "intake"), Now: s.now})
+	intake, err := intakehandler.New(icfg, intakehandler.Deps{Store: killableStore{store.WithNodeClaimCache()}, Queue: killableSender{sender}, Log: s.functionLog("intake"), Now: s.now})
 	if err != nil {
 		return fmt.Errorf("intake: %w", err)
 	}
@@ -585,7 +606,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 		provClock = s.now
 	}
 	prov, err := provisionerhandler.New(pcfg, provisionerhandler.Clients{DynamoDB: ddb, EC2: ec2Client, SSM: ssmClient, IAM: iamClient, Nodes: nodes},
-		s.log.With("function", "provisioner"), provClock)
+		s.functionLog("provisioner"), provClock)
 	if err != nil {
 		return fmt.Errorf("provisioner: %w", err)
 	}
@@ -597,7 +618,7 @@ func (s *Stack) startAWS(startCtx, runCtx context.Context) error {
 	if gcClock == nil {
 		gcClock = s.now
 	}
-	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Pricing: pricingClient, IAM: iamClient, Nodes: nodes}, s.log.With("function", "gc"), gcClock)
+	gc, err := gchandler.New(gcfg, gchandler.Clients{DynamoDB: ddb, EC2: ec2Client, Pricing: pricingClient, IAM: iamClient, Nodes: nodes}, s.functionLog("gc"), gcClock)
 	if err != nil {
 		return fmt.Errorf("gc: %w", err)
 	}

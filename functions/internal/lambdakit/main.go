@@ -15,7 +15,8 @@ import (
 // configuration (AWSConfig with no overrides), calls wire to build the
 // function's handler from it and the environment, and hands the handler
 // to the Lambda runtime (lambda.Start; the handler has one of the shapes
-// lambda.Start accepts). A wiring error (a missing or malformed variable,
+// lambda.Start accepts), through WithFailureLine, so that every failed
+// invocation writes the InvocationFailed line. A wiring error (a missing or malformed variable,
 // an unusable CA bundle) is logged as "init" and exits 1, so the init
 // phase fails visibly in CloudWatch instead of every invocation. The
 // first line of the process is logfield.Start's (version, commit, and the
@@ -28,7 +29,7 @@ func Main(wire func(ctx context.Context, awsCfg aws.Config) (handler any, err er
 	if err == nil {
 		var h any
 		if h, err = wire(ctx, awsCfg); err == nil {
-			lambda.Start(h)
+			lambda.Start(WithFailureLine(h, log))
 			return
 		}
 	}

@@ -181,7 +181,15 @@ type summary struct {
 // not redelivered with it.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	resp, sum := h.handle(ctx, ev)
-	h.log.InfoContext(ctx, "batch handled", "records", len(ev.Records),
+	// The queue carries every EC2 state change of the account: a batch in
+	// which nothing was acted on, dropped or failed (only other instances'
+	// events, or duplicates) is logged at debug. Each action has its own
+	// "interruption handled" line at info.
+	level := slog.LevelDebug
+	if sum.Outcomes[outcomeActed]+sum.Outcomes[outcomeDropped]+sum.Outcomes[outcomeFailed] > 0 {
+		level = slog.LevelInfo
+	}
+	h.log.Log(ctx, level, "batch handled", "records", len(ev.Records),
 		"acted", sum.Outcomes[outcomeActed], "ignored", sum.Outcomes[outcomeIgnored],
 		"duplicate", sum.Outcomes[outcomeDuplicate], "dropped", sum.Outcomes[outcomeDropped],
 		"failed", sum.Outcomes[outcomeFailed], "kinds", sum.Kinds)

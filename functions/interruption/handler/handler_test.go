@@ -1,7 +1,9 @@
 package handler
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -1010,4 +1012,37 @@ func TestHandleMarksOnlyTheInterruptedReservation(t *testing.T) {
 			t.Errorf("%d executions, want 1: %v", len(st.executions), st.executions)
 		}
 	})
+}
+
+// The queue carries every EC2 state change of the account: a batch of
+// events about no instance of the cluster is summarized at debug, a batch
+// that acted at info (each action also has its own line).
+func TestBatchSummaryIsInfoOnlyWhenTheBatchDidSomething(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		file      string
+		wantLevel string
+	}{
+		{"should summarize at debug a batch whose events concern no NodeClaim", "state-change-running.json", "DEBUG"},
+		{"should summarize at info a batch that started an interruption", spotFile, "INFO"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			h := newHandler(t, newFakeStore(nodeClaim("default-x7k2p", spotInstance)), newFakeStarter())
+			h.log = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			if _, err := h.Handle(t.Context(), batch(record(t, "m-1", tc.file))); err != nil {
+				t.Fatal(err)
+			}
+			var levels []string
+			for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(l), &m); err == nil && m["msg"] == "batch handled" {
+					levels = append(levels, fmt.Sprint(m["level"]))
+				}
+			}
+			if diff := cmp.Diff([]string{tc.wantLevel}, levels); diff != "" {
+				t.Errorf("batch handled levels mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

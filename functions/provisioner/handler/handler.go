@@ -500,7 +500,15 @@ func (h *Handler) register(ctx context.Context, log *slog.Logger, name string) e
 	if reg.FirstRegistration {
 		h.deps.Metrics.NodeRegistered(ctx, reg.NodeClaim)
 	}
-	log.InfoContext(ctx, "node registered", "node", name, "nodeclaim", reg.NodeClaim.Name, "changed", reg.Changed, "patched", !reg.Patch.IsEmpty())
+	// A registration message that changed neither the NodeClaim nor the
+	// Node (the forwarder reports a Node again on every update of it) is
+	// logged at debug: at info, one line per Node update added nothing an
+	// operator reads.
+	level := slog.LevelDebug
+	if reg.Changed || !reg.Patch.IsEmpty() {
+		level = slog.LevelInfo
+	}
+	log.Log(ctx, level, "node registered", "node", name, "nodeclaim", reg.NodeClaim.Name, "changed", reg.Changed, "patched", !reg.Patch.IsEmpty())
 	h.tag(ctx, log, reg.NodeClaim)
 	return nil
 }

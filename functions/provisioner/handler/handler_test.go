@@ -1,7 +1,9 @@
 package handler_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +60,9 @@ type registrar struct {
 	mu    sync.Mutex
 	errs  map[string]error
 	nodes []string
+	// settled are the nodes whose registration is already complete: their
+	// Register changes nothing.
+	settled map[string]bool
 }
 
 func (r *registrar) Register(_ context.Context, n *corev1.Node, _ time.Time) (provisioning.Registration, error) {
@@ -66,6 +71,9 @@ func (r *registrar) Register(_ context.Context, n *corev1.Node, _ time.Time) (pr
 	r.nodes = append(r.nodes, n.Name)
 	if err := r.errs[n.Name]; err != nil {
 		return provisioning.Registration{}, err
+	}
+	if r.settled[n.Name] {
+		return provisioning.Registration{NodeClaim: v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + n.Name}}}, nil
 	}
 	return provisioning.Registration{
 		NodeClaim: v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + n.Name}},
@@ -137,6 +145,8 @@ type fixture struct {
 	payloads payloads
 	nodes    handler.NodeAPI
 	events   *recorder
+	// logs receives the handler's lines (nil: discarded), at debug and up.
+	logs io.Writer
 }
 
 func newFixture() *fixture {
@@ -154,12 +164,19 @@ func (f *fixture) handler(t *testing.T) *handler.Handler {
 	t.Helper()
 	h, err := handler.NewWithDeps(handler.Deps{
 		Provisioner: f.prov, Registrar: f.reg, Nodes: f.nodes, Payloads: f.payloads, Results: f.results, Events: f.events,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 },
+		Log: f.logger(), Now: func() time.Time { return t0 },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+func (f *fixture) logger() *slog.Logger {
+	if f.logs == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 func str(s string) *string { return &s }
@@ -297,6 +314,31 @@ func TestHandleAppliesTheRegistrationPatch(t *testing.T) {
 	}
 	if n.Labels[v1.LabelRegistered] != "true" || len(n.Spec.Taints) != 0 {
 		t.Errorf("node-a labels %v taints %v, want registered and the unregistered taint removed", n.Labels, n.Spec.Taints)
+	}
+}
+
+// A registration that changes nothing (the forwarder reports a Node again
+// on every update of it) is logged at debug; one that patched the Node at
+// info.
+func TestRegistrationLineIsInfoOnlyWhenItChangedSomething(t *testing.T) {
+	f := newFixture()
+	var buf bytes.Buffer
+	f.logs = &buf
+	f.reg.settled = map[string]bool{"node-b": true}
+	if _, err := f.handler(t).Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		record("m1", "NodeRegistrations", registrations("r1", "node-a", "node-b")),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err == nil && m["msg"] == "node registered" {
+			got[fmt.Sprint(m["node"])] = fmt.Sprint(m["level"])
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"node-a": "INFO", "node-b": "DEBUG"}, got); diff != "" {
+		t.Errorf("node registered levels mismatch (-want +got):\n%s", diff)
 	}
 }
 
