@@ -25,13 +25,29 @@ const (
 	ReasonFailedConsistencyCheck = "FailedConsistencyCheck"
 )
 
-// EventWindow is how often the decider records the same event again: the
-// ID of a decision event names the window it falls in, so an evaluation
-// every 10 s or every minute records a still-blocked node once per window
-// (Karpenter deduplicates its disruption events the same way, by object
-// and message over a timeout). It is the records' TTL, so at most one
-// record per node and message is listed at a time.
-const EventWindow = ddbstore.EventTTL
+// How often the decider records the same event again, per reason: the ID
+// of a decision event names the window of now it falls in, so an
+// evaluation every 10 s or every minute records a still-blocked node once
+// per window. They are Karpenter's dedupe timeouts for the same events
+// (its recorder publishes an event again for the same reason and object
+// only once the timeout since the last one passed; karpenter:
+// pkg/events/recorder.go, 2 minutes unless an event sets its own;
+// pkg/controllers/disruption/events/events.go: Unconsolidatable 15
+// minutes, a NodePool's DisruptionBlocked for a disruption reason 1
+// minute). A record's TTL is its window, so at most two records per
+// object and message (this window's and the last one's) are listed at a
+// time.
+const (
+	// BlockedWindow is DisruptionBlocked's on a Node and its NodeClaim.
+	BlockedWindow = 2 * time.Minute
+	// UnconsolidatableWindow is Unconsolidatable's.
+	UnconsolidatableWindow = 15 * time.Minute
+	// NodePoolBlockedWindow is DisruptionBlocked's on a NodePool, per
+	// disruption reason.
+	NodePoolBlockedWindow = time.Minute
+	// CandidateWindow is ConsolidationCandidate's.
+	CandidateWindow = 2 * time.Minute
+)
 
 // ConsistencyScanPeriod is how often a FailedConsistencyCheck finding is
 // recorded again: Karpenter's consistency controller checks each NodeClaim
@@ -85,27 +101,38 @@ const ConsistencyScanPeriod = 10 * time.Minute
 // Nothing is recorded for a NodeClaim kept out by a spent budget (its
 // pool's event says it), by another method acting, by an execution in
 // flight, while consolidateAfter runs, or when there is simply nothing to
-// gain. IDs name the reason, the object, the window of now and the
-// message, so a decision repeated within the window rewrites one record.
-func decisionEvents(res disruption.Result, now time.Time) []ddbstore.Event {
-	window := now.UTC().Truncate(EventWindow).Format("20060102T1504")
-	var out []ddbstore.Event
+// gain. IDs name the reason, the object, the window of now (its length is
+// the reason's Karpenter dedupe timeout: BlockedWindow, ...) and the
+// message, so a decision repeated within its window is one record, which
+// recordDecisionEvents writes once.
+func decisionEvents(res disruption.Result, now time.Time) []decisionEvent {
+	var out []decisionEvent
+	// add records e under the ID of key, the window of now and, when its
+	// message is part of the key, the message's digest.
+	add := func(window time.Duration, e ddbstore.Event, byMessage bool, key ...string) {
+		id := append(key[:len(key):len(key)], now.UTC().Truncate(window).Format("20060102T1504"))
+		if byMessage {
+			id = append(id, digest(e.Message))
+		}
+		e.ID, e.Time = strings.Join(id, ":"), now
+		if e.Type == "" {
+			e.Type = "Normal"
+		}
+		out = append(out, decisionEvent{Event: e, Window: window})
+	}
 	for _, b := range res.Blocked {
 		reason := b.Event
 		if reason == "" || b.Node == "" {
 			continue
 		}
+		window := UnconsolidatableWindow
 		nodeMsg, claimMsg := sentence(b.Reason), sentence(b.Reason)
 		if reason == ReasonDisruptionBlocked {
+			window = BlockedWindow
 			nodeMsg, claimMsg = "Cannot disrupt Node: "+b.Reason, "Cannot disrupt NodeClaim: "+b.Reason
 		}
-		out = append(out, ddbstore.Event{
-			ID:   strings.Join([]string{reason, b.NodeClaim, window, digest(nodeMsg)}, ":"),
-			Time: now, Type: "Normal", Reason: reason, Message: nodeMsg, NodeClaim: b.NodeClaim, Node: b.Node,
-		}, ddbstore.Event{
-			ID:   strings.Join([]string{reason, "nodeclaim", b.NodeClaim, window, digest(claimMsg)}, ":"),
-			Time: now, Type: "Normal", Reason: reason, Message: claimMsg, NodeClaim: b.NodeClaim,
-		})
+		add(window, ddbstore.Event{Reason: reason, Message: nodeMsg, NodeClaim: b.NodeClaim, Node: b.Node}, true, reason, b.NodeClaim)
+		add(window, ddbstore.Event{Reason: reason, Message: claimMsg, NodeClaim: b.NodeClaim}, true, reason, "nodeclaim", b.NodeClaim)
 	}
 	for _, cmd := range res.Commands {
 		if cmd.Method != disruption.MethodUnderutilized {
@@ -113,36 +140,37 @@ func decisionEvents(res disruption.Result, now time.Time) []ddbstore.Event {
 		}
 		for _, c := range cmd.Candidates {
 			msg := fmt.Sprintf("Consolidation candidate: %s (savings: $%.2f)", candidateCommand(cmd, c), cmd.SavingsPerHour)
+			e := ddbstore.Event{Reason: ReasonConsolidationCandidate, Message: msg, NodeClaim: c.NodeClaim}
 			if c.Node != "" {
-				out = append(out, ddbstore.Event{
-					ID:   strings.Join([]string{ReasonConsolidationCandidate, c.NodeClaim, window, digest(msg)}, ":"),
-					Time: now, Type: "Normal", Reason: ReasonConsolidationCandidate, Message: msg, NodeClaim: c.NodeClaim, Node: c.Node,
-				})
+				onNode := e
+				onNode.Node = c.Node
+				add(CandidateWindow, onNode, true, ReasonConsolidationCandidate, c.NodeClaim)
 			}
-			out = append(out, ddbstore.Event{
-				ID:   strings.Join([]string{ReasonConsolidationCandidate, "nodeclaim", c.NodeClaim, window, digest(msg)}, ":"),
-				Time: now, Type: "Normal", Reason: ReasonConsolidationCandidate, Message: msg, NodeClaim: c.NodeClaim,
-			})
+			add(CandidateWindow, e, true, ReasonConsolidationCandidate, "nodeclaim", c.NodeClaim)
 		}
 	}
-	scan := now.UTC().Truncate(ConsistencyScanPeriod).Format("20060102T1504")
 	for _, inc := range res.Inconsistencies {
-		out = append(out, ddbstore.Event{
-			ID:   strings.Join([]string{ReasonFailedConsistencyCheck, "nodeclaim", inc.NodeClaim, scan, digest(inc.Message)}, ":"),
-			Time: now, Type: "Warning", Reason: ReasonFailedConsistencyCheck, Message: inc.Message, NodeClaim: inc.NodeClaim,
-		})
+		add(ConsistencyScanPeriod, ddbstore.Event{Type: "Warning", Reason: ReasonFailedConsistencyCheck, Message: inc.Message, NodeClaim: inc.NodeClaim},
+			true, ReasonFailedConsistencyCheck, "nodeclaim", inc.NodeClaim)
 	}
 	for _, st := range res.Budgets {
 		if st.Allowed != 0 || st.Nodes == 0 {
 			continue
 		}
-		out = append(out, ddbstore.Event{
-			ID:   strings.Join([]string{ReasonDisruptionBlocked, "nodepool", st.NodePool, string(st.Reason), window}, ":"),
-			Time: now, Type: "Normal", Reason: ReasonDisruptionBlocked, NodePool: st.NodePool,
-			Message: fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", st.Reason),
-		})
+		add(NodePoolBlockedWindow, ddbstore.Event{Reason: ReasonDisruptionBlocked, NodePool: st.NodePool,
+			Message: fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", st.Reason)},
+			false, ReasonDisruptionBlocked, "nodepool", st.NodePool, string(st.Reason))
 	}
 	return out
+}
+
+// decisionEvent is one event record of an evaluation and its window.
+type decisionEvent struct {
+	ddbstore.Event
+	// Window is how often the record is written again while the decision
+	// stands (BlockedWindow, ...): the window of now its ID names, and the
+	// record's TTL.
+	Window time.Duration
 }
 
 // candidateCommand is cmd as the ConsolidationCandidate event of its
@@ -190,14 +218,33 @@ func digest(s string) string {
 }
 
 // recordDecisionEvents writes the evaluation's event records that no run
-// has written in their window yet: a conditional write per record
-// (ddbstore.PutEventOnce), so a duplicated, concurrent or retried
-// evaluation, warm or cold, records each once and keeps its first Time.
-// A failed write is logged and retried by the next run; it never fails the
-// run.
-func (h *Handler) recordDecisionEvents(ctx context.Context, evs []ddbstore.Event, now time.Time) (written int) {
+// has written in their window yet. It lists the stored records once
+// (ddbstore.ListEvents, one Query of the event partition) and writes only
+// the records not listed, each with a conditional write
+// (ddbstore.PutEventOnce) and the TTL of its window, so a repeated
+// evaluation of an unchanged cluster writes nothing, and a duplicated,
+// concurrent or retried evaluation, warm or cold, records each once and
+// keeps its first Time. A record whose write failed is not stored, so the
+// next run writes it again. When the list fails every record is written
+// conditionally, as if none were listed. A failed write or list is logged;
+// it never fails the run.
+func (h *Handler) recordDecisionEvents(ctx context.Context, evs []decisionEvent, now time.Time) (written int) {
+	if len(evs) == 0 {
+		return 0
+	}
+	listed, err := h.d.Store.ListEvents(ctx, now)
+	if err != nil {
+		h.d.Log.WarnContext(ctx, "event records not listed: writing each conditionally", "error", err)
+	}
+	stored := make(map[string]bool, len(listed))
+	for _, e := range listed {
+		stored[e.ID] = true
+	}
 	for _, e := range evs {
-		ok, err := h.d.Store.PutEventOnce(ctx, e, now, ddbstore.EventTTL)
+		if stored[e.ID] {
+			continue
+		}
+		ok, err := h.d.Store.PutEventOnce(ctx, e.Event, now, e.Window)
 		if err != nil {
 			h.d.Log.WarnContext(ctx, "event not recorded", "reason", e.Reason, "id", e.ID, "error", err)
 			continue

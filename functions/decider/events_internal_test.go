@@ -64,9 +64,12 @@ func TestDecisionEventsFollowBlockedEvent(t *testing.T) {
 			var got []record
 			for _, e := range decisionEvents(res, now) {
 				got = append(got, record{e.Reason, e.Message, e.NodeClaim, e.Node})
-				wantID := e.Reason + ":a:20300102T0300:"
+				// 03:04:05 is in the 2-minute window from 03:04 and the
+				// 15-minute window from 03:00.
+				window := map[string]string{ReasonDisruptionBlocked: "20300102T0304", ReasonUnconsolidatable: "20300102T0300"}[e.Reason]
+				wantID := e.Reason + ":a:" + window + ":"
 				if e.Node == "" {
-					wantID = e.Reason + ":nodeclaim:a:20300102T0300:"
+					wantID = e.Reason + ":nodeclaim:a:" + window + ":"
 				}
 				if !strings.HasPrefix(e.ID, wantID) || e.Type != "Normal" || !e.Time.Equal(now) {
 					t.Errorf("record ID %q, type %q, time %v; want ID %s<digest>, Normal, %v", e.ID, e.Type, e.Time, wantID, now)
@@ -177,5 +180,56 @@ func TestDecisionEventsRecordConsistencyFindingsPerScanPeriod(t *testing.T) {
 	}
 	if a, b := at(9, 55), at(10, 5); a == b {
 		t.Errorf("IDs of consecutive scan periods are both %s, want the finding recorded again", a)
+	}
+}
+
+// TestDecisionEventsRepeatAfterKarpentersDedupeTimeouts checks that each
+// decision's record is the same within its reason's window and a new one
+// in the next (Karpenter's dedupe timeouts: DisruptionBlocked on a node 2
+// minutes, Unconsolidatable 15, a NodePool's DisruptionBlocked 1,
+// ConsolidationCandidate 2), and that the window is the record's TTL.
+func TestDecisionEventsRepeatAfterKarpentersDedupeTimeouts(t *testing.T) {
+	blocked := func(event string) disruption.Result {
+		return disruption.Result{Blocked: []disruption.Blocked{{NodeClaim: "a", Node: "node-a", NodePool: "general", Reason: "kept", Event: event}}}
+	}
+	tests := []struct {
+		name   string
+		res    disruption.Result
+		window time.Duration
+	}{
+		{name: "should repeat DisruptionBlocked on a node every 2 minutes", res: blocked(disruption.EventDisruptionBlocked), window: 2 * time.Minute},
+		{name: "should repeat Unconsolidatable every 15 minutes", res: blocked(disruption.EventUnconsolidatable), window: 15 * time.Minute},
+		{name: "should repeat a NodePool's DisruptionBlocked every minute",
+			res: disruption.Result{Budgets: []disruption.BudgetStatus{{NodePool: "general", Reason: "Drifted", Allowed: 0, Nodes: 3}}}, window: time.Minute},
+		{name: "should repeat ConsolidationCandidate every 2 minutes",
+			res: disruption.Result{Commands: []disruption.Command{{ID: "c-1", Method: disruption.MethodUnderutilized, Decision: disruption.DecisionDelete,
+				Candidates: []disruption.Candidate{{NodeClaim: "a", Node: "node-a", NodePool: "general"}}}}}, window: 2 * time.Minute},
+	}
+	start := time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC) // every window starts here
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ids := func(at time.Time) []string {
+				var out []string
+				for _, e := range decisionEvents(tt.res, at) {
+					if e.Window != tt.window {
+						t.Errorf("%s: window (TTL) %v, want %v", e.ID, e.Window, tt.window)
+					}
+					out = append(out, e.ID)
+				}
+				if len(out) == 0 {
+					t.Fatal("no records")
+				}
+				return out
+			}
+			first, last := ids(start), ids(start.Add(tt.window-time.Second))
+			if diff := cmp.Diff(first, last); diff != "" {
+				t.Errorf("IDs within one window differ (-start +end):\n%s", diff)
+			}
+			for i, id := range ids(start.Add(tt.window)) {
+				if id == first[i] {
+					t.Errorf("ID %s in the next window too, want the record written again", id)
+				}
+			}
+		})
 	}
 }

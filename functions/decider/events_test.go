@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/functions/decider"
+	"github.com/nodewright/nodewright/functions/internal/decisionmetrics"
 	v1 "github.com/nodewright/nodewright/shared/apis/v1"
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/aws/sfnstarter"
@@ -226,6 +228,156 @@ func (e env) handlerClock(t *testing.T, now func() time.Time) *decider.Handler {
 	}
 	h, err := decider.NewWithDeps(decider.Config{Cluster: testCluster, Region: "us-east-1"}, decider.Deps{
 		Store: e.store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// puts counts the handler store's PutItem calls so far, by partition
+// (after the cluster).
+func (e env) puts() map[string]int {
+	n := map[string]int{}
+	for _, c := range e.calls.Calls() {
+		if c.Op == "PutItem" {
+			n[strings.TrimPrefix(c.PartitionKey, testCluster+"#")]++
+		}
+	}
+	return n
+}
+
+// TestHandleWritesOnlyWhatChanged checks that evaluations of an unchanged
+// cluster write nothing after the first: not its event records
+// (Unconsolidatable, written again only in the next 15-minute window, as
+// Karpenter deduplicates them), not its gauges, not the EC2NodeClass
+// resolution.
+func TestHandleWritesOnlyWhatChanged(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	e.editPool(t, func(np *v1.NodePool) { np.Spec.Disruption.ConsolidateAfter = v1.NillableDuration{Raw: "Never"} })
+	now := t0
+	h := e.handlerWithMetrics(t, func() time.Time { return now })
+	runs := []struct {
+		name string
+		at   time.Duration // after t0
+		// wantEvents is what the run writes to the event partition;
+		// wantNone, that it writes nothing at all.
+		wantEvents int
+		wantNone   bool
+	}{
+		{name: "first run", at: 0, wantEvents: 2},
+		{name: "a minute later", at: time.Minute, wantNone: true},
+		{name: "14 minutes later", at: 14 * time.Minute, wantNone: true},
+		{name: "the next 15-minute window", at: 15 * time.Minute, wantEvents: 2},
+		{name: "a minute into it", at: 16 * time.Minute, wantNone: true},
+	}
+	for _, r := range runs {
+		now = t0.Add(r.at)
+		before := e.puts()
+		out, err := h.Handle(t.Context(), nil)
+		if err != nil {
+			t.Fatalf("%s: Handle() error = %v", r.name, err)
+		}
+		after := e.puts()
+		wrote := map[string]int{}
+		for pk, n := range after {
+			if d := n - before[pk]; d > 0 {
+				wrote[pk] = d
+			}
+		}
+		if wrote["EVENT"] != r.wantEvents || out.Events != r.wantEvents {
+			t.Errorf("%s: %d event PutItem, Output.Events %d; want %d", r.name, wrote["EVENT"], out.Events, r.wantEvents)
+		}
+		if r.wantNone && len(wrote) != 0 {
+			t.Errorf("%s: PutItem by partition %v, want none: the cluster did not change", r.name, wrote)
+		}
+		if r.at == 0 && (wrote["METRIC"] == 0 || wrote["NODECLASSSTATUS"] == 0) {
+			t.Errorf("first run: PutItem by partition %v, want the gauges and the class resolution written", wrote)
+		}
+	}
+	// One pair per window.
+	got, _ := e.eventRecords(t)
+	onNode := "Unconsolidatable on Node node-a: Consolidation is disabled: NodePool general has consolidateAfter: Never"
+	onClaim := "Unconsolidatable on NodeClaim general-a: Consolidation is disabled: NodePool general has consolidateAfter: Never"
+	if diff := cmp.Diff([]string{onNode, onNode, onClaim, onClaim}, got); diff != "" {
+		t.Errorf("event records mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestHandleRetriesAnEventWriteThatFailed checks that a record whose write
+// failed is written by the next run, and not again after it succeeded.
+func TestHandleRetriesAnEventWriteThatFailed(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t)
+	e.editPool(t, func(np *v1.NodePool) { np.Spec.Disruption.ConsolidateAfter = v1.NillableDuration{Raw: "Never"} })
+	store := &flakyEvents{Store: e.handlerStore, fail: 1}
+	now := t0
+	h := e.handlerOver(t, store, func() time.Time { return now })
+	for i, want := range []struct{ tries, written int }{
+		{tries: 2, written: 1}, // one write throttled
+		{tries: 1, written: 1}, // the throttled one, again
+		{tries: 0, written: 0},
+	} {
+		now = t0.Add(time.Duration(i) * time.Minute)
+		store.tries = 0
+		out, err := h.Handle(t.Context(), nil)
+		if err != nil {
+			t.Fatalf("run %d: Handle() error = %v", i, err)
+		}
+		if store.tries != want.tries || out.Events != want.written {
+			t.Errorf("run %d: %d event writes tried, %d written; want %d and %d", i, store.tries, out.Events, want.tries, want.written)
+		}
+	}
+	if got, _ := e.eventRecords(t); len(got) != 2 {
+		t.Errorf("event records = %v, want both", got)
+	}
+}
+
+// flakyEvents is the store with its first fail event writes throttled.
+type flakyEvents struct {
+	*ddbstore.Store
+	fail, tries int
+}
+
+func (f *flakyEvents) PutEventOnce(ctx context.Context, e ddbstore.Event, now time.Time, ttl time.Duration) (bool, error) {
+	f.tries++
+	if f.fail > 0 {
+		f.fail--
+		return false, errors.New("ProvisionedThroughputExceededException")
+	}
+	return f.Store.PutEventOnce(ctx, e, now, ttl)
+}
+
+// handlerWithMetrics is a handler over e's recorded store, with its
+// decision metrics stored there too, whose clock is now.
+func (e env) handlerWithMetrics(t *testing.T, now func() time.Time) *decider.Handler {
+	t.Helper()
+	st, err := sfnstarter.New(e.sfn, e.arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h, err := decider.NewWithDeps(decider.Config{Cluster: testCluster, Region: "us-east-1"}, decider.Deps{
+		Store: e.handlerStore, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st, Log: log, Now: now,
+		Metrics: decisionmetrics.New(e.handlerStore, nil, log, testCluster, now),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// handlerOver is a handler over store whose clock is now.
+func (e env) handlerOver(t *testing.T, store decider.Store, now func() time.Time) *decider.Handler {
+	t.Helper()
+	st, err := sfnstarter.New(e.sfn, e.arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := decider.NewWithDeps(decider.Config{Cluster: testCluster, Region: "us-east-1"}, decider.Deps{
+		Store: store, NodeClasses: resolver{}, Instances: noInstances{}, Starter: st,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: now,
 	})
 	if err != nil {

@@ -182,6 +182,7 @@ type Store interface {
 	ListUnavailable(ctx context.Context, now time.Time) ([]ddbstore.UnavailableOffering, error)
 	PutPayload(ctx context.Context, key string, data []byte, now time.Time, ttl time.Duration) error
 	PutEventOnce(ctx context.Context, e ddbstore.Event, now time.Time, ttl time.Duration) (bool, error)
+	ListEvents(ctx context.Context, now time.Time) ([]ddbstore.Event, error)
 }
 
 var _ Store = (*ddbstore.Store)(nil)

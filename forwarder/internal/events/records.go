@@ -76,9 +76,9 @@ type Relay struct {
 }
 
 // recordMemory is how long a Relay remembers a record the API stopped
-// listing: the API keeps a record for an hour (the Lambdas' event record
-// TTL), so a record listed again within it is the same event, and is not
-// counted twice by the correlator.
+// listing: the API keeps a record for at most an hour (the longest event
+// record TTL of the Lambdas), so a record listed again within it is the
+// same event, and is not counted twice by the correlator.
 const recordMemory = time.Hour
 
 // NewRelay returns a Relay that writes through client, looks UIDs up in

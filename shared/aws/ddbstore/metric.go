@@ -1,6 +1,7 @@
 package ddbstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,7 +42,10 @@ func (s *Store) AddCounter(ctx context.Context, name string, labels map[string]s
 }
 
 // SetGauge sets the gauge series name{labels} to value, under the same
-// conditions and errors as AddCounter.
+// conditions and errors as AddCounter. A series that already holds value
+// is read and not written: a stored series carries no timestamp, so its
+// readers (ListMetrics, the forwarder's /metrics) see the unchanged value
+// as current without a rewrite.
 func (s *Store) SetGauge(ctx context.Context, name string, labels map[string]string, value float64) error {
 	if math.IsNaN(value) || math.IsInf(value, 0) {
 		return fmt.Errorf("set gauge %s: value %v: must be finite: %w", name, value, ErrInvalid)
@@ -71,6 +75,10 @@ func (s *Store) Observe(ctx context.Context, name string, labels map[string]stri
 	})
 }
 
+// updateMetric applies apply to the stored series (a new one when none is
+// stored) and puts the result under the version read, retried on
+// conflict; an update that leaves a stored series as it is (a gauge set to
+// its value, a counter added 0) is not written.
 func (s *Store) updateMetric(ctx context.Context, typ v1.MetricType, name string, labels map[string]string, apply func(*v1.MetricSample)) error {
 	if name == "" {
 		return fmt.Errorf("metric: name must not be empty: %w", ErrInvalid)
@@ -101,10 +109,17 @@ func (s *Store) updateMetric(ctx context.Context, typ v1.MetricType, name string
 				return fmt.Errorf("metric %s: stored as a %s, updated as a %s: %w", sk, sample.Type, typ, ErrInvalid)
 			}
 		}
+		before, err := json.Marshal(sample)
+		if err != nil {
+			return fmt.Errorf("metric %s: %w", sk, err)
+		}
 		apply(&sample)
 		body, err := json.Marshal(sample)
 		if err != nil {
 			return fmt.Errorf("metric %s: %w", sk, err)
+		}
+		if item != nil && bytes.Equal(before, body) {
+			return nil // stored as it would be written: no write
 		}
 		in := &dynamodb.PutItemInput{
 			TableName: &s.table,

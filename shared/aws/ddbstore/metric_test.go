@@ -115,3 +115,49 @@ func TestMetricUpdateErrors(t *testing.T) {
 		t.Errorf("refused updates changed the store (-want +got):\n%s", diff)
 	}
 }
+
+// TestMetricUpdatesWriteOnlyAChange checks that a gauge set to the value it
+// holds, or a counter added 0, is not written again (no PutItem), and that
+// a new series and a changed value are, and read back.
+func TestMetricUpdatesWriteOnlyAChange(t *testing.T) {
+	e := newEnv(t)
+	api := &countingAPI{API: e.client}
+	s := e.storeWith(t, api, testCluster)
+	ctx := t.Context()
+	eligible := map[string]string{"reason": "drifted"}
+	created := map[string]string{"reason": "provisioning", "nodepool": "default", "min_values_relaxed": "false"}
+	steps := []struct {
+		name     string
+		update   func() error
+		wantPuts int
+	}{
+		{"a new gauge", func() error { return s.SetGauge(ctx, v1.MetricDisruptionEligible, eligible, 3) }, 1},
+		{"the gauge set to its value", func() error { return s.SetGauge(ctx, v1.MetricDisruptionEligible, eligible, 3) }, 0},
+		{"the gauge set to its value again", func() error { return s.SetGauge(ctx, v1.MetricDisruptionEligible, eligible, 3) }, 0},
+		{"the gauge changed", func() error { return s.SetGauge(ctx, v1.MetricDisruptionEligible, eligible, 0) }, 1},
+		{"the gauge set to 0 again", func() error { return s.SetGauge(ctx, v1.MetricDisruptionEligible, eligible, 0) }, 0},
+		{"a new counter at 0", func() error { return s.AddCounter(ctx, v1.MetricNodeClaimsCreated, created, 0) }, 1},
+		{"the counter added 0", func() error { return s.AddCounter(ctx, v1.MetricNodeClaimsCreated, created, 0) }, 0},
+		{"the counter added 1", func() error { return s.AddCounter(ctx, v1.MetricNodeClaimsCreated, created, 1) }, 1},
+	}
+	for _, step := range steps {
+		before := api.puts
+		if err := step.update(); err != nil {
+			t.Fatalf("%s: error = %v", step.name, err)
+		}
+		if got := api.puts - before; got != step.wantPuts {
+			t.Errorf("%s: %d PutItem, want %d", step.name, got, step.wantPuts)
+		}
+	}
+	got, err := s.ListMetrics(ctx)
+	if err != nil {
+		t.Fatalf("ListMetrics() error = %v", err)
+	}
+	want := []v1.MetricSample{
+		{Name: v1.MetricNodeClaimsCreated, Type: v1.MetricCounter, Labels: created, Value: 1},
+		{Name: v1.MetricDisruptionEligible, Type: v1.MetricGauge, Labels: eligible},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ListMetrics() mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -25,12 +26,15 @@ const (
 
 // PutNodeClassStatus records what a Lambda resolved for one EC2NodeClass
 // (served to the forwarder by GET v1.RouteNodeClasses, which writes it to
-// the class's status subresource). The write is conditional on a change:
-// the item's hash covers the name, UID, generation and status but not
-// ChangedAt, so writing the same resolution again is a failed condition,
-// not a write, and changed reports false. Errors: an empty or malformed
-// name (ErrInvalid), an item over MaxBodyBytes (ErrItemTooLarge), or the
-// PutItem error, wrapped.
+// the class's status subresource). It writes only a change: the item's
+// hash covers the name, UID, generation and status but not ChangedAt, and
+// the stored item is read first (one strongly consistent GetItem), so
+// recording the same resolution again writes nothing (DynamoDB bills a
+// failed conditional write like a write) and changed reports false; the
+// write itself is conditional on the hash, so a concurrent writer of the
+// same resolution is a failed condition, not a second write. Errors: an
+// empty or malformed name (ErrInvalid), an item over MaxBodyBytes
+// (ErrItemTooLarge), or the GetItem or PutItem error, wrapped.
 func (s *Store) PutNodeClassStatus(ctx context.Context, rec v1.NodeClassStatus) (changed bool, err error) {
 	if err := checkKeyPart("node class name", rec.Name); err != nil {
 		return false, fmt.Errorf("put node class status: %w", err)
@@ -44,6 +48,13 @@ func (s *Store) PutNodeClassStatus(ctx context.Context, rec v1.NodeClassStatus) 
 	}
 	hash, err := nodeClassStatusHash(rec)
 	if err != nil {
+		return false, fmt.Errorf("put node class status %s: %w", rec.Name, err)
+	}
+	stored, err := s.getItem(ctx, s.pk(pkNodeClassStatus), rec.Name)
+	switch {
+	case err == nil && getString(stored, attrHash) == hash:
+		return false, nil
+	case err != nil && !errors.Is(err, ErrNotFound):
 		return false, fmt.Errorf("put node class status %s: %w", rec.Name, err)
 	}
 	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{

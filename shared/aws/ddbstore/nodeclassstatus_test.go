@@ -34,31 +34,38 @@ func TestNodeClassStatus(t *testing.T) {
 		name        string
 		puts        []v1.NodeClassStatus
 		wantChanged []bool
-		want        []v1.NodeClassStatus
+		// wantPuts counts the PutItem calls: none for a resolution
+		// stored already.
+		wantPuts int
+		want     []v1.NodeClassStatus
 	}{
 		{
 			name:        "should list what was put, sorted by name",
 			puts:        []v1.NodeClassStatus{classStatus("b", 1, "subnet-1"), classStatus("a", 1, "subnet-1")},
 			wantChanged: []bool{true, true},
+			wantPuts:    2,
 			want:        []v1.NodeClassStatus{classStatus("a", 1, "subnet-1"), classStatus("b", 1, "subnet-1")},
 		},
 		{
 			name:        "should not write the same resolution again, whatever its ChangedAt",
-			puts:        []v1.NodeClassStatus{classStatus("a", 1, "subnet-1"), later(classStatus("a", 1, "subnet-1"))},
-			wantChanged: []bool{true, false},
+			puts:        []v1.NodeClassStatus{classStatus("a", 1, "subnet-1"), later(classStatus("a", 1, "subnet-1")), later(classStatus("a", 1, "subnet-1"))},
+			wantChanged: []bool{true, false, false},
+			wantPuts:    1,
 			want:        []v1.NodeClassStatus{classStatus("a", 1, "subnet-1")},
 		},
 		{
 			name:        "should replace a resolution whose status or generation changed",
 			puts:        []v1.NodeClassStatus{classStatus("a", 1, "subnet-1"), later(classStatus("a", 1, "subnet-2")), later(classStatus("a", 2, "subnet-2"))},
 			wantChanged: []bool{true, true, true},
+			wantPuts:    3,
 			want:        []v1.NodeClassStatus{later(classStatus("a", 2, "subnet-2"))},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			s := e.store(t, testCluster)
+			api := &countingAPI{API: e.client}
+			s := e.storeWith(t, api, testCluster)
 			var changed []bool
 			for _, p := range tt.puts {
 				c, err := s.PutNodeClassStatus(ctx, p)
@@ -69,6 +76,9 @@ func TestNodeClassStatus(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantChanged, changed); diff != "" {
 				t.Errorf("changed (-want +got):\n%s", diff)
+			}
+			if api.puts != tt.wantPuts {
+				t.Errorf("PutItem calls = %d, want %d", api.puts, tt.wantPuts)
 			}
 			got, err := s.ListNodeClassStatuses(ctx)
 			if err != nil {

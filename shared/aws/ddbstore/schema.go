@@ -190,7 +190,8 @@ func gcAccess() Access {
 // reads the config, the current snapshot, unavailable offerings and the
 // live EC2 data, and
 // writes the commands' replacements (claim-checked payloads), event records
-// and node-class resolutions, and NodeClaims only to release the claims of
+// (listing them first, to write only new ones) and node-class resolutions,
+// and NodeClaims only to release the claims of
 // executions whose lease lapsed (termination.Service.ReleaseStale). Budgets
 // are the state machines' (disrupttask's): it touches no lease or budget.
 func disruptionAccess() Access {
