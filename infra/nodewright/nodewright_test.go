@@ -744,6 +744,12 @@ func TestDefaultDeployment(t *testing.T) {
 				continue // the deploy-time cluster lookup
 			}
 			cfg, _ := r.Properties["LoggingConfig"].(map[string]any)
+			// The platform's timeout and crash lines above are its text
+			// format; in Lambda's JSON log format they are JSON records the
+			// pattern would never match.
+			if f, ok := cfg["LogFormat"]; ok && f != "Text" {
+				t.Errorf("function %s: LoggingConfig.LogFormat %v; the platform-line filter needs the Text format", id, f)
+			}
 			group := render(cfg["LogGroup"])
 			got := patterns[group]
 			slices.Sort(got)
