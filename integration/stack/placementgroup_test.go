@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/local/ec2sim"
@@ -30,15 +31,6 @@ func classStatus(t testing.TB, s *stack.Stack, name string) v1.EC2NodeClassStatu
 		t.Fatalf("decode ec2nodeclass %s status %s: %v", name, raw, err)
 	}
 	return st
-}
-
-func conditionOf(conds []metav1.Condition, typ string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == typ {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 // TestPlacementGroupSelectorLaunchesIntoTheGroup: a cluster placement
@@ -91,7 +83,7 @@ func TestPlacementGroupSelectorLaunchesIntoTheGroup(t *testing.T) {
 		t.Fatalf("%d nodes; want 1 labelled %s=%s", len(nodes.Items), v1.LabelPlacementGroupID, pg.ID)
 	}
 	st := classStatus(t, s, "placed")
-	if c := conditionOf(st.Conditions, v1.ConditionTypePlacementGroupReady); c == nil || c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionTypePlacementGroupReady); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("PlacementGroupReady = %+v; want True", c)
 	}
 	if readyOf(st.Conditions) != metav1.ConditionTrue {
@@ -119,10 +111,10 @@ func TestPlacementGroupSelectorOfAMissingGroupLaunchesNothing(t *testing.T) {
 	var st v1.EC2NodeClassStatus
 	eventually(t, s, 2*time.Minute, "EC2NodeClass PlacementGroupReady=False", func(context.Context, stack.Status) bool {
 		st = classStatus(t, s, "misplaced")
-		c := conditionOf(st.Conditions, v1.ConditionTypePlacementGroupReady)
+		c := meta.FindStatusCondition(st.Conditions, v1.ConditionTypePlacementGroupReady)
 		return c != nil && c.Status == metav1.ConditionFalse
 	})
-	c := conditionOf(st.Conditions, v1.ConditionTypePlacementGroupReady)
+	c := meta.FindStatusCondition(st.Conditions, v1.ConditionTypePlacementGroupReady)
 	if c.Reason != v1.ConditionReasonPlacementGroupNotFound || !strings.Contains(c.Message, "spec.placementGroupSelector") {
 		t.Errorf("PlacementGroupReady = %+v; want reason %s and a message naming spec.placementGroupSelector", c, v1.ConditionReasonPlacementGroupNotFound)
 	}

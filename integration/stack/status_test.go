@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,10 +40,8 @@ func readStatus(t testing.TB, s *stack.Stack, obj string, out any) {
 }
 
 func readyOf(conds []metav1.Condition) metav1.ConditionStatus {
-	for _, c := range conds {
-		if c.Type == v1.ConditionTypeReady {
-			return c.Status
-		}
+	if c := meta.FindStatusCondition(conds, v1.ConditionTypeReady); c != nil {
+		return c.Status
 	}
 	return ""
 }
@@ -106,10 +105,5 @@ func TestNodePoolAndEC2NodeClassStatus(t *testing.T) {
 }
 
 func hasTrue(conds []metav1.Condition, typ string) bool {
-	for _, c := range conds {
-		if c.Type == typ {
-			return c.Status == metav1.ConditionTrue
-		}
-	}
-	return false
+	return meta.IsStatusConditionTrue(conds, typ)
 }

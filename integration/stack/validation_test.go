@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/local/ec2sim"
@@ -17,12 +18,7 @@ import (
 
 // validationOf returns the class status's ValidationSucceeded condition.
 func validationOf(st v1.EC2NodeClassStatus) *metav1.Condition {
-	for i, c := range st.Conditions {
-		if c.Type == v1.ConditionTypeValidationSucceeded {
-			return &st.Conditions[i]
-		}
-	}
-	return nil
+	return meta.FindStatusCondition(st.Conditions, v1.ConditionTypeValidationSucceeded)
 }
 
 // TestValidationSucceededDenyThenRecover: the simulator denies
