@@ -115,23 +115,39 @@ func nodeImages(s *stack.Stack, nodes []corev1.Node) map[string]string {
 
 // claimOfNode maps each Node to the NodeClaim (the cluster's mirror) whose
 // status.providerID names it.
+//
+// The NodeClaim objects are the forwarder's mirrors, written at its next
+// sync after the API's NodeClaim changed, so a Node can be Ready before
+// its mirror shows the provider ID: a Node of a NodePool (labelled
+// karpenter.sh/nodepool) is waited for up to mirrorLag.
 func claimOfNode(t testing.TB, s *stack.Stack, nodes []corev1.Node) map[string]string {
 	t.Helper()
-	claims, err := s.Dynamic.Resource(stack.NodeClaimResource).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+	end := time.Now().Add(mirrorLag)
+	for {
+		claims, err := s.Dynamic.Resource(stack.NodeClaimResource).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byProvider := map[string]string{}
+		for _, c := range claims.Items {
+			pid, _, _ := unstructured.NestedString(c.Object, "status", "providerID")
+			byProvider[pid] = c.GetName()
+		}
+		out, missing := map[string]string{}, false
+		for _, n := range nodes {
+			out[n.Name] = byProvider[n.Spec.ProviderID]
+			missing = missing || (out[n.Name] == "" && n.Labels[v1.LabelNodePool] != "")
+		}
+		if !missing || time.Now().After(end) {
+			return out
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	byProvider := map[string]string{}
-	for _, c := range claims.Items {
-		pid, _, _ := unstructured.NestedString(c.Object, "status", "providerID")
-		byProvider[pid] = c.GetName()
-	}
-	out := map[string]string{}
-	for _, n := range nodes {
-		out[n.Name] = byProvider[n.Spec.ProviderID]
-	}
-	return out
 }
+
+// mirrorLag bounds how long a NodeClaim mirror may trail the API: the
+// forwarder's sync poll interval (15 s) with room for a loaded machine.
+const mirrorLag = 45 * time.Second
 
 // disrupting counts the Nodes tainted karpenter.sh/disrupted.
 func disrupting(nodes []corev1.Node) int {
