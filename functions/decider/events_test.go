@@ -252,7 +252,9 @@ func (e env) puts() map[string]int {
 // cluster write nothing after the first: not its event records
 // (Unconsolidatable, written again only in the next 15-minute window, as
 // Karpenter deduplicates them), not its gauges, not the EC2NodeClass
-// resolution.
+// resolution. The kept consolidation outcome (decider.ConsolidatedKey) is
+// written when consolidation simulates: at the first run and once it is
+// disruption.ConsolidationRevalidate old.
 func TestHandleWritesOnlyWhatChanged(t *testing.T) {
 	e := newEnv(t)
 	e.seed(t)
@@ -266,10 +268,11 @@ func TestHandleWritesOnlyWhatChanged(t *testing.T) {
 		// wantNone, that it writes nothing at all.
 		wantEvents int
 		wantNone   bool
+		wantKept   bool
 	}{
-		{name: "first run", at: 0, wantEvents: 2},
+		{name: "first run", at: 0, wantEvents: 2, wantKept: true},
 		{name: "a minute later", at: time.Minute, wantNone: true},
-		{name: "14 minutes later", at: 14 * time.Minute, wantNone: true},
+		{name: "14 minutes later", at: 14 * time.Minute, wantNone: true, wantKept: true},
 		{name: "the next 15-minute window", at: 15 * time.Minute, wantEvents: 2},
 		{name: "a minute into it", at: 16 * time.Minute, wantNone: true},
 	}
@@ -290,6 +293,11 @@ func TestHandleWritesOnlyWhatChanged(t *testing.T) {
 		if wrote["EVENT"] != r.wantEvents || out.Events != r.wantEvents {
 			t.Errorf("%s: %d event PutItem, Output.Events %d; want %d", r.name, wrote["EVENT"], out.Events, r.wantEvents)
 		}
+		const keptPK = "PAYLOAD#" + decider.ConsolidatedKey
+		if got := wrote[keptPK] > 0; got != r.wantKept {
+			t.Errorf("%s: kept consolidation outcome written %v, want %v", r.name, got, r.wantKept)
+		}
+		delete(wrote, keptPK)
 		if r.wantNone && len(wrote) != 0 {
 			t.Errorf("%s: PutItem by partition %v, want none: the cluster did not change", r.name, wrote)
 		}

@@ -36,10 +36,20 @@
 // A run without a current snapshot or configuration does nothing. A run
 // that fails to start some executions reports a workflow error after
 // trying all of them; the next minute's run decides afresh.
+//
+// An evaluation whose consolidation simulated and found nothing leaves its
+// outcome (disruption.Result.Consolidated) in the payload
+// ConsolidatedKey; the next runs pass it back as Input.Consolidated, so
+// while nothing consolidation reads has changed (pods replaced by
+// identical ones count as unchanged) consolidation does not simulate again
+// for disruption.ConsolidationRevalidate, as Karpenter's consolidation
+// skips while its cluster state is consolidated. Reading or writing it is
+// best effort: without it, consolidation simulates as it would anyway.
 package decider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +82,15 @@ import (
 // CommandTTL is how long the replacements of a started command stay
 // stored for the execution to read.
 const CommandTTL = 24 * time.Hour
+
+// ConsolidatedKey is the payload key of the last consolidation outcome
+// that found nothing to do (JSON of a *disruption.Consolidated; "null"
+// once a run dropped it), kept for ConsolidatedTTL: past
+// disruption.ConsolidationRevalidate, after which it no longer stands.
+const (
+	ConsolidatedKey = "disruption-state/consolidated"
+	ConsolidatedTTL = 2 * disruption.ConsolidationRevalidate
+)
 
 // Config is the disruption Lambda's configuration.
 type Config struct {
@@ -181,6 +200,7 @@ type Store interface {
 	CurrentSnapshot(ctx context.Context, now time.Time) (ddbstore.Snapshot, error)
 	ListUnavailable(ctx context.Context, now time.Time) ([]ddbstore.UnavailableOffering, error)
 	PutPayload(ctx context.Context, key string, data []byte, now time.Time, ttl time.Duration) error
+	GetPayload(ctx context.Context, key string, now time.Time) ([]byte, error)
 	PutEventOnce(ctx context.Context, e ddbstore.Event, now time.Time, ttl time.Duration) (bool, error)
 	ListEvents(ctx context.Context, now time.Time) ([]ddbstore.Event, error)
 }
@@ -366,6 +386,44 @@ type Output struct {
 	// Demoted are the NodeClaims this run relabelled from reserved to
 	// on-demand, their reservation gone (see demote).
 	Demoted []string `json:"demoted,omitempty"`
+	// ConsolidationSkipped is true when consolidation did not simulate:
+	// the kept outcome (ConsolidatedKey) still stood.
+	ConsolidationSkipped bool `json:"consolidationSkipped,omitempty"`
+}
+
+// readConsolidated returns the kept consolidation outcome, nil when there
+// is none or it cannot be read (logged: consolidation then simulates).
+func (h *Handler) readConsolidated(ctx context.Context, now time.Time) *disruption.Consolidated {
+	data, err := h.d.Store.GetPayload(ctx, ConsolidatedKey, now)
+	if errors.Is(err, ddbstore.ErrNotFound) {
+		return nil
+	}
+	var kept *disruption.Consolidated
+	if err == nil {
+		err = json.Unmarshal(data, &kept)
+	}
+	if err != nil {
+		h.d.Log.WarnContext(ctx, "kept consolidation outcome not read; consolidation simulates", "error", err)
+		return nil
+	}
+	return kept
+}
+
+// keepConsolidated stores res's consolidation outcome for the next runs,
+// or drops the one read (was) when consolidation acted or was not reached.
+// Nothing is written while the kept one stands. Best effort: a failed
+// write is logged, and costs the next run its skip.
+func (h *Handler) keepConsolidated(ctx context.Context, was *disruption.Consolidated, res disruption.Result, now time.Time) {
+	if res.ConsolidationSkipped || res.Consolidated == nil && was == nil {
+		return
+	}
+	data, err := json.Marshal(res.Consolidated) // "null" drops it
+	if err == nil {
+		err = h.d.Store.PutPayload(ctx, ConsolidatedKey, data, now, ConsolidatedTTL)
+	}
+	if err != nil {
+		h.d.Log.WarnContext(ctx, "consolidation outcome not kept", "error", err)
+	}
 }
 
 // Started is one command's execution.
@@ -420,10 +478,13 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Output, error) {
 	demoted, warnings := h.demote(ctx, &in, snap.KarpenterActive)
 	out.Demoted = demoted
 	out.Warnings = append(out.Warnings, warnings...)
+	in.Consolidated = h.readConsolidated(ctx, now)
 	res, err := disruption.Evaluate(ctx, in)
 	if err != nil {
 		return out, lambdakit.AsWorkflowError(fmt.Errorf("evaluate: %w", err))
 	}
+	out.ConsolidationSkipped = res.ConsolidationSkipped
+	h.keepConsolidated(ctx, in.Consolidated, res, now)
 	out.Blocked = len(res.Blocked)
 	for _, b := range res.Blocked {
 		h.d.Log.DebugContext(ctx, "not disrupted", "nodeclaim", b.NodeClaim, "node", b.Node, "nodepool", b.NodePool, "reason", b.Reason)

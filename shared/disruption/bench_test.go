@@ -3,6 +3,7 @@ package disruption_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -188,6 +189,37 @@ func BenchmarkEvaluateRealistic(b *testing.B) {
 			b.ReportMetric(float64(live), "peak-live-B")
 			if (cmds > 0) != bc.wantCommands {
 				b.Fatalf("Evaluate() found %d commands, want some: %v", cmds, bc.wantCommands)
+			}
+		})
+	}
+}
+
+// BenchmarkEvaluateConsolidated is the evaluation of a packed realistic
+// cluster consolidation already found nothing to do in, one minute
+// earlier (Input.Consolidated): the fingerprint instead of the
+// simulations. Compare with BenchmarkEvaluateRealistic's packed cases.
+func BenchmarkEvaluateConsolidated(b *testing.B) {
+	for _, nodes := range []int{50, 200, 1000} {
+		b.Run(fmt.Sprintf("packed/nodes=%d", nodes), func(b *testing.B) {
+			in := realisticCluster(b, nodes, 0)
+			first, err := disruption.Evaluate(b.Context(), in)
+			if err != nil || first.Consolidated == nil {
+				b.Fatalf("Evaluate() = consolidated %v, error %v; want an outcome to keep", first.Consolidated, err)
+			}
+			in.Consolidated, in.Now = first.Consolidated, in.Now.Add(time.Minute)
+			b.ReportAllocs()
+			cpu := measure.CPU()
+			var skipped bool
+			for b.Loop() {
+				res, err := disruption.Evaluate(b.Context(), in)
+				if err != nil {
+					b.Fatalf("Evaluate() error = %v", err)
+				}
+				skipped = res.ConsolidationSkipped
+			}
+			b.ReportMetric(cpu().Seconds()/float64(b.N), "cpu-s/op")
+			if !skipped {
+				b.Fatal("Evaluate() simulated again; want the kept outcome to stand")
 			}
 		})
 	}

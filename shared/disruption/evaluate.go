@@ -182,7 +182,21 @@ func evaluate(ctx context.Context, in Input, noBounds bool) (Result, int, error)
 	if err := e.assess(); err != nil {
 		return Result{}, 0, err
 	}
+	// fingerprint is set once consolidation is reached (after emptiness
+	// and drift found nothing) and simulates.
+	fingerprint, consolidating := "", false
 	for _, m := range methods() {
+		if m.reason() == MethodUnderutilized && !consolidating {
+			consolidating = true
+			if fingerprint, err = e.consolidationFingerprint(); err != nil {
+				return Result{}, 0, err
+			}
+			if in.Consolidated.standsAt(fingerprint, e.now) {
+				e.restore(in.Consolidated)
+				res.ConsolidationSkipped, res.Consolidated = true, in.Consolidated
+				break
+			}
+		}
 		cmds, err := m.compute(ctx, e)
 		if err != nil {
 			return Result{}, 0, err
@@ -195,6 +209,9 @@ func evaluate(ctx context.Context, in Input, noBounds bool) (Result, int, error)
 	}
 	res.Commands = append(res.Commands, expired...)
 	res.Blocked = e.blocked()
+	if consolidating && !res.ConsolidationSkipped && e.acted == "" {
+		res.Consolidated = &Consolidated{Fingerprint: fingerprint, EvaluatedAt: e.now, Reasons: res.Blocked}
+	}
 	res.Budgets = e.budgetReport
 	if res.Budgets == nil {
 		res.Budgets = []BudgetStatus{}

@@ -75,6 +75,12 @@ type Input struct {
 	HeldReplacements map[string]string
 	// FeatureGates are Karpenter's feature gates that change decisions.
 	FeatureGates FeatureGates
+	// Consolidated is the Result.Consolidated of an earlier evaluation,
+	// nil when none is kept. When consolidation's inputs are unchanged
+	// since it (same fingerprint) and it is younger than
+	// ConsolidationRevalidate, multi- and single-node consolidation do not
+	// simulate again: their outcome, no command and its reasons, stands.
+	Consolidated *Consolidated
 	// Options tune the evaluation; the zero value means Karpenter's
 	// defaults.
 	Options Options
@@ -195,6 +201,15 @@ type Result struct {
 	// consistency checks at Now (node shape, termination), sorted by
 	// NodeClaim: each is a FailedConsistencyCheck event on its NodeClaim.
 	Inconsistencies []Inconsistency `json:"inconsistencies,omitempty"`
+	// Consolidated is set when multi- and single-node consolidation found
+	// no command (they simulated, or Input.Consolidated still stood):
+	// keep it and pass it as the next evaluation's Input.Consolidated.
+	// Nil when a method acted or consolidation was not reached; a kept one
+	// should then be dropped.
+	Consolidated *Consolidated `json:"consolidated,omitempty"`
+	// ConsolidationSkipped is true when Input.Consolidated stood, so
+	// consolidation did not simulate; Consolidated is then that input.
+	ConsolidationSkipped bool `json:"consolidationSkipped,omitempty"`
 }
 
 // DriftStatus is one NodeClaim's drift verdict.

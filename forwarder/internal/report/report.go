@@ -721,11 +721,8 @@ func encodePods(e *snapshotHashes, pods []v1.PodSummary) ([]int, error) {
 	sizes := make([]int, len(pods))
 	e.pods = make([][sha256.Size]byte, 0, len(pods))
 	for i, p := range pods {
-		_, keep := p.Annotations[v1.AnnotationDoNotDisrupt]
-		q := p
-		if !keep {
-			q.Name, q.UID, q.CreationTimestamp = "", "", metav1.Time{}
-		}
+		q := p.WithoutIdentity()
+		keep := q.Name != ""
 		data, err := json.Marshal(q)
 		if err != nil {
 			return nil, fmt.Errorf("encode pod %s/%s: %w", p.Namespace, p.Name, err)
