@@ -199,10 +199,11 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 		return nil, err
 	}
 	fwd := forward.New(forward.Options{
-		Cluster:   cfg.Cluster,
-		PodWindow: batcher.Options{Idle: cfg.BatchIdle, Max: cfg.BatchMax},
-		Status:    statusWriter,
-		Logger:    log,
+		Cluster:          cfg.Cluster,
+		PodWindow:        batcher.Options{Idle: cfg.BatchIdle, Max: cfg.BatchMax},
+		SyncIdleInterval: cfg.SyncIdle,
+		Status:           statusWriter,
+		Logger:           log,
 	}, forward.Sources{
 		Pods: pods.Lister(), Nodes: nodes.Lister(), PDBs: pdbs.Lister(), DaemonSets: dss.Lister(),
 		NodePools: nodePools.Lister(), NodeClasses: nodeClasses.Lister(),

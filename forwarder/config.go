@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nodewright/nodewright/forwarder/internal/batcher"
+	"github.com/nodewright/nodewright/forwarder/internal/forward"
 	"github.com/nodewright/nodewright/forwarder/internal/leader"
 )
 
@@ -30,6 +31,7 @@ type config struct {
 	HealthAddr  string        // --health-addr (":" + HEALTH_PROBE_PORT, :8081)
 	BatchIdle   time.Duration // --batch-idle-duration, BATCH_IDLE_DURATION (1s)
 	BatchMax    time.Duration // --batch-max-duration, BATCH_MAX_DURATION (10s)
+	SyncIdle    time.Duration // --sync-idle-interval, SYNC_IDLE_INTERVAL (60s): forward.Options.SyncIdleInterval
 	KubeQPS     float64       // --kube-client-qps, KUBE_CLIENT_QPS (200)
 	KubeBurst   int           // --kube-client-burst, KUBE_CLIENT_BURST (300)
 	LogLevel    slog.Level    // --log-level, LOG_LEVEL (info)
@@ -98,6 +100,8 @@ func loadConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.HealthAddr, "health-addr", ":"+env("HEALTH_PROBE_PORT", "8081"), "address serving /healthz and /readyz")
 	fs.DurationVar(&c.BatchIdle, "batch-idle-duration", envDuration("BATCH_IDLE_DURATION", batcher.DefaultIdle), "close a pod batch after this long without new pods")
 	fs.DurationVar(&c.BatchMax, "batch-max-duration", envDuration("BATCH_MAX_DURATION", batcher.DefaultMax), "close a pod batch this long after it opened")
+	fs.DurationVar(&c.SyncIdle, "sync-idle-interval", envDuration("SYNC_IDLE_INTERVAL", forward.DefaultSyncIdleInterval),
+		"longest wait between polls of the API for NodeClaims, event records and EC2NodeClass status while nothing changes (at least 15s)")
 	fs.Float64Var(&c.KubeQPS, "kube-client-qps", envFloat("KUBE_CLIENT_QPS", 200), "Kubernetes client QPS")
 	fs.IntVar(&c.KubeBurst, "kube-client-burst", envInt("KUBE_CLIENT_BURST", 300), "Kubernetes client burst")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error")
@@ -128,6 +132,9 @@ func loadConfig(args []string, getenv func(string) string) (config, error) {
 		errs = append(errs, fmt.Errorf("batch durations: must be positive, got idle %s and max %s", c.BatchIdle, c.BatchMax))
 	} else if c.BatchMax < c.BatchIdle {
 		errs = append(errs, fmt.Errorf("batch durations: max %s is shorter than idle %s", c.BatchMax, c.BatchIdle))
+	}
+	if c.SyncIdle < forward.DefaultSyncInterval {
+		errs = append(errs, fmt.Errorf("sync idle interval: %s is shorter than the %s poll interval", c.SyncIdle, forward.DefaultSyncInterval))
 	}
 	if c.LeaderElect && (c.Namespace == "" || c.Identity == "") {
 		errs = append(errs, errors.New("leader election: needs the namespace and pod name (POD_NAMESPACE and POD_NAME from the downward API)"))

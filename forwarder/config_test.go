@@ -28,7 +28,7 @@ func TestLoadConfig(t *testing.T) {
 		Cluster: "prod", Endpoint: "https://abc123.execute-api.eu-west-1.amazonaws.com/prod", Region: "eu-west-1",
 		Namespace: "nodewright", Identity: "nodewright-forwarder-7d9c-x2lqp", LeaseName: "nodewright-forwarder", Deployment: "nodewright-forwarder",
 		LeaderElect: true, MetricsAddr: ":8080", HealthAddr: ":8081", BatchIdle: time.Second, BatchMax: 10 * time.Second,
-		KubeQPS: 200, KubeBurst: 300, LogLevel: slog.LevelInfo,
+		SyncIdle: time.Minute, KubeQPS: 200, KubeBurst: 300, LogLevel: slog.LevelInfo,
 	}
 	tests := []struct {
 		name string
@@ -49,6 +49,11 @@ func TestLoadConfig(t *testing.T) {
 			env:  with(inCluster(), "BATCH_IDLE_DURATION", "2s", "AWS_REGION", "us-east-1"),
 			args: []string{"--batch-idle-duration=500ms", "--region=eu-central-1"},
 			want: func(c *config) { c.BatchIdle, c.Region = 500*time.Millisecond, "eu-central-1" },
+		},
+		{
+			name: "should read the poll back-off's longest interval",
+			env:  with(inCluster(), "SYNC_IDLE_INTERVAL", "15s"),
+			want: func(c *config) { c.SyncIdle = 15 * time.Second },
 		},
 		{
 			name: "should leave the region to the SDK for a custom domain",
@@ -91,6 +96,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{name: "should reject a malformed duration", env: with(inCluster(), "BATCH_IDLE_DURATION", "soon"), want: []string{`BATCH_IDLE_DURATION="soon": not a duration`}},
 		{name: "should reject a max window shorter than the idle one", env: inCluster(), args: []string{"--batch-idle-duration=5s", "--batch-max-duration=2s"},
 			want: []string{"batch durations: max 2s is shorter than idle 5s"}},
+		{name: "should reject a poll back-off below the poll interval", env: with(inCluster(), "SYNC_IDLE_INTERVAL", "5s"),
+			want: []string{"sync idle interval: 5s is shorter than the 15s poll interval"}},
 		{name: "should need the pod's name and namespace for leader election", env: with(inCluster(), "POD_NAME", ""),
 			want: []string{"leader election: needs the namespace and pod name"}},
 		{name: "should reject an unknown log level", env: with(inCluster(), "LOG_LEVEL", "loud"), want: []string{`log level "loud"`}},

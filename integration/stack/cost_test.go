@@ -157,6 +157,7 @@ func TestSteadyStateCost(t *testing.T) {
 	s := startStack(t, func(o *stack.Options) {
 		o.Disruption, o.DisruptionPoll, o.GCInterval = true, time.Minute, time.Minute
 		o.BatchIdle, o.BatchMax = 0, 0 // the forwarder's defaults
+		o.SyncIdleInterval = -1        // the forwarder's default poll back-off
 		o.LogLevel = slog.LevelInfo
 	})
 	ctx := t.Context()

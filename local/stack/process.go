@@ -132,6 +132,12 @@ func (s *Stack) StartForwarder() error {
 	if s.opts.BatchMax > 0 {
 		args = append(args, "--batch-max-duration", s.opts.BatchMax.String())
 	}
+	switch {
+	case s.opts.SyncIdleInterval == 0:
+		args = append(args, "--sync-idle-interval", LocalSyncIdleInterval.String())
+	case s.opts.SyncIdleInterval > 0:
+		args = append(args, "--sync-idle-interval", s.opts.SyncIdleInterval.String())
+	}
 	logPath := s.LogPath("forwarder")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

@@ -108,6 +108,12 @@ const (
 	stage     = "/local"
 )
 
+// LocalSyncIdleInterval is the forwarder's longest poll interval on the
+// local stack: 15 s, its poll interval, so no back-off, and an event
+// record or a NodeClaim change reaches the cluster within one poll
+// whatever came before it; the end-to-end tests wait on that.
+const LocalSyncIdleInterval = 15 * time.Second
+
 // Options configure Up.
 type Options struct {
 	// Dir is the state directory (required). Up refuses a Dir that holds
@@ -145,6 +151,11 @@ type Options struct {
 	// BatchIdle and BatchMax are the forwarder's batching windows (zero:
 	// the forwarder's defaults, 1s and 10s).
 	BatchIdle, BatchMax time.Duration
+	// SyncIdleInterval is the forwarder's --sync-idle-interval, the
+	// longest wait between its polls of the API while nothing changes
+	// (zero: LocalSyncIdleInterval; negative: the forwarder's own
+	// default, production's 60 s, which the cost scenario uses).
+	SyncIdleInterval time.Duration
 	// GCInterval is how often the gc handler runs (zero: one minute).
 	GCInterval time.Duration
 	// Clock is the handlers' clock (intake, provisioner, gc, disruption,

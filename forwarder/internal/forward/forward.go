@@ -10,8 +10,9 @@
 //   - the cluster snapshot (Nodes, bound pods, PodDisruptionBudgets,
 //     DaemonSets, and the NodeClaims nodewright did not write, which the
 //     API adopts) when it changed, on the cadence described below;
-//   - every SyncInterval (15 s), and at once after a batch answer that
-//     created NodeClaims, it polls the API once (GET /v1/sync: the resolved
+//   - every SyncInterval (15 s; backing off to SyncIdleInterval, 60 s,
+//     while the answers change nothing and no Node changes), and at once
+//     after a batch answer that created NodeClaims, it polls the API once (GET /v1/sync: the resolved
 //     EC2NodeClasses, the NodeClaims and the event records in one request)
 //     and, from that answer, keeps the NodeClaim mirrors equal to the API's
 //     NodeClaims, then writes the event records as Kubernetes Events on
@@ -242,11 +243,21 @@ type Options struct {
 	// on, so that a live forwarder's is always fresh enough.
 	ForeignSnapshotMaxAge time.Duration
 	// SyncInterval is how often the API is polled (one GET /v1/sync) for
-	// EC2NodeClass status, NodeClaim mirrors and event records: 15 s (and
-	// at once after a batch answer that created NodeClaims), so a class's
-	// status, a mirror and an Event reach the cluster within about 15 s of
-	// the API holding them.
+	// EC2NodeClass status, NodeClaim mirrors and event records while
+	// something changes: 15 s (and at once after a batch answer that
+	// created NodeClaims), so a class's status, a mirror and an Event
+	// reach the cluster within about 15 s of the API holding them.
 	SyncInterval time.Duration
+	// SyncIdleInterval is the longest interval between polls: after an
+	// answer that changed nothing in the cluster (no mirror written, no
+	// Node deleted, no Event written, no status written) the interval
+	// doubles from SyncInterval up to this, 60 s. An answer that changed
+	// something, a failed poll, a batch answer that created NodeClaims or
+	// a Node added, removed or changed in its snapshot summary (a
+	// disruption taints its Node, a replacement registers) brings it back
+	// to SyncInterval, a Node change within SyncInterval of the last poll.
+	// Equal to SyncInterval: no back-off.
+	SyncIdleInterval time.Duration
 	// Status writes EC2NodeClass and NodePool status after each poll; nil
 	// writes none.
 	Status StatusWriter
@@ -300,7 +311,9 @@ func New(opts Options, src Sources, api API, events Emitter, m Mirror, relay Rel
 	def(&opts.SnapshotChurnInterval, 30*time.Second)
 	def(&opts.SnapshotMaxAge, 5*time.Minute)
 	def(&opts.ForeignSnapshotMaxAge, time.Minute)
-	def(&opts.SyncInterval, 15*time.Second)
+	def(&opts.SyncInterval, DefaultSyncInterval)
+	def(&opts.SyncIdleInterval, DefaultSyncIdleInterval)
+	opts.SyncIdleInterval = max(opts.SyncIdleInterval, opts.SyncInterval)
 	def(&opts.ResultPoll, 2*time.Second)
 	def(&opts.ResultTimeout, 2*time.Minute)
 	log := opts.Logger
@@ -342,6 +355,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	onNode := func(name string) { nodes.Add(name) }
 	onConfig := func() { config.Add("config") }
 	changes := newChangeSignal(f.opts.Clock)
+	nodeChanged := make(chan struct{}, 1)
 
 	var handlers handlerSet
 	defer handlers.remove(f.log)
@@ -355,6 +369,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		{f.src.NodePoolInformer, anyChange(func(any) { onConfig() })},
 		{f.src.NodeClassInformer, anyChange(func(any) { onConfig() })},
 		{f.src.NodeInformer, snapshotChange(nodeSummary, changes.note)},
+		{f.src.NodeInformer, snapshotChange(nodeSummary, func() { poke(nodeChanged) })},
 		{f.src.PodInformer, snapshotChange(podSummary, changes.note)},
 		{f.src.PDBInformer, snapshotChange(pdbSummary, changes.note)},
 		{f.src.DaemonSetInformer, snapshotChange(daemonSetSummary, changes.note)},
@@ -392,7 +407,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	g.Go(func() error { f.configLoop(ctx, config); return nil })
 	g.Go(func() error { f.every(ctx, f.opts.ConfigResync, onConfig); return nil })
 	g.Go(func() error { f.snapshotLoop(ctx, changes); return nil })
-	g.Go(func() error { f.syncLoop(ctx, mirrorNow); return nil })
+	g.Go(func() error { f.syncLoop(ctx, mirrorNow, nodeChanged); return nil })
 	err := g.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil
@@ -745,43 +760,105 @@ func (f *Forwarder) karpenterHandler() cache.ResourceEventHandler {
 	return f.karpenter.handler(f.opts.Clock.Now)
 }
 
-// syncLoop polls the API (GET /v1/sync) at once, then every SyncInterval
-// and whenever now fires, and applies each answer: mirrors, then event
+// The defaults of Options.SyncInterval and Options.SyncIdleInterval.
+const (
+	DefaultSyncInterval     = 15 * time.Second
+	DefaultSyncIdleInterval = time.Minute
+)
+
+// syncLoop polls the API (GET /v1/sync) at once, then every SyncInterval,
+// backing off to SyncIdleInterval while the answers change nothing, and
+// whenever now fires; nodeChanged shortens a longer wait to SyncInterval
+// after the last poll. Each answer is applied: mirrors, then event
 // records, then status. A failed poll is logged; NodePool status, which
 // reads the cluster, is still written.
-func (f *Forwarder) syncLoop(ctx context.Context, now <-chan struct{}) {
+func (f *Forwarder) syncLoop(ctx context.Context, now, nodeChanged <-chan struct{}) {
+	interval := f.opts.SyncInterval
 	for {
-		s, err := f.api.Sync(ctx)
-		switch {
-		case err != nil && ctx.Err() != nil:
+		polled := f.opts.Clock.Now()
+		changed := f.syncOnce(ctx)
+		if ctx.Err() != nil {
 			return
-		case err != nil:
-			f.log.Error("poll the API (nodeclaims, event records, ec2nodeclass status)", "error", err)
-		default:
-			res, err := f.mirror.Sync(ctx, s.NodeClaims)
-			if err != nil {
-				f.log.Error("sync nodeclaim mirrors", "error", err)
-			}
-			if res.Created+res.Updated+res.Deleted > 0 || len(res.NodesDeleted) > 0 {
-				f.log.Info("synced nodeclaim mirrors", "created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "nodes-deleted", res.NodesDeleted)
-			}
-			f.relayEvents(ctx, s.Events)
 		}
-		f.writeStatus(ctx, s.NodeClasses, err == nil)
-		select {
-		case <-ctx.Done():
-			return
-		case <-now:
-		case <-f.opts.Clock.After(f.opts.SyncInterval):
+		interval = nextSyncInterval(interval, changed, f.opts.SyncInterval, f.opts.SyncIdleInterval)
+		wait := f.opts.Clock.After(interval)
+	waiting:
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-now:
+				interval = f.opts.SyncInterval
+				break waiting
+			case <-wait:
+				break waiting
+			case <-nodeChanged:
+				if interval == f.opts.SyncInterval {
+					continue
+				}
+				interval = f.opts.SyncInterval
+				d := polled.Add(interval).Sub(f.opts.Clock.Now())
+				if d <= 0 {
+					break waiting
+				}
+				wait = f.opts.Clock.After(d)
+			}
 		}
 	}
 }
 
+// nextSyncInterval is the wait after a poll: base after one that changed
+// something, else twice the last wait, at most idle.
+func nextSyncInterval(last time.Duration, changed bool, base, idle time.Duration) time.Duration {
+	if changed {
+		return base
+	}
+	return min(2*last, idle)
+}
+
+// syncOnce polls the API once and applies the answer. It reports whether
+// the poll failed or the answer changed anything in the cluster.
+func (f *Forwarder) syncOnce(ctx context.Context) bool {
+	s, err := f.api.Sync(ctx)
+	changed := true
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return true
+	case err != nil:
+		f.log.Error("poll the API (nodeclaims, event records, ec2nodeclass status)", "error", err)
+	default:
+		res, err := f.mirror.Sync(ctx, s.NodeClaims)
+		if err != nil {
+			f.log.Error("sync nodeclaim mirrors", "error", err)
+		}
+		mirrored := res.Created+res.Updated+res.Deleted > 0 || len(res.NodesDeleted) > 0
+		if mirrored {
+			f.log.Info("synced nodeclaim mirrors", "created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "nodes-deleted", res.NodesDeleted)
+		}
+		relayed := f.relayEvents(ctx, s.Events)
+		changed = err != nil || mirrored || relayed > 0
+	}
+	if f.writeStatus(ctx, s.NodeClasses, err == nil) {
+		changed = true
+	}
+	return changed
+}
+
+// poke signals c without blocking: a signal already pending stands for
+// this one.
+func poke(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
 // writeStatus writes EC2NodeClass status from classes when known, and
-// NodePool status, through Options.Status.
-func (f *Forwarder) writeStatus(ctx context.Context, classes []v1.NodeClassStatus, known bool) {
+// NodePool status, through Options.Status. It reports whether it wrote
+// any, or failed to.
+func (f *Forwarder) writeStatus(ctx context.Context, classes []v1.NodeClassStatus, known bool) bool {
 	if f.opts.Status == nil {
-		return
+		return false
 	}
 	var res status.SyncResult
 	var err error
@@ -796,10 +873,13 @@ func (f *Forwarder) writeStatus(ctx context.Context, classes []v1.NodeClassStatu
 	case res.NodePools+res.NodeClasses > 0:
 		f.log.Info("status written", "nodepools", res.NodePools, "ec2nodeclasses", res.NodeClasses)
 	}
+	return err != nil || res.NodePools+res.NodeClasses > 0
 }
 
-// relayEvents writes the new event records of list.
-func (f *Forwarder) relayEvents(ctx context.Context, list v1.EventList) {
+// relayEvents writes the new event records of list and returns how many
+// Events it created, or 1 when writing failed (so the poll counts as a
+// change and the next comes soon).
+func (f *Forwarder) relayEvents(ctx context.Context, list v1.EventList) int {
 	if list.Omitted > 0 {
 		f.log.Warn("the API left out older event records", "listed", len(list.Items), "omitted", list.Omitted)
 	}
@@ -818,6 +898,10 @@ func (f *Forwarder) relayEvents(ctx context.Context, list v1.EventList) {
 		f.log.Info("wrote events of event records", "created", n)
 	}
 	f.setConditions(ctx, list.Items)
+	if err != nil {
+		return max(n, 1)
+	}
+	return n
 }
 
 // setConditions sets the condition a record carries (the Adopted False of

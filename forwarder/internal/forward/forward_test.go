@@ -234,10 +234,15 @@ type relayed struct {
 	MirrorSyncs int
 }
 
+// fakeRelay records each Relay call. It answers the count of records
+// given, or, with dedupe, of the records no earlier call was given (as
+// the real relay creates an Event once per record).
 type fakeRelay struct {
 	mu     sync.Mutex
 	mirror *fakeMirror
 	calls  []relayed
+	dedupe bool
+	seenID map[string]bool
 }
 
 func (r *fakeRelay) Relay(_ context.Context, records []v1.EventRecord) (int, error) {
@@ -248,7 +253,17 @@ func (r *fakeRelay) Relay(_ context.Context, records []v1.EventRecord) (int, err
 		ids = append(ids, rec.ID)
 	}
 	r.calls = append(r.calls, relayed{IDs: ids, MirrorSyncs: r.mirror.count()})
-	return len(ids), nil
+	if !r.dedupe {
+		return len(ids), nil
+	}
+	created := 0
+	for _, id := range ids {
+		if !r.seenID[id] {
+			r.seenID[id] = true
+			created++
+		}
+	}
+	return created, nil
 }
 
 func (r *fakeRelay) seen() []relayed {
@@ -579,6 +594,49 @@ func TestEventRecordsAreRelayedAfterEachMirrorSync(t *testing.T) {
 		if n := len(h.relay.seen()); n != 2 {
 			t.Errorf("relay calls = %d after leadership ended, want still 2", n)
 		}
+	})
+}
+
+// TestPollBacksOffWhileNothingChanges: an answer that changes nothing
+// doubles the wait before the next poll, up to a minute; a new event
+// record brings it back to 15 s, and a Node change cuts a longer wait to
+// 15 s after the last poll.
+func TestPollBacksOffWhileNothingChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.relay.mu.Lock()
+		h.relay.dedupe, h.relay.seenID = true, map[string]bool{}
+		h.relay.mu.Unlock()
+		begin := time.Now()
+		polls := func(at time.Duration, want int, why string) {
+			t.Helper()
+			time.Sleep(time.Until(begin.Add(at)))
+			synctest.Wait()
+			if got := h.api.syncCount(); got != want {
+				t.Errorf("polls by %v = %d, want %d: %s", at, got, want, why)
+			}
+		}
+		polls(time.Second, 1, "the first, which relays r1")
+		polls(16*time.Second, 2, "15 s after a poll that changed something")
+		polls(44*time.Second, 2, "30 s after the first poll that changed nothing")
+		polls(46*time.Second, 3, "at 45 s")
+		polls(104*time.Second, 3, "then a minute")
+		polls(106*time.Second, 4, "at 105 s")
+		h.api.mu.Lock()
+		h.api.records = append(h.api.records, v1.EventRecord{ID: "r2"})
+		h.api.mu.Unlock()
+		polls(164*time.Second, 4, "still a minute")
+		polls(166*time.Second, 5, "at 165 s, relaying r2")
+		polls(181*time.Second, 6, "15 s after relaying r2")
+		polls(185*time.Second, 6, "30 s after a poll that changed nothing")
+		h.nodes.set(t, func() *corev1.Node {
+			n := nodeWithProvider("n1")
+			n.Labels = map[string]string{"team": "blue"}
+			return n
+		}())
+		polls(194*time.Second, 6, "a Node changed at 185 s: 15 s after the poll at 180 s")
+		polls(196*time.Second, 7, "at 195 s")
+		h.stop(t)
 	})
 }
 
