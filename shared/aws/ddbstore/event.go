@@ -141,10 +141,19 @@ func (s *Store) putEvent(ctx context.Context, e Event, now time.Time, ttl time.D
 }
 
 // ListEvents returns the event records still unexpired at now, oldest
-// first (by Time, then ID). The read is strongly consistent. Expired
-// records are skipped even if DynamoDB has not deleted them yet.
+// first (by Time, then ID). Expired records are skipped even if DynamoDB
+// has not deleted them yet.
+//
+// The read is eventually consistent (half the read units of a strongly
+// consistent Query): a record written in about the last second may be
+// missing, and is in the next list. Both readers allow for that: the
+// forwarder relays a record at its next poll, and the disruption
+// evaluation, which lists to write only records not stored, writes a
+// missed one with PutEventOnce, which keeps the stored one.
 func (s *Store) ListEvents(ctx context.Context, now time.Time) ([]Event, error) {
-	items, err := s.queryPartition(ctx, s.pk(pkEvent))
+	q := s.partitionQuery(s.pk(pkEvent))
+	q.ConsistentRead = boolPtr(false)
+	items, err := s.queryAll(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}

@@ -1,11 +1,15 @@
 package ddbstore_test
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nodewright/nodewright/shared/aws/ddbstore"
@@ -181,5 +185,36 @@ func TestPutEventOnce(t *testing.T) {
 	}
 	if _, err := newEnv(t).store(t, testCluster).PutEventOnce(t.Context(), ddbstore.Event{ID: "x", Type: "Normal", NodeClaim: "a"}, t0, ttl); !errors.Is(err, ddbstore.ErrInvalid) {
 		t.Errorf("PutEventOnce() without a reason error = %v, want ErrInvalid", err)
+	}
+}
+
+// consistencyRecorder records the ConsistentRead of every Query.
+type consistencyRecorder struct {
+	ddbstore.API
+	queries []bool
+}
+
+func (c *consistencyRecorder) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	c.queries = append(c.queries, aws.ToBool(in.ConsistentRead))
+	return c.API.Query(ctx, in, opts...)
+}
+
+// TestListEventsReadsEventuallyConsistent: listing event records is
+// billed half the read units of a strongly consistent Query (each reader
+// takes a record missed once at its next list; see ListEvents).
+func TestListEventsReadsEventuallyConsistent(t *testing.T) {
+	e := newEnv(t)
+	rec := &consistencyRecorder{API: e.client}
+	s := e.storeWith(t, rec, testCluster)
+	ev := ddbstore.Event{ID: "e1", Time: t0, Type: "Normal", Reason: "Unconsolidatable", Message: "m", NodeClaim: "a"}
+	if _, err := s.PutEventOnce(t.Context(), ev, t0, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ListEvents(t.Context(), t0)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("ListEvents() = %v, %v; want the record", got, err)
+	}
+	if len(rec.queries) == 0 || slices.Contains(rec.queries, true) {
+		t.Errorf("ListEvents() queried with ConsistentRead %v, want false", rec.queries)
 	}
 }
