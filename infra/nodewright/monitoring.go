@@ -164,7 +164,13 @@ func newMonitoring(d *deployment) {
 			Label:  jsii.String(name + " failed or aborted"),
 			Period: alarmPeriod,
 		})
-		alarm(camel(name)+"FailedExecutionsAlarm", "executions of state machine "+name+" failed or were aborted", failed, 1)
+		// The alarm watches ExecutionsFailed alone: nodewright never stops
+		// an execution, so an aborted one is an operator's StopExecution,
+		// and once its claims' lease lapses the disruption run's stale-claim
+		// sweep gives its nodes back (termination.Service.ReleaseStale); ExecutionsAborted
+		// would be one more alarm metric ($0.10 a month) paging for it.
+		alarm(camel(name)+"FailedExecutionsAlarm", "executions of state machine "+name+" failed (an aborted one is an operator's: its nodes are given back when its claims' lease lapses)",
+			sm.MetricFailed(sum), 1)
 		smStarted = append(smStarted, sm.MetricStarted(&awscloudwatch.MetricOptions{Label: jsii.String(name + " started")}))
 		smFailed = append(smFailed, failed)
 	}

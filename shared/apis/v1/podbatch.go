@@ -342,18 +342,18 @@ type PodSummary struct {
 	Spec     PodSpecSummary `json:"spec"`
 }
 
-// WithoutIdentity returns p with its name, UID and creation time cleared,
+// WithoutIdentity returns s with its name, UID and creation time cleared,
 // unless it has karpenter.sh/do-not-disrupt (whose duration runs from
 // the pod's creation): the view no scheduling or disruption decision
 // depends on beyond the pod being there. A pod its controller replaced by
 // an identical one (a Deployment's pod deleted and recreated on the same
 // node) has the same view. The forwarder's snapshot decision hash and
 // the disruption evaluation's consolidation fingerprint both hash it.
-func (p PodSummary) WithoutIdentity() PodSummary {
-	if _, keep := p.Annotations[AnnotationDoNotDisrupt]; !keep {
-		p.Name, p.UID, p.CreationTimestamp = "", "", metav1.Time{}
+func (s PodSummary) WithoutIdentity() PodSummary {
+	if _, keep := s.Annotations[AnnotationDoNotDisrupt]; !keep {
+		s.Name, s.UID, s.CreationTimestamp = "", "", metav1.Time{}
 	}
-	return p
+	return s
 }
 
 // PodSpecSummary is the scheduling-relevant subset of a PodSpec.
