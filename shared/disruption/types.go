@@ -205,11 +205,12 @@ type Result struct {
 	// no command (they simulated, or Input.Consolidated still stood):
 	// keep it and pass it as the next evaluation's Input.Consolidated.
 	// Nil when a method acted or consolidation was not reached; a kept one
-	// should then be dropped.
-	Consolidated *Consolidated `json:"consolidated,omitempty"`
+	// should then be dropped. Not part of the Result's JSON (the CLI's
+	// reports): the caller that keeps it encodes it on its own.
+	Consolidated *Consolidated `json:"-"`
 	// ConsolidationSkipped is true when Input.Consolidated stood, so
 	// consolidation did not simulate; Consolidated is then that input.
-	ConsolidationSkipped bool `json:"consolidationSkipped,omitempty"`
+	ConsolidationSkipped bool `json:"-"`
 }
 
 // DriftStatus is one NodeClaim's drift verdict.
