@@ -39,8 +39,15 @@ func TestDemoSucceedsAndLeavesNothingRunning(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "demo", "--dir", dir, "--boot-delay", "1s")
 	cmd.Dir = root
+	started := time.Now().UTC()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
+		// The guide's production NodePool allows no disruption from 02:00
+		// to 03:00 UTC, and the demo refuses to start when that window
+		// opens within its 10 minutes: correct, if the clock says so.
+		if strings.Contains(string(out), "allows no disruption from 02:00 to 03:00 UTC") && inGuideMaintenanceWindow(started) {
+			t.Skipf("the demo refused, as it must at %s: the guide's budget window is open within its 10 minutes\n%s", started.Format("15:04 UTC"), out)
+		}
 		t.Fatalf("nodewright demo: %v\n%s", err, out)
 	}
 	t.Logf("demo timeline:\n%s", out)
@@ -82,4 +89,13 @@ func TestDemoSucceedsAndLeavesNothingRunning(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("state dir %s still exists after the demo (stat error %v)", dir, err)
 	}
+}
+
+// inGuideMaintenanceWindow reports whether the guide's production NodePool
+// budget (nodes "0", schedule "0 2 * * *", duration 1h;
+// deploy/demo/guide-complete) blocks disruption at some point of the
+// demo's 10 minutes from t (UTC): from 01:50 to 03:00.
+func inGuideMaintenanceWindow(t time.Time) bool {
+	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	return !t.Before(day.Add(110*time.Minute)) && t.Before(day.Add(3*time.Hour))
 }
