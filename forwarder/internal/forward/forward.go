@@ -484,10 +484,7 @@ func (f *Forwarder) resultLoop(ctx context.Context, results <-chan posted, mirro
 		f.log.Info("pod batch solved", "batch", p.batch.ID, "nominated", len(p.result.Nominations),
 			"unschedulable", len(p.result.Unschedulable), "nodeclaims", len(p.result.NodeClaims), "events", n)
 		if len(p.result.NodeClaims) > 0 {
-			select {
-			case mirrorNow <- struct{}{}:
-			default:
-			}
+			poke(mirrorNow)
 		}
 	}
 	for {
@@ -997,10 +994,7 @@ func (c *changeSignal) note() {
 	}
 	c.last = now
 	c.mu.Unlock()
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
+	poke(c.kick)
 }
 
 // pending returns the first and last change since the last take, and
