@@ -68,21 +68,28 @@ type app struct {
 // need capacity nor hold any.
 const activePods = "status.phase!=Succeeded,status.phase!=Failed"
 
-// trim drops from informer objects what the forwarder never reads, to keep
-// the caches small: managedFields everywhere, node image lists, and all of a
-// pod but its summary (v1.PodSummary) and the status fields the
-// provisionable rule reads.
-func trim(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		return trimPod(o), nil
-	case *corev1.Node:
-		o.ManagedFields = nil
-		o.Status.Images = nil
-	case metav1.Object:
-		o.SetManagedFields(nil)
+// newTrim returns the informers' transform. It drops from informer objects
+// what the forwarder never reads, to keep the caches small: managedFields
+// everywhere, node image lists, and all of a pod but its summary
+// (v1.PodSummary) and the status fields the provisionable rule reads; and
+// it lets the pods of one workload share what they have in common
+// (podParts).
+func newTrim() cache.TransformFunc {
+	parts := newPodParts()
+	return func(obj any) (any, error) {
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			t := trimPod(o)
+			parts.share(t)
+			return t, nil
+		case *corev1.Node:
+			o.ManagedFields = nil
+			o.Status.Images = nil
+		case metav1.Object:
+			o.SetManagedFields(nil)
+		}
+		return obj, nil
 	}
-	return obj, nil
 }
 
 // volumeListers is report.VolumeSource over the informer caches.
@@ -154,8 +161,9 @@ func newApp(cfg config, log *slog.Logger, kube kubernetes.Interface, dyn dynamic
 	}
 
 	// Informers run on every replica so that a new leader starts with warm
-	// caches. They keep only what the forwarder reads (see trim), and the pod
+	// caches. They keep only what the forwarder reads (see newTrim), and the pod
 	// informer skips terminal pods.
+	trim := newTrim()
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim))
 	podFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = activePods }))

@@ -348,7 +348,7 @@ func TestTrimKeepsWhatTheForwarderReads(t *testing.T) {
 		"terminating": terminating, "daemonset": daemon, "mirror": mirrorPod,
 	} {
 		t.Run(name, func(t *testing.T) {
-			obj, err := trim(p.DeepCopy())
+			obj, err := newTrim()(p.DeepCopy())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -372,7 +372,7 @@ func TestTrimKeepsWhatTheForwarderReads(t *testing.T) {
 		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 		p.Status.Conditions[0].LastTransitionTime = ready
 		p.Status.Conditions[0].Message = "all containers ready"
-		obj, err := trim(p)
+		obj, err := newTrim()(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -391,7 +391,7 @@ func TestTrimKeepsWhatTheForwarderReads(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "n1", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
 			Status:     corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"busybox"}}}},
 		}
-		obj, err := trim(n)
+		obj, err := newTrim()(n)
 		if err != nil {
 			t.Fatal(err)
 		}

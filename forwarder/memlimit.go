@@ -21,13 +21,19 @@ const (
 // process) before the kernel kills the container at the limit.
 const memoryLimitShare = 0.9
 
+// memoryOutsideLimit is the least room left beside the soft limit for what
+// it does not count: the forwarder's resident set stood 26 MiB above its
+// GOMEMLIMIT at 1,000 nodes (docs/cost.md, "The forwarder's footprint"),
+// more than the 10% share leaves of a small request (26 MiB of 256Mi).
+const memoryOutsideLimit = 32 << 20
+
 // memoryRequestEnv carries the container's memory request in bytes
 // (deploy/: the Downward API's resourceFieldRef requests.memory).
 const memoryRequestEnv = "MEMORY_REQUEST"
 
 // goMemoryLimit returns the soft memory limit, in bytes, the forwarder
-// sets when GOMEMLIMIT is not set, and where it read the base of it:
-// memoryLimitShare of the container's memory request (memoryRequestEnv),
+// sets when GOMEMLIMIT is not set, and where it read the base of it (the
+// base, see limitOf): memoryLimitShare of the container's memory request (memoryRequestEnv),
 // so that the collector keeps the heap within what the pod is sized on
 // (Fargate picks its size from the requests) while the limit above it
 // stays headroom for a larger cluster; without a request,
@@ -43,7 +49,7 @@ func goMemoryLimit(getenv func(string) string, readFile func(string) ([]byte, er
 		if err != nil || n < 0 {
 			return 0, "", fmt.Errorf("%s: %q is not a byte count", memoryRequestEnv, v)
 		}
-		return int64(float64(n) * memoryLimitShare), memoryRequestEnv, nil
+		return limitOf(n), memoryRequestEnv, nil
 	}
 	for _, path := range []string{cgroupV2MemoryMax, cgroupV1MemoryMax} {
 		data, err := readFile(path)
@@ -61,7 +67,18 @@ func goMemoryLimit(getenv func(string) string, readFile func(string) ([]byte, er
 		if n >= 1<<62 { // cgroup v1's unlimited
 			return 0, "", nil
 		}
-		return int64(float64(n) * memoryLimitShare), path, nil
+		return limitOf(n), path, nil
 	}
 	return 0, "", nil
+}
+
+// limitOf is the soft limit for a base of n bytes: memoryLimitShare of it,
+// or memoryOutsideLimit below it when that is lower (for a base of more
+// than twice that room: 224 MiB for a 256Mi request, 460.8 MiB for 512Mi).
+func limitOf(n int64) int64 {
+	share := int64(float64(n) * memoryLimitShare)
+	if n > 2*memoryOutsideLimit && n-memoryOutsideLimit < share {
+		return n - memoryOutsideLimit
+	}
+	return share
 }

@@ -26,8 +26,8 @@ func TestGoMemoryLimit(t *testing.T) {
 	}{
 		{name: "should set 90% of the cgroup v2 limit", getenv: noEnv,
 			files: map[string]string{cgroupV2MemoryMax: "536870912\n"}, want: 483183820, wantFrom: cgroupV2MemoryMax},
-		{name: "should set 90% of the cgroup v1 limit without v2", getenv: noEnv,
-			files: map[string]string{cgroupV1MemoryMax: "268435456\n"}, want: 241591910, wantFrom: cgroupV1MemoryMax},
+		{name: "should set the cgroup v1 limit less 32 MiB without v2 (less than 90% of 256 MiB)", getenv: noEnv,
+			files: map[string]string{cgroupV1MemoryMax: "268435456\n"}, want: 234881024, wantFrom: cgroupV1MemoryMax},
 		{name: "should set none when cgroup v2 has no limit", getenv: noEnv,
 			files: map[string]string{cgroupV2MemoryMax: "max\n", cgroupV1MemoryMax: "268435456"}},
 		{name: "should set none when cgroup v1 has no limit", getenv: noEnv,
@@ -45,6 +45,18 @@ func TestGoMemoryLimit(t *testing.T) {
 			}
 			return ""
 		}, files: map[string]string{cgroupV2MemoryMax: "2147483648"}, want: 483183820, wantFrom: memoryRequestEnv},
+		{name: "should leave 32 MiB beside the limit of a 256Mi request (Fargate's smallest size)", getenv: func(k string) string {
+			if k == memoryRequestEnv {
+				return "268435456"
+			}
+			return ""
+		}, want: 234881024, wantFrom: memoryRequestEnv},
+		{name: "should set 90% of a request too small for 32 MiB of room", getenv: func(k string) string {
+			if k == memoryRequestEnv {
+				return "62914560"
+			}
+			return ""
+		}, want: 56623104, wantFrom: memoryRequestEnv},
 		{name: "should name a request that does not parse", getenv: func(k string) string {
 			if k == memoryRequestEnv {
 				return "512Mi"

@@ -40,7 +40,7 @@ const (
 	footprintPodsEnv    = "NODEWRIGHT_FOOTPRINT_PODS_PER_NODE" // bound pods per node (default 30)
 	footprintSteadyEnv  = "NODEWRIGHT_FOOTPRINT_STEADY"        // steady window (default 3m)
 	footprintOutEnv     = "NODEWRIGHT_FOOTPRINT_OUT"           // file the JSON result is appended to (optional)
-	footprintLimitEnv   = "NODEWRIGHT_FOOTPRINT_GOMEMLIMIT"    // the forwarder's GOMEMLIMIT (optional; its container sets 90% of the limit)
+	footprintLimitEnv   = "NODEWRIGHT_FOOTPRINT_GOMEMLIMIT"    // the forwarder's GOMEMLIMIT (optional; without it the forwarder derives it from its manifest's memory request, memlimit.go)
 	footprintChurnEvery = 3 * time.Second                      // a churn step: churnPods created, as many deleted
 	footprintChurnPods  = 3
 	footprintRollout    = 50 // replicas of the Deployment rolled out mid-window
@@ -57,8 +57,10 @@ type footprintSample struct {
 // footprintOutEnv (one JSON object a line).
 type FootprintResult struct {
 	Nodes, Pods int
-	GOMEMLIMIT  string
-	Steady      string
+	// GOMEMLIMIT is the override's value, or MEMORY_REQUEST=<the
+	// manifest's request> when the forwarder derived its own.
+	GOMEMLIMIT string
+	Steady     string
 	// CPU in millicores: the mean over the steady window and the largest
 	// mean over any 5 s of it.
 	CPUMeanMilli, CPUPeakMilli float64
@@ -93,15 +95,22 @@ func TestForwarderFootprint(t *testing.T) {
 		steady = d
 	}
 	s := startStack(t)
+	// The forwarder runs as its manifest has it: MEMORY_REQUEST (the
+	// Downward API's requests.memory there) sets its GOMEMLIMIT, unless
+	// the override sets GOMEMLIMIT itself. Only the restarted forwarder
+	// gets them: the control plane, started with this process's
+	// environment, runs without.
+	req := forwarderRequests(t)
 	memLimit := os.Getenv(footprintLimitEnv)
+	s.KillForwarder()
 	if memLimit != "" {
-		// Only the forwarder gets it: the control plane, started with this
-		// process's environment, runs without.
-		s.KillForwarder()
 		t.Setenv("GOMEMLIMIT", memLimit)
-		if err := s.StartForwarder(); err != nil {
-			t.Fatal(err)
-		}
+	} else {
+		t.Setenv("MEMORY_REQUEST", strconv.FormatInt(req.Memory().Value(), 10))
+		memLimit = "MEMORY_REQUEST=" + req.Memory().String()
+	}
+	if err := s.StartForwarder(); err != nil {
+		t.Fatal(err)
 	}
 	applyGuide(t, s)
 	ctx := t.Context()
@@ -193,7 +202,6 @@ func TestForwarderFootprint(t *testing.T) {
 	if r.Snapshots == 0 {
 		t.Errorf("no snapshot posted during the %s steady window: the forwarder did not work under the churn", steady)
 	}
-	req := forwarderRequests(t)
 	if mem := float64(req.Memory().Value()) / (1 << 20); r.PeakRSSMiB > mem {
 		t.Errorf("peak RSS %.0f MiB exceeds the %.0f MiB the forwarder's manifest requests", r.PeakRSSMiB, mem)
 	}

@@ -146,7 +146,7 @@ func podsFingerprint(h hash.Hash, pods []corev1.Pod) error {
 	for i := range pods {
 		p := &pods[i]
 		view := podView{
-			Pod: v1.SummarizePod(p).WithoutIdentity(), ResourceClaims: len(p.Spec.ResourceClaims) > 0,
+			Pod: v1.PodView(p).WithoutIdentity(), ResourceClaims: len(p.Spec.ResourceClaims) > 0,
 			Phase: p.Status.Phase, Nominated: p.Status.NominatedNodeName,
 		}
 		if view.Pod.Name != "" { // do-not-disrupt: its duration runs from the start

@@ -431,7 +431,9 @@ func summarizeCluster(nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1
 	}
 	slices.SortFunc(bound, func(a, b *corev1.Pod) int { return compareNames(a.Namespace, a.Name, b.Namespace, b.Name) })
 	for _, p := range bound {
-		sum := v1.SummarizePod(p)
+		// The summaries are encoded and posted, never modified: they may
+		// share the cached pods' memory.
+		sum := v1.PodView(p)
 		sum.Spec.Volumes = v1.ClaimVolumes(p)
 		s.Pods = append(s.Pods, sum)
 	}

@@ -388,43 +388,82 @@ type ContainerSummary struct {
 
 // SummarizePod returns the wire summary of p. It copies what it keeps, so
 // the summary shares no memory with p (p may be an informer's cached object).
-func SummarizePod(p *corev1.Pod) PodSummary {
+func SummarizePod(p *corev1.Pod) PodSummary { return summarizePod(p, true) }
+
+// PodView returns the same summary as SummarizePod without copying: its
+// maps, slices and pointers are p's. Neither may be modified while the
+// other is read; it is for encoding or hashing a read-only object (an
+// informer's cached pod) without allocating a copy of it.
+func PodView(p *corev1.Pod) PodSummary { return summarizePod(p, false) }
+
+// summarizePod is SummarizePod (own: the summary gets its own copies) and
+// PodView (not own: it shares p's).
+func summarizePod(p *corev1.Pod, own bool) PodSummary {
 	s := PodSummary{
 		Name:              p.Name,
 		Namespace:         p.Namespace,
 		UID:               p.UID,
-		Labels:            maps.Clone(p.Labels),
+		Labels:            owned(own, p.Labels, maps.Clone),
 		CreationTimestamp: p.CreationTimestamp,
+		DeletionTimestamp: owned(own, p.DeletionTimestamp, (*metav1.Time).DeepCopy),
 		NodeName:          p.Spec.NodeName,
 		Spec: PodSpecSummary{
-			NodeSelector:                  maps.Clone(p.Spec.NodeSelector),
-			Affinity:                      p.Spec.Affinity.DeepCopy(),
-			Tolerations:                   deepCopyAll(p.Spec.Tolerations, (*corev1.Toleration).DeepCopy),
-			TopologySpreadConstraints:     deepCopyAll(p.Spec.TopologySpreadConstraints, (*corev1.TopologySpreadConstraint).DeepCopy),
-			Containers:                    summarizeContainers(p.Spec.Containers),
-			InitContainers:                summarizeContainers(p.Spec.InitContainers),
-			Overhead:                      p.Spec.Overhead.DeepCopy(),
-			Priority:                      clonePtr(p.Spec.Priority),
+			NodeSelector:                  owned(own, p.Spec.NodeSelector, maps.Clone),
+			Affinity:                      owned(own, p.Spec.Affinity, (*corev1.Affinity).DeepCopy),
+			Tolerations:                   owned(own, p.Spec.Tolerations, deepCopier((*corev1.Toleration).DeepCopy)),
+			TopologySpreadConstraints:     owned(own, p.Spec.TopologySpreadConstraints, deepCopier((*corev1.TopologySpreadConstraint).DeepCopy)),
+			Containers:                    summarizeContainers(p.Spec.Containers, own),
+			InitContainers:                summarizeContainers(p.Spec.InitContainers, own),
+			Overhead:                      owned(own, p.Spec.Overhead, corev1.ResourceList.DeepCopy),
+			Priority:                      owned(own, p.Spec.Priority, clonePtr),
 			PriorityClassName:             p.Spec.PriorityClassName,
-			TerminationGracePeriodSeconds: clonePtr(p.Spec.TerminationGracePeriodSeconds),
+			TerminationGracePeriodSeconds: owned(own, p.Spec.TerminationGracePeriodSeconds, clonePtr),
 		},
+		Annotations:     podAnnotations(p.Annotations, own),
+		OwnerReferences: owned(own, p.OwnerReferences, deepCopier((*metav1.OwnerReference).DeepCopy)),
 	}
-	if p.DeletionTimestamp != nil {
-		s.DeletionTimestamp = p.DeletionTimestamp.DeepCopy()
-	}
-	for _, k := range PodAnnotationKeys {
-		if v, ok := p.Annotations[k]; ok {
-			if s.Annotations == nil {
-				s.Annotations = map[string]string{}
-			}
-			s.Annotations[k] = v
-		}
-	}
-	s.OwnerReferences = deepCopyAll(p.OwnerReferences, (*metav1.OwnerReference).DeepCopy)
 	return s
 }
 
-func summarizeContainers(cs []corev1.Container) []ContainerSummary {
+// podAnnotations returns the annotations of PodAnnotationKeys in a: a
+// itself when it holds no other and own is false, else a new map (nil
+// when none is there).
+func podAnnotations(a map[string]string, own bool) map[string]string {
+	found := 0
+	for _, k := range PodAnnotationKeys {
+		if _, ok := a[k]; ok {
+			found++
+		}
+	}
+	switch {
+	case found == 0:
+		return nil
+	case !own && found == len(a):
+		return a
+	}
+	out := make(map[string]string, found)
+	for _, k := range PodAnnotationKeys {
+		if v, ok := a[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// owned returns copyOf(v) when own, else v.
+func owned[T any](own bool, v T, copyOf func(T) T) T {
+	if own {
+		return copyOf(v)
+	}
+	return v
+}
+
+// deepCopier is deepCopyAll with copyOne, as a function of the slice.
+func deepCopier[T any](copyOne func(*T) *T) func([]T) []T {
+	return func(in []T) []T { return deepCopyAll(in, copyOne) }
+}
+
+func summarizeContainers(cs []corev1.Container, own bool) []ContainerSummary {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -432,8 +471,8 @@ func summarizeContainers(cs []corev1.Container) []ContainerSummary {
 	for i, c := range cs {
 		out[i] = ContainerSummary{
 			Name:          c.Name,
-			Requests:      c.Resources.Requests.DeepCopy(),
-			RestartPolicy: clonePtr(c.RestartPolicy),
+			Requests:      owned(own, c.Resources.Requests, corev1.ResourceList.DeepCopy),
+			RestartPolicy: owned(own, c.RestartPolicy, clonePtr),
 		}
 		for _, port := range c.Ports {
 			if port.HostPort != 0 {

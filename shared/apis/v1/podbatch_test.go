@@ -179,6 +179,30 @@ func TestSummarizePod(t *testing.T) {
 			t.Errorf("the source pod changed (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("the view is the same summary, sharing the pod's memory", func(t *testing.T) {
+		p := fullPod()
+		p.DeletionTimestamp = &wireNow
+		view := v1.PodView(p)
+		if diff := cmp.Diff(v1.SummarizePod(p), view); diff != "" {
+			t.Errorf("PodView differs from SummarizePod (-summary +view):\n%s", diff)
+		}
+		p.Labels["app"] = "changed"
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("9")
+		if view.Labels["app"] != "changed" || view.Spec.Containers[0].Requests.Cpu().String() != "9" {
+			t.Errorf("PodView copied the pod's maps: labels %v, requests %v", view.Labels, view.Spec.Containers[0].Requests)
+		}
+	})
+	t.Run("the view keeps only the summary's annotations", func(t *testing.T) {
+		p := fullPod()
+		p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true", "checksum/config": "abc"}
+		if got := v1.PodView(p).Annotations; !cmp.Equal(got, map[string]string{v1.AnnotationDoNotDisrupt: "true"}) {
+			t.Errorf("PodView annotations = %v, want only %s", got, v1.AnnotationDoNotDisrupt)
+		}
+		p.Annotations = map[string]string{"checksum/config": "abc"}
+		if got := v1.PodView(p).Annotations; got != nil {
+			t.Errorf("PodView annotations = %v, want none", got)
+		}
+	})
 }
 
 func TestSummarizeNode(t *testing.T) {
