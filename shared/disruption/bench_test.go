@@ -156,23 +156,37 @@ func realisticCluster(b testing.TB, n, underused int) disruption.Input {
 // single-node consolidation simulates every node), and one with some
 // underused nodes, where multi-node consolidation finds a command. It
 // reports the peak live heap (peak-live-B, the input included) beside
-// the disruption Lambda's 2 GB (BENCHMARKS.md).
+// the disruption Lambda's 2 GB (BENCHMARKS.md). The spread case adds to
+// each packed node one pod of a Deployment spread one per node by a
+// required hostname anti-affinity (the shape of docs/cost.md's scenario):
+// a topology group in every simulation, so every node is built in each.
 func BenchmarkEvaluateRealistic(b *testing.B) {
 	for _, bc := range []struct {
 		name             string
 		nodes, underused int
 		wantCommands     bool
+		spread           bool
 	}{
-		{"packed/nodes=50", 50, 0, false},
-		{"packed/nodes=200", 200, 0, false},
-		{"packed/nodes=500", 500, 0, false},
-		{"packed/nodes=1000", 1000, 0, false},
-		{"packed/nodes=2000", 2000, 0, false},
-		{"packed/nodes=5000", 5000, 0, false},
-		{"underused/nodes=200", 200, 10, true},
+		{"packed/nodes=50", 50, 0, false, false},
+		{"packed/nodes=200", 200, 0, false, false},
+		{"packed/nodes=500", 500, 0, false, false},
+		{"packed/nodes=1000", 1000, 0, false, false},
+		{"packed/nodes=2000", 2000, 0, false, false},
+		{"packed/nodes=5000", 5000, 0, false, false},
+		{"underused/nodes=200", 200, 10, true, false},
+		{"spread/nodes=100", 100, 0, false, true},
+		{"spread/nodes=200", 200, 0, false, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			in := realisticCluster(b, bc.nodes, bc.underused)
+			if bc.spread {
+				edge := map[string]string{"app": "edge"}
+				for i := range bc.nodes {
+					p := st.Pod(fmt.Sprintf("edge-%04d", i), st.BoundTo(fmt.Sprintf("node-general-%04d", i)), ready,
+						st.Requests("100m", "128Mi"), st.Labels(edge), st.PodAntiAffinity(v1.LabelHostname, edge))
+					in.Pods = append(in.Pods, *p)
+				}
+			}
 			b.ReportAllocs()
 			var cmds int
 			peak := measure.LiveHeap()

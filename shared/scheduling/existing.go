@@ -101,7 +101,7 @@ func (s *solver) buildNodes() error {
 		seen[name] = true
 		s.addUsage(en)
 		if !en.MarkedForDeletion {
-			s.addNode(s.newNode(en), en.Pods)
+			s.addNode(s.newNode(i, en), en.Pods)
 		}
 	}
 	s.orderNodes()
@@ -127,7 +127,7 @@ func (s *solver) buildNodesFrom(prep *Prepared) {
 		if !some || en.MarkedForDeletion || !leq(&least, &prep.nodes[i].avail, n) {
 			continue
 		}
-		s.addNode(s.newNode(en), en.Pods)
+		s.addNode(s.newNode(i, en), en.Pods)
 	}
 	s.orderNodes()
 }
@@ -182,20 +182,10 @@ func existingCapacity(ri *resourceIndex, en *ExistingNode) vec {
 // newNode builds the usable-node view of en: labels, requirements,
 // taints, and allocatable minus its active pods' requests and the
 // remaining daemonset overhead.
-func (s *solver) newNode(en *ExistingNode) *enode {
+func (s *solver) newNode(i int, en *ExistingNode) *enode {
 	n := s.res.n()
-	node := &enode{name: existingName(en), labels: existingLabels(en), pool: existingPool(en)}
-	hostname := node.labels[v1.LabelHostname]
-	if hostname == "" {
-		hostname = node.name
-	}
-	node.labels[v1.LabelHostname] = hostname
-	node.reqs = requirements.FromLabels(node.labels)
-	if en.Node == nil && en.NodeClaim != nil {
-		for _, r := range requirements.FromNodeSelector(en.NodeClaim.Spec.Requirements) {
-			node.reqs.Add(r)
-		}
-	}
+	node := &enode{name: existingName(en), pool: existingPool(en)}
+	node.labels, node.reqs = s.nodeLabels(i, en)
 	managed := en.NodeClaim != nil || node.pool != ""
 	node.initialized = !managed || node.labels[v1.LabelInitialized] == "true"
 	var alloc corev1.ResourceList
@@ -272,6 +262,33 @@ func (s *solver) newNode(en *ExistingNode) *enode {
 		node.taints = withCordonTaint(node.taints)
 	}
 	return node
+}
+
+// nodeLabels returns the labels and requirements of en, the solve's
+// i-th node: its Node's labels (an in-flight NodeClaim's, with its
+// requirements) and the hostname label, which defaults to the node's
+// name. When Prepare built the same node (the same Node and NodeClaim at
+// index i), they are Prepare's: the solver only reads them, so every
+// solve of a Prepared shares one copy instead of building it again.
+func (s *solver) nodeLabels(i int, en *ExistingNode) (map[string]string, requirements.Requirements) {
+	if s.prep != nil && i < len(s.prep.nodes) {
+		if pn := &s.prep.nodes[i]; pn.labels != nil && pn.node == en.Node && pn.claim == en.NodeClaim {
+			return pn.labels, pn.reqs
+		}
+	}
+	labels := existingLabels(en)
+	hostname := labels[v1.LabelHostname]
+	if hostname == "" {
+		hostname = existingName(en)
+	}
+	labels[v1.LabelHostname] = hostname
+	reqs := requirements.FromLabels(labels)
+	if en.Node == nil && en.NodeClaim != nil {
+		for _, r := range requirements.FromNodeSelector(en.NodeClaim.Spec.Requirements) {
+			reqs.Add(r)
+		}
+	}
+	return labels, reqs
 }
 
 // addNode makes node usable, with its bound pods.

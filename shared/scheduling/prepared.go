@@ -65,6 +65,10 @@ type preparedNode struct {
 	// anti is set when an active bound pod has a required pod
 	// anti-affinity term (a topology group of every solve).
 	anti bool
+	// labels and reqs are the node's labels and requirements
+	// (solver.nodeLabels), shared read-only by every solve of the node.
+	labels map[string]string
+	reqs   requirements.Requirements
 }
 
 // poolUsage is the capacity and count of a pool's existing nodes.
@@ -99,7 +103,8 @@ func Prepare(ctx context.Context, in Input) (*Prepared, error) {
 	}
 	for i := range in.Nodes {
 		en := &in.Nodes[i]
-		pn := preparedNode{node: en.Node, claim: en.NodeClaim, pods: en.Pods, avail: s.newNode(en).avail}
+		built := s.newNode(i, en)
+		pn := preparedNode{node: en.Node, claim: en.NodeClaim, pods: en.Pods, avail: built.avail, labels: built.labels, reqs: built.reqs}
 		for _, pod := range en.Pods {
 			if activePod(pod) && pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAntiAffinity != nil &&
 				len(pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
