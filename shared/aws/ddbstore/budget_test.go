@@ -247,14 +247,7 @@ func TestBudgetConcurrency(t *testing.T) {
 					for r := range rounds {
 						exec := fmt.Sprintf("exec-%02d-%d", w, r)
 						req := ddbstore.BudgetRequest{NodePool: "default", Execution: exec, Nodes: 1, Limit: limit}
-						var err error
-						for {
-							err = s.AcquireBudget(ctx, req, t0, time.Hour)
-							var ce *ddbstore.ConflictError
-							if !errors.As(err, &ce) {
-								break
-							}
-						}
+						err := retryConflicts(func() error { return s.AcquireBudget(ctx, req, t0, time.Hour) })
 						if errors.Is(err, ddbstore.ErrBudgetExhausted) {
 							continue
 						}
@@ -276,7 +269,7 @@ func TestBudgetConcurrency(t *testing.T) {
 							continue
 						}
 						holding.Add(-1)
-						if err := s.ReleaseBudget(ctx, "default", exec, t0); err != nil {
+						if err := retryConflicts(func() error { return s.ReleaseBudget(ctx, "default", exec, t0) }); err != nil {
 							mu.Lock()
 							errs = append(errs, err)
 							mu.Unlock()
@@ -309,5 +302,20 @@ func TestBudgetConcurrency(t *testing.T) {
 				t.Errorf("granted %d leases, %d stored, want exactly %d of each", granted.Load(), len(leases), limit)
 			}
 		})
+	}
+}
+
+// retryConflicts calls op again while it returns a *ddbstore.ConflictError,
+// as the disruption state machine retries the Conflict error of every
+// budget step: a call that lost all its attempts to other writers is safe
+// to repeat, and under 24 racing workers any call (a release as much as an
+// acquire) may.
+func retryConflicts(op func() error) error {
+	for {
+		err := op()
+		var ce *ddbstore.ConflictError
+		if !errors.As(err, &ce) {
+			return err
+		}
 	}
 }
