@@ -57,7 +57,8 @@ const ConsistencyScanPeriod = 10 * time.Minute
 
 // decisionEvents are the event records of an evaluation (Karpenter's
 // disruption controller's events), at most one pair per NodeClaim: one on
-// its Node and one on the NodeClaim, as Karpenter writes them (karpenter:
+// its Node and one on the NodeClaim, as Karpenter writes them, in one
+// record (ddbstore.Event.OnNodeClaim: one write, not two) (karpenter:
 // pkg/controllers/disruption/events.go Blocked and Unconsolidatable; the
 // NodeClaim's DisruptionBlocked reads "Cannot disrupt NodeClaim: ...",
 // Unconsolidatable reads the same on both). A blocked NodeClaim's event is
@@ -107,18 +108,33 @@ const ConsistencyScanPeriod = 10 * time.Minute
 // recordDecisionEvents writes once.
 func decisionEvents(res disruption.Result, now time.Time) []decisionEvent {
 	var out []decisionEvent
-	// add records e under the ID of key, the window of now and, when its
+	// id is the ID of a record of key in the window of now and, when its
 	// message is part of the key, the message's digest.
-	add := func(window time.Duration, e ddbstore.Event, byMessage bool, key ...string) {
-		id := append(key[:len(key):len(key)], now.UTC().Truncate(window).Format("20060102T1504"))
+	id := func(window time.Duration, msg string, byMessage bool, key ...string) string {
+		parts := append(key[:len(key):len(key)], now.UTC().Truncate(window).Format("20060102T1504"))
 		if byMessage {
-			id = append(id, digest(e.Message))
+			parts = append(parts, digest(msg))
 		}
-		e.ID, e.Time = strings.Join(id, ":"), now
+		return strings.Join(parts, ":")
+	}
+	// add records e under the ID of key (see id).
+	add := func(window time.Duration, e ddbstore.Event, byMessage bool, key ...string) {
+		e.ID, e.Time = id(window, e.Message, byMessage, key...), now
 		if e.Type == "" {
 			e.Type = "Normal"
 		}
 		out = append(out, decisionEvent{Event: e, Window: window})
+	}
+	// addPair records e on its Node and, in the same record
+	// (ddbstore.Event.OnNodeClaim), on its NodeClaim with claimMsg, each
+	// under the ID its own record would have: reason and the NodeClaim's
+	// name, after "nodeclaim" for the NodeClaim's.
+	addPair := func(window time.Duration, e ddbstore.Event, claimMsg, reason string) {
+		e.OnNodeClaim = &ddbstore.NodeClaimEvent{ID: id(window, claimMsg, true, reason, "nodeclaim", e.NodeClaim)}
+		if claimMsg != e.Message {
+			e.OnNodeClaim.Message = claimMsg
+		}
+		add(window, e, true, reason, e.NodeClaim)
 	}
 	for _, b := range res.Blocked {
 		reason := b.Event
@@ -131,8 +147,7 @@ func decisionEvents(res disruption.Result, now time.Time) []decisionEvent {
 			window = BlockedWindow
 			nodeMsg, claimMsg = "Cannot disrupt Node: "+b.Reason, "Cannot disrupt NodeClaim: "+b.Reason
 		}
-		add(window, ddbstore.Event{Reason: reason, Message: nodeMsg, NodeClaim: b.NodeClaim, Node: b.Node}, true, reason, b.NodeClaim)
-		add(window, ddbstore.Event{Reason: reason, Message: claimMsg, NodeClaim: b.NodeClaim}, true, reason, "nodeclaim", b.NodeClaim)
+		addPair(window, ddbstore.Event{Reason: reason, Message: nodeMsg, NodeClaim: b.NodeClaim, Node: b.Node}, claimMsg, reason)
 	}
 	for _, cmd := range res.Commands {
 		if cmd.Method != disruption.MethodUnderutilized {
@@ -141,12 +156,12 @@ func decisionEvents(res disruption.Result, now time.Time) []decisionEvent {
 		for _, c := range cmd.Candidates {
 			msg := fmt.Sprintf("Consolidation candidate: %s (savings: $%.2f)", candidateCommand(cmd, c), cmd.SavingsPerHour)
 			e := ddbstore.Event{Reason: ReasonConsolidationCandidate, Message: msg, NodeClaim: c.NodeClaim}
-			if c.Node != "" {
-				onNode := e
-				onNode.Node = c.Node
-				add(CandidateWindow, onNode, true, ReasonConsolidationCandidate, c.NodeClaim)
+			if c.Node == "" {
+				add(CandidateWindow, e, true, ReasonConsolidationCandidate, "nodeclaim", c.NodeClaim)
+				continue
 			}
-			add(CandidateWindow, e, true, ReasonConsolidationCandidate, "nodeclaim", c.NodeClaim)
+			e.Node = c.Node
+			addPair(CandidateWindow, e, msg, ReasonConsolidationCandidate)
 		}
 	}
 	for _, inc := range res.Inconsistencies {

@@ -7,12 +7,22 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nodewright/nodewright/shared/aws/ddbstore"
 	"github.com/nodewright/nodewright/shared/disruption"
 )
 
+// expand gives the events of evs (ddbstore.Expand).
+func expand(evs []decisionEvent) []ddbstore.Event {
+	recs := make([]ddbstore.Event, len(evs))
+	for i, e := range evs {
+		recs[i] = e.Event
+	}
+	return ddbstore.Expand(recs)
+}
+
 // TestDecisionEventsFollowBlockedEvent checks that a blocked NodeClaim's
-// records (one on its Node, one on the NodeClaim, as Karpenter writes
-// them) follow its Blocked.Event alone: the reasons are shared/disruption's
+// events (one on its Node, one on the NodeClaim, as Karpenter writes
+// them, in one record) follow its Blocked.Event alone: the reasons are shared/disruption's
 // sentences, and the last cases reword them to show that the wording
 // decides nothing.
 func TestDecisionEventsFollowBlockedEvent(t *testing.T) {
@@ -62,7 +72,11 @@ func TestDecisionEventsFollowBlockedEvent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res := disruption.Result{Blocked: []disruption.Blocked{{NodeClaim: "a", Node: tt.node, NodePool: "general", Reason: tt.why, Event: tt.event}}}
 			var got []record
-			for _, e := range decisionEvents(res, now) {
+			evs := decisionEvents(res, now)
+			if len(tt.want) > 0 && len(evs) != 1 {
+				t.Errorf("decisionEvents() = %d records, want 1: the Node's and the NodeClaim's event are one pair", len(evs))
+			}
+			for _, e := range expand(evs) {
 				got = append(got, record{e.Reason, e.Message, e.NodeClaim, e.Node})
 				// 03:04:05 is in the 2-minute window from 03:04 and the
 				// 15-minute window from 03:00.
@@ -141,7 +155,11 @@ func TestDecisionEventsNameConsolidationCandidates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []record
 			ids := map[string]bool{}
-			for _, e := range decisionEvents(disruption.Result{Commands: []disruption.Command{tt.cmd}}, now) {
+			evs := decisionEvents(disruption.Result{Commands: []disruption.Command{tt.cmd}}, now)
+			if len(evs)*2 != len(tt.want) {
+				t.Errorf("decisionEvents() = %d records, want %d: one pair a candidate", len(evs), len(tt.want)/2)
+			}
+			for _, e := range expand(evs) {
 				if e.Reason != ReasonConsolidationCandidate {
 					t.Errorf("record reason %q, want %s", e.Reason, ReasonConsolidationCandidate)
 				}

@@ -364,7 +364,9 @@ func (s *Stack) RecommendRebalance(_ context.Context, node string) (ec2sim.Rebal
 
 // EventRecords returns the unexpired event records the handlers wrote to
 // DynamoDB (ddbstore.Event: what the forwarder relays as Kubernetes
-// Events), as the intake API lists them. Errors are ListEvents'.
+// Events), as the intake API lists them: a paired record
+// (ddbstore.Event.OnNodeClaim) as its two events (ddbstore.Expand).
+// Errors are ListEvents'.
 func (s *Stack) EventRecords(ctx context.Context) ([]ddbstore.Event, error) {
 	if s.store == nil {
 		return nil, errors.New("event records: the stack's store is not running")
@@ -373,7 +375,7 @@ func (s *Stack) EventRecords(ctx context.Context) ([]ddbstore.Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stack: %w", err)
 	}
-	return l, nil
+	return ddbstore.Expand(l), nil
 }
 
 // BudgetLeases returns nodePool's disruption budget leases unexpired now

@@ -655,7 +655,7 @@ func (h *Handler) getEvents(ctx context.Context) events.APIGatewayProxyResponse 
 	if err != nil {
 		return h.failed(ctx, "list events", err)
 	}
-	list, err := newestEvents(records, v1.MaxEventsPerList, maxResponseBytes-eventListEnvelope)
+	list, err := newestEvents(ddbstore.Expand(records), v1.MaxEventsPerList, maxResponseBytes-eventListEnvelope)
 	if err != nil {
 		return h.failed(ctx, "list events", err)
 	}
@@ -695,7 +695,7 @@ func (h *Handler) getSync(ctx context.Context, req events.APIGatewayProxyRequest
 	if err := g.Wait(); err != nil {
 		return h.failed(ctx, "sync", err)
 	}
-	evs, err := newestEvents(records, v1.MaxEventsPerList, maxResponseBytes-eventListEnvelope)
+	evs, err := newestEvents(ddbstore.Expand(records), v1.MaxEventsPerList, maxResponseBytes-eventListEnvelope)
 	if err != nil {
 		return h.failed(ctx, "sync", err)
 	}

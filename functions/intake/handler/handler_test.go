@@ -689,6 +689,34 @@ func TestGetEventsCopiesPodAndNodePoolTargets(t *testing.T) {
 	}
 }
 
+// TestGetEventsExpandsPairs checks that a paired record (an event on a
+// Node and its NodeClaim in one item, as the decider writes them) is
+// listed as the two events the forwarder writes.
+func TestGetEventsExpandsPairs(t *testing.T) {
+	e := newEnv(t)
+	rec := ddbstore.Event{ID: "Unconsolidatable:a:w", Time: t0, Type: "Normal", Reason: "Unconsolidatable", Message: "disabled",
+		NodeClaim: "default-a", Node: "ip-10-0-0-1", OnNodeClaim: &ddbstore.NodeClaimEvent{ID: "Unconsolidatable:nodeclaim:a:w"}}
+	if err := e.store.PutEvent(context.Background(), rec, t0, ddbstore.EventTTL); err != nil {
+		t.Fatal(err)
+	}
+	want := []v1.EventRecord{
+		{ID: "Unconsolidatable:a:w", Time: metav1.NewTime(t0), Type: "Normal", Reason: "Unconsolidatable", Message: "disabled",
+			NodeClaim: "default-a", Node: "ip-10-0-0-1"},
+		{ID: "Unconsolidatable:nodeclaim:a:w", Time: metav1.NewTime(t0), Type: "Normal", Reason: "Unconsolidatable", Message: "disabled",
+			NodeClaim: "default-a"},
+	}
+	var got v1.EventList
+	e.do(t, get(v1.RouteEvents), http.StatusOK, &got)
+	if diff := cmp.Diff(want, got.Items); diff != "" {
+		t.Errorf("listed records mismatch (-want +got):\n%s", diff)
+	}
+	var sync v1.Sync
+	e.do(t, get(v1.RouteSync), http.StatusOK, &sync)
+	if diff := cmp.Diff(want, sync.Events.Items); diff != "" {
+		t.Errorf("sync's records mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestGetSync(t *testing.T) {
 	putClaims := func(t *testing.T, e *env, n, padding int) {
 		t.Helper()

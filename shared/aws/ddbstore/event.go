@@ -61,6 +61,46 @@ type Event struct {
 	// Condition, when set, is the status condition the forwarder also sets
 	// on the Karpenter NodeClaim named NodeClaim (v1.EventRecord.Condition).
 	Condition *metav1.Condition `json:"condition,omitempty"`
+	// OnNodeClaim, when set, makes the record a pair: this event on Node
+	// and a second one on the NodeClaim alone, as Karpenter writes its
+	// disruption events on a Node and its NodeClaim (karpenter:
+	// pkg/controllers/disruption/events). The pair is one item, one write
+	// unit where two records would take two; Expand gives the two events.
+	// It needs Node and NodeClaim, and no Pod or NodePool.
+	OnNodeClaim *NodeClaimEvent `json:"onNodeClaim,omitempty"`
+}
+
+// NodeClaimEvent is the NodeClaim's half of a paired Event: what differs
+// from the Node's.
+type NodeClaimEvent struct {
+	// ID identifies the NodeClaim's event, as Event.ID does; not the
+	// pair's ID.
+	ID string `json:"id"`
+	// Message is its text; empty means the Node's.
+	Message string `json:"message,omitempty"`
+}
+
+// Expand returns the events the records hold, in order: a paired record
+// (Event.OnNodeClaim) gives its Node's event and then its NodeClaim's (no
+// Node, the pair's Time, Type and Reason, its own ID and message); any
+// other record is itself.
+func Expand(records []Event) []Event {
+	out := make([]Event, 0, len(records))
+	for _, e := range records {
+		pair := e.OnNodeClaim
+		e.OnNodeClaim = nil
+		out = append(out, e)
+		if pair == nil {
+			continue
+		}
+		c := e
+		c.ID, c.Node = pair.ID, ""
+		if pair.Message != "" {
+			c.Message = pair.Message
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // Involved reports whether e names an object to write its Event on: a
@@ -107,6 +147,19 @@ func (s *Store) putEvent(ctx context.Context, e Event, now time.Time, ttl time.D
 		return false, fmt.Errorf("put event %s: type %q, want Normal or Warning: %w", e.ID, e.Type, ErrInvalid)
 	case ttl <= 0:
 		return false, fmt.Errorf("put event %s: ttl %v must be positive: %w", e.ID, ttl, ErrInvalid)
+	}
+	if c := e.OnNodeClaim; c != nil {
+		if err := checkKeyPart("onNodeClaim.id", c.ID); err != nil {
+			return false, fmt.Errorf("put event %s: %w", e.ID, err)
+		}
+		switch {
+		case c.ID == e.ID:
+			return false, fmt.Errorf("put event %s: onNodeClaim.id must differ from the pair's id: %w", e.ID, ErrInvalid)
+		case e.Node == "" || e.NodeClaim == "":
+			return false, fmt.Errorf("put event %s: onNodeClaim needs node and nodeClaim: %w", e.ID, ErrInvalid)
+		case e.Pod != "" || e.NodePool != "":
+			return false, fmt.Errorf("put event %s: onNodeClaim with a pod or nodePool: the pair is a Node's and its NodeClaim's: %w", e.ID, ErrInvalid)
+		}
 	}
 	body, err := json.Marshal(e)
 	if err != nil {

@@ -26,6 +26,9 @@ func TestEvents(t *testing.T) {
 		Message: "Evicted pod: disrupting its node", Pod: "shop/web-1", PodUID: "uid-web-1"}
 	poolBlocked := ddbstore.Event{ID: "blocked-default", Time: t0, Type: "Normal", Reason: "DisruptionBlocked",
 		Message: "No allowed disruptions for disruption reason Drifted due to blocking budget", NodePool: "default"}
+	pair := ddbstore.Event{ID: "Unconsolidatable:default-x7k2p", Time: t0, Type: "Normal", Reason: "Unconsolidatable",
+		Message: "Consolidation is disabled", NodeClaim: "default-x7k2p", Node: "ip-10-0-1-23.ec2.internal",
+		OnNodeClaim: &ddbstore.NodeClaimEvent{ID: "Unconsolidatable:nodeclaim:default-x7k2p", Message: "on the claim"}}
 	ttl := ddbstore.EventTTL
 
 	type put struct {
@@ -67,6 +70,12 @@ func TestEvents(t *testing.T) {
 			puts: []put{{evicted, t0}, {poolBlocked, t0}},
 			now:  t0,
 			want: []ddbstore.Event{poolBlocked, evicted},
+		},
+		{
+			name: "should keep a pair's NodeClaim event in its record",
+			puts: []put{{pair, t0}},
+			now:  t0,
+			want: []ddbstore.Event{pair},
 		},
 		{
 			name: "should list no events when none were recorded",
@@ -127,6 +136,21 @@ func TestPutEventErrors(t *testing.T) {
 		{name: "should refuse an event without a reason", edit: func(e *ddbstore.Event) { e.Reason = "" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
 		{name: "should refuse a type other than Normal or Warning", edit: func(e *ddbstore.Event) { e.Type = "Error" }, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
 		{name: "should refuse a ttl that is not positive", edit: func(*ddbstore.Event) {}, ttl: 0, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse a pair without its NodeClaim event's id", edit: func(e *ddbstore.Event) {
+			e.Node, e.OnNodeClaim = "ip-10-0-1-23", &ddbstore.NodeClaimEvent{}
+		}, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse a pair whose NodeClaim event has the pair's id", edit: func(e *ddbstore.Event) {
+			e.Node, e.OnNodeClaim = "ip-10-0-1-23", &ddbstore.NodeClaimEvent{ID: e.ID}
+		}, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse a pair without a Node", edit: func(e *ddbstore.Event) {
+			e.OnNodeClaim = &ddbstore.NodeClaimEvent{ID: "e1-claim"}
+		}, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse a pair without a NodeClaim", edit: func(e *ddbstore.Event) {
+			e.NodeClaim, e.Node, e.OnNodeClaim = "", "ip-10-0-1-23", &ddbstore.NodeClaimEvent{ID: "e1-claim"}
+		}, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
+		{name: "should refuse a pair about a pod", edit: func(e *ddbstore.Event) {
+			e.Node, e.Pod, e.OnNodeClaim = "ip-10-0-1-23", "shop/web-1", &ddbstore.NodeClaimEvent{ID: "e1-claim"}
+		}, ttl: time.Hour, wantErr: ddbstore.ErrInvalid},
 		{name: "should refuse an event too large for an item", edit: func(e *ddbstore.Event) { e.Message = strings.Repeat("x", ddbstore.MaxBodyBytes) }, ttl: time.Hour, wantErr: ddbstore.ErrItemTooLarge},
 	}
 	for _, tt := range tests {
@@ -144,6 +168,46 @@ func TestPutEventErrors(t *testing.T) {
 			}
 			if len(got) != 0 {
 				t.Errorf("ListEvents() = %v after a refused write, want none", got)
+			}
+		})
+	}
+}
+
+// TestExpand checks that a paired record gives its Node's event and then
+// its NodeClaim's, and that other records pass unchanged and in order.
+func TestExpand(t *testing.T) {
+	plain := ddbstore.Event{ID: "spot", Time: t0, Type: "Warning", Reason: "SpotInterrupted", Message: "m", NodeClaim: "a", Node: "node-a"}
+	pair := func(claimMsg string) ddbstore.Event {
+		return ddbstore.Event{ID: "blocked:a", Time: t0.Add(time.Second), Type: "Normal", Reason: "DisruptionBlocked",
+			Message: "Cannot disrupt Node: x", NodeClaim: "a", Node: "node-a",
+			OnNodeClaim: &ddbstore.NodeClaimEvent{ID: "blocked:nodeclaim:a", Message: claimMsg}}
+	}
+	onNode := ddbstore.Event{ID: "blocked:a", Time: t0.Add(time.Second), Type: "Normal", Reason: "DisruptionBlocked",
+		Message: "Cannot disrupt Node: x", NodeClaim: "a", Node: "node-a"}
+	onClaim := func(msg string) ddbstore.Event {
+		return ddbstore.Event{ID: "blocked:nodeclaim:a", Time: t0.Add(time.Second), Type: "Normal", Reason: "DisruptionBlocked",
+			Message: msg, NodeClaim: "a"}
+	}
+	tests := []struct {
+		name string
+		in   []ddbstore.Event
+		want []ddbstore.Event
+	}{
+		{name: "should give nothing for no records", in: nil, want: []ddbstore.Event{}},
+		{name: "should pass records that are not pairs", in: []ddbstore.Event{plain}, want: []ddbstore.Event{plain}},
+		{name: "should give a pair's NodeClaim event its own message", in: []ddbstore.Event{pair("Cannot disrupt NodeClaim: x"), plain},
+			want: []ddbstore.Event{onNode, onClaim("Cannot disrupt NodeClaim: x"), plain}},
+		{name: "should give a pair's NodeClaim event the Node's message when it has none", in: []ddbstore.Event{plain, pair("")},
+			want: []ddbstore.Event{plain, onNode, onClaim("Cannot disrupt Node: x")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := slices.Clone(tt.in)
+			if diff := cmp.Diff(tt.want, ddbstore.Expand(in)); diff != "" {
+				t.Errorf("Expand() mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.in, in); diff != "" {
+				t.Errorf("Expand() changed its input (-want +got):\n%s", diff)
 			}
 		})
 	}
