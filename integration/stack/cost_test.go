@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodewright/nodewright/local/meter"
 	"github.com/nodewright/nodewright/local/stack"
+	"github.com/nodewright/nodewright/shared/disruption"
 )
 
 // logReport logs a meter report as its table.
@@ -170,6 +171,12 @@ func TestSteadyStateCost(t *testing.T) {
 		return st.RunningPods == n && st.PendingPods == 0
 	})
 	time.Sleep(30 * time.Second) // settle: registrations, first snapshots
+	// The disruption run records every node's Unconsolidatable once per
+	// 15-minute window (functions/decider UnconsolidatableWindow): the window starts
+	// once the first round is written, so a 15-minute window holds one
+	// round, as a month does every 15 minutes, not the startup round too.
+	settled := waitUnconsolidatable(t, s, n, 4*time.Minute)
+	t.Logf("%d of %d nodes' Unconsolidatable recorded before the window", settled, n)
 	base := s.Metered()
 	rng := rand.New(rand.NewPCG(1, 2))
 	end := time.Now().Add(window)
@@ -227,5 +234,25 @@ func TestSteadyStateCost(t *testing.T) {
 		if err := os.WriteFile(out, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// waitUnconsolidatable waits up to timeout until n Nodes have an
+// Unconsolidatable event record, and returns how many have.
+func waitUnconsolidatable(t *testing.T, s *stack.Stack, n int, timeout time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		recs, err := s.EventRecords(t.Context())
+		nodes := map[string]bool{}
+		for _, r := range recs {
+			if r.Reason == disruption.EventUnconsolidatable && r.Node != "" {
+				nodes[r.Node] = true
+			}
+		}
+		if (err == nil && len(nodes) >= n) || time.Now().After(deadline) {
+			return len(nodes)
+		}
+		time.Sleep(5 * time.Second)
 	}
 }

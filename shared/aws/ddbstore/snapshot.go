@@ -23,9 +23,12 @@ import (
 // snapshot makes it current by rewriting the pointer item "<c>#SNAPSHOT" /
 // "CURRENT" (snapshot ID, part count, creation time), version-checked and
 // only if no newer complete snapshot is current, so the newest snapshot
-// wins whatever order parts and snapshots arrive in. Everything carries a
-// deadline: a reader ignores a pointer older than SnapshotTTL, and TTL
-// removes old snapshots.
+// wins whatever order parts and snapshots arrive in. A snapshot of one
+// part (most: a part holds up to 4 MiB of JSON) needs no marker: its blob
+// is "<c>#SNAPSHOT#<snapshotID>#WHOLE", apart from any part of a
+// multi-part snapshot that reuses its ID, and its pointer says so
+// (attrWhole). Everything carries a deadline: a reader ignores a pointer
+// older than SnapshotTTL, and TTL removes old snapshots.
 const (
 	kindSnapshotPart   = "SnapshotPart"
 	kindSnapshotMarker = "SnapshotPartMarker"
@@ -36,6 +39,9 @@ const (
 	attrParts          = "parts"
 	attrCreatedAtMs    = "createdAtMs"
 	attrNodeHashes     = "nodeHashes"
+	// attrWhole marks a pointer to a one-part snapshot's blob
+	// (snapshotWholePK).
+	attrWhole = "whole"
 	// nodeHashBytes is the length of one node-name hash in a marker.
 	nodeHashBytes = 8
 	// snapshotPartMargin keeps parts readable a while after the pointer
@@ -70,7 +76,8 @@ type SnapshotPartResult struct {
 // part whose IDs cannot form keys or whose part numbers are out of range, a
 // *v1.ValidationError (nothing stored) for a part that disagrees with the
 // snapshot's parts already stored (another part count, or a node another
-// part lists), an error (the snapshot not made current) when parts that
+// part lists; a snapshot of one part has no parts to disagree with, see
+// putWholeSnapshot), an error (the snapshot not made current) when parts that
 // raced past each other's checks disagree,
 // *ConflictError when the pointer kept changing under concurrent writers,
 // and DynamoDB failures, wrapped.
@@ -84,6 +91,9 @@ func (s *Store) PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, n
 	}
 	if part.Parts < 1 || part.Part < 0 || part.Part >= part.Parts {
 		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s part %d of %d: %w", sid, part.Part, part.Parts, ErrInvalid)
+	}
+	if part.Parts == 1 {
+		return s.putWholeSnapshot(ctx, part, now)
 	}
 	markers, err := s.queryPartition(ctx, s.pk(pkSnapshot, sid))
 	if err != nil {
@@ -135,7 +145,28 @@ func (s *Store) PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, n
 	if res.Received < res.Parts {
 		return res, nil
 	}
-	res.Current, err = s.makeCurrent(ctx, sid, part.Parts, createdMs, now)
+	res.Current, err = s.makeCurrent(ctx, sid, part.Parts, false, createdMs, now)
+	if err != nil {
+		return res, fmt.Errorf("put snapshot %s: %w", sid, err)
+	}
+	return res, nil
+}
+
+// putWholeSnapshot is PutSnapshotPart for a snapshot of one part: its blob
+// and the pointer, no marker (nothing to check it against, nothing to wait
+// for). Its blob's partition is not a part's, so a multi-part snapshot
+// reusing the ID cannot mix with it: each pointer names blobs of one post.
+func (s *Store) putWholeSnapshot(ctx context.Context, part *v1.ClusterSnapshot, now time.Time) (SnapshotPartResult, error) {
+	sid := part.SnapshotID
+	raw, err := json.Marshal(part)
+	if err != nil {
+		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s: encode: %w", sid, err)
+	}
+	if err := s.putBlob(ctx, s.snapshotWholePK(sid), kindSnapshotPart, raw, now.Add(SnapshotTTL+snapshotPartMargin)); err != nil {
+		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s: %w", sid, err)
+	}
+	res := SnapshotPartResult{Received: 1, Parts: 1}
+	res.Current, err = s.makeCurrent(ctx, sid, 1, true, part.CreatedAt.UnixMilli(), now)
 	if err != nil {
 		return res, fmt.Errorf("put snapshot %s: %w", sid, err)
 	}
@@ -192,9 +223,15 @@ func (s *Store) snapshotPartPK(sid string, part int) string {
 	return s.pk(pkSnapshot, sid, "PART", strconv.Itoa(part))
 }
 
-// makeCurrent points the cluster's current snapshot at sid unless a newer
-// unexpired one is current.
-func (s *Store) makeCurrent(ctx context.Context, sid string, parts int, createdMs int64, now time.Time) (bool, error) {
+// snapshotWholePK is the blob partition of a one-part snapshot.
+func (s *Store) snapshotWholePK(sid string) string {
+	return s.pk(pkSnapshot, sid, "WHOLE")
+}
+
+// makeCurrent points the cluster's current snapshot at sid (its blob at
+// snapshotWholePK when whole, else its parts) unless a newer unexpired
+// one is current.
+func (s *Store) makeCurrent(ctx context.Context, sid string, parts int, whole bool, createdMs int64, now time.Time) (bool, error) {
 	until := now.Add(SnapshotTTL)
 	for range pointerAttempts {
 		var version int64
@@ -225,6 +262,9 @@ func (s *Store) makeCurrent(ctx context.Context, sid string, parts int, createdM
 			attrUntilMs:     num(until.UnixMilli()),
 			attrExpiresAt:   num(ttlSeconds(until)),
 		}}
+		if whole {
+			in.Item[attrWhole] = &types.AttributeValueMemberBOOL{Value: true}
+		}
 		putIfVersion(in, version)
 		_, err = s.api.PutItem(ctx, in)
 		if isConditionFailed(err) {
@@ -289,8 +329,13 @@ func (s *Store) CurrentSnapshot(ctx context.Context, now time.Time) (Snapshot, e
 	}
 	createdMs, _ := getInt(cur, attrCreatedAtMs)
 	snap := Snapshot{ID: getString(cur, attrSnapshotID), CreatedAt: time.UnixMilli(createdMs).UTC(), Version: version}
+	whole, _ := cur[attrWhole].(*types.AttributeValueMemberBOOL)
 	for i := range int(parts) {
-		raw, err := s.getBlob(ctx, s.snapshotPartPK(snap.ID, i), now)
+		pk := s.snapshotPartPK(snap.ID, i)
+		if whole != nil && whole.Value {
+			pk = s.snapshotWholePK(snap.ID)
+		}
+		raw, err := s.getBlob(ctx, pk, now)
 		if err != nil {
 			return Snapshot{}, fmt.Errorf("get snapshot %s part %d: %w", snap.ID, i, err)
 		}

@@ -121,6 +121,85 @@ func TestSnapshotParts(t *testing.T) {
 	}
 }
 
+// TestOnePartSnapshot checks that a snapshot of one part is stored without
+// a marker or a query (its blob and the pointer: one write fewer and two
+// reads fewer a post than a part of several), and that its ID reused by a
+// multi-part snapshot never mixes the two: the current snapshot is always
+// the nodes of one post.
+func TestOnePartSnapshot(t *testing.T) {
+	ctx := context.Background()
+	whole := func() *v1.ClusterSnapshot {
+		p := snapshotPart("s1", 0, 1, t0)
+		p.Nodes[0].Name, p.Pods[0].Name = "node-whole", "pod-whole"
+		return p
+	}
+	wholeView := snapshotView{ID: "s1", Version: 1, Nodes: []string{"node-whole"}, Pods: []string{"pod-whole"}}
+	t.Run("should store a one-part snapshot without a query", func(t *testing.T) {
+		e := newEnv(t)
+		rec := &consistencyRecorder{API: e.client}
+		s := e.storeWith(t, rec, testCluster)
+		res, err := s.PutSnapshotPart(ctx, whole(), t0)
+		if err != nil || res != (ddbstore.SnapshotPartResult{Received: 1, Parts: 1, Current: true}) {
+			t.Fatalf("PutSnapshotPart() = %+v, %v; want 1 of 1 received, current", res, err)
+		}
+		if len(rec.queries) != 0 {
+			t.Errorf("PutSnapshotPart() of one part made %d queries, want none", len(rec.queries))
+		}
+		got, err := s.CurrentSnapshot(ctx, t0)
+		if err != nil {
+			t.Fatalf("CurrentSnapshot() error = %v", err)
+		}
+		if diff := cmp.Diff(wholeView, view(got)); diff != "" {
+			t.Errorf("CurrentSnapshot() mismatch (-want +got):\n%s", diff)
+		}
+	})
+	tests := []struct {
+		name string
+		puts []*v1.ClusterSnapshot
+	}{
+		{name: "should keep a one-part snapshot current whole when a multi-part one reuses its ID",
+			puts: []*v1.ClusterSnapshot{whole(), snapshotPart("s1", 0, 2, t0)}},
+		{name: "should make a one-part snapshot current whole beside an incomplete multi-part one of its ID",
+			puts: []*v1.ClusterSnapshot{snapshotPart("s1", 0, 2, t0), whole()}},
+		{name: "should keep the one-part snapshot when the multi-part one of its ID completes after it",
+			puts: []*v1.ClusterSnapshot{snapshotPart("s1", 0, 2, t0), whole(), snapshotPart("s1", 1, 2, t0)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newEnv(t).store(t, testCluster)
+			for i, p := range tt.puts {
+				if _, err := s.PutSnapshotPart(ctx, p, t0); err != nil {
+					t.Fatalf("PutSnapshotPart(#%d) error = %v", i, err)
+				}
+			}
+			got, err := s.CurrentSnapshot(ctx, t0)
+			if err != nil {
+				t.Fatalf("CurrentSnapshot() error = %v", err)
+			}
+			if diff := cmp.Diff(wholeView, view(got)); diff != "" {
+				t.Errorf("CurrentSnapshot() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("should make a complete multi-part snapshot current over a one-part one of its ID", func(t *testing.T) {
+		s := newEnv(t).store(t, testCluster)
+		later := func(part int) *v1.ClusterSnapshot { return snapshotPart("s1", part, 2, t0.Add(time.Second)) }
+		for i, p := range []*v1.ClusterSnapshot{whole(), later(0), later(1)} {
+			if _, err := s.PutSnapshotPart(ctx, p, t0); err != nil {
+				t.Fatalf("PutSnapshotPart(#%d) error = %v", i, err)
+			}
+		}
+		got, err := s.CurrentSnapshot(ctx, t0)
+		if err != nil {
+			t.Fatalf("CurrentSnapshot() error = %v", err)
+		}
+		want := snapshotView{ID: "s1", Version: 2, Nodes: []string{"node-s1-a", "node-s1-b"}, Pods: []string{"pod-s1-a", "pod-s1-b"}}
+		if diff := cmp.Diff(want, view(got)); diff != "" {
+			t.Errorf("CurrentSnapshot() mismatch (-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestCurrentSnapshotAbsent(t *testing.T) {
 	tests := []struct {
 		name  string
