@@ -361,7 +361,7 @@ func TestDefaultDeployment(t *testing.T) {
 
 	t.Run("should limit the intake role to the partition keys it uses, so it cannot touch NodeClaims, leases or budgets", func(t *testing.T) {
 		got := tableGrants("Intake")
-		own := cl + "IDEMPOTENCY#batch#*," + cl + "IDEMPOTENCY#config#*," + cl + "IDEMPOTENCY#registrations#*," + cl + "IDEMPOTENCY#snapshot#*," +
+		own := cl + "IDEMPOTENCY#batch#*," + cl + "IDEMPOTENCY#config#*," + cl + "IDEMPOTENCY#registrations#*," +
 			cl + "PAYLOAD#*," + cl + "CONFIG," + cl + "SNAPSHOT," + cl + "SNAPSHOT#*"
 		want := []tableGrant{
 			{"dynamodb:GetItem,dynamodb:Query", table, cl + "BATCH#*," + cl + "NODECLAIM," + cl + "EVENT," + cl + "NODECLASSSTATUS," + cl + "METRIC," + own},

@@ -284,7 +284,7 @@ type accepted struct {
 // claim so the retry applies at once; if this invocation dies mid-apply the
 // claim lapses after ApplyLease. A repeat while the claim stands is told to
 // retry (retryAt), never answered as a duplicate. Every apply is itself
-// idempotent (SQS deduplication IDs, content-hashed config, part markers),
+// idempotent (SQS deduplication IDs, content-hashed config),
 // so an apply taken over after a lapse cannot apply twice.
 func (h *Handler) accept(ctx context.Context, req events.APIGatewayProxyRequest, scope, id string, apply func(context.Context) error) (accepted, error) {
 	holder := req.RequestContext.RequestID
@@ -498,18 +498,18 @@ func (h *Handler) postSnapshot(ctx context.Context, req events.APIGatewayProxyRe
 		return rejected(err)
 	}
 	h.logWarnings(ctx, v1.KindClusterSnapshot, s.ID, warnings)
-	acc, err := h.accept(ctx, req, ddbstore.ScopeSnapshot, s.ID, func(ctx context.Context) error {
-		res, err := h.deps.Store.PutSnapshotPart(ctx, s, h.deps.Now())
-		if err == nil {
-			h.deps.Log.DebugContext(ctx, "snapshot part stored", "snapshot", s.SnapshotID, "part", s.Part,
-				"received", res.Received, "parts", res.Parts, "current", res.Current)
-		}
-		return err
-	})
+	// No idempotency key (accept): storing a part again rewrites the same
+	// blob and leaves the pointer at the newest complete snapshot
+	// (ddbstore.PutSnapshotPart), so a repeat is applied again, harmlessly,
+	// and answered as accepted, never as a duplicate. The key's two writes
+	// would be most of a post's.
+	res, err := h.deps.Store.PutSnapshotPart(ctx, s, h.deps.Now())
 	if err != nil {
 		return h.refusedOrFailed(ctx, "store snapshot part "+s.ID, err)
 	}
-	return h.receipt(v1.KindClusterSnapshot, s.ID, acc)
+	h.deps.Log.DebugContext(ctx, "snapshot part stored", "snapshot", s.SnapshotID, "part", s.Part,
+		"received", res.Received, "parts", res.Parts, "current", res.Current)
+	return h.receipt(v1.KindClusterSnapshot, s.ID, accepted{})
 }
 
 // receipt answers an accepted message: 202 Receipt, or 409 while another

@@ -418,6 +418,44 @@ func TestPostSnapshots(t *testing.T) {
 	}
 }
 
+// TestPostSnapshotRepeated checks that a snapshot post needs no
+// idempotency key: a repeat is stored again and answered as accepted (not
+// a duplicate), a one-part post writes its blob and the pointer alone, and
+// a late repeat of an older snapshot leaves the newer one current.
+func TestPostSnapshotRepeated(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	older := strings.Replace(snapshot("s-old", "old", 0, 1), `"node-0"`, `"node-old"`, 1)
+	newer := strings.Replace(strings.Replace(snapshot("s-new", "new", 0, 1), `"node-0"`, `"node-new"`, 1), createdAt, `"createdAt":"2030-01-02T03:04:06Z"`, 1)
+	if !strings.Contains(newer, "03:04:06") {
+		t.Fatalf("the newer snapshot's createdAt not set: %s", newer)
+	}
+	receiptT := metav1.TypeMeta{APIVersion: v1.APIVersion, Kind: v1.KindReceipt}
+	for i, body := range []struct{ id, body string }{{"s-old", older}, {"s-new", newer}, {"s-new", newer}, {"s-old", older}} {
+		e.calls.Reset()
+		var got v1.Receipt
+		e.do(t, post(v1.RouteSnapshots, body.id, body.body), http.StatusAccepted, &got)
+		if diff := cmp.Diff(v1.Receipt{TypeMeta: receiptT, ID: body.id}, got); diff != "" {
+			t.Errorf("post #%d: receipt mismatch (-want +got):\n%s", i, diff)
+		}
+		for _, c := range e.calls.Calls() {
+			if c.Op != "GetItem" && !strings.HasPrefix(c.PartitionKey, cluster+"#SNAPSHOT") {
+				t.Errorf("post #%d: %s of %s, want only the snapshot's blob and pointer", i, c.Op, c.PartitionKey)
+			}
+			if c.Op == "Query" {
+				t.Errorf("post #%d: Query of %s, want none for a one-part snapshot", i, c.PartitionKey)
+			}
+		}
+	}
+	snap, err := e.store.CurrentSnapshot(ctx, t0)
+	if err != nil {
+		t.Fatalf("CurrentSnapshot() error = %v", err)
+	}
+	if snap.ID != "new" || len(snap.Nodes) != 1 || snap.Nodes[0].Name != "node-new" {
+		t.Errorf("CurrentSnapshot() = %s with nodes %v, want new with node-new: a late repeat of an older one does not turn it back", snap.ID, snap.Nodes)
+	}
+}
+
 func TestPostSnapshotPartsThatDisagreeAreRefused(t *testing.T) {
 	e := newEnv(t)
 	e.do(t, post(v1.RouteSnapshots, "p0", snapshot("p0", "snap", 0, 3)), http.StatusAccepted, nil)

@@ -22,8 +22,6 @@ const (
 	ScopeConfig = "config"
 	// ScopeRegistrations dedupes NodeRegistrations messages by message ID.
 	ScopeRegistrations = "registrations"
-	// ScopeSnapshot dedupes ClusterSnapshot parts by message ID.
-	ScopeSnapshot = "snapshot"
 )
 
 // BatchResultTTL is how long a pod batch's result is kept: the forwarder

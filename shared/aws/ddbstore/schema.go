@@ -124,11 +124,11 @@ func Schema() TableSchema {
 // intakeAccess is what the internet-facing intake Lambda touches
 // (docs/dynamodb.md, "Who reads and writes what"): it writes only its
 // idempotency keys, claim-checked payloads, the config item and snapshot
-// parts, and reads batch results, NodeClaims, event records and node-class
+// parts (no idempotency key: PutSnapshotPart is itself idempotent), and reads batch results, NodeClaims, event records and node-class
 // resolutions; it can neither write a NodeClaim nor touch a lease or budget.
 func intakeAccess() Access {
 	var keys []string
-	for _, scope := range []string{ScopeBatch, ScopeConfig, ScopeRegistrations, ScopeSnapshot} {
+	for _, scope := range []string{ScopeBatch, ScopeConfig, ScopeRegistrations} {
 		keys = append(keys, pkIdempotency+"#"+scope+"#*")
 	}
 	write := append(keys, pkPayload+"#*", pkConfig, pkSnapshot, pkSnapshot+"#*")
