@@ -33,7 +33,10 @@ package v1
 // whose first request is still being applied (or died mid-apply, until its
 // claim lapses about 30 s later) is answered 409 Conflict with Retry-After
 // (seconds) and changes nothing; the sender retries the same body after that
-// delay. A 2xx is only ever given once the message is applied.
+// delay. A 2xx is only ever given once the message is applied. A
+// ClusterSnapshot is the exception: storing one again changes nothing (the
+// newest complete snapshot stays current), so a repeat is applied again and
+// answered as the first was, without Duplicate and never 409.
 //
 // Versioning. Every message names APIVersion and its kind. Within v1,
 // changes are additive only: a new optional field, never a removed, renamed or
@@ -826,7 +829,8 @@ type PodBatchResult struct {
 	metav1.TypeMeta `json:",inline"`
 	BatchID         string     `json:"batchID"`
 	State           BatchState `json:"state"`
-	// Duplicate is true when the request repeated an ID the API already had.
+	// Duplicate is true when the request repeated an ID the API already had
+	// (never for a ClusterSnapshot, applied again; see the routes above).
 	Duplicate bool `json:"duplicate,omitempty"`
 	// Nominations maps a pod UID to where the solver placed it.
 	Nominations map[types.UID]Nomination `json:"nominations,omitempty"`
@@ -962,7 +966,8 @@ type NodeClassStatus struct {
 type Receipt struct {
 	metav1.TypeMeta `json:",inline"`
 	ID              string `json:"id"`
-	// Duplicate is true when the request repeated an ID the API already had.
+	// Duplicate is true when the request repeated an ID the API already had
+	// (never for a ClusterSnapshot, applied again; see the routes above).
 	Duplicate bool `json:"duplicate,omitempty"`
 }
 
