@@ -127,14 +127,14 @@ func decisionEvents(res disruption.Result, now time.Time) []decisionEvent {
 	}
 	// addPair records e on its Node and, in the same record
 	// (ddbstore.Event.OnNodeClaim), on its NodeClaim with claimMsg, each
-	// under the ID its own record would have: reason and the NodeClaim's
-	// name, after "nodeclaim" for the NodeClaim's.
-	addPair := func(window time.Duration, e ddbstore.Event, claimMsg, reason string) {
-		e.OnNodeClaim = &ddbstore.NodeClaimEvent{ID: id(window, claimMsg, true, reason, "nodeclaim", e.NodeClaim)}
+	// under the ID its own record would have: its reason and the
+	// NodeClaim's name, after "nodeclaim" for the NodeClaim's.
+	addPair := func(window time.Duration, e ddbstore.Event, claimMsg string) {
+		e.OnNodeClaim = &ddbstore.NodeClaimEvent{ID: id(window, claimMsg, true, e.Reason, "nodeclaim", e.NodeClaim)}
 		if claimMsg != e.Message {
 			e.OnNodeClaim.Message = claimMsg
 		}
-		add(window, e, true, reason, e.NodeClaim)
+		add(window, e, true, e.Reason, e.NodeClaim)
 	}
 	for _, b := range res.Blocked {
 		reason := b.Event
@@ -147,7 +147,7 @@ func decisionEvents(res disruption.Result, now time.Time) []decisionEvent {
 			window = BlockedWindow
 			nodeMsg, claimMsg = "Cannot disrupt Node: "+b.Reason, "Cannot disrupt NodeClaim: "+b.Reason
 		}
-		addPair(window, ddbstore.Event{Reason: reason, Message: nodeMsg, NodeClaim: b.NodeClaim, Node: b.Node}, claimMsg, reason)
+		addPair(window, ddbstore.Event{Reason: reason, Message: nodeMsg, NodeClaim: b.NodeClaim, Node: b.Node}, claimMsg)
 	}
 	for _, cmd := range res.Commands {
 		if cmd.Method != disruption.MethodUnderutilized {
@@ -161,7 +161,7 @@ func decisionEvents(res disruption.Result, now time.Time) []decisionEvent {
 				continue
 			}
 			e.Node = c.Node
-			addPair(CandidateWindow, e, msg, ReasonConsolidationCandidate)
+			addPair(CandidateWindow, e, msg)
 		}
 	}
 	for _, inc := range res.Inconsistencies {

@@ -829,8 +829,7 @@ type PodBatchResult struct {
 	metav1.TypeMeta `json:",inline"`
 	BatchID         string     `json:"batchID"`
 	State           BatchState `json:"state"`
-	// Duplicate is true when the request repeated an ID the API already had
-	// (never for a ClusterSnapshot, applied again; see the routes above).
+	// Duplicate is true when the request repeated an ID the API already had.
 	Duplicate bool `json:"duplicate,omitempty"`
 	// Nominations maps a pod UID to where the solver placed it.
 	Nominations map[types.UID]Nomination `json:"nominations,omitempty"`

@@ -124,7 +124,8 @@ func Schema() TableSchema {
 // intakeAccess is what the internet-facing intake Lambda touches
 // (docs/dynamodb.md, "Who reads and writes what"): it writes only its
 // idempotency keys, claim-checked payloads, the config item and snapshot
-// parts (no idempotency key: PutSnapshotPart is itself idempotent), and reads batch results, NodeClaims, event records and node-class
+// parts (no idempotency key: PutSnapshotPart is itself idempotent), and
+// reads batch results, NodeClaims, event records and node-class
 // resolutions; it can neither write a NodeClaim nor touch a lease or budget.
 func intakeAccess() Access {
 	var keys []string

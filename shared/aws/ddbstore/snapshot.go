@@ -92,8 +92,13 @@ func (s *Store) PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, n
 	if part.Parts < 1 || part.Part < 0 || part.Part >= part.Parts {
 		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s part %d of %d: %w", sid, part.Part, part.Parts, ErrInvalid)
 	}
+	raw, err := json.Marshal(part)
+	if err != nil {
+		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s part %d: encode: %w", sid, part.Part, err)
+	}
+	partsUntil := now.Add(SnapshotTTL + snapshotPartMargin)
 	if part.Parts == 1 {
-		return s.putWholeSnapshot(ctx, part, now)
+		return s.putWholeSnapshot(ctx, part, raw, partsUntil, now)
 	}
 	markers, err := s.queryPartition(ctx, s.pk(pkSnapshot, sid))
 	if err != nil {
@@ -103,11 +108,6 @@ func (s *Store) PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, n
 	if fields := partDisagreements(part, hashes, markers); len(fields) > 0 {
 		return SnapshotPartResult{}, &v1.ValidationError{Kind: v1.KindClusterSnapshot, Name: part.ID, Fields: fields}
 	}
-	raw, err := json.Marshal(part)
-	if err != nil {
-		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s part %d: encode: %w", sid, part.Part, err)
-	}
-	partsUntil := now.Add(SnapshotTTL + snapshotPartMargin)
 	if err := s.putBlob(ctx, s.snapshotPartPK(sid, part.Part), kindSnapshotPart, raw, partsUntil); err != nil {
 		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s part %d: %w", sid, part.Part, err)
 	}
@@ -152,19 +152,17 @@ func (s *Store) PutSnapshotPart(ctx context.Context, part *v1.ClusterSnapshot, n
 	return res, nil
 }
 
-// putWholeSnapshot is PutSnapshotPart for a snapshot of one part: its blob
-// and the pointer, no marker (nothing to check it against, nothing to wait
-// for). Its blob's partition is not a part's, so a multi-part snapshot
-// reusing the ID cannot mix with it: each pointer names blobs of one post.
-func (s *Store) putWholeSnapshot(ctx context.Context, part *v1.ClusterSnapshot, now time.Time) (SnapshotPartResult, error) {
+// putWholeSnapshot is PutSnapshotPart for a snapshot of one part (raw, its
+// JSON, kept until): its blob and the pointer, no marker (nothing to check
+// it against, nothing to wait for). Its blob's partition is not a part's,
+// so a multi-part snapshot reusing the ID cannot mix with it: each pointer
+// names blobs of one post.
+func (s *Store) putWholeSnapshot(ctx context.Context, part *v1.ClusterSnapshot, raw []byte, until, now time.Time) (SnapshotPartResult, error) {
 	sid := part.SnapshotID
-	raw, err := json.Marshal(part)
-	if err != nil {
-		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s: encode: %w", sid, err)
-	}
-	if err := s.putBlob(ctx, s.snapshotWholePK(sid), kindSnapshotPart, raw, now.Add(SnapshotTTL+snapshotPartMargin)); err != nil {
+	if err := s.putBlob(ctx, s.snapshotWholePK(sid), kindSnapshotPart, raw, until); err != nil {
 		return SnapshotPartResult{}, fmt.Errorf("put snapshot %s: %w", sid, err)
 	}
+	var err error
 	res := SnapshotPartResult{Received: 1, Parts: 1}
 	res.Current, err = s.makeCurrent(ctx, sid, 1, true, part.CreatedAt.UnixMilli(), now)
 	if err != nil {
